@@ -1,0 +1,37 @@
+#include "hw/definer.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hw/match_params.h"
+
+namespace drsim::hw {
+namespace {
+
+TEST(DefinerTest, EmptyMaskGivesEmptyKey) {
+  MatchParams zero;
+  Definer d = Definer::FromMask(zero.bytes());
+  EXPECT_EQ(d.key_words(), 0u);
+}
+
+TEST(DefinerTest, KeyHoldsOnlyMaskedWordsAndBits) {
+  MatchParams mask = *MatchBuilder().IpVersion(kOuter, 0xf).TcpDport(kOuter, 0xff00).Build();
+  Definer d = Definer::FromMask(mask.bytes());
+  // ip_version is in the word at byte 16, tcp_dport in the word at byte 20.
+  EXPECT_EQ(d.word_offsets(), (std::vector<size_t>{16, 20}));
+
+  MatchParams a = *MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0x1234).TcpSport(kOuter, 9).Build();
+  MatchParams b = *MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0x12ff).IpProtocol(kOuter, 6).Build();
+  MatchParams c = *MatchBuilder().IpVersion(kOuter, 6).TcpDport(kOuter, 0x1234).Build();
+  uint32_t ka[2], kb[2], kc[2];
+  d.Extract(a.bytes(), ka);
+  d.Extract(b.bytes(), kb);
+  d.Extract(c.bytes(), kc);
+  // Unmasked bits (low byte of the port, the source port, the protocol) do not take part.
+  EXPECT_EQ(ka[0], kb[0]);
+  EXPECT_EQ(ka[1], kb[1]);
+  EXPECT_NE(ka[0], kc[0]);
+}
+
+}  // namespace
+}  // namespace drsim::hw

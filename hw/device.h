@@ -1,0 +1,42 @@
+// The device interface: everything the driver (dr/) asks of a NIC. The software NIC (sim::Nic) implements
+// it; a recording fake can too, so the driver is testable without a device.
+//
+// Publication contract: the driver mutates a table's chain or a matcher's match table only between calls
+// that the device does not overlap with packet processing (this first cut is single-threaded: do not
+// process packets while changing rules from another thread), and calls TableChanged() after changing a
+// chain so the device can refresh what it derived from it.
+#ifndef DRSIM_HW_DEVICE_H_
+#define DRSIM_HW_DEVICE_H_
+
+#include <infiniband/mlx5dv.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "hw/flow_table.h"
+
+namespace drsim::hw {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // Level-0 tables are where packets of their domain type enter. The device merges the chains of all
+  // attached root tables of one type into one lookup order (priority, then newest matcher first).
+  virtual void AttachRootTable(const FlowTable* table) = 0;
+  virtual void DetachRootTable(const FlowTable* table) = 0;
+  // The chain of `table` changed (a matcher was added or removed).
+  virtual void TableChanged(const FlowTable* table) = 0;
+
+  // A new number for ordering matchers by creation across the whole device.
+  virtual uint64_t NextMatcherSequence() = 0;
+
+  // Receive queues that dest-QP actions may target. Retain fails with NotFound for an unknown QP number;
+  // a retained queue cannot be destroyed until every retain is released.
+  virtual absl::Status RetainQueue(uint32_t qp_num) = 0;
+  virtual void ReleaseQueue(uint32_t qp_num) = 0;
+};
+
+}  // namespace drsim::hw
+
+#endif  // DRSIM_HW_DEVICE_H_

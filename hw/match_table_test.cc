@@ -1,0 +1,144 @@
+#include "hw/match_table.h"
+
+#include <deque>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hw/flow_table.h"
+
+namespace drsim::hw {
+namespace {
+
+using Key = std::vector<uint32_t>;
+
+// Checks the table against a plain model: for every key, the FIFO of rules inserted with it.
+class TableModel {
+ public:
+  explicit TableModel(size_t key_words) : table_(key_words), key_words_(key_words) {}
+
+  void Insert(const Key& key) {
+    records_.push_back(std::make_unique<RuleRecord>());
+    const RuleRecord* rule = records_.back().get();
+    MatchTable::Handle h = table_.Insert(key.data(), rule);
+    model_[key].push_back({h, rule});
+    live_.push_back({key, h});
+  }
+
+  void EraseAt(size_t i) {
+    auto [key, handle] = live_[i];
+    live_.erase(live_.begin() + i);
+    table_.Erase(handle);
+    auto& fifo = model_[key];
+    for (auto it = fifo.begin(); it != fifo.end(); ++it) {
+      if (it->first == handle) {
+        fifo.erase(it);
+        break;
+      }
+    }
+    if (fifo.empty()) model_.erase(key);
+  }
+
+  void Verify(const std::vector<Key>& probes) const {
+    size_t total = 0;
+    for (const auto& [key, fifo] : model_) {
+      ASSERT_EQ(table_.Find(key.data()), fifo.front().second);
+      total += fifo.size();
+    }
+    EXPECT_EQ(table_.size(), total);
+    EXPECT_EQ(table_.distinct_keys(), model_.size());
+    for (const Key& k : probes) {
+      if (!model_.count(k)) {
+        ASSERT_EQ(table_.Find(k.data()), nullptr);
+      }
+    }
+  }
+
+  MatchTable& table() { return table_; }
+  size_t live() const { return live_.size(); }
+
+ private:
+  MatchTable table_;
+  size_t key_words_;
+  std::vector<std::unique_ptr<RuleRecord>> records_;
+  std::map<Key, std::deque<std::pair<MatchTable::Handle, const RuleRecord*>>> model_;
+  std::vector<std::pair<Key, MatchTable::Handle>> live_;
+};
+
+Key RandomKey(std::mt19937& rng, size_t words, uint32_t range) {
+  Key k(words);
+  for (auto& w : k) w = rng() % range;
+  return k;
+}
+
+TEST(MatchTableTest, DuplicatesAreFifoAndSurviveGrowth) {
+  TableModel m(3);
+  Key k = {1, 2, 3};
+  m.Insert(k);
+  m.Insert(k);
+  m.Insert(k);
+  for (uint32_t i = 0; i < 1000; ++i) m.Insert({i, i * 7, 5});  // forces several doublings
+  m.Verify({});
+  m.EraseAt(0);  // the oldest rule with key k: the second one now wins
+  m.Verify({});
+  m.EraseAt(1);  // the newest duplicate
+  m.Verify({});
+  m.EraseAt(0);
+  m.Verify({k});
+}
+
+TEST(MatchTableTest, ZeroLengthKeysAllCollide) {
+  TableModel m(0);
+  m.Insert({});
+  m.Insert({});
+  m.Verify({});
+  EXPECT_EQ(m.table().distinct_keys(), 1u);
+  m.EraseAt(0);
+  m.Verify({});
+}
+
+TEST(MatchTableTest, RandomizedAgainstModel) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    std::mt19937 rng(seed);
+    TableModel m(1 + seed % 3);
+    std::vector<Key> probes;
+    for (int step = 0; step < 20000; ++step) {
+      // Narrow key ranges so duplicates and probe sequences are common.
+      Key k = RandomKey(rng, 1 + seed % 3, 64);
+      if (m.live() > 0 && rng() % 3 == 0) {
+        m.EraseAt(rng() % m.live());
+      } else {
+        m.Insert(k);
+      }
+      if (step % 997 == 0) probes.push_back(k);
+      if (step % 2500 == 0) m.Verify(probes);
+    }
+    m.Verify(probes);
+  }
+}
+
+TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {
+  TableModel m(2);
+  m.table().Reserve(48);  // 8 buckets
+  m.table().set_fixed_size(true);
+  size_t buckets = m.table().bucket_count();
+  for (uint32_t i = 0; i < buckets * 8; ++i) m.Insert({i, 0});
+  EXPECT_EQ(m.table().bucket_count(), buckets);  // 100% full, no growth yet
+  m.Verify({{99999, 0}});
+  m.Insert({12345, 1});  // no slot left: grows rather than failing
+  EXPECT_GT(m.table().bucket_count(), buckets);
+  m.Verify({});
+}
+
+TEST(MatchTableTest, ReserveNeverShrinks) {
+  MatchTable t(1);
+  t.Reserve(1 << 12);
+  size_t big = t.bucket_count();
+  EXPECT_GE(big * 8 * 3 / 4, size_t{1} << 12);
+  t.Reserve(4);
+  EXPECT_EQ(t.bucket_count(), big);
+}
+
+}  // namespace
+}  // namespace drsim::hw

@@ -1,0 +1,84 @@
+#include "hw/net_addr.h"
+
+#include <arpa/inet.h>
+
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "hw/byte_order.h"
+
+namespace drsim::hw {
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+absl::StatusOr<MacAddress> MacAddress::Parse(absl::string_view text) {
+  MacAddress mac;
+  // Exactly six two-digit hex groups separated by ':' or '-'.
+  bool ok = text.size() == 17;
+  for (size_t i = 0; ok && i < 6; ++i) {
+    int hi = HexDigit(text[3 * i]), lo = HexDigit(text[3 * i + 1]);
+    if (hi < 0 || lo < 0 || (i < 5 && text[3 * i + 2] != ':' && text[3 * i + 2] != '-')) ok = false;
+    else mac.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  if (!ok) return absl::InvalidArgumentError(absl::StrFormat("bad MAC address \"%s\"", text));
+  return mac;
+}
+
+std::string MacAddress::ToString() const {
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", bytes[0], bytes[1], bytes[2], bytes[3],
+                         bytes[4], bytes[5]);
+}
+
+absl::StatusOr<Ipv4Address> Ipv4Address::Parse(absl::string_view text) {
+  in_addr addr;
+  if (inet_pton(AF_INET, std::string(text).c_str(), &addr) != 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("bad IPv4 address \"%s\"", text));
+  }
+  return Ipv4Address{LoadBe32(reinterpret_cast<const uint8_t*>(&addr.s_addr))};
+}
+
+Ipv4Address Ipv4Address::PrefixMask(int prefix_len) {
+  if (prefix_len <= 0) return {0};
+  if (prefix_len >= 32) return {0xffffffffu};
+  return {~0u << (32 - prefix_len)};
+}
+
+std::string Ipv4Address::ToString() const {
+  return absl::StrFormat("%d.%d.%d.%d", value >> 24, (value >> 16) & 0xff, (value >> 8) & 0xff,
+                         value & 0xff);
+}
+
+absl::StatusOr<Ipv6Address> Ipv6Address::Parse(absl::string_view text) {
+  Ipv6Address a;
+  if (inet_pton(AF_INET6, std::string(text).c_str(), a.bytes.data()) != 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("bad IPv6 address \"%s\"", text));
+  }
+  return a;
+}
+
+Ipv6Address Ipv6Address::PrefixMask(int prefix_len) {
+  Ipv6Address a;
+  for (int i = 0; i < 16; ++i) {
+    int bits = prefix_len - 8 * i;
+    a.bytes[i] = bits >= 8 ? 0xff : bits <= 0 ? 0 : static_cast<uint8_t>(0xff << (8 - bits));
+  }
+  return a;
+}
+
+uint32_t Ipv6Address::word(int i) const { return LoadBe32(bytes.data() + 4 * i); }
+
+std::string Ipv6Address::ToString() const {
+  char buf[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, bytes.data(), buf, sizeof buf);
+  return buf;
+}
+
+}  // namespace drsim::hw
