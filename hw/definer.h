@@ -3,6 +3,11 @@
 // order. It is compiled once per matcher from the effective mask, so rule insertion and packet lookup both
 // run the same short loop of masked loads; two inputs match under the mask iff their keys are equal.
 //
+// A fold ORs a second word into a first one before masking. The compiler uses it where the hardware
+// compares two layout fields in one steering field: TCP and UDP ports share the L4 port field of the
+// 5-tuple lookups, so the word holding udp_sport/udp_dport folds into the word holding tcp_sport/tcp_dport
+// (a packet carries at most one of them).
+//
 // Immutable after construction; thread-safe for concurrent Extract() calls.
 #ifndef DRSIM_HW_DEFINER_H_
 #define DRSIM_HW_DEFINER_H_
@@ -12,22 +17,30 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/types/span.h"
+
 namespace drsim::hw {
 
 class Definer {
  public:
-  // A definer over the nonzero 32-bit words of `mask` (448 bytes, PRM layout). An all-zero mask gives a
-  // zero-length key: every input matches.
-  static Definer FromMask(const uint8_t* mask);
+  struct Fold {
+    uint32_t into;  // byte offset of the word that receives
+    uint32_t from;  // byte offset of the word ORed into it
+  };
+
+  // A definer over the nonzero 32-bit words of `mask` (448 bytes, PRM layout), with `folds` applied: the
+  // mask of each `from` word joins its `into` word. An all-zero mask gives a zero-length key.
+  static Definer FromMask(const uint8_t* mask, absl::Span<const Fold> folds = {});
 
   size_t key_words() const { return words_.size(); }
 
   // Writes key_words() words to `key`. `input` is 448 bytes in PRM layout.
   void Extract(const uint8_t* input, uint32_t* key) const {
     for (const Word& w : words_) {
-      uint32_t v;
+      uint32_t v, f;
       std::memcpy(&v, input + w.offset, sizeof v);
-      *key++ = v & w.mask;
+      std::memcpy(&f, input + w.fold_from, sizeof f);
+      *key++ = (v | f) & w.mask;
     }
   }
 
@@ -36,8 +49,9 @@ class Definer {
 
  private:
   struct Word {
-    uint32_t offset;  // byte offset of the word in the layout
-    uint32_t mask;    // in memory (network) byte order, like the loaded word
+    uint32_t offset;     // byte offset of the word in the layout
+    uint32_t fold_from;  // word ORed in first (== offset when nothing folds into this word)
+    uint32_t mask;       // in memory (network) byte order, like the loaded word
   };
   std::vector<Word> words_;
 };

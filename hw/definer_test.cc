@@ -35,3 +35,27 @@ TEST(DefinerTest, KeyHoldsOnlyMaskedWordsAndBits) {
 
 }  // namespace
 }  // namespace drsim::hw
+
+namespace drsim::hw {
+namespace {
+
+TEST(DefinerTest, FoldedWordsCompareAsOne) {
+  MatchParams mask = *MatchBuilder().UdpDport(kOuter, 0xffff).Build();
+  const uint32_t tcp_word = Info(Field::kOuterTcpDport).word_offset();
+  const uint32_t udp_word = Info(Field::kOuterUdpDport).word_offset();
+  Definer d = Definer::FromMask(mask.bytes(), {{tcp_word, udp_word}});
+  EXPECT_EQ(d.word_offsets(), (std::vector<size_t>{tcp_word}));
+
+  MatchParams udp = *MatchBuilder().UdpDport(kOuter, 4789).Build();
+  MatchParams tcp = *MatchBuilder().TcpDport(kOuter, 4789).Build();
+  MatchParams other = *MatchBuilder().UdpDport(kOuter, 53).Build();
+  uint32_t ku, kt, ko;
+  d.Extract(udp.bytes(), &ku);
+  d.Extract(tcp.bytes(), &kt);
+  d.Extract(other.bytes(), &ko);
+  EXPECT_EQ(ku, kt);  // one L4 port field, as in the hardware's 5-tuple lookup
+  EXPECT_NE(ku, ko);
+}
+
+}  // namespace
+}  // namespace drsim::hw

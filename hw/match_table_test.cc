@@ -16,7 +16,7 @@ using Key = std::vector<uint32_t>;
 // Checks the table against a plain model: for every key, the FIFO of rules inserted with it.
 class TableModel {
  public:
-  explicit TableModel(size_t key_words) : table_(key_words), key_words_(key_words) {}
+  explicit TableModel(size_t key_words) : table_(key_words) {}
 
   void Insert(const Key& key) {
     records_.push_back(std::make_unique<RuleRecord>());
@@ -60,7 +60,6 @@ class TableModel {
 
  private:
   MatchTable table_;
-  size_t key_words_;
   std::vector<std::unique_ptr<RuleRecord>> records_;
   std::map<Key, std::deque<std::pair<MatchTable::Handle, const RuleRecord*>>> model_;
   std::vector<std::pair<Key, MatchTable::Handle>> live_;

@@ -1,0 +1,146 @@
+#include "matcher/mask_compiler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "hw/match_params.h"
+
+namespace drsim::matcher {
+namespace {
+
+using hw::Field;
+using hw::Headers;
+
+// Copies the sections enabled in `criteria` from a caller's buffer of `size` bytes (missing bytes are 0).
+void CopyEnabledSections(uint8_t criteria, const uint8_t* src, size_t size, uint8_t* dst) {
+  std::memset(dst, 0, hw::kMatchParamBytes);
+  for (int s = 0; s < hw::kNumSections; ++s) {
+    const auto section = static_cast<hw::Section>(s);
+    if (!(criteria & hw::CriteriaBit(section))) continue;
+    size_t begin = hw::SectionOffset(section);
+    size_t end = std::min(begin + hw::kSectionBytes, size);
+    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+  }
+}
+
+// rdma-core's dr_ste_build_pre_check for a mask (value == nullptr) or a rule value.
+absl::Status PreCheck(uint8_t criteria, const uint8_t* mask, const uint8_t* value) {
+  for (Headers h : {Headers::kOuter, Headers::kInner}) {
+    const uint8_t bit = h == Headers::kOuter ? hw::kCriteriaOuter : hw::kCriteriaInner;
+    if (!(criteria & bit)) continue;
+    const Field f = hw::HeaderField(h, Field::kOuterIpVersion);
+    const uint32_t m = hw::GetField(mask, f);
+    if (m == 0) continue;
+    if (m != 4 && m != 6) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "mask %s is 0x%x: it must be 4 or 6 (the L3 type to match) or 0", hw::Info(f).name, m));
+    }
+    if (value != nullptr && hw::GetField(value, f) != m) {
+      return absl::UnimplementedError(
+          absl::StrFormat("rule value %s is %d but the matcher's mask says %d: they must be equal",
+                          hw::Info(f).name, hw::GetField(value, f), m));
+    }
+  }
+  if (value == nullptr && (criteria & hw::kCriteriaMisc)) {
+    const uint32_t port = hw::GetField(mask, Field::kSourcePort);
+    if (port != 0 && port != 0xffff) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "mask misc.source_port is 0x%x: a partial source_port mask is not supported (use 0xffff)",
+          port));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The mask the definer compares under: the user's, widened where the hardware compares whole fields.
+std::array<uint8_t, hw::kMatchParamBytes> EffectiveMask(const uint8_t* user) {
+  std::array<uint8_t, hw::kMatchParamBytes> m;
+  std::memcpy(m.data(), user, m.size());
+  auto widen_if_any = [&](std::initializer_list<Field> group) {
+    bool any = false;
+    for (Field f : group) any |= hw::GetField(m.data(), f) != 0;
+    if (any) {
+      for (Field f : group) hw::SetFieldAllOnes(m.data(), f);
+    }
+  };
+  for (Headers h : {Headers::kOuter, Headers::kInner}) {
+    widen_if_any({hw::HeaderField(h, Field::kOuterIpVersion)});
+    widen_if_any({hw::HeaderField(h, Field::kOuterCvlanTag), hw::HeaderField(h, Field::kOuterSvlanTag)});
+  }
+  widen_if_any({Field::kOuterSecondCvlanTag, Field::kOuterSecondSvlanTag});
+  widen_if_any({Field::kInnerSecondCvlanTag, Field::kInnerSecondSvlanTag});
+  widen_if_any({Field::kSourceSqn});
+  return m;
+}
+
+// TCP and UDP ports share the L4 port field of the hardware's 5-tuple lookups.
+std::vector<hw::Definer::Fold> PortFolds() {
+  std::vector<hw::Definer::Fold> folds;
+  for (Headers h : {Headers::kOuter, Headers::kInner}) {
+    folds.push_back({static_cast<uint32_t>(hw::Info(hw::HeaderField(h, Field::kOuterTcpSport)).word_offset()),
+                     static_cast<uint32_t>(hw::Info(hw::HeaderField(h, Field::kOuterUdpSport)).word_offset())});
+  }
+  return folds;
+}
+
+}  // namespace
+
+absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t criteria,
+                                         const mlx5dv_flow_match_parameters* mask) {
+  if (criteria >= 0x80) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "match_criteria_enable 0x%02x has bits above the 7 sections (must be < 0x80)", criteria));
+  }
+  if (mask != nullptr && mask->match_sz > hw::kMatchParamBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "mask match_sz %d exceeds the %d-byte match layout", mask->match_sz, hw::kMatchParamBytes));
+  }
+  CompiledMask out;
+  out.criteria = criteria;
+  if (mask != nullptr) {
+    CopyEnabledSections(criteria, reinterpret_cast<const uint8_t*>(mask->match_buf), mask->match_sz,
+                        out.mask.data());
+  }
+  if (absl::Status s = PreCheck(criteria, out.mask.data(), nullptr); !s.ok()) return s;
+
+  const bool has_rx = domain != MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
+  const bool has_tx = domain != MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+  if (has_rx) {
+    absl::StatusOr<std::vector<SteBuilder>> b = ConsumeMask(domain, true, criteria, out.mask.data());
+    if (!b.ok()) return b.status();
+    out.rx_builders = *std::move(b);
+  }
+  if (has_tx) {
+    absl::StatusOr<std::vector<SteBuilder>> b = ConsumeMask(domain, false, criteria, out.mask.data());
+    if (!b.ok()) return b.status();
+    out.tx_builders = *std::move(b);
+  }
+  std::array<uint8_t, hw::kMatchParamBytes> effective = EffectiveMask(out.mask.data());
+  out.definer = hw::Definer::FromMask(effective.data(), PortFolds());
+  return out;
+}
+
+absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value,
+                          uint32_t* key) {
+  if (value == nullptr) return absl::InvalidArgumentError("rule value is null");
+  uint8_t v[hw::kMatchParamBytes];
+  const size_t size = value->match_sz;
+  if (size != 0 && (size > hw::kMatchParamBytes || size % 4 != 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rule value match_sz %d must be a multiple of 4 and at most %d", size, hw::kMatchParamBytes));
+  }
+  CopyEnabledSections(compiled.criteria, reinterpret_cast<const uint8_t*>(value->match_buf), size, v);
+  for (size_t byte = 0; byte < hw::kMatchParamBytes; ++byte) {
+    uint8_t outside = v[byte] & ~compiled.mask[byte];
+    if (outside == 0) continue;
+    size_t bit = byte * 8 + __builtin_clz(static_cast<unsigned>(outside) << 24);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
+  }
+  if (absl::Status s = PreCheck(compiled.criteria, compiled.mask.data(), v); !s.ok()) return s;
+  compiled.definer.Extract(v, key);
+  return absl::OkStatus();
+}
+
+}  // namespace drsim::matcher

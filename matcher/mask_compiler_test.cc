@@ -1,0 +1,255 @@
+#include "matcher/mask_compiler.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hw/match_params.h"
+
+namespace drsim::matcher {
+namespace {
+
+using hw::Field;
+using hw::kInner;
+using hw::kOuter;
+using hw::MatchBuilder;
+using hw::MatchParams;
+
+constexpr auto kRx = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+constexpr auto kTx = MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
+constexpr auto kFdb = MLX5DV_DR_DOMAIN_TYPE_FDB;
+
+absl::Status Compile(const MatchBuilder& b, uint8_t criteria = 0xff,
+                     mlx5dv_dr_domain_type domain = kRx) {
+  MatchParams p = *b.Build();
+  if (criteria == 0xff) criteria = p.criteria();
+  return CompileMask(domain, criteria, p.get()).status();
+}
+
+void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string& needle) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_NE(s.message().find(needle), absl::string_view::npos) << "'" << needle << "' not in: " << s;
+}
+
+std::vector<std::string> BuilderNames(const std::vector<SteBuilder>& builders) {
+  std::vector<std::string> names;
+  for (const SteBuilder& b : builders) names.emplace_back(b.name);
+  return names;
+}
+
+TEST(CompileMaskTest, CriteriaAndSizeErrors) {
+  MatchParams p;
+  ExpectError(CompileMask(kRx, 0x80, p.get()).status(), absl::StatusCode::kInvalidArgument,
+              "match_criteria_enable 0x80");
+  p.set_match_sz(452);
+  ExpectError(CompileMask(kRx, 1, p.get()).status(), absl::StatusCode::kInvalidArgument, "match_sz 452");
+}
+
+TEST(CompileMaskTest, IpVersionMustBeFourOrSix) {
+  ExpectError(Compile(MatchBuilder().IpVersion(kOuter, 0xf)), absl::StatusCode::kUnimplemented,
+              "outer.ip_version is 0xf");
+  ExpectError(Compile(MatchBuilder().IpVersion(kInner, 5)), absl::StatusCode::kUnimplemented,
+              "inner.ip_version is 0x5");
+  EXPECT_TRUE(Compile(MatchBuilder().IpVersion(kOuter, 6)).ok());
+}
+
+TEST(CompileMaskTest, PartialSourcePortIsNotSupported) {
+  ExpectError(Compile(MatchBuilder().SourcePort(0xff)), absl::StatusCode::kUnimplemented,
+              "partial source_port");
+  EXPECT_TRUE(Compile(MatchBuilder().SourcePort(0xffff)).ok());
+  ExpectError(Compile(MatchBuilder().SourcePort(0xffff).GreProtocol(0xffff), 0xff, kTx),
+              absl::StatusCode::kUnimplemented,
+              "misc.source_port cannot be matched: not matchable in a NIC_TX domain");
+  // With nothing else to build a lookup from, rdma-core fails earlier, with EINVAL.
+  ExpectError(Compile(MatchBuilder().SourcePort(0xffff), 0xff, kTx), absl::StatusCode::kInvalidArgument,
+              "no steering lookup can be built: mask field misc.source_port");
+}
+
+TEST(CompileMaskTest, L3FieldsNeedIpVersion) {
+  ExpectError(Compile(MatchBuilder().Ethertype(kOuter, 0xffff).Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))),
+              absl::StatusCode::kUnimplemented,
+              "outer.dst_ip_31_0 cannot be matched: IP and L4 fields need outer.ip_version");
+  ExpectError(Compile(MatchBuilder().TcpDport(kInner, 0xffff)), absl::StatusCode::kInvalidArgument,
+              "inner.tcp_dport cannot be matched: IP and L4 fields need inner.ip_version");
+  ExpectError(Compile(MatchBuilder().IpVersion(kOuter, 4).Ipv6Src(kOuter, hw::Ipv6Address::PrefixMask(128))),
+              absl::StatusCode::kUnimplemented, "outer.src_ip_127_96 cannot be matched: not matchable with outer.ip_version 4");
+  ExpectError(Compile(MatchBuilder().IpVersion(kOuter, 6).Ihl(kOuter, 0xf)),
+              absl::StatusCode::kUnimplemented, "outer.ipv4_ihl");
+  ExpectError(Compile(MatchBuilder().IpVersion(kOuter, 4).Ipv6FlowLabel(kOuter, 0xfffff)),
+              absl::StatusCode::kUnimplemented, "misc.outer_ipv6_flow_label");
+}
+
+TEST(CompileMaskTest, UnconsumableFieldsAreNamed) {
+  const hw::MacAddress all = hw::MacAddress::AllOnes();
+  ExpectError(Compile(MatchBuilder().Smac(kOuter, all).Set(Field::kOuterL3Ok, 1)),
+              absl::StatusCode::kUnimplemented, "outer.l3_ok cannot be matched");
+  ExpectError(Compile(MatchBuilder().GreProtocol(1).Set(Field::kOuterEspSpi, 1)),
+              absl::StatusCode::kUnimplemented, "misc.outer_esp_spi");
+  ExpectError(Compile(MatchBuilder().Set(Field::kTunnelHeader0, 1).Set(Field::kMacsecTag2, 1)),
+              absl::StatusCode::kUnimplemented, "misc5.macsec_tag_2");
+  ExpectError(Compile(MatchBuilder().Set(Field::kProgSampleFieldValue0, 1)),
+              absl::StatusCode::kInvalidArgument, "flex-parser");
+  MatchParams p = *MatchBuilder().Smac(kOuter, all).Build();
+  p.bytes()[24] = 0x01;  // outer bits 0xc0..0xcf are reserved
+  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, p.get()).status(), absl::StatusCode::kUnimplemented,
+              "outer.reserved_at_c0");
+}
+
+TEST(CompileMaskTest, OneTunnelFamilyAndOneIcmpVersionPerMatcher) {
+  ExpectError(Compile(MatchBuilder().Set(Field::kOuterVxlanGpeVni, 1).GeneveVni(0xffffff)),
+              absl::StatusCode::kUnimplemented, "misc.geneve_vni");
+  ExpectError(Compile(MatchBuilder().IcmpType(0xff).Icmpv6Type(0xff)), absl::StatusCode::kUnimplemented,
+              "misc3.icmpv6_type");
+  EXPECT_TRUE(Compile(MatchBuilder().GeneveVni(0xffffff).Set(Field::kGeneveTlvOption0Data, 1)).ok());
+}
+
+TEST(CompileMaskTest, FragNeedsAnL2OrL3Builder) {
+  // smac+dmac is one eth_l2_src_dst builder, which does not take frag: rdma-core rejects the mask.
+  ExpectError(Compile(MatchBuilder()
+                          .Smac(kOuter, hw::MacAddress::AllOnes())
+                          .Dmac(kOuter, hw::MacAddress::AllOnes())
+                          .Frag(kOuter, 1)),
+              absl::StatusCode::kUnimplemented, "outer.frag");
+  EXPECT_TRUE(Compile(MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Frag(kOuter, 1)).ok());
+}
+
+TEST(CompileMaskTest, EmptyMasks) {
+  // Criteria 0: a match-all matcher, whatever the buffer holds.
+  MatchParams garbage = *MatchBuilder().TcpDport(kOuter, 1).Build();
+  absl::StatusOr<CompiledMask> all = CompileMask(kRx, 0, garbage.get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->definer.key_words(), 0u);
+  EXPECT_EQ(BuilderNames(all->rx_builders), std::vector<std::string>{"empty_always_hit"});
+  EXPECT_TRUE(CompileMask(kRx, 0, nullptr).ok());
+  // Sections enabled but nothing masked: no builder can be made.
+  MatchParams zero;
+  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, zero.get()).status(),
+              absl::StatusCode::kInvalidArgument, "sets no bit");
+  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, nullptr).status(),
+              absl::StatusCode::kInvalidArgument, "sets no bit");
+}
+
+TEST(CompileMaskTest, DisabledSectionsAreIgnored) {
+  MatchParams p = *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Set(Field::kOuterEspSpi, 7).Build();
+  absl::StatusOr<CompiledMask> m = CompileMask(kRx, hw::kCriteriaOuter, p.get());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(hw::GetField(m->mask.data(), Field::kOuterEspSpi), 0u);
+}
+
+TEST(CompileMaskTest, BuildersFollowRdmaCore) {
+  MatchParams five_tuple = *MatchBuilder()
+                                .IpVersion(kOuter, 4)
+                                .IpProtocol(kOuter, 0xff)
+                                .Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(32))
+                                .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
+                                .TcpSport(kOuter, 0xffff)
+                                .TcpDport(kOuter, 0xffff)
+                                .Build();
+  absl::StatusOr<CompiledMask> m = CompileMask(kRx, hw::kCriteriaOuter, five_tuple.get());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(BuilderNames(m->rx_builders),
+            (std::vector<std::string>{"eth_l2_dst", "eth_l3_ipv4_5_tuple"}));
+  EXPECT_EQ(m->rx_builders[1].lu_type, 0x0007);
+  EXPECT_TRUE(m->tx_builders.empty());
+
+  MatchParams l2 = *MatchBuilder()
+                        .Smac(kOuter, hw::MacAddress::AllOnes())
+                        .Dmac(kOuter, hw::MacAddress::AllOnes())
+                        .Ethertype(kOuter, 0xffff)
+                        .Build();
+  m = CompileMask(kRx, hw::kCriteriaOuter, l2.get());
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(BuilderNames(m->rx_builders), (std::vector<std::string>{"eth_l2_src_dst", "eth_l2_dst"}));
+}
+
+TEST(CompileMaskTest, FdbRxPipeDropsSourcePort) {
+  MatchParams p = *MatchBuilder().SourcePort(0xffff).Build();
+  absl::StatusOr<CompiledMask> m = CompileMask(kFdb, hw::kCriteriaMisc, p.get());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(BuilderNames(m->rx_builders), std::vector<std::string>{"empty_always_hit"});
+  EXPECT_EQ(BuilderNames(m->tx_builders), std::vector<std::string>{"src_gvmi_qpn"});
+}
+
+// Keys of a value and of a "packet" (any filled layout buffer) under one compiled mask.
+class KeyTest : public ::testing::Test {
+ protected:
+  void Compile(const MatchBuilder& mask) {
+    MatchParams p = *mask.Build();
+    absl::StatusOr<CompiledMask> m = CompileMask(kRx, p.criteria(), p.get());
+    ASSERT_TRUE(m.ok()) << m.status();
+    compiled_ = *std::move(m);
+  }
+  std::vector<uint32_t> ValueKey(const MatchBuilder& value) {
+    std::vector<uint32_t> key(compiled_.definer.key_words());
+    MatchParams v = *value.Build();
+    absl::Status s = BuildRuleKey(compiled_, v.get(), key.data());
+    EXPECT_TRUE(s.ok()) << s;
+    return key;
+  }
+  std::vector<uint32_t> PacketKey(const MatchBuilder& packet) {
+    std::vector<uint32_t> key(compiled_.definer.key_words());
+    compiled_.definer.Extract(packet.Build()->bytes(), key.data());
+    return key;
+  }
+  absl::Status ValueStatus(const MatchParams& v) {
+    std::vector<uint32_t> key(compiled_.definer.key_words());
+    return BuildRuleKey(compiled_, v.get(), key.data());
+  }
+  CompiledMask compiled_;
+};
+
+TEST_F(KeyTest, ValueErrors) {
+  Compile(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0xff00));
+  MatchParams v = *MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0x1234).Build();
+  ExpectError(ValueStatus(v), absl::StatusCode::kInvalidArgument,
+              "rule value sets outer.tcp_dport bits outside the matcher's mask");
+  v = *MatchBuilder().IpVersion(kOuter, 6).Build();
+  ExpectError(ValueStatus(v), absl::StatusCode::kInvalidArgument, "outer.ip_version");
+  v = *MatchBuilder().TcpDport(kOuter, 0x1200).Build();
+  ExpectError(ValueStatus(v), absl::StatusCode::kUnimplemented,
+              "rule value outer.ip_version is 0 but the matcher's mask says 4");
+  v = *MatchBuilder().IpVersion(kOuter, 4).Build();
+  v.set_match_sz(6);
+  ExpectError(ValueStatus(v), absl::StatusCode::kInvalidArgument, "match_sz 6");
+  v.set_match_sz(452);
+  ExpectError(ValueStatus(v), absl::StatusCode::kInvalidArgument, "match_sz 452");
+  v.set_match_sz(64);  // covers the enabled outer section only
+  EXPECT_TRUE(ValueStatus(v).ok());
+  std::vector<uint32_t> key(compiled_.definer.key_words());
+  ExpectError(BuildRuleKey(compiled_, nullptr, key.data()), absl::StatusCode::kInvalidArgument, "null");
+}
+
+TEST_F(KeyTest, EmptyValueMatchesZeroFields) {
+  Compile(MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()));
+  MatchParams zero;
+  zero.set_match_sz(0);
+  std::vector<uint32_t> key(compiled_.definer.key_words());
+  ASSERT_TRUE(BuildRuleKey(compiled_, zero.get(), key.data()).ok());
+  EXPECT_EQ(key, PacketKey(MatchBuilder()));
+}
+
+TEST_F(KeyTest, IpVersionIsTheWholeL3Type) {
+  Compile(MatchBuilder().IpVersion(kOuter, 4));
+  std::vector<uint32_t> v4 = ValueKey(MatchBuilder().IpVersion(kOuter, 4));
+  EXPECT_EQ(v4, PacketKey(MatchBuilder().IpVersion(kOuter, 4)));
+  EXPECT_NE(v4, PacketKey(MatchBuilder().IpVersion(kOuter, 6)));  // 6 & 4 == 4, yet no match
+}
+
+TEST_F(KeyTest, VlanTagBitsFormOneQualifier) {
+  Compile(MatchBuilder().CvlanTag(kOuter, 1));
+  std::vector<uint32_t> untagged = ValueKey(MatchBuilder());
+  EXPECT_EQ(untagged, PacketKey(MatchBuilder()));
+  EXPECT_NE(untagged, PacketKey(MatchBuilder().SvlanTag(kOuter, 1)));  // an S-tag is a tag too
+  EXPECT_EQ(ValueKey(MatchBuilder().CvlanTag(kOuter, 1)), PacketKey(MatchBuilder().CvlanTag(kOuter, 1)));
+}
+
+TEST_F(KeyTest, TcpAndUdpPortsAreOneL4Field) {
+  Compile(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0xffff));
+  std::vector<uint32_t> k = ValueKey(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80));
+  EXPECT_EQ(k, PacketKey(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80)));
+  EXPECT_EQ(k, PacketKey(MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 80)));
+  EXPECT_NE(k, PacketKey(MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 81)));
+}
+
+}  // namespace
+}  // namespace drsim::matcher
