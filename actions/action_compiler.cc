@@ -20,6 +20,10 @@ absl::Status CheckPipe(const RuleContext& rule, ActionDomain pipe,
       return absl::InvalidArgumentError(absl::StrFormat(
           "action[%d] (%s): the destination table belongs to another domain", i, name));
     }
+    if (a.type == ActionType::kQp && a.queue_device != rule.device) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "action[%d] (%s): the queue belongs to another device", i, name));
+    }
     const bool vlan = a.type == ActionType::kPushVlan || a.type == ActionType::kPopVlan;
     const int allowed = vlan ? 2 : 1;
     if (++seen[static_cast<int>(a.type)] > allowed) {

@@ -9,19 +9,20 @@
 namespace drsim::actions {
 namespace {
 
-int kDomainA, kDomainB;  // identities
+int kDomainA, kDomainB, kDevice, kOtherDevice;  // identities
 
 ActionSpec Spec(ActionType t) {
   ActionSpec s;
   s.type = t;
   s.table_domain = &kDomainA;
+  s.queue_device = &kDevice;
   return s;
 }
 
 absl::StatusOr<hw::ActionProgram> Compile(mlx5dv_dr_domain_type type, std::vector<ActionSpec> specs) {
   std::vector<const ActionSpec*> ptrs;
   for (const ActionSpec& s : specs) ptrs.push_back(&s);
-  return CompileActions({type, &kDomainA}, ptrs);
+  return CompileActions({type, &kDomainA, &kDevice}, ptrs);
 }
 
 void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string& needle) {
@@ -100,6 +101,13 @@ TEST(ActionCompilerTest, MultiplicityIsCheckedBeforeOrder) {
               absl::StatusCode::kUnimplemented, "action[2] (push_vlan): a rule pushes at most 2 VLAN tags");
   ExpectError(Compile(kRx, {Spec(T::kPopVlan), Spec(T::kPopVlan), Spec(T::kPopVlan)}).status(),
               absl::StatusCode::kInvalidArgument, "action[2] (pop_vlan): a rule takes at most 2");
+}
+
+TEST(ActionCompilerTest, QueueMustBelongToTheDomainsDevice) {
+  ActionSpec qp = Spec(T::kQp);
+  qp.queue_device = &kOtherDevice;
+  ExpectError(Compile(kRx, {qp}).status(), absl::StatusCode::kInvalidArgument,
+              "action[0] (dest_ibv_qp): the queue belongs to another device");
 }
 
 TEST(ActionCompilerTest, DestinationTableMustShareTheDomain) {

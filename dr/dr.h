@@ -1,0 +1,228 @@
+// dr: the Direct Rule object model in C++ — domains, tables, matchers, rules and actions with the
+// semantics of rdma-core's mlx5dv_dr_* API, compiled for a device behind the hw::Device interface
+// (the software NIC, sim::Nic).
+//
+// What it is. A domain (NIC_RX, NIC_TX or FDB) holds tables; a table (a level) holds matchers; a matcher
+// (a priority, a match_criteria_enable and a mask over the 448-byte mlx5 match layout) holds rules; a rule
+// (a value under the matcher's mask and a list of actions) says what happens to a packet whose masked
+// fields equal the value. Packets enter a domain at its level-0 tables. In a table, matchers are tried in
+// ascending priority, the newest first among equal priorities; the first matcher holding the packet's key
+// ends the walk of that table and its rule's actions run (a dest_table action continues the walk in
+// another table). A miss in every matcher, and a hit whose actions do not say where the packet goes, take
+// the domain default: NIC_RX drops, NIC_TX sends to the wire, FDB sends to the eSwitch manager.
+//
+// How it works. Creating a matcher compiles its mask once (matcher/mask_compiler.h): the mask is checked
+// exactly as rdma-core checks it and becomes a definer, a short program of masked word loads. Creating a
+// rule checks the value and the action list (actions/action_compiler.h), turns the value into a key with
+// the definer and inserts it into the matcher's hashed match table; the device reads those tables
+// directly (hw/flow_table.h). Duplicate values are accepted by default, the older rule winning until it
+// is destroyed; Domain::AllowDuplicateRules(false) makes them fail with AlreadyExists (EEXIST).
+//
+// Lifetimes. Every object counts the references to it as rdma-core does: a domain is referenced by its
+// tables; a table by its matchers and by dest_table actions; a matcher by its rules; an action by the
+// rules using it. Each handle owns its object: Destroy() destroys it now, or fails with
+// FailedPrecondition (EBUSY) and changes nothing while something references it; dropping a handle
+// without Destroy() lets the object go as soon as nothing references it any more. Calls on a destroyed or
+// moved-from handle fail with InvalidArgument; its getters return 0 / empty.
+//
+// Errors are absl::Status codes whose errno equivalents are listed in docs/errors.md; each message names
+// the culprit (field, action index, parameter).
+//
+// Thread-safety. Control calls on objects of one domain are serialised by the domain's lock and may come
+// from several threads. This first cut publishes changes to the device without synchronising with packet
+// processing: do not process packets on another thread while rules change.
+#ifndef DRSIM_DR_DR_H_
+#define DRSIM_DR_DR_H_
+
+#include <infiniband/mlx5dv.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hw/device.h"
+#include "hw/match_params.h"
+#include "matcher/mask_consumption.h"
+
+namespace drsim::dr {
+
+namespace internal {
+struct DomainObj;
+struct TableObj;
+struct MatcherObj;
+struct RuleObj;
+struct ActionObj;
+
+// A move-only owner of one reference to an object (see "Lifetimes" above).
+template <typename Obj>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(Obj* obj) : obj_(obj) {}
+  Handle(Handle&& other) noexcept : obj_(other.obj_) { other.obj_ = nullptr; }
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      obj_ = other.obj_;
+      other.obj_ = nullptr;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { Reset(); }
+
+  Obj* get() const { return obj_; }
+  Obj* release() {
+    Obj* obj = obj_;
+    obj_ = nullptr;
+    return obj;
+  }
+  void Reset();  // drops the reference
+
+ private:
+  Obj* obj_ = nullptr;
+};
+}  // namespace internal
+
+class Table;
+class Matcher;
+class Action;
+
+class Domain {
+ public:
+  Domain() = default;  // an empty handle
+  // A domain of `type` on `device`. InvalidArgument for a type other than NIC_RX, NIC_TX or FDB.
+  static absl::StatusOr<Domain> Create(hw::Device& device, mlx5dv_dr_domain_type type);
+
+  // Waits for queued rule updates. Rules take effect on the software NIC when their call returns, so this
+  // only checks `flags` (MLX5DV_DR_DOMAIN_SYNC_FLAGS_SW|HW|MEM; anything else is Unimplemented, EOPNOTSUPP).
+  absl::Status Sync(uint32_t flags) const;
+  // Duplicate rules (same value in one matcher) are allowed by default; when disallowed, inserting one
+  // fails with AlreadyExists. Applies to rules of non-root (level > 0) tables, as in rdma-core.
+  absl::Status AllowDuplicateRules(bool allow) const;
+  // FailedPrecondition (EBUSY) while tables exist.
+  absl::Status Destroy();
+
+  mlx5dv_dr_domain_type type() const;
+  bool valid() const { return obj_ != nullptr; }
+  internal::DomainObj* obj() const { return obj_.get(); }
+
+  Domain(Domain&&) noexcept = default;
+  Domain& operator=(Domain&& other) noexcept;
+  ~Domain();
+
+ private:
+  friend class Table;
+  explicit Domain(std::shared_ptr<internal::DomainObj> obj) : obj_(std::move(obj)) {}
+  void Release();
+  // A domain's memory is shared with its tables (which hold its lock); its reference count is separate.
+  std::shared_ptr<internal::DomainObj> obj_;
+};
+
+class Table {
+ public:
+  Table() = default;  // an empty handle
+  // A table at `level` (0 = where packets enter the domain). Levels need not increase along jumps.
+  static absl::StatusOr<Table> Create(const Domain& domain, uint32_t level);
+  // FailedPrecondition (EBUSY) while matchers or dest_table actions reference the table.
+  absl::Status Destroy();
+
+  uint32_t level() const;
+  uint32_t id() const;  // unique in the process, reported in traces
+  bool valid() const { return handle_.get() != nullptr; }
+  internal::TableObj* obj() const { return handle_.get(); }
+
+ private:
+  explicit Table(internal::TableObj* obj) : handle_(obj) {}
+  internal::Handle<internal::TableObj> handle_;
+};
+
+class Matcher {
+ public:
+  Matcher() = default;  // an empty handle
+  // A matcher of `priority` (lower is tried first) in `table`, matching the sections enabled in
+  // `match_criteria_enable` under `mask` (null = all zero). Mask errors as in rdma-core:
+  // InvalidArgument (EINVAL) for criteria >= 0x80, match_sz > 448 or nothing to match on;
+  // Unimplemented (EOPNOTSUPP/ENOTSUP) for an ip_version mask other than 4/6, a partial source_port mask,
+  // or a masked field that cannot be matched (named in the message).
+  static absl::StatusOr<Matcher> Create(const Table& table, uint16_t priority,
+                                        uint8_t match_criteria_enable,
+                                        const mlx5dv_flow_match_parameters* mask);
+  // Same, with the criteria of every section `mask` sets a bit in.
+  static absl::StatusOr<Matcher> Create(const Table& table, uint16_t priority, const hw::MatchParams& mask);
+
+  // Size hints (struct mlx5dv_dr_matcher_layout): NUM_RULE sizes the match table for
+  // 2^log_num_of_rules_hint rules (hint <= 24); without RESIZABLE the table keeps its size until it is
+  // full. Unimplemented (ENOTSUP) on a root table or for other flags.
+  absl::Status SetLayout(const mlx5dv_dr_matcher_layout& layout) const;
+  // FailedPrecondition (EBUSY) while rules exist.
+  absl::Status Destroy();
+
+  uint32_t id() const;  // unique in the process, reported in traces
+  uint16_t priority() const;
+  // The steering lookups rdma-core would build for the mask (first pipe of the domain).
+  std::vector<matcher::SteBuilder> builders() const;
+  bool valid() const { return handle_.get() != nullptr; }
+  internal::MatcherObj* obj() const { return handle_.get(); }
+
+ private:
+  explicit Matcher(internal::MatcherObj* obj) : handle_(obj) {}
+  internal::Handle<internal::MatcherObj> handle_;
+};
+
+class Action {
+ public:
+  Action() = default;  // an empty handle
+  // Terminating: the packet is dropped. Any domain.
+  static absl::StatusOr<Action> Drop();
+  // Non-terminating: the receive completion carries `tag & 0xffffff` as its flow tag. NIC_RX only.
+  static absl::StatusOr<Action> Tag(uint32_t tag);
+  // Terminating: the packet goes to the receive queue with QP number `qp_num` on `device`
+  // (InvalidArgument if there is none). NIC_RX only.
+  static absl::StatusOr<Action> DestQp(hw::Device& device, uint32_t qp_num);
+  // Terminating: the walk continues in `table` (InvalidArgument for a level-0 table).
+  static absl::StatusOr<Action> DestTable(const Table& table);
+  // Terminating: the domain default (NIC_RX drop, NIC_TX wire, FDB eSwitch manager).
+  static absl::StatusOr<Action> DefaultMiss();
+
+  // FailedPrecondition (EBUSY) while rules use the action.
+  absl::Status Destroy();
+  bool valid() const { return handle_.get() != nullptr; }
+  internal::ActionObj* obj() const { return handle_.get(); }
+
+ private:
+  explicit Action(internal::ActionObj* obj) : handle_(obj) {}
+  internal::Handle<internal::ActionObj> handle_;
+};
+
+class Rule {
+ public:
+  Rule() = default;  // an empty handle
+  // Inserts a rule. Errors, in rdma-core's order: the value (InvalidArgument for a bad size or bits
+  // outside the mask, Unimplemented for an ip_version other than the mask's), then the actions (see
+  // actions/action_compiler.h; messages name the action index), then AlreadyExists (EEXIST) for a
+  // duplicate when the domain disallows them.
+  static absl::StatusOr<Rule> Create(const Matcher& matcher, const mlx5dv_flow_match_parameters* value,
+                                     absl::Span<const Action* const> actions);
+  static absl::StatusOr<Rule> Create(const Matcher& matcher, const hw::MatchParams& value,
+                                     absl::Span<const Action* const> actions) {
+    return Create(matcher, value.get(), actions);
+  }
+
+  absl::Status Destroy();
+  uint32_t id() const;  // unique in the process, reported in traces
+  bool valid() const { return handle_.get() != nullptr; }
+  internal::RuleObj* obj() const { return handle_.get(); }
+
+ private:
+  explicit Rule(internal::RuleObj* obj) : handle_(obj) {}
+  internal::Handle<internal::RuleObj> handle_;
+};
+
+}  // namespace drsim::dr
+
+#endif  // DRSIM_DR_DR_H_

@@ -1,0 +1,237 @@
+#include "dr/dr.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace drsim::dr {
+namespace {
+
+using hw::kOuter;
+using hw::MatchBuilder;
+using hw::MatchParams;
+
+// A device that records what the driver tells it: root tables, chain changes, queue references.
+class RecordingDevice : public hw::Device {
+ public:
+  void AttachRootTable(const hw::FlowTable* t) override { roots.push_back(t); }
+  void DetachRootTable(const hw::FlowTable* t) override {
+    roots.erase(std::find(roots.begin(), roots.end(), t));
+  }
+  void TableChanged(const hw::FlowTable* t) override { ++changes[t]; }
+  uint64_t NextMatcherSequence() override { return ++sequence; }
+  absl::Status RetainQueue(uint32_t qpn) override {
+    if (qpn != 100 && qpn != 101) return absl::NotFoundError("no receive queue with QP number " + std::to_string(qpn));
+    ++queue_refs[qpn];
+    return absl::OkStatus();
+  }
+  void ReleaseQueue(uint32_t qpn) override { --queue_refs[qpn]; }
+
+  std::vector<const hw::FlowTable*> roots;
+  std::map<const hw::FlowTable*, int> changes;
+  std::map<uint32_t, int> queue_refs;
+  uint64_t sequence = 0;
+};
+
+void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string& needle) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_NE(s.message().find(needle), absl::string_view::npos) << "'" << needle << "' not in: " << s;
+}
+
+MatchParams SmacMask() { return *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Build(); }
+MatchParams Smac(const char* mac) { return *MatchBuilder().Smac(kOuter, *hw::MacAddress::Parse(mac)).Build(); }
+
+class DrTest : public ::testing::Test {
+ protected:
+  DrTest() : domain_(*Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {}
+
+  // The rule the device would find for `value` in `matcher` (via the compiled chain of `table`).
+  const hw::RuleRecord* Lookup(const hw::FlowTable& table, uint32_t matcher_id, const MatchParams& value) {
+    for (const hw::CompiledMatcher* m : table.chain) {
+      if (m->id != matcher_id) continue;
+      std::vector<uint32_t> key(m->definer.key_words());
+      m->definer.Extract(value.bytes(), key.data());
+      return m->table.Find(key.data());
+    }
+    return nullptr;
+  }
+
+  RecordingDevice device_;
+  Domain domain_;
+};
+
+TEST_F(DrTest, DomainTypeIsChecked) {
+  ExpectError(Domain::Create(device_, static_cast<mlx5dv_dr_domain_type>(3)).status(),
+              absl::StatusCode::kInvalidArgument, "domain type 3");
+  EXPECT_TRUE(domain_.Sync(MLX5DV_DR_DOMAIN_SYNC_FLAGS_SW | MLX5DV_DR_DOMAIN_SYNC_FLAGS_HW).ok());
+  ExpectError(domain_.Sync(8), absl::StatusCode::kUnimplemented, "sync flags 0x8");
+}
+
+TEST_F(DrTest, RootTablesAttachToTheDevice) {
+  Table root = *Table::Create(domain_, 0);
+  Table t1 = *Table::Create(domain_, 1);
+  ASSERT_EQ(device_.roots.size(), 1u);
+  EXPECT_EQ(device_.roots[0]->level, 0u);
+  EXPECT_EQ(device_.roots[0]->id, root.id());
+  EXPECT_TRUE(root.Destroy().ok());
+  EXPECT_TRUE(device_.roots.empty());
+  EXPECT_FALSE(root.valid());
+  ExpectError(root.Destroy(), absl::StatusCode::kInvalidArgument, "table handle is empty");
+}
+
+TEST_F(DrTest, MatchersAreOrderedByPriorityThenNewestFirst) {
+  Table t = *Table::Create(domain_, 0);
+  MatchParams mask = SmacMask();
+  Matcher a = *Matcher::Create(t, 5, mask);
+  Matcher b = *Matcher::Create(t, 1, mask);
+  Matcher c = *Matcher::Create(t, 5, mask);
+  Matcher d = *Matcher::Create(t, 9, mask);
+  std::vector<uint32_t> order;
+  for (const hw::CompiledMatcher* m : device_.roots[0]->chain) order.push_back(m->id);
+  EXPECT_EQ(order, (std::vector<uint32_t>{b.id(), c.id(), a.id(), d.id()}));
+  EXPECT_EQ(device_.changes[device_.roots[0]], 4);
+  ASSERT_TRUE(c.Destroy().ok());
+  EXPECT_EQ(device_.roots[0]->chain.size(), 3u);
+}
+
+TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
+  Table root = *Table::Create(domain_, 0);
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(root, 0, SmacMask());
+  Action drop = *Action::Drop();
+  Action jump = *Action::DestTable(t);
+  MatchParams v = Smac("00:00:00:00:00:01");
+  Rule r = *Rule::Create(m, v, {&jump});
+
+  ExpectError(domain_.Destroy(), absl::StatusCode::kFailedPrecondition, "2 table(s)");
+  ExpectError(t.Destroy(), absl::StatusCode::kFailedPrecondition, "0 matcher(s) and 1 dest_table");
+  ExpectError(root.Destroy(), absl::StatusCode::kFailedPrecondition, "1 matcher(s) and 0 dest_table");
+  ExpectError(m.Destroy(), absl::StatusCode::kFailedPrecondition, "1 rule(s)");
+  ExpectError(jump.Destroy(), absl::StatusCode::kFailedPrecondition, "dest_table action is still used by 1 rule");
+  // Nothing was lost: the rule still steers to t.
+  const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_EQ(hit->rule_id, r.id());
+  EXPECT_EQ(hit->actions.destination, hw::Destination::kTable);
+  EXPECT_EQ(hit->actions.table->id, t.id());
+
+  EXPECT_TRUE(r.Destroy().ok());
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), v), nullptr);
+  EXPECT_TRUE(drop.Destroy().ok());
+  EXPECT_TRUE(m.Destroy().ok());
+  EXPECT_TRUE(jump.Destroy().ok());
+  EXPECT_TRUE(t.Destroy().ok());
+  EXPECT_TRUE(root.Destroy().ok());
+  EXPECT_TRUE(domain_.Destroy().ok());
+  ExpectError(domain_.Destroy(), absl::StatusCode::kInvalidArgument, "domain handle is empty");
+}
+
+TEST_F(DrTest, DroppedHandlesLetObjectsGoWhenUnreferenced) {
+  Table root = *Table::Create(domain_, 0);
+  std::optional<Matcher> m(*Matcher::Create(root, 0, SmacMask()));
+  Action drop = *Action::Drop();
+  MatchParams v = Smac("00:00:00:00:00:02");
+  std::optional<Rule> r(*Rule::Create(*m, v, {&drop}));
+  uint32_t matcher_id = m->id();
+  m.reset();  // the rule keeps the matcher in the table
+  ASSERT_EQ(device_.roots[0]->chain.size(), 1u);
+  EXPECT_NE(Lookup(*device_.roots[0], matcher_id, v), nullptr);
+  r.reset();  // last reference: rule and matcher go
+  EXPECT_TRUE(device_.roots[0]->chain.empty());
+  {
+    Domain other = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+    Table kept = *Table::Create(other, 0);
+    other = Domain();  // dropping the domain handle: the table keeps the domain alive
+    EXPECT_TRUE(kept.Destroy().ok());
+  }
+}
+
+TEST_F(DrTest, ActionChecksAtCreation) {
+  ExpectError(Action::DestQp(device_, 7).status(), absl::StatusCode::kInvalidArgument,
+              "dest_ibv_qp: no receive queue with QP number 7");
+  {
+    Action qp = *Action::DestQp(device_, 100);
+    EXPECT_EQ(device_.queue_refs[100], 1);
+  }
+  EXPECT_EQ(device_.queue_refs[100], 0);  // released with the action
+  Table root = *Table::Create(domain_, 0);
+  ExpectError(Action::DestTable(root).status(), absl::StatusCode::kInvalidArgument, "root (level 0)");
+  ExpectError(Action::DestTable(Table()).status(), absl::StatusCode::kInvalidArgument, "handle is empty");
+}
+
+TEST_F(DrTest, RuleProgramsCarryTheActions) {
+  Table root = *Table::Create(domain_, 0);
+  Matcher m = *Matcher::Create(root, 0, SmacMask());
+  Action tag = *Action::Tag(0xfedcba98);
+  Action qp = *Action::DestQp(device_, 101);
+  MatchParams v = Smac("00:00:00:00:00:03");
+  Rule r = *Rule::Create(m, v, {&tag, &qp});
+  const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_TRUE(hit->actions.set_tag);
+  EXPECT_EQ(hit->actions.tag, 0xdcba98u);  // 24 bits
+  EXPECT_EQ(hit->actions.destination, hw::Destination::kQueue);
+  EXPECT_EQ(hit->actions.queue, 101u);
+  EXPECT_EQ(device_.queue_refs[101], 1);  // the action's reference; rules reference the action
+}
+
+TEST_F(DrTest, RuleErrorsComeInRdmaCoreOrder) {
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Action qp = *Action::DestQp(device_, 100);
+  Action tag = *Action::Tag(1);
+  MatchParams bad_value = *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Ethertype(kOuter, 1).Build();
+  // The value is checked before the actions.
+  ExpectError(Rule::Create(m, bad_value, {&qp, &tag}).status(), absl::StatusCode::kInvalidArgument,
+              "outer.ethertype");
+  ExpectError(Rule::Create(m, Smac("00:00:00:00:00:04"), {&qp, &tag}).status(),
+              absl::StatusCode::kUnimplemented, "action[1] (tag) cannot follow action[0] (dest_ibv_qp)");
+  ExpectError(Rule::Create(m, Smac("00:00:00:00:00:04"), {&qp, nullptr}).status(),
+              absl::StatusCode::kInvalidArgument, "action[1] is null");
+  EXPECT_TRUE(m.builders().size() == 1 && m.builders()[0].name == "eth_l2_src");
+}
+
+TEST_F(DrTest, DuplicatesFollowTheDomainSetting) {
+  Table t = *Table::Create(domain_, 1);
+  Table root = *Table::Create(domain_, 0);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Matcher rm = *Matcher::Create(root, 0, SmacMask());
+  Action drop = *Action::Drop();
+  Action miss = *Action::DefaultMiss();
+  MatchParams v = Smac("00:00:00:00:00:05");
+  Rule first = *Rule::Create(m, v, {&drop});
+  Rule second = *Rule::Create(m, v, {&miss});  // accepted by default
+
+  ASSERT_TRUE(domain_.AllowDuplicateRules(false).ok());
+  absl::Status dup = Rule::Create(m, v, {&drop}).status();
+  ExpectError(dup, absl::StatusCode::kAlreadyExists, "duplicates rule " + std::to_string(first.id()));
+  // Root tables are not affected (as in rdma-core).
+  Rule r1 = *Rule::Create(rm, v, {&drop});
+  EXPECT_TRUE(Rule::Create(rm, v, {&drop}).ok());
+  // An empty matcher: every rule has the same (empty) value.
+  Matcher empty = *Matcher::Create(t, 1, 0, nullptr);
+  Rule e1 = *Rule::Create(empty, MatchParams(), {&drop});
+  ExpectError(Rule::Create(empty, MatchParams(), {&drop}).status(), absl::StatusCode::kAlreadyExists,
+              "duplicates rule");
+}
+
+TEST_F(DrTest, SetLayout) {
+  Table root = *Table::Create(domain_, 0);
+  Table t = *Table::Create(domain_, 1);
+  Matcher rm = *Matcher::Create(root, 0, SmacMask());
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  mlx5dv_dr_matcher_layout layout = {MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, 5};
+  ExpectError(rm.SetLayout(layout), absl::StatusCode::kUnimplemented, "root (level 0)");
+  EXPECT_TRUE(m.SetLayout(layout).ok());
+  ExpectError(m.SetLayout({4, 0}), absl::StatusCode::kUnimplemented, "flags 0x4");
+  ExpectError(m.SetLayout({MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, 25}), absl::StatusCode::kUnimplemented,
+              "log_num_of_rules_hint 25");
+  EXPECT_TRUE(m.SetLayout({MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE | MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, 16}).ok());
+}
+
+}  // namespace
+}  // namespace drsim::dr

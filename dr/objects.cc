@@ -1,0 +1,81 @@
+#include "dr/objects.h"
+
+#include <algorithm>
+
+#include "dr/dr.h"
+
+namespace drsim::dr::internal {
+
+uint32_t NextObjectId() {
+  static std::atomic<uint32_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Unref(RuleObj* rule) {
+  if (--rule->refs > 0) return;
+  MatcherObj* matcher = rule->matcher;
+  matcher->hw->table.Erase(rule->entry);
+  matcher->rules.erase(rule->in_matcher);
+  for (ActionObj* action : rule->actions) Unref(action);
+  delete rule;
+  Unref(matcher);
+}
+
+void Unref(MatcherObj* matcher) {
+  if (--matcher->refs > 0) return;
+  TableObj* table = matcher->table;
+  auto it = std::find(table->matchers.begin(), table->matchers.end(), matcher);
+  table->ft.chain.erase(table->ft.chain.begin() + (it - table->matchers.begin()));
+  table->matchers.erase(it);
+  table->domain->device->TableChanged(&table->ft);
+  delete matcher;
+  Unref(table);
+}
+
+void Unref(TableObj* table) {
+  if (--table->refs > 0) return;
+  DomainObj* domain = table->domain.get();
+  if (table->ft.level == 0) domain->device->DetachRootTable(&table->ft);
+  domain->tables.erase(table->in_domain);
+  --domain->refs;
+  delete table;  // the caller's DomainLock keeps the domain alive
+}
+
+void Unref(ActionObj* action) {
+  if (action->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (action->dest_table != nullptr) {
+    DomainLock lock(action->dest_table->domain);
+    Unref(action->dest_table);
+  }
+  if (action->queue_device != nullptr) action->queue_device->ReleaseQueue(action->spec.qp_num);
+  delete action;
+}
+
+void ReleaseHandle(TableObj* table) {
+  DomainLock lock(table->domain);
+  Unref(table);
+}
+
+void ReleaseHandle(MatcherObj* matcher) {
+  DomainLock lock(matcher->table->domain);
+  Unref(matcher);
+}
+
+void ReleaseHandle(RuleObj* rule) {
+  DomainLock lock(rule->matcher->table->domain);
+  Unref(rule);
+}
+
+void ReleaseHandle(ActionObj* action) { Unref(action); }
+
+template <typename Obj>
+void Handle<Obj>::Reset() {
+  if (obj_ != nullptr) ReleaseHandle(release());
+}
+
+template class Handle<TableObj>;
+template class Handle<MatcherObj>;
+template class Handle<RuleObj>;
+template class Handle<ActionObj>;
+
+}  // namespace drsim::dr::internal

@@ -1,0 +1,101 @@
+// Internal: the objects behind dr.h's handles, and how their references are dropped.
+//
+// Reference counts follow rdma-core: a table references its domain; a matcher its table; a rule its
+// matcher and its actions; a dest_table action its table. An object is finalised (unlinked from its
+// parent and the device, its references released) when its count reaches zero. Table, matcher and rule
+// counts are guarded by their domain's lock; action counts are atomic because actions without a domain
+// (drop, tag, dest QP, default miss) are shared by rules of any domain.
+#ifndef DRSIM_DR_OBJECTS_H_
+#define DRSIM_DR_OBJECTS_H_
+
+#include <infiniband/mlx5dv.h>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "actions/action_compiler.h"
+#include "hw/device.h"
+#include "hw/flow_table.h"
+#include "matcher/mask_compiler.h"
+
+namespace drsim::dr::internal {
+
+struct TableObj;
+struct MatcherObj;
+struct RuleObj;
+struct ActionObj;
+
+// A fresh id for a table, matcher or rule: unique in the process, never 0.
+uint32_t NextObjectId();
+
+struct DomainObj {
+  hw::Device* device = nullptr;
+  mlx5dv_dr_domain_type type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+  std::recursive_mutex mu;
+  int refs = 1;  // the handle and each table; guarded by mu
+  bool allow_duplicates = true;
+  std::list<TableObj*> tables;  // creation order
+};
+
+struct TableObj {
+  std::shared_ptr<DomainObj> domain;
+  int refs = 1;  // the handle, each matcher, each dest_table action
+  hw::FlowTable ft;
+  std::vector<MatcherObj*> matchers;  // lookup order, mirrors ft.chain
+  std::list<TableObj*>::iterator in_domain;
+};
+
+struct MatcherObj {
+  TableObj* table = nullptr;
+  int refs = 1;  // the handle and each rule
+  matcher::CompiledMask compiled;
+  std::unique_ptr<hw::CompiledMatcher> hw;
+  std::list<RuleObj*> rules;  // creation order
+};
+
+struct RuleObj {
+  MatcherObj* matcher = nullptr;
+  int refs = 1;  // the handle
+  hw::RuleRecord record;
+  hw::MatchTable::Handle entry = 0;
+  std::vector<ActionObj*> actions;
+  std::list<RuleObj*>::iterator in_matcher;
+};
+
+struct ActionObj {
+  std::atomic<int> refs{1};  // the handle and each rule using it
+  actions::ActionSpec spec;
+  TableObj* dest_table = nullptr;   // kFt: referenced table
+  hw::Device* queue_device = nullptr;  // kQp: the device whose queue is retained
+};
+
+// Locks the domain an object lives in, keeping the domain alive while locked.
+class DomainLock {
+ public:
+  explicit DomainLock(std::shared_ptr<DomainObj> domain) : domain_(std::move(domain)), lock_(domain_->mu) {}
+
+ private:
+  std::shared_ptr<DomainObj> domain_;
+  std::lock_guard<std::recursive_mutex> lock_;
+};
+
+// Drop one reference; the last finalises and frees the object. Table, matcher and rule: the domain lock
+// must be held. Action: takes the lock of a referenced table's domain itself.
+void Unref(TableObj* table);
+void Unref(MatcherObj* matcher);
+void Unref(RuleObj* rule);
+void Unref(ActionObj* action);
+
+// Drop the reference a handle holds (taking whatever lock is needed).
+void ReleaseHandle(TableObj* table);
+void ReleaseHandle(MatcherObj* matcher);
+void ReleaseHandle(RuleObj* rule);
+void ReleaseHandle(ActionObj* action);
+
+}  // namespace drsim::dr::internal
+
+#endif  // DRSIM_DR_OBJECTS_H_

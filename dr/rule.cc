@@ -1,0 +1,67 @@
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "dr/dr.h"
+#include "dr/objects.h"
+
+namespace drsim::dr {
+
+using internal::ActionObj;
+using internal::DomainLock;
+using internal::MatcherObj;
+using internal::RuleObj;
+
+absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_match_parameters* value,
+                                  absl::Span<const Action* const> actions) {
+  MatcherObj* m = matcher.obj();
+  if (m == nullptr) return absl::InvalidArgumentError("matcher handle is empty");
+  internal::TableObj* t = m->table;
+  DomainLock lock(t->domain);
+  internal::DomainObj* d = t->domain.get();
+
+  hw::CompiledMatcher& hwm = *m->hw;
+  std::vector<uint32_t> key(hwm.definer.key_words());
+  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key.data()); !s.ok()) return s;
+
+  std::vector<const actions::ActionSpec*> specs;
+  std::vector<ActionObj*> objs;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i] == nullptr || !actions[i]->valid()) {
+      return absl::InvalidArgumentError(absl::StrFormat("action[%d] is null or an empty handle", i));
+    }
+    objs.push_back(actions[i]->obj());
+    specs.push_back(&objs.back()->spec);
+  }
+  absl::StatusOr<hw::ActionProgram> program =
+      actions::CompileActions({d->type, d, d->device}, specs);
+  if (!program.ok()) return program.status();
+
+  if (!d->allow_duplicates && t->ft.level != 0) {
+    if (const hw::RuleRecord* existing = hwm.table.Find(key.data())) {
+      return absl::AlreadyExistsError(absl::StrFormat(
+          "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
+          existing->rule_id, hwm.id));
+    }
+  }
+
+  auto* rule = new RuleObj;
+  rule->matcher = m;
+  rule->record.actions = *program;
+  rule->record.rule_id = internal::NextObjectId();
+  rule->entry = hwm.table.Insert(key.data(), &rule->record);
+  rule->in_matcher = m->rules.insert(m->rules.end(), rule);
+  rule->actions = std::move(objs);
+  for (ActionObj* a : rule->actions) a->refs.fetch_add(1, std::memory_order_relaxed);
+  ++m->refs;
+  return Rule(rule);
+}
+
+absl::Status Rule::Destroy() {
+  if (handle_.get() == nullptr) return absl::InvalidArgumentError("rule handle is empty");
+  handle_.Reset();
+  return absl::OkStatus();
+}
+
+uint32_t Rule::id() const { return handle_.get() ? handle_.get()->record.rule_id : 0; }
+
+}  // namespace drsim::dr
