@@ -90,6 +90,11 @@ std::optional<Field> FieldAtBit(size_t abs_bit);
 // for a reserved bit.
 std::string BitOwnerName(size_t abs_bit);
 
+// A packet's fields in the match layout, as the software NIC's parser fills them.
+struct alignas(64) HeaderVector {
+  uint8_t bytes[kMatchParamBytes];
+};
+
 // Reads a field from a 448-byte buffer in PRM order.
 inline uint32_t GetField(const uint8_t* buf, Field f) {
   const FieldInfo& fi = Info(f);

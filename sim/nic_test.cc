@@ -1,0 +1,186 @@
+// The NIC on hand-built compiled tables (no driver): walk order, actions, queues, verdicts.
+#include "sim/nic.h"
+
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hw/match_params.h"
+#include "sim/frame_builder.h"
+
+namespace drsim::sim {
+namespace {
+
+using hw::kOuter;
+
+// A matcher on outer.udp_dport (with ip_version 4), built by hand.
+std::unique_ptr<hw::CompiledMatcher> PortMatcher(uint32_t id, uint16_t priority, uint64_t seq) {
+  hw::MatchParams mask = *hw::MatchBuilder().IpVersion(kOuter, 0xf).UdpDport(kOuter, 0xffff).Build();
+  return std::make_unique<hw::CompiledMatcher>(id, priority, seq, hw::Definer::FromMask(mask.bytes()));
+}
+
+void AddRule(hw::CompiledMatcher& m, uint16_t port, const hw::RuleRecord* rule) {
+  hw::MatchParams v = *hw::MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, port).Build();
+  std::vector<uint32_t> key(m.definer.key_words());
+  m.definer.Extract(v.bytes(), key.data());
+  m.table.Insert(key.data(), rule);
+}
+
+std::vector<uint8_t> UdpFrame(uint16_t dport) {
+  FrameSpec s;
+  s.protocol = kIpProtoUdp;
+  s.dport = dport;
+  s.payload_len = 10;
+  return BuildFrame(s);
+}
+
+hw::RuleRecord Rule(uint32_t id, hw::Destination dest, uint32_t queue = 0,
+                    const hw::FlowTable* table = nullptr) {
+  hw::RuleRecord r;
+  r.rule_id = id;
+  r.actions.destination = dest;
+  r.actions.queue = queue;
+  r.actions.table = table;
+  return r;
+}
+
+TEST(NicTest, NoSteeringTakesTheDomainDefault) {
+  Nic nic;
+  std::vector<uint8_t> f = UdpFrame(1);
+  Verdict v = nic.ReceiveFromWire(f);
+  EXPECT_EQ(v.fate, Fate::kDomainDefault);
+  EXPECT_EQ(nic.stats().domain_default, 1u);
+}
+
+TEST(NicTest, WalksTablesAndDeliversWithTag) {
+  Nic nic;
+  uint32_t q = nic.CreateQueue(2);
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  auto m0 = PortMatcher(10, 0, 1);
+  auto m1 = PortMatcher(11, 0, 2);
+  hw::RuleRecord jump = Rule(100, hw::Destination::kTable, 0, &t1);
+  jump.actions.set_tag = true;
+  jump.actions.tag = 0x42;
+  hw::RuleRecord deliver = Rule(101, hw::Destination::kQueue, q);
+  hw::RuleRecord drop = Rule(102, hw::Destination::kDrop);
+  AddRule(*m0, 53, &jump);
+  AddRule(*m0, 54, &drop);
+  AddRule(*m1, 53, &deliver);
+  root.chain = {m0.get()};
+  t1.chain = {m1.get()};
+  nic.AttachRootTable(&root);
+
+  std::vector<uint8_t> f53 = UdpFrame(53), f54 = UdpFrame(54), f55 = UdpFrame(55);
+  Verdict v = nic.ReceiveFromWire(f53);
+  EXPECT_EQ(v.fate, Fate::kQueued);
+  EXPECT_EQ(v.qp_num, q);
+  EXPECT_TRUE(v.has_flow_tag);
+  EXPECT_EQ(v.flow_tag, 0x42u);
+  ASSERT_EQ(v.path.size(), 2u);
+  EXPECT_EQ(v.path[0].table_id, 1u);
+  EXPECT_EQ(v.path[0].rule_id, 100u);
+  EXPECT_EQ(v.path[1].table_level, 1u);
+  EXPECT_EQ(v.path[1].matcher_id, 11u);
+  EXPECT_EQ(v.path[1].rule_id, 101u);
+  std::optional<RxCompletion> c = nic.queue(q)->Poll();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->frame, f53);
+  EXPECT_EQ(c->byte_len, f53.size());
+  EXPECT_EQ(c->flow_tag, 0x42u);
+
+  EXPECT_EQ(nic.ReceiveFromWire(f54).fate, Fate::kDropped);
+  Verdict miss = nic.ReceiveFromWire(f55);
+  EXPECT_EQ(miss.fate, Fate::kDomainDefault);
+  ASSERT_EQ(miss.path.size(), 1u);
+  EXPECT_EQ(miss.path[0].rule_id, 0u);
+
+  // A bounded queue: the third frame finds it full.
+  nic.ReceiveFromWire(f53);
+  nic.ReceiveFromWire(f53);
+  EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kQueueFull);
+  EXPECT_EQ(nic.queue(q)->dropped_full(), 1u);
+  nic.DetachRootTable(&root);
+  EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kDomainDefault);
+}
+
+TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
+  Nic nic;
+  uint32_t qa = nic.CreateQueue(), qb = nic.CreateQueue();
+  hw::FlowTable r1{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable r2{2, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  auto older = PortMatcher(10, 3, 1);
+  auto newer = PortMatcher(11, 3, 2);
+  hw::RuleRecord to_a = Rule(1, hw::Destination::kQueue, qa);
+  hw::RuleRecord to_b = Rule(2, hw::Destination::kQueue, qb);
+  AddRule(*older, 7, &to_a);
+  AddRule(*newer, 7, &to_b);
+  r1.chain = {older.get()};
+  r2.chain = {newer.get()};
+  nic.AttachRootTable(&r1);
+  nic.AttachRootTable(&r2);
+  std::vector<uint8_t> f = UdpFrame(7);
+  Verdict v = nic.ReceiveFromWire(f);
+  EXPECT_EQ(v.qp_num, qb);  // equal priority: the newer matcher first
+  EXPECT_EQ(v.path[0].table_id, 2u);
+  older->priority = 2;
+  nic.TableChanged(&r1);
+  EXPECT_EQ(nic.ReceiveFromWire(f).qp_num, qa);
+}
+
+TEST(NicTest, JumpLoopsAreCut) {
+  Nic nic;
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable t{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  auto m0 = PortMatcher(10, 0, 1);
+  auto m1 = PortMatcher(11, 0, 2);
+  hw::RuleRecord to_t = Rule(1, hw::Destination::kTable, 0, &t);
+  hw::RuleRecord again = Rule(2, hw::Destination::kTable, 0, &t);  // t jumps to itself
+  AddRule(*m0, 9, &to_t);
+  AddRule(*m1, 9, &again);
+  root.chain = {m0.get()};
+  t.chain = {m1.get()};
+  nic.AttachRootTable(&root);
+  std::vector<uint8_t> f = UdpFrame(9);
+  Verdict v = nic.ReceiveFromWire(f);
+  EXPECT_EQ(v.fate, Fate::kTableLoop);
+  EXPECT_EQ(v.path.size(), static_cast<size_t>(Nic::kMaxTableJumps) + 1);
+}
+
+TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
+  Nic nic;
+  uint32_t q = nic.CreateQueue(1000);
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  auto m = PortMatcher(10, 0, 1);
+  hw::RuleRecord deliver = Rule(1, hw::Destination::kQueue, q);
+  AddRule(*m, 80, &deliver);
+  root.chain = {m.get()};
+  nic.AttachRootTable(&root);
+  std::vector<std::vector<uint8_t>> frames;
+  for (int i = 0; i < 100; ++i) frames.push_back(UdpFrame(i % 2 ? 80 : 81));
+  std::vector<Frame> views(frames.begin(), frames.end());
+  std::vector<Verdict> verdicts(frames.size());
+  nic.ReceiveFromWire(views, absl::MakeSpan(verdicts));
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(verdicts[i].fate, i % 2 ? Fate::kQueued : Fate::kDomainDefault) << i;
+    EXPECT_TRUE(verdicts[i].path.empty());  // not traced
+  }
+  EXPECT_EQ(nic.queue(q)->size(), 50u);
+  EXPECT_EQ(nic.stats().frames, 100u);
+}
+
+TEST(NicTest, QueuesReferencedByActionsCannotBeDestroyed) {
+  Nic nic;
+  uint32_t q = nic.CreateQueue();
+  ASSERT_TRUE(nic.RetainQueue(q).ok());
+  EXPECT_EQ(nic.DestroyQueue(q).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(nic.queue(q), nullptr);
+  nic.ReleaseQueue(q);
+  EXPECT_TRUE(nic.DestroyQueue(q).ok());
+  EXPECT_EQ(nic.queue(q), nullptr);
+  EXPECT_EQ(nic.DestroyQueue(q).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(nic.RetainQueue(q).code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace drsim::sim

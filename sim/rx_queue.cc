@@ -1,0 +1,26 @@
+#include "sim/rx_queue.h"
+
+namespace drsim::sim {
+
+bool RxQueue::Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag) {
+  if (ring_.size() >= capacity_) {
+    ++dropped_full_;
+    return false;
+  }
+  RxCompletion& c = ring_.emplace_back();
+  c.frame.assign(frame, frame + len);
+  c.byte_len = static_cast<uint32_t>(len);
+  c.has_flow_tag = has_tag;
+  c.flow_tag = has_tag ? tag : 0;
+  ++received_;
+  return true;
+}
+
+std::optional<RxCompletion> RxQueue::Poll() {
+  if (ring_.empty()) return std::nullopt;
+  RxCompletion c = std::move(ring_.front());
+  ring_.pop_front();
+  return c;
+}
+
+}  // namespace drsim::sim

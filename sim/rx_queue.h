@@ -1,0 +1,49 @@
+// A receive queue of the software NIC: what a raw-packet QP's receive side would see. Each completion
+// carries the frame, its length and the flow tag of the rule that steered it, as an mlx5 CQE does.
+// Bounded: a full queue drops the frame (counted), as a NIC with no posted receive buffers does.
+//
+// Not thread-safe: one thread enqueues (the NIC's data path) and polls at a time.
+#ifndef DRSIM_SIM_RX_QUEUE_H_
+#define DRSIM_SIM_RX_QUEUE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace drsim::sim {
+
+struct RxCompletion {
+  std::vector<uint8_t> frame;
+  uint32_t byte_len = 0;
+  uint32_t flow_tag = 0;  // 0 when no tag action ran, as the hardware reports it
+  bool has_flow_tag = false;
+};
+
+class RxQueue {
+ public:
+  RxQueue(uint32_t qp_num, size_t capacity) : qp_num_(qp_num), capacity_(capacity) {}
+
+  uint32_t qp_num() const { return qp_num_; }
+  size_t size() const { return ring_.size(); }
+  size_t capacity() const { return capacity_; }
+  uint64_t received() const { return received_; }
+  uint64_t dropped_full() const { return dropped_full_; }
+
+  // Enqueues a copy of the frame; false (and counted) when the queue is full.
+  bool Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag);
+  // The oldest completion, or nullopt when empty.
+  std::optional<RxCompletion> Poll();
+
+ private:
+  uint32_t qp_num_;
+  size_t capacity_;
+  std::deque<RxCompletion> ring_;
+  uint64_t received_ = 0;
+  uint64_t dropped_full_ = 0;
+};
+
+}  // namespace drsim::sim
+
+#endif  // DRSIM_SIM_RX_QUEUE_H_
