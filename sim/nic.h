@@ -42,6 +42,7 @@ namespace drsim::sim {
 using Frame = absl::Span<const uint8_t>;
 
 // One lookup of the walk: the table searched and what it hit (matcher_id/rule_id 0 = missed everywhere).
+// A miss in the root reports table_id 0: the root is every level-0 table of the domain type, merged.
 struct Hop {
   uint32_t table_id = 0;
   uint32_t table_level = 0;
