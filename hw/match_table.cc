@@ -52,7 +52,8 @@ void MatchTable::SetRecordRule(uint32_t record, const RuleRecord* rule) {
 }
 
 bool MatchTable::KeyEquals(uint32_t record, const uint32_t* key) const {
-  return std::memcmp(RecordKey(record), key, key_words_ * sizeof(uint32_t)) == 0;
+  // (A zero-length key may come as a null pointer, which memcmp must not be given.)
+  return key_words_ == 0 || std::memcmp(RecordKey(record), key, key_words_ * sizeof(uint32_t)) == 0;
 }
 
 bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
@@ -90,7 +91,7 @@ uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord* rule,
     meta_.push_back({});
     records_.resize(records_.size() + stride_);
   }
-  std::memcpy(RecordKey(record), key, key_words_ * sizeof(uint32_t));
+  if (key_words_ != 0) std::memcpy(RecordKey(record), key, key_words_ * sizeof(uint32_t));
   SetRecordRule(record, rule);
   meta_[record] = {hash, kNone, true};
   ++live_records_;
