@@ -17,29 +17,29 @@ absl::Status CheckPipe(const RuleContext& rule, ActionDomain pipe,
     const ActionSpec& a = *actions[i];
     const absl::string_view name = ActionTypeName(a.type);
     if (a.type == ActionType::kFt && a.table_domain != rule.domain) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "action[%d] (%s): the destination table belongs to another domain", i, name));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("action[%d] (%s): the destination table belongs to another domain", i, name));
     }
     if (a.type == ActionType::kQp && a.queue_device != rule.device) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "action[%d] (%s): the queue belongs to another device", i, name));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("action[%d] (%s): the queue belongs to another device", i, name));
     }
     const bool vlan = a.type == ActionType::kPushVlan || a.type == ActionType::kPopVlan;
     const int allowed = vlan ? 2 : 1;
     if (++seen[static_cast<int>(a.type)] > allowed) {
       if (a.type == ActionType::kPushVlan) {
-        return absl::UnimplementedError(absl::StrFormat(
-            "action[%d] (%s): a rule pushes at most 2 VLAN tags", i, name));
+        return absl::UnimplementedError(
+            absl::StrFormat("action[%d] (%s): a rule pushes at most 2 VLAN tags", i, name));
       }
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "action[%d] (%s): a rule takes at most %d %s action%s", i, name, allowed, name,
-          allowed > 1 ? "s" : ""));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("action[%d] (%s): a rule takes at most %d %s action%s", i, name, allowed, name,
+                          allowed > 1 ? "s" : ""));
     }
     const ActionState next = NextActionState(pipe, state, a.type);
     if (next == ActionState::kErr) {
       if (i == 0 || state == ActionState::kNoAction) {
-        return absl::UnimplementedError(absl::StrFormat(
-            "action[%d] (%s) is not allowed in a %s domain", i, name, ActionDomainName(pipe)));
+        return absl::UnimplementedError(absl::StrFormat("action[%d] (%s) is not allowed in a %s domain", i,
+                                                        name, ActionDomainName(pipe)));
       }
       return absl::UnimplementedError(absl::StrFormat(
           "action[%d] (%s) cannot follow action[%d] (%s) in a %s domain%s", i, name, i - 1,
@@ -81,8 +81,8 @@ absl::StatusOr<hw::ActionProgram> CompileActions(const RuleContext& rule,
         program.destination = hw::Destination::kDefaultMiss;
         break;
       default:
-        return absl::UnimplementedError(absl::StrFormat(
-            "%s actions are not executed by the software NIC yet", ActionTypeName(a->type)));
+        return absl::UnimplementedError(
+            absl::StrFormat("%s actions are not executed by the software NIC yet", ActionTypeName(a->type)));
     }
   }
   return program;

@@ -38,10 +38,11 @@ using T = ActionType;
 TEST(ActionStateTableTest, OnlyACounterFollowsATerminatingAction) {
   for (int d = 0; d < kNumActionDomains; ++d) {
     for (int t = 0; t < kNumActionTypes; ++t) {
-      ActionState next = NextActionState(static_cast<ActionDomain>(d), ActionState::kTerm,
-                                         static_cast<ActionType>(t));
+      ActionState next =
+          NextActionState(static_cast<ActionDomain>(d), ActionState::kTerm, static_cast<ActionType>(t));
       EXPECT_EQ(next, static_cast<ActionType>(t) == T::kCtr ? ActionState::kTerm : ActionState::kErr)
-          << ActionDomainName(static_cast<ActionDomain>(d)) << " " << ActionTypeName(static_cast<ActionType>(t));
+          << ActionDomainName(static_cast<ActionDomain>(d)) << " "
+          << ActionTypeName(static_cast<ActionType>(t));
     }
   }
 }
@@ -86,8 +87,8 @@ TEST(ActionCompilerTest, StateMachineRejectionsNameTheAction) {
   ExpectError(Compile(kFdb, {Spec(T::kQp)}).status(), absl::StatusCode::kUnimplemented, "FDB (RX pipe");
   ExpectError(Compile(kRx, {Spec(T::kDrop), Spec(T::kMiss)}).status(), absl::StatusCode::kUnimplemented,
               "action[1] (default_miss) cannot follow action[0] (drop)");
-  ExpectError(Compile(kRx, {Spec(T::kModifyHdr), Spec(T::kDrop)}).status(),
-              absl::StatusCode::kUnimplemented, "action[1] (drop) cannot follow action[0] (modify_header)");
+  ExpectError(Compile(kRx, {Spec(T::kModifyHdr), Spec(T::kDrop)}).status(), absl::StatusCode::kUnimplemented,
+              "action[1] (drop) cannot follow action[0] (modify_header)");
   EXPECT_TRUE(Compile(kTx, {Spec(T::kMiss)}).ok());
   EXPECT_TRUE(Compile(kFdb, {Spec(T::kDrop)}).ok());
 }

@@ -18,14 +18,14 @@ enum class ActionType : uint8_t {
   kTnlL3ToL2,      // packet reformat L3_TUNNEL_TO_L2 (decap)
   kL2ToTnlL3,      // packet reformat L2_TO_L3_TUNNEL (encap)
   kDrop,
-  kQp,             // dest QP or dest DEVX TIR
-  kFt,             // dest table
-  kCtr,            // flow counter
+  kQp,   // dest QP or dest DEVX TIR
+  kFt,   // dest table
+  kCtr,  // flow counter
   kTag,
   kModifyHdr,
-  kVport,          // dest vport / dest IB port
+  kVport,  // dest vport / dest IB port
   kMeter,
-  kMiss,           // default miss
+  kMiss,  // default miss
   kSampler,
   kDestArray,
   kPopVlan,
@@ -33,7 +33,7 @@ enum class ActionType : uint8_t {
   kAsoFirstHit,
   kAsoFlowMeter,
   kAsoCt,
-  kRootFt,         // dest root table
+  kRootFt,  // dest root table
 };
 inline constexpr int kNumActionTypes = static_cast<int>(ActionType::kRootFt) + 1;
 

@@ -9,8 +9,8 @@ using internal::DomainObj;
 absl::StatusOr<Domain> Domain::Create(hw::Device& device, mlx5dv_dr_domain_type type) {
   if (type != MLX5DV_DR_DOMAIN_TYPE_NIC_RX && type != MLX5DV_DR_DOMAIN_TYPE_NIC_TX &&
       type != MLX5DV_DR_DOMAIN_TYPE_FDB) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "domain type %d is not NIC_RX (0), NIC_TX (1) or FDB (2)", static_cast<int>(type)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("domain type %d is not NIC_RX (0), NIC_TX (1) or FDB (2)", static_cast<int>(type)));
   }
   auto obj = std::make_shared<DomainObj>();
   obj->device = &device;
@@ -39,8 +39,8 @@ void Domain::Release() {
 
 absl::Status Domain::Sync(uint32_t flags) const {
   if (obj_ == nullptr) return absl::InvalidArgumentError("domain handle is empty");
-  constexpr uint32_t kKnown = MLX5DV_DR_DOMAIN_SYNC_FLAGS_SW | MLX5DV_DR_DOMAIN_SYNC_FLAGS_HW |
-                              MLX5DV_DR_DOMAIN_SYNC_FLAGS_MEM;
+  constexpr uint32_t kKnown =
+      MLX5DV_DR_DOMAIN_SYNC_FLAGS_SW | MLX5DV_DR_DOMAIN_SYNC_FLAGS_HW | MLX5DV_DR_DOMAIN_SYNC_FLAGS_MEM;
   if (flags & ~kKnown) {
     return absl::UnimplementedError(
         absl::StrFormat("domain sync flags 0x%x include bits other than SW|HW|MEM (0x7)", flags));

@@ -149,8 +149,7 @@ class Matcher {
   // InvalidArgument (EINVAL) for criteria >= 0x80, match_sz > 448 or nothing to match on;
   // Unimplemented (EOPNOTSUPP/ENOTSUP) for an ip_version mask other than 4/6, a partial source_port mask,
   // or a masked field that cannot be matched (named in the message).
-  static absl::StatusOr<Matcher> Create(const Table& table, uint16_t priority,
-                                        uint8_t match_criteria_enable,
+  static absl::StatusOr<Matcher> Create(const Table& table, uint16_t priority, uint8_t match_criteria_enable,
                                         const mlx5dv_flow_match_parameters* mask);
   // Same, with the criteria of every section `mask` sets a bit in.
   static absl::StatusOr<Matcher> Create(const Table& table, uint16_t priority, const hw::MatchParams& mask);

@@ -25,7 +25,8 @@ class RecordingDevice : public hw::Device {
   void TableChanged(const hw::FlowTable* t) override { ++changes[t]; }
   uint64_t NextMatcherSequence() override { return ++sequence; }
   absl::Status RetainQueue(uint32_t qpn) override {
-    if (qpn != 100 && qpn != 101) return absl::NotFoundError("no receive queue with QP number " + std::to_string(qpn));
+    if (qpn != 100 && qpn != 101)
+      return absl::NotFoundError("no receive queue with QP number " + std::to_string(qpn));
     ++queue_refs[qpn];
     return absl::OkStatus();
   }
@@ -43,7 +44,9 @@ void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string
 }
 
 MatchParams SmacMask() { return *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Build(); }
-MatchParams Smac(const char* mac) { return *MatchBuilder().Smac(kOuter, *hw::MacAddress::Parse(mac)).Build(); }
+MatchParams Smac(const char* mac) {
+  return *MatchBuilder().Smac(kOuter, *hw::MacAddress::Parse(mac)).Build();
+}
 
 class DrTest : public ::testing::Test {
  protected:
@@ -111,7 +114,8 @@ TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
   ExpectError(t.Destroy(), absl::StatusCode::kFailedPrecondition, "0 matcher(s) and 1 dest_table");
   ExpectError(root.Destroy(), absl::StatusCode::kFailedPrecondition, "1 matcher(s) and 0 dest_table");
   ExpectError(m.Destroy(), absl::StatusCode::kFailedPrecondition, "1 rule(s)");
-  ExpectError(jump.Destroy(), absl::StatusCode::kFailedPrecondition, "dest_table action is still used by 1 rule");
+  ExpectError(jump.Destroy(), absl::StatusCode::kFailedPrecondition,
+              "dest_table action is still used by 1 rule");
   // Nothing was lost: the rule still steers to t.
   const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
   ASSERT_NE(hit, nullptr);
@@ -184,7 +188,8 @@ TEST_F(DrTest, RuleErrorsComeInRdmaCoreOrder) {
   Matcher m = *Matcher::Create(t, 0, SmacMask());
   Action qp = *Action::DestQp(device_, 100);
   Action tag = *Action::Tag(1);
-  MatchParams bad_value = *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Ethertype(kOuter, 1).Build();
+  MatchParams bad_value =
+      *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Ethertype(kOuter, 1).Build();
   // The value is checked before the actions.
   ExpectError(Rule::Create(m, bad_value, {&qp, &tag}).status(), absl::StatusCode::kInvalidArgument,
               "outer.ethertype");

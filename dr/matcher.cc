@@ -16,8 +16,7 @@ namespace {
 constexpr uint32_t kMaxLogRulesHint = 24;
 }  // namespace
 
-absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority,
-                                        uint8_t match_criteria_enable,
+absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, uint8_t match_criteria_enable,
                                         const mlx5dv_flow_match_parameters* mask) {
   TableObj* t = table.obj();
   if (t == nullptr) return absl::InvalidArgumentError("table handle is empty");

@@ -69,7 +69,7 @@ struct RuleObj {
 struct ActionObj {
   std::atomic<int> refs{1};  // the handle and each rule using it
   actions::ActionSpec spec;
-  TableObj* dest_table = nullptr;   // kFt: referenced table
+  TableObj* dest_table = nullptr;      // kFt: referenced table
   hw::Device* queue_device = nullptr;  // kQp: the device whose queue is retained
 };
 

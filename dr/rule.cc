@@ -32,8 +32,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     objs.push_back(actions[i]->obj());
     specs.push_back(&objs.back()->spec);
   }
-  absl::StatusOr<hw::ActionProgram> program =
-      actions::CompileActions({d->type, d, d->device}, specs);
+  absl::StatusOr<hw::ActionProgram> program = actions::CompileActions({d->type, d, d->device}, specs);
   if (!program.ok()) return program.status();
 
   if (!d->allow_duplicates && t->ft.level != 0) {

@@ -96,9 +96,9 @@ int main() {
                                                          .Build(),
                                                      "mask")),
                             "matcher subnet");
-  dr::Matcher ethertype = Must(
-      dr::Matcher::Create(root, 1, Must(MatchBuilder().Ethertype(kOuter, 0xffff).Build(), "mask")),
-      "matcher ethertype");
+  dr::Matcher ethertype =
+      Must(dr::Matcher::Create(root, 1, Must(MatchBuilder().Ethertype(kOuter, 0xffff).Build(), "mask")),
+           "matcher ethertype");
   names[subnet.id()] = "ipv4 dst/24 + protocol (prio 0)";
   names[ethertype.id()] = "ethertype (prio 1)";
 
@@ -108,9 +108,10 @@ int main() {
                           Must(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0xffff).Build(), "mask")),
       "matcher ports");
   dr::Matcher hosts = Must(
-      dr::Matcher::Create(services, 1,
-                          Must(MatchBuilder().IpVersion(kOuter, 4).Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(32)).Build(),
-                               "mask")),
+      dr::Matcher::Create(
+          services, 1,
+          Must(MatchBuilder().IpVersion(kOuter, 4).Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(32)).Build(),
+               "mask")),
       "matcher hosts");
   names[ports.id()] = "tcp dport (prio 0)";
   names[hosts.id()] = "ipv4 src/32 (prio 1)";
@@ -123,7 +124,8 @@ int main() {
   };
   rule(subnet, MatchBuilder().IpVersion(kOuter, 4).Ipv4Dst(kOuter, Ip("10.0.0.0")).IpProtocol(kOuter, 6),
        {&to_services}, "10.0.0.0/24 tcp -> table 1");
-  rule(ethertype, MatchBuilder().Ethertype(kOuter, 0x0806), {&tag_arp, &to_control}, "arp -> control, tag 0xa");
+  rule(ethertype, MatchBuilder().Ethertype(kOuter, 0x0806), {&tag_arp, &to_control},
+       "arp -> control, tag 0xa");
   rule(ports, MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80), {&tag_http, &to_web},
        "http -> web, tag 0x50");
   rule(ports, MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 443), {&tag_https, &to_web},
@@ -134,10 +136,12 @@ int main() {
 
   // Rules the API refuses, and why.
   absl::PrintF("Rejected on purpose:\n");
-  absl::Status s = dr::Matcher::Create(services, 5, Must(MatchBuilder().TcpDport(kOuter, 0xffff).Build(), "mask"))
-                       .status();
+  absl::Status s =
+      dr::Matcher::Create(services, 5, Must(MatchBuilder().TcpDport(kOuter, 0xffff).Build(), "mask"))
+          .status();
   absl::PrintF("  matcher on tcp_dport without ip_version: %s\n", s.ToString());
-  s = dr::Rule::Create(ports, Must(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 8080).Build(), "value"),
+  s = dr::Rule::Create(ports,
+                       Must(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 8080).Build(), "value"),
                        {&to_web, &tag_http})
           .status();
   absl::PrintF("  rule [dest_qp, tag]: %s\n\n", s.ToString());

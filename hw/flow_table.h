@@ -28,8 +28,8 @@ struct ActionProgram {
   bool set_tag = false;
   uint32_t tag = 0;  // 24 bits, reported in the receive completion's flow tag
   Destination destination = Destination::kNone;
-  uint32_t queue = 0;                 // kQueue: the receive queue's QP number
-  const FlowTable* table = nullptr;   // kTable: the table the walk continues in
+  uint32_t queue = 0;                // kQueue: the receive queue's QP number
+  const FlowTable* table = nullptr;  // kTable: the table the walk continues in
 };
 
 // What a match-table hit yields.
@@ -40,7 +40,10 @@ struct RuleRecord {
 
 struct CompiledMatcher {
   CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer)
-      : id(id), priority(priority), sequence(sequence), definer(std::move(definer)),
+      : id(id),
+        priority(priority),
+        sequence(sequence),
+        definer(std::move(definer)),
         table(this->definer.key_words()) {}
 
   uint32_t id;

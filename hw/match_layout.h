@@ -18,9 +18,9 @@
 #include <optional>
 #include <string>
 
-#include "hw/byte_order.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "hw/byte_order.h"
 
 namespace drsim::hw {
 
@@ -68,8 +68,7 @@ struct FieldInfo {
 };
 
 inline constexpr FieldInfo kFieldTable[] = {
-#define DRSIM_MATCH_FIELD(id, name, section, bit_offset, width) \
-  {name, Section::section, bit_offset, width},
+#define DRSIM_MATCH_FIELD(id, name, section, bit_offset, width) {name, Section::section, bit_offset, width},
 #include "hw/match_fields.inc"
 #undef DRSIM_MATCH_FIELD
 };

@@ -54,8 +54,8 @@ void MatchBuilder::Fail(absl::Status status) {
 MatchBuilder& MatchBuilder::Set(Field f, uint32_t value) {
   const FieldInfo& fi = Info(f);
   if (value > fi.max_value()) {
-    Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "value 0x%x does not fit %s (%d bits)", value, fi.name, fi.width)));
+    Fail(absl::InvalidArgumentError(
+        absl::StrFormat("value 0x%x does not fit %s (%d bits)", value, fi.name, fi.width)));
     return *this;
   }
   SetField(params_.bytes(), f, value);
@@ -169,9 +169,7 @@ MatchBuilder& MatchBuilder::GreKey(uint32_t key) {
   Set(Field::kGreKeyH, key >> 8);
   return Set(Field::kGreKeyL, key & 0xff);
 }
-MatchBuilder& MatchBuilder::GreProtocol(uint32_t protocol) {
-  return Set(Field::kGreProtocol, protocol);
-}
+MatchBuilder& MatchBuilder::GreProtocol(uint32_t protocol) { return Set(Field::kGreProtocol, protocol); }
 MatchBuilder& MatchBuilder::RegA(uint32_t value) { return Set(Field::kMetadataRegA, value); }
 MatchBuilder& MatchBuilder::RegC(int index, uint32_t value) {
   if (index < 0 || index > 7) {

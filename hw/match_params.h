@@ -4,8 +4,9 @@
 // input (a value wider than its field, an unknown name) from Build(), naming the field.
 //
 //   hw::MatchBuilder mask;
-//   mask.IpVersion(kOuter, 4).Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32)).SetAllOnes(Field::kOuterTcpDport);
-//   absl::StatusOr<hw::MatchParams> m = mask.Build();   // m->criteria() == kCriteriaOuter
+//   mask.IpVersion(kOuter, 4).Ipv4Dst(kOuter,
+//   hw::Ipv4Address::PrefixMask(32)).SetAllOnes(Field::kOuterTcpDport); absl::StatusOr<hw::MatchParams> m =
+//   mask.Build();   // m->criteria() == kCriteriaOuter
 //
 // Both classes are plain values: copyable, not thread-safe for concurrent mutation.
 #ifndef DRSIM_HW_MATCH_PARAMS_H_
@@ -61,7 +62,8 @@ enum class Headers : uint8_t { kOuter, kInner };
 inline constexpr Headers kOuter = Headers::kOuter;
 inline constexpr Headers kInner = Headers::kInner;
 
-// The inner-header twin of an outer_headers field (identity for kOuter). `outer_field` must be an outer.* field.
+// The inner-header twin of an outer_headers field (identity for kOuter). `outer_field` must be an outer.*
+// field.
 Field HeaderField(Headers h, Field outer_field);
 
 class MatchBuilder {

@@ -34,7 +34,7 @@ class MatchTable {
   MatchTable& operator=(const MatchTable&) = delete;
 
   size_t key_words() const { return key_words_; }
-  size_t size() const { return live_records_; }        // rules, duplicates included
+  size_t size() const { return live_records_; }  // rules, duplicates included
   size_t distinct_keys() const { return distinct_keys_; }
   size_t bucket_count() const { return bucket_mask_ + 1; }
   size_t slot_capacity() const { return bucket_count() * kSlotsPerBucket; }

@@ -25,16 +25,18 @@ absl::StatusOr<MacAddress> MacAddress::Parse(absl::string_view text) {
   bool ok = text.size() == 17;
   for (size_t i = 0; ok && i < 6; ++i) {
     int hi = HexDigit(text[3 * i]), lo = HexDigit(text[3 * i + 1]);
-    if (hi < 0 || lo < 0 || (i < 5 && text[3 * i + 2] != ':' && text[3 * i + 2] != '-')) ok = false;
-    else mac.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+    if (hi < 0 || lo < 0 || (i < 5 && text[3 * i + 2] != ':' && text[3 * i + 2] != '-'))
+      ok = false;
+    else
+      mac.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
   }
   if (!ok) return absl::InvalidArgumentError(absl::StrFormat("bad MAC address \"%s\"", text));
   return mac;
 }
 
 std::string MacAddress::ToString() const {
-  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", bytes[0], bytes[1], bytes[2], bytes[3],
-                         bytes[4], bytes[5]);
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", bytes[0], bytes[1], bytes[2], bytes[3], bytes[4],
+                         bytes[5]);
 }
 
 absl::StatusOr<Ipv4Address> Ipv4Address::Parse(absl::string_view text) {
@@ -52,8 +54,7 @@ Ipv4Address Ipv4Address::PrefixMask(int prefix_len) {
 }
 
 std::string Ipv4Address::ToString() const {
-  return absl::StrFormat("%d.%d.%d.%d", value >> 24, (value >> 16) & 0xff, (value >> 8) & 0xff,
-                         value & 0xff);
+  return absl::StrFormat("%d.%d.%d.%d", value >> 24, (value >> 16) & 0xff, (value >> 8) & 0xff, value & 0xff);
 }
 
 absl::StatusOr<Ipv6Address> Ipv6Address::Parse(absl::string_view text) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "hw/match_params.h"
+#include "hw/parser_caps.h"
 
 namespace drsim::matcher {
 namespace {
@@ -46,8 +47,7 @@ absl::Status PreCheck(uint8_t criteria, const uint8_t* mask, const uint8_t* valu
     const uint32_t port = hw::GetField(mask, Field::kSourcePort);
     if (port != 0 && port != 0xffff) {
       return absl::UnimplementedError(absl::StrFormat(
-          "mask misc.source_port is 0x%x: a partial source_port mask is not supported (use 0xffff)",
-          port));
+          "mask misc.source_port is 0x%x: a partial source_port mask is not supported (use 0xffff)", port));
     }
   }
   return absl::OkStatus();
@@ -78,8 +78,9 @@ std::array<uint8_t, hw::kMatchParamBytes> EffectiveMask(const uint8_t* user) {
 std::vector<hw::Definer::Fold> PortFolds() {
   std::vector<hw::Definer::Fold> folds;
   for (Headers h : {Headers::kOuter, Headers::kInner}) {
-    folds.push_back({static_cast<uint32_t>(hw::Info(hw::HeaderField(h, Field::kOuterTcpSport)).word_offset()),
-                     static_cast<uint32_t>(hw::Info(hw::HeaderField(h, Field::kOuterUdpSport)).word_offset())});
+    folds.push_back(
+        {static_cast<uint32_t>(hw::Info(hw::HeaderField(h, Field::kOuterTcpSport)).word_offset()),
+         static_cast<uint32_t>(hw::Info(hw::HeaderField(h, Field::kOuterUdpSport)).word_offset())});
   }
   return folds;
 }
@@ -93,8 +94,8 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
         "match_criteria_enable 0x%02x has bits above the 7 sections (must be < 0x80)", criteria));
   }
   if (mask != nullptr && mask->match_sz > hw::kMatchParamBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "mask match_sz %d exceeds the %d-byte match layout", mask->match_sz, hw::kMatchParamBytes));
+    return absl::InvalidArgumentError(absl::StrFormat("mask match_sz %d exceeds the %d-byte match layout",
+                                                      mask->match_sz, hw::kMatchParamBytes));
   }
   CompiledMask out;
   out.criteria = criteria;
@@ -116,6 +117,16 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
     if (!b.ok()) return b.status();
     out.tx_builders = *std::move(b);
   }
+  // Valid for rdma-core, but a field the software NIC does not parse would never match: refuse it.
+  for (size_t i = 0; i < hw::kNumFields; ++i) {
+    const Field f = hw::FieldAt(i);
+    if (hw::GetField(out.mask.data(), f) != 0 && !hw::SoftwareNicParses(f)) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "mask field %s is matchable on a ConnectX, but the software NIC does not parse tunnel, inner, "
+          "MPLS or RoCE headers yet",
+          hw::Info(f).name));
+    }
+  }
   std::array<uint8_t, hw::kMatchParamBytes> effective = EffectiveMask(out.mask.data());
   out.definer = hw::Definer::FromMask(effective.data(), PortFolds());
   return out;
@@ -135,8 +146,8 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
     uint8_t outside = v[byte] & ~compiled.mask[byte];
     if (outside == 0) continue;
     size_t bit = byte * 8 + __builtin_clz(static_cast<unsigned>(outside) << 24);
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
   }
   if (absl::Status s = PreCheck(compiled.criteria, compiled.mask.data(), v); !s.ok()) return s;
   compiled.definer.Extract(v, key);

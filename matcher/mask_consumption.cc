@@ -89,14 +89,13 @@ void BuildL2(Consumer& c, Headers h) {
 
   if (c.Any({smac[0], smac[1]}) && c.Any({dmac[0], dmac[1]})) {
     c.Build("eth_l2_src_dst", inner, kLuEthL2SrcDst[io],
-            {dmac[0], dmac[1], smac[0], smac[1], first_vid, first_cfi, first_prio, ip_version, cvlan,
-             svlan});
+            {dmac[0], dmac[1], smac[0], smac[1], first_vid, first_cfi, first_prio, ip_version, cvlan, svlan});
   }
   // The fields eth_l2_src and eth_l2_dst share (dr_ste_v1_build_eth_l2_src_or_dst_bit_mask), after
   // the MAC pair each one adds in front.
   auto with_shared = [&](Field mac_hi, Field mac_lo) {
-    return std::array<Field, 15>{mac_hi,     mac_lo,       first_vid,    first_cfi,  first_prio,
-                                 frag,       ethertype,    ip_version,   cvlan,      svlan,
+    return std::array<Field, 15>{mac_hi,       mac_lo,       first_vid,  first_cfi,  first_prio,
+                                 frag,         ethertype,    ip_version, cvlan,      svlan,
                                  second_cvlan, second_svlan, second_vid, second_cfi, second_prio};
   };
   if (c.Any({smac[0], smac[1]})) {
@@ -128,9 +127,9 @@ void BuildL3(Consumer& c, Headers h, uint32_t ipv) {
     if (c.Any({ttl, ihl})) c.Build("eth_l3_ipv4_misc", inner, kLuIpv4Misc[io], {ttl, ihl});
     if (c.Any({proto, frag, tcp_flags, ecn, dscp, tcp_sport, tcp_dport, udp_sport, udp_dport, src[3],
                dst[3]})) {
-      c.Build("eth_l3_ipv4_5_tuple", inner, kLuIpv4FiveTuple[io],
-              {dst[3], src[3], tcp_dport, udp_dport, tcp_sport, udp_sport, proto, frag, dscp, ecn,
-               tcp_flags});
+      c.Build(
+          "eth_l3_ipv4_5_tuple", inner, kLuIpv4FiveTuple[io],
+          {dst[3], src[3], tcp_dport, udp_dport, tcp_sport, udp_sport, proto, frag, dscp, ecn, tcp_flags});
     }
   } else if (ipv == 6) {
     if (c.Any({dst[0], dst[1], dst[2], dst[3]})) {
@@ -141,18 +140,18 @@ void BuildL3(Consumer& c, Headers h, uint32_t ipv) {
     }
     if (c.Any({proto, frag, tcp_flags, ecn, dscp, tcp_sport, tcp_dport, udp_sport, udp_dport, ttl,
                flow_label})) {
-      c.Build("eth_ipv6_l3_l4", inner, kLuEthL4[io],
-              {tcp_dport, tcp_sport, udp_dport, udp_sport, proto, frag, dscp, ecn, ttl, flow_label,
-               tcp_flags});
+      c.Build(
+          "eth_ipv6_l3_l4", inner, kLuEthL4[io],
+          {tcp_dport, tcp_sport, udp_dport, udp_sport, proto, frag, dscp, ecn, ttl, flow_label, tcp_flags});
     }
   }
 }
 
 void BuildMplsOverTunnel(Consumer& c, bool inner) {
   const Field gre[] = {Field::kOuterFirstMplsOverGreLabel, Field::kOuterFirstMplsOverGreExp,
-                      Field::kOuterFirstMplsOverGreSBos, Field::kOuterFirstMplsOverGreTtl};
+                       Field::kOuterFirstMplsOverGreSBos, Field::kOuterFirstMplsOverGreTtl};
   const Field udp[] = {Field::kOuterFirstMplsOverUdpLabel, Field::kOuterFirstMplsOverUdpExp,
-                      Field::kOuterFirstMplsOverUdpSBos, Field::kOuterFirstMplsOverUdpTtl};
+                       Field::kOuterFirstMplsOverUdpSBos, Field::kOuterFirstMplsOverUdpTtl};
   if (c.Any(gre)) {
     c.Build("tnl_mpls_over_gre", inner, kLuFlexParser0, gre);
   } else if (c.Any(udp)) {
@@ -166,10 +165,10 @@ void BuildOuterBlock(Consumer& c, mlx5dv_dr_domain_type domain) {
     c.Build("general_purpose", false, kLuGeneralPurpose, {Field::kMetadataRegA});
   }
   const Field reg_c_0_3[] = {Field::kMetadataRegC0, Field::kMetadataRegC1, Field::kMetadataRegC2,
-                            Field::kMetadataRegC3};
+                             Field::kMetadataRegC3};
   if (c.Any(reg_c_0_3)) c.Build("register_0", false, kLuSteeringRegisters0, reg_c_0_3);
   const Field reg_c_4_7[] = {Field::kMetadataRegC4, Field::kMetadataRegC5, Field::kMetadataRegC6,
-                            Field::kMetadataRegC7};
+                             Field::kMetadataRegC7};
   if (c.Any(reg_c_4_7)) c.Build("register_1", false, kLuSteeringRegisters1, reg_c_4_7);
   if (c.Any({Field::kSourceSqn, Field::kSourcePort}) &&
       (domain == MLX5DV_DR_DOMAIN_TYPE_FDB || domain == MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {
@@ -181,13 +180,13 @@ void BuildOuterBlock(Consumer& c, mlx5dv_dr_domain_type domain) {
   // One tunnel family: VXLAN-GPE, else GENEVE (+ option 0 data, + option 0 exist), else GTP-U, else the
   // generic tunnel header words.
   const Field gpe[] = {Field::kOuterVxlanGpeVni, Field::kOuterVxlanGpeNextProtocol,
-                      Field::kOuterVxlanGpeFlags};
+                       Field::kOuterVxlanGpeFlags};
   const Field geneve[] = {Field::kGeneveVni, Field::kGeneveOam, Field::kGeneveProtocolType,
-                         Field::kGeneveOptLen};
+                          Field::kGeneveOptLen};
   const Field gtpu_flex[] = {Field::kGtpuDw0, Field::kGtpuTeid, Field::kGtpuDw2, Field::kGtpuFirstExtDw0};
   const Field gtpu[] = {Field::kGtpuMsgFlags, Field::kGtpuMsgType, Field::kGtpuTeid};
   const Field tunnel_header[] = {Field::kTunnelHeader0, Field::kTunnelHeader1, Field::kTunnelHeader2,
-                                Field::kTunnelHeader3};
+                                 Field::kTunnelHeader3};
   if (c.Any(gpe)) {
     c.Build("tnl_vxlan_gpe", false, kLuFlexParserTnlHeader, gpe);
   } else if (c.Any(geneve) || c.Any({Field::kGeneveTlvOption0Data})) {
@@ -207,8 +206,8 @@ void BuildOuterBlock(Consumer& c, mlx5dv_dr_domain_type domain) {
 
   const Field l4_misc[] = {Field::kOuterTcpSeqNum, Field::kOuterTcpAckNum};
   if (c.Any(l4_misc)) c.Build("eth_l4_misc", false, kLuEthL4Misc, l4_misc);
-  const Field mpls[] = {Field::kOuterFirstMplsLabel, Field::kOuterFirstMplsExp,
-                       Field::kOuterFirstMplsSBos, Field::kOuterFirstMplsTtl};
+  const Field mpls[] = {Field::kOuterFirstMplsLabel, Field::kOuterFirstMplsExp, Field::kOuterFirstMplsSBos,
+                        Field::kOuterFirstMplsTtl};
   if (c.Any(mpls)) c.Build("mpls", false, kLuMpls[0], mpls);
   BuildMplsOverTunnel(c, false);
 
@@ -220,8 +219,8 @@ void BuildOuterBlock(Consumer& c, mlx5dv_dr_domain_type domain) {
     c.Build("icmp", false, kLuEthL4Misc, icmp6);
   }
 
-  const Field gre[] = {Field::kGreKeyH,      Field::kGreKeyL,      Field::kGreProtocol,
-                      Field::kGreCPresent,  Field::kGreKPresent,  Field::kGreSPresent};
+  const Field gre[] = {Field::kGreKeyH,     Field::kGreKeyL,     Field::kGreProtocol,
+                       Field::kGreCPresent, Field::kGreKPresent, Field::kGreSPresent};
   if (c.Any(gre)) c.Build("tnl_gre", false, kLuGre, gre);
 }
 
@@ -237,20 +236,19 @@ void BuildInnerBlock(Consumer& c) {
   BuildL3(c, Headers::kInner, ipv);
   const Field l4_misc[] = {Field::kInnerTcpSeqNum, Field::kInnerTcpAckNum};
   if (c.Any(l4_misc)) c.Build("eth_l4_misc", true, kLuEthL4Misc, l4_misc);
-  const Field mpls[] = {Field::kInnerFirstMplsLabel, Field::kInnerFirstMplsExp,
-                       Field::kInnerFirstMplsSBos, Field::kInnerFirstMplsTtl};
+  const Field mpls[] = {Field::kInnerFirstMplsLabel, Field::kInnerFirstMplsExp, Field::kInnerFirstMplsSBos,
+                        Field::kInnerFirstMplsTtl};
   if (c.Any(mpls)) c.Build("mpls", true, kLuMpls[1], mpls);
   BuildMplsOverTunnel(c, true);
 }
 
 bool IsL3L4Field(Headers h, Field f) {
-  for (Field outer : {Field::kOuterIpProtocol, Field::kOuterIpDscp, Field::kOuterIpEcn,
-                      Field::kOuterTcpFlags, Field::kOuterTcpSport, Field::kOuterTcpDport,
-                      Field::kOuterIpv4Ihl, Field::kOuterIpTtlHoplimit, Field::kOuterUdpSport,
-                      Field::kOuterUdpDport, Field::kOuterSrcIp127_96, Field::kOuterSrcIp95_64,
-                      Field::kOuterSrcIp63_32, Field::kOuterSrcIp31_0, Field::kOuterDstIp127_96,
-                      Field::kOuterDstIp95_64, Field::kOuterDstIp63_32, Field::kOuterDstIp31_0,
-                      Field::kOuterFrag}) {
+  for (Field outer :
+       {Field::kOuterIpProtocol, Field::kOuterIpDscp, Field::kOuterIpEcn, Field::kOuterTcpFlags,
+        Field::kOuterTcpSport, Field::kOuterTcpDport, Field::kOuterIpv4Ihl, Field::kOuterIpTtlHoplimit,
+        Field::kOuterUdpSport, Field::kOuterUdpDport, Field::kOuterSrcIp127_96, Field::kOuterSrcIp95_64,
+        Field::kOuterSrcIp63_32, Field::kOuterSrcIp31_0, Field::kOuterDstIp127_96, Field::kOuterDstIp95_64,
+        Field::kOuterDstIp63_32, Field::kOuterDstIp31_0, Field::kOuterFrag}) {
     if (H(h, outer) == f) return true;
   }
   return f == (h == Headers::kOuter ? Field::kOuterIpv6FlowLabel : Field::kInnerIpv6FlowLabel);
@@ -259,16 +257,28 @@ bool IsL3L4Field(Headers h, Field f) {
 // Why a masked field was left over: the most likely reason, for the error message.
 std::string Reason(Field f, const uint8_t* original_mask, mlx5dv_dr_domain_type domain) {
   switch (f) {
-    case Field::kOuterL3Ok: case Field::kOuterL4Ok: case Field::kOuterIpv4ChecksumOk:
-    case Field::kOuterL4ChecksumOk: case Field::kInnerL3Ok: case Field::kInnerL4Ok:
-    case Field::kInnerIpv4ChecksumOk: case Field::kInnerL4ChecksumOk:
+    case Field::kOuterL3Ok:
+    case Field::kOuterL4Ok:
+    case Field::kOuterIpv4ChecksumOk:
+    case Field::kOuterL4ChecksumOk:
+    case Field::kInnerL3Ok:
+    case Field::kInnerL4Ok:
+    case Field::kInnerIpv4ChecksumOk:
+    case Field::kInnerL4ChecksumOk:
       return "the ok/checksum bits are only matchable through firmware definers, which SW steering "
              "matchers do not use";
-    case Field::kSourceVhcaPort: case Field::kSourceEswitchOwnerVhcaId: case Field::kOuterEmdTag:
-    case Field::kInnerEspSpi: case Field::kOuterEspSpi: case Field::kMacsecTag0:
-    case Field::kMacsecTag1: case Field::kMacsecTag2: case Field::kMacsecTag3:
+    case Field::kSourceVhcaPort:
+    case Field::kSourceEswitchOwnerVhcaId:
+    case Field::kOuterEmdTag:
+    case Field::kInnerEspSpi:
+    case Field::kOuterEspSpi:
+    case Field::kMacsecTag0:
+    case Field::kMacsecTag1:
+    case Field::kMacsecTag2:
+    case Field::kMacsecTag3:
       return "no SW steering builder matches this field";
-    case Field::kSourcePort: case Field::kSourceSqn:
+    case Field::kSourcePort:
+    case Field::kSourceSqn:
       if (domain == MLX5DV_DR_DOMAIN_TYPE_NIC_TX) return "not matchable in a NIC_TX domain";
       break;
     default:
@@ -292,14 +302,13 @@ std::string Reason(Field f, const uint8_t* original_mask, mlx5dv_dr_domain_type 
 
 }  // namespace
 
-absl::StatusOr<std::vector<SteBuilder>> ConsumeMask(mlx5dv_dr_domain_type domain, bool rx,
-                                                    uint8_t criteria, const uint8_t* mask) {
+absl::StatusOr<std::vector<SteBuilder>> ConsumeMask(mlx5dv_dr_domain_type domain, bool rx, uint8_t criteria,
+                                                    const uint8_t* mask) {
   Consumer c(mask);
   // The FDB RX pipe only sees wire traffic: it drops the source_port match (rdma-core's optimize_rx) and
   // lets a matcher of nothing else hit everything.
   const bool optimize_rx = domain == MLX5DV_DR_DOMAIN_TYPE_FDB && rx;
-  const bool allow_empty =
-      optimize_rx && (criteria & hw::kCriteriaMisc) && c.Get(Field::kSourcePort) != 0;
+  const bool allow_empty = optimize_rx && (criteria & hw::kCriteriaMisc) && c.Get(Field::kSourcePort) != 0;
   if (optimize_rx) c.Clear(Field::kSourcePort);
 
   if (criteria & (hw::kCriteriaOuter | hw::kCriteriaMisc | hw::kCriteriaMisc2 | hw::kCriteriaMisc3 |
@@ -322,8 +331,9 @@ absl::StatusOr<std::vector<SteBuilder>> ConsumeMask(mlx5dv_dr_domain_type domain
     if (c.mask()[byte] == 0) continue;
     size_t bit = byte * 8 + __builtin_clz(static_cast<unsigned>(c.mask()[byte]) << 24);
     std::optional<Field> f = hw::FieldAtBit(bit);
-    leftover = absl::StrCat("mask field ", hw::BitOwnerName(bit), " cannot be matched: ",
-                            f ? Reason(*f, mask, domain) : "reserved bits must be zero");
+    leftover =
+        absl::StrCat("mask field ", hw::BitOwnerName(bit),
+                     " cannot be matched: ", f ? Reason(*f, mask, domain) : "reserved bits must be zero");
   }
   if (builders.empty()) {
     // rdma-core checks "no builder at all" (EINVAL) before "bits left over" (EOPNOTSUPP).

@@ -38,8 +38,8 @@ struct SteBuilder {
 // of a domain (rx: the NIC_RX domain, or the FDB RX pipe). Errors:
 //  - Unimplemented (EOPNOTSUPP) naming the first masked field no builder consumes, with the reason;
 //  - InvalidArgument (EINVAL) when `criteria` is nonzero but no builder applies (nothing masked).
-absl::StatusOr<std::vector<SteBuilder>> ConsumeMask(mlx5dv_dr_domain_type domain, bool rx,
-                                                    uint8_t criteria, const uint8_t* mask);
+absl::StatusOr<std::vector<SteBuilder>> ConsumeMask(mlx5dv_dr_domain_type domain, bool rx, uint8_t criteria,
+                                                    const uint8_t* mask);
 
 }  // namespace drsim::matcher
 

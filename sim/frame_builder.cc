@@ -64,9 +64,14 @@ void FillL4(const FrameSpec& s, std::vector<uint8_t>& f, size_t l4, uint32_t pse
 
 size_t L4HeaderLen(uint8_t protocol) {
   switch (protocol) {
-    case kIpProtoTcp: return 20;
-    case kIpProtoUdp: case kIpProtoIcmp: case kIpProtoIcmpv6: return 8;
-    default: return 0;
+    case kIpProtoTcp:
+      return 20;
+    case kIpProtoUdp:
+    case kIpProtoIcmp:
+    case kIpProtoIcmpv6:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -83,8 +88,7 @@ std::vector<uint8_t> BuildFrame(const FrameSpec& s) {
     StoreBe16(f.data() + type_at + 2, tag.tci);
     type_at += 4;
   }
-  const uint16_t ethertype =
-      s.l3 == L3Kind::kIpv4 ? 0x0800 : s.l3 == L3Kind::kIpv6 ? 0x86dd : s.ethertype;
+  const uint16_t ethertype = s.l3 == L3Kind::kIpv4 ? 0x0800 : s.l3 == L3Kind::kIpv6 ? 0x86dd : s.ethertype;
   StoreBe16(f.data() + type_at, ethertype);
   const size_t l3 = f.size();
   const bool has_l4 = s.fragment_offset == 0;  // later fragments carry payload only
@@ -121,7 +125,8 @@ std::vector<uint8_t> BuildFrame(const FrameSpec& s) {
       Append(f, 8);
       f[at] = i + 1 < s.ipv6_extensions.size() ? s.ipv6_extensions[i + 1] : s.protocol;
       if (s.ipv6_extensions[i] == 44) {
-        StoreBe16(f.data() + at + 2, static_cast<uint16_t>(s.fragment_offset << 3 | (s.more_fragments ? 1 : 0)));
+        StoreBe16(f.data() + at + 2,
+                  static_cast<uint16_t>(s.fragment_offset << 3 | (s.more_fragments ? 1 : 0)));
         StoreBe32(f.data() + at + 4, 0xcafe);
       } else if (s.ipv6_extensions[i] == 51) {
         f[at + 1] = 0;  // AH: (0 + 2) * 4 = 8 bytes

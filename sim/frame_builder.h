@@ -27,20 +27,20 @@ inline constexpr uint8_t kIpProtoIcmpv6 = 58;
 struct FrameSpec {
   hw::MacAddress dmac;
   hw::MacAddress smac;
-  std::vector<VlanTag> vlans;  // outermost first
+  std::vector<VlanTag> vlans;   // outermost first
   uint16_t ethertype = 0x0800;  // used only when l3 == kNone
 
   L3Kind l3 = L3Kind::kIpv4;
   uint8_t dscp = 0;
   uint8_t ecn = 0;
-  uint8_t ttl = 64;        // hop limit for IPv6
+  uint8_t ttl = 64;  // hop limit for IPv6
   uint8_t protocol = kIpProtoUdp;
   // IPv4
   hw::Ipv4Address ipv4_src;
   hw::Ipv4Address ipv4_dst;
   uint8_t ipv4_option_words = 0;  // 32-bit words of NOP options (IHL = 5 + this)
   bool more_fragments = false;
-  uint16_t fragment_offset = 0;   // in 8-byte units
+  uint16_t fragment_offset = 0;  // in 8-byte units
   // IPv6
   hw::Ipv6Address ipv6_src;
   hw::Ipv6Address ipv6_dst;

@@ -15,11 +15,16 @@ constexpr size_t kMaxKeyWords = hw::kMatchParamBytes / 4;
 
 const char* FateName(Fate fate) {
   switch (fate) {
-    case Fate::kQueued: return "queued";
-    case Fate::kDropped: return "dropped";
-    case Fate::kDomainDefault: return "domain default (drop)";
-    case Fate::kQueueFull: return "queue full";
-    case Fate::kTableLoop: return "table loop";
+    case Fate::kQueued:
+      return "queued";
+    case Fate::kDropped:
+      return "dropped";
+    case Fate::kDomainDefault:
+      return "domain default (drop)";
+    case Fate::kQueueFull:
+      return "queue full";
+    case Fate::kTableLoop:
+      return "table loop";
   }
   return "?";
 }
@@ -117,11 +122,21 @@ Verdict Nic::ReceiveFromWire(Frame frame) {
 void Nic::Finish(Fate fate, Verdict* verdict) {
   verdict->fate = fate;
   switch (fate) {
-    case Fate::kQueued: ++stats_.queued; break;
-    case Fate::kDropped: ++stats_.dropped; break;
-    case Fate::kDomainDefault: ++stats_.domain_default; break;
-    case Fate::kQueueFull: ++stats_.queue_full; break;
-    case Fate::kTableLoop: ++stats_.table_loops; break;
+    case Fate::kQueued:
+      ++stats_.queued;
+      break;
+    case Fate::kDropped:
+      ++stats_.dropped;
+      break;
+    case Fate::kDomainDefault:
+      ++stats_.domain_default;
+      break;
+    case Fate::kQueueFull:
+      ++stats_.queue_full;
+      break;
+    case Fate::kTableLoop:
+      ++stats_.table_loops;
+      break;
   }
 }
 
@@ -181,8 +196,8 @@ void Nic::Walk(const hw::HeaderVector& hv, Frame frame, Verdict* verdict, bool t
       case hw::Destination::kQueue: {
         verdict->qp_num = program.queue;
         RxQueue* q = queue(program.queue);
-        const bool ok = q != nullptr && q->Push(frame.data(), frame.size(), verdict->has_flow_tag,
-                                                verdict->flow_tag);
+        const bool ok =
+            q != nullptr && q->Push(frame.data(), frame.size(), verdict->has_flow_tag, verdict->flow_tag);
         return Finish(ok ? Fate::kQueued : Fate::kQueueFull, verdict);
       }
       case hw::Destination::kTable:

@@ -53,7 +53,8 @@ struct Hop {
 enum class Fate : uint8_t {
   kQueued,         // delivered to queue `qp_num`
   kDropped,        // by a drop action
-  kDomainDefault,  // missed every matcher, or hit a rule without a destination / with default_miss: NIC_RX drops
+  kDomainDefault,  // missed every matcher, or hit a rule without a destination / with default_miss: NIC_RX
+                   // drops
   kQueueFull,      // the destination queue had no room
   kTableLoop,      // more than kMaxTableJumps jumps
 };

@@ -60,7 +60,9 @@ sim::FrameSpec RandomSpec(std::mt19937& rng) {
   s.smac = Pick(rng, kMacs);
   s.dmac = Pick(rng, kMacs);
   int vlan = rng() % 100;
-  auto tci = [&] { return static_cast<uint16_t>((rng() % 8) << 13 | (Chance(rng, 10) ? 1 << 12 : 0) | Pick(rng, kVids)); };
+  auto tci = [&] {
+    return static_cast<uint16_t>((rng() % 8) << 13 | (Chance(rng, 10) ? 1 << 12 : 0) | Pick(rng, kVids));
+  };
   if (vlan < 40) {
   } else if (vlan < 65) {
     s.vlans = {{0x8100, tci()}};
@@ -95,7 +97,7 @@ sim::FrameSpec RandomSpec(std::mt19937& rng) {
   }
   int proto = rng() % 100;
   bool v6 = s.l3 == sim::L3Kind::kIpv6;
-  s.protocol = proto < 40 ? sim::kIpProtoTcp
+  s.protocol = proto < 40   ? sim::kIpProtoTcp
                : proto < 80 ? sim::kIpProtoUdp
                : proto < 90 ? (v6 ? sim::kIpProtoIcmpv6 : sim::kIpProtoIcmp)
                             : 47;
@@ -126,33 +128,68 @@ struct MaskTemplate {
 const hw::MacAddress kAllMac = hw::MacAddress::AllOnes();
 const std::vector<MaskTemplate> kMasks = {
     {"smac", [] { return MatchBuilder().Smac(kOuter, kAllMac); }},
-    {"dmac+vlan", [] { return MatchBuilder().Dmac(kOuter, kAllMac).FirstVid(kOuter, 0xfff).CvlanTag(kOuter, 1); }},
-    {"v4 dst/24+proto", [] { return MatchBuilder().IpVersion(kOuter, 4).Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(24)).IpProtocol(kOuter, 0xff); }},
-    {"v4 5-tuple", [] {
-       return MatchBuilder().IpVersion(kOuter, 4).Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(16))
-           .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32)).IpProtocol(kOuter, 0xff)
-           .TcpSport(kOuter, 0xffff).TcpDport(kOuter, 0xffff);
+    {"dmac+vlan",
+     [] { return MatchBuilder().Dmac(kOuter, kAllMac).FirstVid(kOuter, 0xfff).CvlanTag(kOuter, 1); }},
+    {"v4 dst/24+proto",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kOuter, 4)
+           .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(24))
+           .IpProtocol(kOuter, 0xff);
+     }},
+    {"v4 5-tuple",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kOuter, 4)
+           .Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(16))
+           .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
+           .IpProtocol(kOuter, 0xff)
+           .TcpSport(kOuter, 0xffff)
+           .TcpDport(kOuter, 0xffff);
      }},
     {"v4 udp dport", [] { return MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 0xffff); }},
-    {"v6 dst/64+proto", [] { return MatchBuilder().IpVersion(kOuter, 6).Ipv6Dst(kOuter, hw::Ipv6Address::PrefixMask(64)).IpProtocol(kOuter, 0xff); }},
-    {"v6 src+dport+label", [] {
-       return MatchBuilder().IpVersion(kOuter, 6).Ipv6Src(kOuter, hw::Ipv6Address::PrefixMask(128))
-           .UdpDport(kOuter, 0xffff).Ipv6FlowLabel(kOuter, 0xfffff);
+    {"v6 dst/64+proto",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kOuter, 6)
+           .Ipv6Dst(kOuter, hw::Ipv6Address::PrefixMask(64))
+           .IpProtocol(kOuter, 0xff);
+     }},
+    {"v6 src+dport+label",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kOuter, 6)
+           .Ipv6Src(kOuter, hw::Ipv6Address::PrefixMask(128))
+           .UdpDport(kOuter, 0xffff)
+           .Ipv6FlowLabel(kOuter, 0xfffff);
      }},
     {"ethertype", [] { return MatchBuilder().Ethertype(kOuter, 0xffff); }},
     {"v4 dscp+ecn", [] { return MatchBuilder().IpVersion(kOuter, 4).Dscp(kOuter, 0x3f).Ecn(kOuter, 3); }},
-    {"v4 tcp flags+dport", [] { return MatchBuilder().IpVersion(kOuter, 4).TcpFlags(kOuter, 0x012).TcpDport(kOuter, 0xff00); }},
+    {"v4 tcp flags+dport",
+     [] { return MatchBuilder().IpVersion(kOuter, 4).TcpFlags(kOuter, 0x012).TcpDport(kOuter, 0xff00); }},
     {"cvlan only", [] { return MatchBuilder().CvlanTag(kOuter, 1); }},
     {"empty", [] { return MatchBuilder(); }},
-    {"frag+proto", [] { return MatchBuilder().IpVersion(kOuter, 4).Frag(kOuter, 1).IpProtocol(kOuter, 0xff); }},
-    {"v6 frag+hoplimit", [] { return MatchBuilder().IpVersion(kOuter, 6).Frag(kOuter, 1).TtlHoplimit(kOuter, 0xff); }},
-    {"qinq", [] {
-       return MatchBuilder().SvlanTag(kOuter, 1).FirstVid(kOuter, 0xfff).SecondVid(kOuter, 0xfff)
+    {"frag+proto",
+     [] { return MatchBuilder().IpVersion(kOuter, 4).Frag(kOuter, 1).IpProtocol(kOuter, 0xff); }},
+    {"v6 frag+hoplimit",
+     [] { return MatchBuilder().IpVersion(kOuter, 6).Frag(kOuter, 1).TtlHoplimit(kOuter, 0xff); }},
+    {"qinq",
+     [] {
+       return MatchBuilder()
+           .SvlanTag(kOuter, 1)
+           .FirstVid(kOuter, 0xfff)
+           .SecondVid(kOuter, 0xfff)
            .Set(Field::kOuterSecondCvlanTag, 1);
      }},
-    {"icmp", [] { return MatchBuilder().IpVersion(kOuter, 4).IpProtocol(kOuter, 0xff).IcmpType(0xff).IcmpCode(0xff); }},
+    {"icmp",
+     [] {
+       return MatchBuilder().IpVersion(kOuter, 4).IpProtocol(kOuter, 0xff).IcmpType(0xff).IcmpCode(0xff);
+     }},
     {"icmpv6", [] { return MatchBuilder().IpVersion(kOuter, 6).Icmpv6Type(0xff); }},
-    {"dmac multicast bit", [] { return MatchBuilder().Dmac(kOuter, {{0x01, 0, 0, 0, 0, 0}}); }},
+    {"dmac multicast bit",
+     [] {
+       return MatchBuilder().Dmac(kOuter, {{0x01, 0, 0, 0, 0, 0}});
+     }},
     {"source port", [] { return MatchBuilder().SourcePort(0xffff); }},
     {"tcp seq", [] { return MatchBuilder().IpVersion(kOuter, 4).Set(Field::kOuterTcpSeqNum, 0xffff0000); }},
     {"vlan prio", [] { return MatchBuilder().FirstPrio(kOuter, 7).SvlanTag(kOuter, 1); }},
@@ -169,7 +206,8 @@ MatchParams ValueFor(const MatchParams& mask, const MatchParams& proto_fields, s
     if (fm == 0) continue;
     uint32_t pv = hw::GetField(proto_fields.bytes(), f);
     auto port_pair = [&](Field tcp, Field udp) {
-      if (f == tcp || f == udp) pv = hw::GetField(proto_fields.bytes(), tcp) | hw::GetField(proto_fields.bytes(), udp);
+      if (f == tcp || f == udp)
+        pv = hw::GetField(proto_fields.bytes(), tcp) | hw::GetField(proto_fields.bytes(), udp);
     };
     port_pair(Field::kOuterTcpSport, Field::kOuterUdpSport);
     port_pair(Field::kOuterTcpDport, Field::kOuterUdpDport);
@@ -246,8 +284,8 @@ class DifferentialRun {
     absl::StatusOr<dr::Matcher> m = dr::Matcher::Create(tables_[ti], prio, criteria, mask.get());
     ASSERT_TRUE(m.ok()) << t.name << ": " << m.status();
     int ref = ref_.AddMatcher(table_refs_[ti], prio, criteria, mask.bytes());
-    matchers_.push_back(std::make_unique<LiveMatcher>(
-        LiveMatcher{*std::move(m), ref, tables_[ti].level(), mask, {}}));
+    matchers_.push_back(
+        std::make_unique<LiveMatcher>(LiveMatcher{*std::move(m), ref, tables_[ti].level(), mask, {}}));
   }
 
   // Actions for a rule: mostly legal lists, sometimes illegal ones (which must be rejected).
@@ -398,11 +436,10 @@ class DifferentialRun {
                     got_path == want.rule_path;
         EXPECT_TRUE(same) << "seed " << seed_ << " phase " << phase << " packet " << sent + i << " ("
                           << Describe(specs[i]) << "): nic " << sim::FateName(got.fate) << " qp "
-                          << got.qp_num << " tag " << got.has_flow_tag << "/" << got.flow_tag
-                          << " path " << ::testing::PrintToString(got_path) << "; reference "
-                          << sim::FateName(want.fate) << " qp " << want.qp_num << " tag "
-                          << want.has_flow_tag << "/" << want.flow_tag << " path "
-                          << ::testing::PrintToString(want.rule_path);
+                          << got.qp_num << " tag " << got.has_flow_tag << "/" << got.flow_tag << " path "
+                          << ::testing::PrintToString(got_path) << "; reference " << sim::FateName(want.fate)
+                          << " qp " << want.qp_num << " tag " << want.has_flow_tag << "/" << want.flow_tag
+                          << " path " << ::testing::PrintToString(want.rule_path);
         if (!same && ++mismatches > 5) FAIL() << "too many mismatches";
         ++packets_;
         ++fates_[static_cast<int>(want.fate)];
@@ -420,10 +457,10 @@ class DifferentialRun {
   int packets() const { return packets_; }
   // How the packets were steered, to show the rule sets exercise every outcome.
   std::string Summary() const {
-    return absl::StrFormat("seed %d: %d packets, queued %d, dropped %d, default %d, loops %d; "
-                           "%d crossed tables, %d tagged; %d rules live",
-                           seed_, packets_, fates_[0], fates_[1], fates_[2], fates_[4], multi_table_,
-                           tagged_, rules_.size());
+    return absl::StrFormat(
+        "seed %d: %d packets, queued %d, dropped %d, default %d, loops %d; "
+        "%d crossed tables, %d tagged; %d rules live",
+        seed_, packets_, fates_[0], fates_[1], fates_[2], fates_[4], multi_table_, tagged_, rules_.size());
   }
 
  private:

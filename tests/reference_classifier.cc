@@ -20,10 +20,17 @@ bool IsPort(Field f) {
 // The (tcp, udp) pair of one port direction that `f` belongs to.
 std::pair<Field, Field> PortPair(Field f) {
   switch (f) {
-    case Field::kOuterTcpSport: case Field::kOuterUdpSport: return {Field::kOuterTcpSport, Field::kOuterUdpSport};
-    case Field::kOuterTcpDport: case Field::kOuterUdpDport: return {Field::kOuterTcpDport, Field::kOuterUdpDport};
-    case Field::kInnerTcpSport: case Field::kInnerUdpSport: return {Field::kInnerTcpSport, Field::kInnerUdpSport};
-    default: return {Field::kInnerTcpDport, Field::kInnerUdpDport};
+    case Field::kOuterTcpSport:
+    case Field::kOuterUdpSport:
+      return {Field::kOuterTcpSport, Field::kOuterUdpSport};
+    case Field::kOuterTcpDport:
+    case Field::kOuterUdpDport:
+      return {Field::kOuterTcpDport, Field::kOuterUdpDport};
+    case Field::kInnerTcpSport:
+    case Field::kInnerUdpSport:
+      return {Field::kInnerTcpSport, Field::kInnerUdpSport};
+    default:
+      return {Field::kInnerTcpDport, Field::kInnerUdpDport};
   }
 }
 

@@ -47,9 +47,11 @@ MatchParams SmacValue(const hw::MacAddress& mac) {
 
 class ScenarioTest : public ::testing::Test {
  protected:
-  ScenarioTest() : domain_(*dr::Domain::Create(nic_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX)), qp_(nic_.CreateQueue()) {}
+  ScenarioTest()
+      : domain_(*dr::Domain::Create(nic_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX)), qp_(nic_.CreateQueue()) {}
 
-  // create_rx_recv_rules: root table, smac matcher -> dest_table(level 1); level-1 smac matcher with `actions`.
+  // create_rx_recv_rules: root table, smac matcher -> dest_table(level 1); level-1 smac matcher with
+  // `actions`.
   void CreateRxRecvRules(const std::vector<const dr::Action*>& actions, uint32_t level = 1) {
     root_ = *dr::Table::Create(domain_, 0);
     table_ = *dr::Table::Create(domain_, level);
