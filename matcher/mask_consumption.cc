@@ -147,7 +147,18 @@ void BuildL3(Consumer& c, Headers h, uint32_t ipv) {
   }
 }
 
-void BuildMplsOverTunnel(Consumer& c, bool inner) {
+// TCP seq/ack, the first MPLS label, then MPLS over GRE (else over UDP), for one header stack.
+void BuildL4MiscAndMpls(Consumer& c, Headers h) {
+  const bool inner = h == Headers::kInner;
+  const Field l4_misc[] = {inner ? Field::kInnerTcpSeqNum : Field::kOuterTcpSeqNum,
+                           inner ? Field::kInnerTcpAckNum : Field::kOuterTcpAckNum};
+  if (c.Any(l4_misc)) c.Build("eth_l4_misc", inner, kLuEthL4Misc, l4_misc);
+  const Field mpls[] = {inner ? Field::kInnerFirstMplsLabel : Field::kOuterFirstMplsLabel,
+                        inner ? Field::kInnerFirstMplsExp : Field::kOuterFirstMplsExp,
+                        inner ? Field::kInnerFirstMplsSBos : Field::kOuterFirstMplsSBos,
+                        inner ? Field::kInnerFirstMplsTtl : Field::kOuterFirstMplsTtl};
+  if (c.Any(mpls)) c.Build("mpls", inner, kLuMpls[inner ? 1 : 0], mpls);
+  // Both blocks test the outer MPLS-over-tunnel fields (as rdma-core does).
   const Field gre[] = {Field::kOuterFirstMplsOverGreLabel, Field::kOuterFirstMplsOverGreExp,
                        Field::kOuterFirstMplsOverGreSBos, Field::kOuterFirstMplsOverGreTtl};
   const Field udp[] = {Field::kOuterFirstMplsOverUdpLabel, Field::kOuterFirstMplsOverUdpExp,
@@ -204,12 +215,7 @@ void BuildOuterBlock(Consumer& c, mlx5dv_dr_domain_type domain) {
     c.Build("tunnel_header", false, kLuTnlHeader, tunnel_header);
   }
 
-  const Field l4_misc[] = {Field::kOuterTcpSeqNum, Field::kOuterTcpAckNum};
-  if (c.Any(l4_misc)) c.Build("eth_l4_misc", false, kLuEthL4Misc, l4_misc);
-  const Field mpls[] = {Field::kOuterFirstMplsLabel, Field::kOuterFirstMplsExp, Field::kOuterFirstMplsSBos,
-                        Field::kOuterFirstMplsTtl};
-  if (c.Any(mpls)) c.Build("mpls", false, kLuMpls[0], mpls);
-  BuildMplsOverTunnel(c, false);
+  BuildL4MiscAndMpls(c, Headers::kOuter);
 
   const Field icmp4[] = {Field::kIcmpType, Field::kIcmpCode, Field::kIcmpHeaderData};
   const Field icmp6[] = {Field::kIcmpv6Type, Field::kIcmpv6Code, Field::kIcmpv6HeaderData};
@@ -234,12 +240,7 @@ void BuildInnerBlock(Consumer& c) {
   }
   BuildL2(c, Headers::kInner);
   BuildL3(c, Headers::kInner, ipv);
-  const Field l4_misc[] = {Field::kInnerTcpSeqNum, Field::kInnerTcpAckNum};
-  if (c.Any(l4_misc)) c.Build("eth_l4_misc", true, kLuEthL4Misc, l4_misc);
-  const Field mpls[] = {Field::kInnerFirstMplsLabel, Field::kInnerFirstMplsExp, Field::kInnerFirstMplsSBos,
-                        Field::kInnerFirstMplsTtl};
-  if (c.Any(mpls)) c.Build("mpls", true, kLuMpls[1], mpls);
-  BuildMplsOverTunnel(c, true);
+  BuildL4MiscAndMpls(c, Headers::kInner);
 }
 
 bool IsL3L4Field(Headers h, Field f) {
