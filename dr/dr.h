@@ -28,6 +28,8 @@
 // Errors are absl::Status codes whose errno equivalents are listed in docs/errors.md; each message names
 // the culprit (field, action index, parameter).
 //
+// The device must outlive every object created on it.
+//
 // Thread-safety. Control calls on objects of one domain are serialised by the domain's lock and may come
 // from several threads. This first cut publishes changes to the device without synchronising with packet
 // processing: do not process packets on another thread while rules change.

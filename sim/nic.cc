@@ -33,12 +33,14 @@ Nic::Nic() : burst_hv_(new hw::HeaderVector[kBurst]) {}
 Nic::~Nic() = default;
 
 uint32_t Nic::CreateQueue(size_t capacity) {
+  std::lock_guard<std::mutex> lock(control_mu_);
   uint32_t qp_num = next_qp_num_++;
   queues_[qp_num].queue = std::make_unique<RxQueue>(qp_num, capacity);
   return qp_num;
 }
 
 absl::Status Nic::DestroyQueue(uint32_t qp_num) {
+  std::lock_guard<std::mutex> lock(control_mu_);
   auto it = queues_.find(qp_num);
   if (it == queues_.end()) {
     return absl::NotFoundError(absl::StrFormat("no receive queue with QP number %d", qp_num));
@@ -57,6 +59,7 @@ RxQueue* Nic::queue(uint32_t qp_num) {
 }
 
 absl::Status Nic::RetainQueue(uint32_t qp_num) {
+  std::lock_guard<std::mutex> lock(control_mu_);
   auto it = queues_.find(qp_num);
   if (it == queues_.end()) {
     return absl::NotFoundError(absl::StrFormat("no receive queue with QP number %d", qp_num));
@@ -66,31 +69,42 @@ absl::Status Nic::RetainQueue(uint32_t qp_num) {
 }
 
 void Nic::ReleaseQueue(uint32_t qp_num) {
+  std::lock_guard<std::mutex> lock(control_mu_);
   auto it = queues_.find(qp_num);
   if (it != queues_.end()) --it->second.retains;
 }
 
 void Nic::AttachRootTable(const hw::FlowTable* table) {
-  root_tables_[table->domain].push_back(table);
+  std::lock_guard<std::mutex> lock(control_mu_);
+  root_tables_[table->domain].push_back({table, table->chain});
   RebuildRoot(table->domain);
 }
 
 void Nic::DetachRootTable(const hw::FlowTable* table) {
+  std::lock_guard<std::mutex> lock(control_mu_);
   auto& roots = root_tables_[table->domain];
-  roots.erase(std::remove(roots.begin(), roots.end(), table), roots.end());
+  roots.erase(
+      std::remove_if(roots.begin(), roots.end(), [&](const RootTable& r) { return r.table == table; }),
+      roots.end());
   RebuildRoot(table->domain);
 }
 
 void Nic::TableChanged(const hw::FlowTable* table) {
-  // Non-root tables are read in place; the merged root must be rebuilt.
-  if (table->level == 0) RebuildRoot(table->domain);
+  // Non-root tables are read in place; a root table's chain is copied (its domain holds its lock while
+  // it calls) and the merged root rebuilt.
+  if (table->level != 0) return;
+  std::lock_guard<std::mutex> lock(control_mu_);
+  for (RootTable& r : root_tables_[table->domain]) {
+    if (r.table == table) r.chain = table->chain;
+  }
+  RebuildRoot(table->domain);
 }
 
 void Nic::RebuildRoot(mlx5dv_dr_domain_type type) {
   std::vector<RootEntry>& chain = root_chain_[type];
   chain.clear();
-  for (const hw::FlowTable* t : root_tables_[type]) {
-    for (const hw::CompiledMatcher* m : t->chain) chain.push_back({m, t});
+  for (const RootTable& r : root_tables_[type]) {
+    for (const hw::CompiledMatcher* m : r.chain) chain.push_back({m, r.table});
   }
   std::stable_sort(chain.begin(), chain.end(), [](const RootEntry& a, const RootEntry& b) {
     return hw::LookupBefore(*a.matcher, *b.matcher);

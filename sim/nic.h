@@ -16,14 +16,17 @@
 // Every frame gets a Verdict saying what happened and, when asked for, the path it took (table, matcher,
 // rule of each lookup) for debugging and tests.
 //
-// Thread-safety: not thread-safe. Process bursts and change rules from one thread at a time (the
-// control path publishes into the structures the data path reads without synchronisation yet).
+// Thread-safety: the control side (queues, and the hw::Device calls dr:: makes) is serialised by a lock,
+// so domains may be programmed from several threads. The data path does not synchronise with it yet:
+// do not process frames while rules or queues change, and process on one thread at a time.
 #ifndef DRSIM_SIM_NIC_H_
 #define DRSIM_SIM_NIC_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -115,6 +118,12 @@ class Nic : public hw::Device {
     const hw::CompiledMatcher* matcher;
     const hw::FlowTable* table;
   };
+  // A root table and the copy of its chain taken when its domain last reported a change: other domains'
+  // chains may change under their own locks while this NIC merges them.
+  struct RootTable {
+    const hw::FlowTable* table;
+    std::vector<const hw::CompiledMatcher*> chain;
+  };
   struct QueueSlot {
     std::unique_ptr<RxQueue> queue;
     int retains = 0;
@@ -124,11 +133,12 @@ class Nic : public hw::Device {
   void Walk(const hw::HeaderVector& hv, Frame frame, Verdict* verdict, bool trace);
   void Finish(Fate fate, Verdict* verdict);
 
-  std::vector<const hw::FlowTable*> root_tables_[3];  // per domain type, attach order
-  std::vector<RootEntry> root_chain_[3];              // merged lookup order
+  std::mutex control_mu_;  // serialises the control side (a std::mutex: ThreadSanitizer sees it)
+  std::vector<RootTable> root_tables_[3];  // per domain type, attach order
+  std::vector<RootEntry> root_chain_[3];   // merged lookup order
   absl::flat_hash_map<uint32_t, QueueSlot> queues_;
   uint32_t next_qp_num_ = 0x100;
-  uint64_t matcher_sequence_ = 0;
+  std::atomic<uint64_t> matcher_sequence_{0};
   NicStats stats_;
   std::unique_ptr<hw::HeaderVector[]> burst_hv_;
 };
