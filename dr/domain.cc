@@ -57,14 +57,14 @@ absl::Status Domain::AllowDuplicateRules(bool allow) const {
 
 absl::Status Domain::Destroy() {
   if (obj_ == nullptr) return absl::InvalidArgumentError("domain handle is empty");
-  {
-    std::lock_guard<std::recursive_mutex> lock(obj_->mu);
-    if (obj_->refs > 1) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "domain is still referenced by %d table(s); destroy them first", obj_->tables.size()));
-    }
+  std::shared_ptr<DomainObj> keep = obj_;  // outlives the lock below
+  std::lock_guard<std::recursive_mutex> lock(keep->mu);
+  if (keep->refs > 1) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "domain is still referenced by %d table(s); destroy them first", keep->tables.size()));
   }
-  Release();
+  --keep->refs;
+  obj_.reset();
   return absl::OkStatus();
 }
 

@@ -72,12 +72,10 @@ absl::Status Matcher::SetLayout(const mlx5dv_dr_matcher_layout& layout) const {
 absl::Status Matcher::Destroy() {
   MatcherObj* m = handle_.get();
   if (m == nullptr) return absl::InvalidArgumentError("matcher handle is empty");
-  {
-    DomainLock lock(m->table->domain);
-    if (m->refs > 1) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "matcher %d still holds %d rule(s); destroy them first", m->hw->id, m->rules.size()));
-    }
+  DomainLock lock(m->table->domain);  // held across the check and the release
+  if (m->refs > 1) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("matcher %d still holds %d rule(s); destroy them first", m->hw->id, m->rules.size()));
   }
   handle_.Reset();
   return absl::OkStatus();

@@ -25,14 +25,12 @@ absl::StatusOr<Table> Table::Create(const Domain& domain, uint32_t level) {
 absl::Status Table::Destroy() {
   TableObj* table = handle_.get();
   if (table == nullptr) return absl::InvalidArgumentError("table handle is empty");
-  {
-    DomainLock lock(table->domain);
-    if (table->refs > 1) {
-      size_t matchers = table->matchers.size();
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "table %d (level %d) is still referenced by %d matcher(s) and %d dest_table action(s)",
-          table->ft.id, table->ft.level, matchers, table->refs - 1 - static_cast<int>(matchers)));
-    }
+  DomainLock lock(table->domain);  // held across the check and the release
+  if (table->refs > 1) {
+    size_t matchers = table->matchers.size();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "table %d (level %d) is still referenced by %d matcher(s) and %d dest_table action(s)", table->ft.id,
+        table->ft.level, matchers, table->refs - 1 - static_cast<int>(matchers)));
   }
   handle_.Reset();
   return absl::OkStatus();
