@@ -1,6 +1,8 @@
 #include "actions/action_compiler.h"
 
 #include <array>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -9,6 +11,35 @@
 namespace drsim::actions {
 namespace {
 
+using T = ActionType;
+
+absl::Status Invalid(size_t i, const ActionSpec& a, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrFormat("action[%d] (%s): %s", i, ActionTypeName(a.type), why));
+}
+
+bool IsReformatOrModify(ActionType t) {
+  return t == T::kTnlL2ToL2 || t == T::kL2ToTnlL2 || t == T::kTnlL3ToL2 || t == T::kL2ToTnlL3 ||
+         t == T::kModifyHdr;
+}
+
+// rdma-core's per-type checks (EINVAL), shared by both paths.
+absl::Status CheckType(const RuleContext& rule, size_t i, const ActionSpec& a) {
+  if ((a.type == T::kFt || a.type == T::kVport) && a.domain != rule.domain) {
+    return Invalid(i, a,
+                   a.type == T::kFt ? "the destination table belongs to another domain"
+                                    : "the vport action belongs to another domain");
+  }
+  if (a.type == T::kQp && a.queue_device != rule.device) {
+    return Invalid(i, a, "the queue belongs to another device");
+  }
+  if (IsReformatOrModify(a.type) && a.root_level != rule.root_table) {
+    return Invalid(i, a,
+                   a.root_level ? "created with ROOT_LEVEL, it can only be used on a root (level 0) table"
+                                : "a root (level 0) table needs actions created with ROOT_LEVEL");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckPipe(const RuleContext& rule, ActionDomain pipe,
                        absl::Span<const ActionSpec* const> actions) {
   std::array<int, kNumActionTypes> seen{};
@@ -16,18 +47,11 @@ absl::Status CheckPipe(const RuleContext& rule, ActionDomain pipe,
   for (size_t i = 0; i < actions.size(); ++i) {
     const ActionSpec& a = *actions[i];
     const absl::string_view name = ActionTypeName(a.type);
-    if (a.type == ActionType::kFt && a.table_domain != rule.domain) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("action[%d] (%s): the destination table belongs to another domain", i, name));
-    }
-    if (a.type == ActionType::kQp && a.queue_device != rule.device) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("action[%d] (%s): the queue belongs to another device", i, name));
-    }
-    const bool vlan = a.type == ActionType::kPushVlan || a.type == ActionType::kPopVlan;
+    if (absl::Status s = CheckType(rule, i, a); !s.ok()) return s;
+    const bool vlan = a.type == T::kPushVlan || a.type == T::kPopVlan;
     const int allowed = vlan ? 2 : 1;
     if (++seen[static_cast<int>(a.type)] > allowed) {
-      if (a.type == ActionType::kPushVlan) {
+      if (a.type == T::kPushVlan) {
         return absl::UnimplementedError(
             absl::StrFormat("action[%d] (%s): a rule pushes at most 2 VLAN tags", i, name));
       }
@@ -51,41 +75,161 @@ absl::Status CheckPipe(const RuleContext& rule, ActionDomain pipe,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<hw::ActionProgram> CompileActions(const RuleContext& rule,
-                                                 absl::Span<const ActionSpec* const> actions) {
-  const DomainPipes pipes = PipesOf(rule.domain_type);
-  for (int p = 0; p < pipes.count; ++p) {
-    if (absl::Status s = CheckPipe(rule, pipes.pipes[p], actions); !s.ok()) return s;
-  }
-  hw::ActionProgram program;
-  for (const ActionSpec* a : actions) {
-    switch (a->type) {
-      case ActionType::kTag:
-        program.set_tag = true;
-        program.tag = a->tag;
-        break;
-      case ActionType::kDrop:
-        program.destination = hw::Destination::kDrop;
-        break;
-      case ActionType::kQp:
-        program.destination = hw::Destination::kQueue;
-        program.queue = a->qp_num;
-        break;
-      case ActionType::kFt:
-        program.destination = hw::Destination::kTable;
-        program.table = a->table;
-        break;
-      case ActionType::kMiss:
-        program.destination = hw::Destination::kDefaultMiss;
+// The root-table (kernel) path: a fixed set of types, each at most once, and one destination.
+absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* const> actions) {
+  std::array<int, kNumActionTypes> seen{};
+  int destinations = 0;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const ActionSpec& a = *actions[i];
+    switch (a.type) {
+      case T::kFt:
+      case T::kQp:
+      case T::kCtr:
+      case T::kTag:
+      case T::kMiss:
+      case T::kDrop:
+      case T::kModifyHdr:
+      case T::kTnlL2ToL2:
+      case T::kL2ToTnlL2:
+      case T::kTnlL3ToL2:
+      case T::kL2ToTnlL3:
         break;
       default:
-        return absl::UnimplementedError(
-            absl::StrFormat("%s actions are not executed by the software NIC yet", ActionTypeName(a->type)));
+        return absl::UnimplementedError(absl::StrFormat(
+            "action[%d] (%s) is not supported on root (level 0) tables", i, ActionTypeName(a.type)));
+    }
+    if (absl::Status s = CheckType(rule, i, a); !s.ok()) return s;
+    if (++seen[static_cast<int>(a.type)] > 1)
+      return Invalid(i, a, "a root-table rule takes each action type once");
+    if (IsTerminating(a.type) && ++destinations > 1) {
+      return Invalid(i, a, "a root-table rule takes one destination");
     }
   }
-  return program;
+  return absl::OkStatus();
+}
+
+// The hardware's execution order per pipe (rdma-core dr_ste_v1_set_actions_rx / _tx). Decap and encap
+// types appear once each in either pipe; the state machine keeps illegal combinations out.
+constexpr T kRxOrder[] = {T::kTnlL2ToL2, T::kTnlL3ToL2, T::kTag,       T::kPopVlan,  T::kModifyHdr,
+                          T::kPushVlan,  T::kCtr,       T::kL2ToTnlL2, T::kL2ToTnlL3};
+constexpr T kTxOrder[] = {T::kPopVlan, T::kCtr, T::kModifyHdr, T::kPushVlan, T::kL2ToTnlL2, T::kL2ToTnlL3};
+
+void EmitOp(const ActionSpec& a, hw::ActionProgram& p) {
+  hw::Op op{hw::OpCode::kTag};
+  switch (a.type) {
+    case T::kTnlL2ToL2:
+      op = {hw::OpCode::kDecapL2};
+      break;
+    case T::kTnlL3ToL2:
+      op = {hw::OpCode::kDecapL3, 0, nullptr, a.reformat};
+      break;
+    case T::kTag:
+      op = {hw::OpCode::kTag, a.tag};
+      break;
+    case T::kPopVlan:
+      op = {hw::OpCode::kPopVlan};
+      break;
+    case T::kModifyHdr:
+      op = {hw::OpCode::kModifyHeader, 0, a.modify};
+      break;
+    case T::kPushVlan:
+      op = {hw::OpCode::kPushVlan, a.vlan_header};
+      break;
+    case T::kCtr:
+      op = {hw::OpCode::kCounter, a.counter_id};
+      break;
+    case T::kL2ToTnlL2:
+      op = {hw::OpCode::kEncapL2, 0, nullptr, a.reformat};
+      break;
+    case T::kL2ToTnlL3:
+      op = {hw::OpCode::kEncapL3, 0, nullptr, a.reformat};
+      break;
+    default:
+      return;
+  }
+  p.ops.push_back(op);
+}
+
+absl::StatusOr<hw::ActionProgram> BuildProgram(hw::Pipe pipe, absl::Span<const ActionSpec* const> actions) {
+  hw::ActionProgram p;
+  absl::Span<const T> order =
+      pipe == hw::kRxPipe ? absl::Span<const T>(kRxOrder) : absl::Span<const T>(kTxOrder);
+  for (T type : order) {
+    for (const ActionSpec* a : actions) {
+      if (a->type == type) EmitOp(*a, p);  // push/pop VLAN twice: in list order
+    }
+  }
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const ActionSpec& a = *actions[i];
+    switch (a.type) {
+      case T::kDrop:
+        p.destination = hw::Destination::kDrop;
+        break;
+      case T::kQp:
+        p.destination = hw::Destination::kQueue;
+        p.queue = a.qp_num;
+        break;
+      case T::kFt:
+        p.destination = hw::Destination::kTable;
+        p.table = a.table;
+        break;
+      case T::kMiss:
+        p.destination = hw::Destination::kDefaultMiss;
+        break;
+      case T::kVport:
+        // The uplink from the FDB RX pipe (traffic that came from the wire) is silently a drop.
+        if (pipe == hw::kRxPipe && a.vport == hw::kWireVport) {
+          p.destination = hw::Destination::kDrop;
+        } else {
+          p.destination = hw::Destination::kVport;
+          p.vport = a.vport;
+        }
+        break;
+      case T::kTnlL2ToL2:
+      case T::kTnlL3ToL2:
+      case T::kTag:
+      case T::kPopVlan:
+      case T::kModifyHdr:
+      case T::kPushVlan:
+      case T::kCtr:
+      case T::kL2ToTnlL2:
+      case T::kL2ToTnlL3:
+        break;
+      default:
+        return absl::UnimplementedError(absl::StrFormat(
+            "action[%d] (%s) is not executed by the software NIC yet", i, ActionTypeName(a.type)));
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<std::array<hw::ActionProgram, 2>> CompileActions(const RuleContext& rule,
+                                                                absl::Span<const ActionSpec* const> actions) {
+  const DomainPipes all = PipesOf(rule.domain_type);
+  std::vector<std::pair<ActionDomain, hw::Pipe>> pipes;
+  for (int p = 0; p < all.count; ++p) {
+    const ActionDomain d = all.pipes[p];
+    const hw::Pipe pipe =
+        d == ActionDomain::kNicEgress || d == ActionDomain::kFdbEgress ? hw::kTxPipe : hw::kRxPipe;
+    if ((pipe == hw::kRxPipe && rule.skip_rx) || (pipe == hw::kTxPipe && rule.skip_tx)) continue;
+    pipes.push_back({d, pipe});
+  }
+  if (rule.root_table) {
+    if (absl::Status s = CheckRoot(rule, actions); !s.ok()) return s;
+  } else {
+    for (const auto& [domain, pipe] : pipes) {
+      if (absl::Status s = CheckPipe(rule, domain, actions); !s.ok()) return s;
+    }
+  }
+  std::array<hw::ActionProgram, 2> programs;
+  for (const auto& [domain, pipe] : pipes) {
+    absl::StatusOr<hw::ActionProgram> program = BuildProgram(pipe, actions);
+    if (!program.ok()) return program.status();
+    programs[pipe] = *std::move(program);
+  }
+  return programs;
 }
 
 }  // namespace drsim::actions

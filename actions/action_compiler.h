@@ -1,36 +1,47 @@
-// The action compiler: checks a rule's action list the way rdma-core's dr_actions_build_ste_arr does and
-// turns it into the device's action program.
+// The action compiler: checks a rule's action list the way rdma-core does and turns it into the
+// device's action programs, one per pipe of the rule's domain.
 //
-// For each pipe of the rule's domain (FDB rules are checked for both), actions are taken in the user's
-// order: first the per-type checks (a destination table of another domain is EINVAL), then the
-// multiplicity rule (each type at most once, push/pop VLAN at most twice: EINVAL), then the state machine
-// (an illegal order is EOPNOTSUPP). Per-type checks: a destination table of another domain, a queue of
-// another device (EINVAL). The program itself is order-independent: the device applies actions in
-// its fixed order. Errors name the action's index and type.
+// Non-root tables (dr_actions_build_ste_arr), for each pipe (FDB rules are checked for both), actions in
+// the user's order: first the per-type checks (EINVAL: a destination table of another domain, a queue of
+// another device, a root-level reformat/modify), then multiplicity (each type at most once, push/pop
+// VLAN at most twice: EINVAL; a third push_vlan: ENOTSUP), then the state machine (EOPNOTSUPP).
+// Root (level 0) tables go through the kernel in rdma-core (dr_actions_build_attr): only drop, tag,
+// dest QP, dest table, counter, default miss, and reformat/modify created with ROOT_LEVEL are accepted
+// (ENOTSUP otherwise), and no state machine applies; the modelled kernel takes one destination per rule.
 //
-// Stateless and thread-safe.
+// The programs are order-independent: the device applies operations in its fixed per-pipe order
+// (hw/action_program.h). Errors name the action's index and type. Stateless and thread-safe.
 #ifndef DRSIM_ACTIONS_ACTION_COMPILER_H_
 #define DRSIM_ACTIONS_ACTION_COMPILER_H_
 
 #include <infiniband/mlx5dv.h>
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "actions/action_type.h"
-#include "hw/flow_table.h"
+#include "hw/action_program.h"
+#include "hw/modify_header.h"
 
 namespace drsim::actions {
 
 // What the compiler needs to know of one action object.
 struct ActionSpec {
   ActionType type = ActionType::kDrop;
-  uint32_t tag = 0;                      // kTag, 24 bits
-  uint32_t qp_num = 0;                   // kQp
-  const hw::FlowTable* table = nullptr;  // kFt
-  const void* table_domain = nullptr;    // kFt: identity of the destination table's domain
-  const void* queue_device = nullptr;    // kQp: identity of the device owning the queue
+  const void* domain = nullptr;        // the domain the action is bound to (dest table: the table's), or null
+  const void* queue_device = nullptr;  // kQp: identity of the device owning the queue
+  bool root_level = false;             // reformat/modify created with MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL
+  uint32_t tag = 0;                    // kTag, 24 bits
+  uint32_t qp_num = 0;                 // kQp
+  const hw::FlowTable* table = nullptr;                   // kFt
+  uint32_t counter_id = 0;                                // kCtr
+  const std::vector<hw::ModifyAction>* modify = nullptr;  // kModifyHdr
+  uint32_t vlan_header = 0;                               // kPushVlan: TPID << 16 | TCI
+  const std::vector<uint8_t>* reformat = nullptr;         // encap headers / L3-decap L2 header
+  uint16_t vport = 0;                                     // kVport (0xffff: the uplink)
 };
 
 // Where the rule is being inserted.
@@ -38,10 +49,16 @@ struct RuleContext {
   mlx5dv_dr_domain_type domain_type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   const void* domain = nullptr;  // identity of the rule's domain
   const void* device = nullptr;  // identity of the domain's device
+  bool root_table = false;       // the matcher's table is level 0
+  // FDB only: pipes the rule is not inserted in (rdma-core's dr_rule_skip: a rule matching source_port
+  // 0xffff, the wire, lives only in the RX pipe; one matching another vport only in the TX pipe).
+  bool skip_rx = false;
+  bool skip_tx = false;
 };
 
-absl::StatusOr<hw::ActionProgram> CompileActions(const RuleContext& rule,
-                                                 absl::Span<const ActionSpec* const> actions);
+// The RX and TX programs (by hw::Pipe); the pipe a domain lacks keeps an empty program.
+absl::StatusOr<std::array<hw::ActionProgram, 2>> CompileActions(const RuleContext& rule,
+                                                                absl::Span<const ActionSpec* const> actions);
 
 }  // namespace drsim::actions
 

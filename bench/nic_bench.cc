@@ -60,7 +60,7 @@ void BM_RuleInsert(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     sim::Nic nic;
-    dr::Domain domain = *dr::Domain::Create(nic, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+    dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
     dr::Table table = *dr::Table::Create(domain, 1);
     dr::Matcher matcher = *dr::Matcher::Create(table, 0, FiveTupleMask());
     dr::Action drop = *dr::Action::Drop();
@@ -79,7 +79,7 @@ BENCHMARK(BM_RuleInsert)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
 void BM_NicLookup(benchmark::State& state) {
   const size_t n = state.range(0);
   sim::Nic nic;
-  dr::Domain domain = *dr::Domain::Create(nic, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
   dr::Table root = *dr::Table::Create(domain, 0);
   dr::Matcher matcher = *dr::Matcher::Create(root, 0, FiveTupleMask());
   dr::Action drop = *dr::Action::Drop();

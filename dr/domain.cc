@@ -12,6 +12,9 @@ absl::StatusOr<Domain> Domain::Create(hw::Device& device, mlx5dv_dr_domain_type 
     return absl::InvalidArgumentError(
         absl::StrFormat("domain type %d is not NIC_RX (0), NIC_TX (1) or FDB (2)", static_cast<int>(type)));
   }
+  if (type == MLX5DV_DR_DOMAIN_TYPE_FDB && !device.IsEswitchManager()) {
+    return absl::UnimplementedError("an FDB domain needs the eSwitch manager (the PF), not a VF");
+  }
   auto obj = std::make_shared<DomainObj>();
   obj->device = &device;
   obj->type = type;

@@ -119,6 +119,7 @@ class Domain {
 
  private:
   friend class Table;
+  friend class Action;
   explicit Domain(std::shared_ptr<internal::DomainObj> obj) : obj_(std::move(obj)) {}
   void Release();
   // A domain's memory is shared with its tables (which hold its lock); its reference count is separate.
@@ -189,6 +190,32 @@ class Action {
   static absl::StatusOr<Action> DestTable(const Table& table);
   // Terminating: the domain default (NIC_RX drop, NIC_TX wire, FDB eSwitch manager).
   static absl::StatusOr<Action> DefaultMiss();
+  // Terminating, FDB only (Unimplemented otherwise): the frame goes to `vport` (0 = the PF, 1..N the VFs,
+  // 0xffff the uplink; from the FDB RX pipe, the uplink is a drop). InvalidArgument for a number above
+  // 0xffff or a vport the device does not have.
+  static absl::StatusOr<Action> DestVport(const Domain& domain, uint32_t vport);
+  // Non-terminating: counts packets and bytes in counter `counter_id + offset` of `device` (a bulk from
+  // sim::Nic::AllocateCounters). InvalidArgument when there is no such counter.
+  static absl::StatusOr<Action> FlowCounter(hw::Device& device, uint32_t counter_id, uint32_t offset);
+  // Modify header: `actions` are PRM action words as they lie in memory (__be64; build them with
+  // hw::ModifySetWord/AddWord/CopyWord). `flags` may hold MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL (for
+  // level-0 tables only). Errors per actions/modify_header_compiler.h. Holds a reference on the domain.
+  static absl::StatusOr<Action> ModifyHeader(const Domain& domain, uint32_t flags,
+                                             absl::Span<const uint64_t> actions);
+  // Packet reformat of `type`: L2_TUNNEL_TO_L2 (decap; data ignored), L2_TO_L2_TUNNEL (encap: `data` is
+  // the whole outer header stack from Ethernet), L3_TUNNEL_TO_L2 (decap; `data` is the new 14- or
+  // 18-byte L2 header), L2_TO_L3_TUNNEL (encap replacing the L2 header). InvalidArgument, as in rdma-core,
+  // for flags other than ROOT_LEVEL, data and size disagreeing (null with a size, or a size of 0 with
+  // data), more than 128 bytes, a type above 3, a decap type on NIC_TX or an encap type on NIC_RX, an L3
+  // decap header not 14 or 18 bytes. Holds a reference on the domain.
+  static absl::StatusOr<Action> PacketReformat(const Domain& domain, uint32_t flags,
+                                               mlx5dv_flow_action_packet_reformat_type type,
+                                               absl::Span<const uint8_t> data);
+  // Inserts the 4-byte tag `vlan_hdr` (network order: TPID 0x8100 or 0x88a8, then the TCI; InvalidArgument
+  // for another TPID) after the MAC addresses. At most two per rule.
+  static absl::StatusOr<Action> PushVlan(const Domain& domain, uint32_t vlan_hdr_be);
+  // Removes the first VLAN tag (a no-op on an untagged frame). At most two per rule.
+  static absl::StatusOr<Action> PopVlan();
 
   // FailedPrecondition (EBUSY) while rules use the action.
   absl::Status Destroy();

@@ -31,10 +31,20 @@ class RecordingDevice : public hw::Device {
     return absl::OkStatus();
   }
   void ReleaseQueue(uint32_t qpn) override { --queue_refs[qpn]; }
+  absl::Status RetainCounter(uint32_t id) override {
+    if (id >= 8) return absl::NotFoundError("no flow counter with id " + std::to_string(id));
+    ++counter_refs[id];
+    return absl::OkStatus();
+  }
+  void ReleaseCounter(uint32_t id) override { --counter_refs[id]; }
+  bool IsEswitchManager() const override { return manager; }
+  bool HasVport(uint32_t vport) const override { return vport <= 2 || vport == 0xffff; }
 
   std::vector<const hw::FlowTable*> roots;
   std::map<const hw::FlowTable*, int> changes;
   std::map<uint32_t, int> queue_refs;
+  std::map<uint32_t, int> counter_refs;
+  bool manager = true;
   uint64_t sequence = 0;
 };
 
@@ -120,8 +130,8 @@ TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
   const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
   ASSERT_NE(hit, nullptr);
   EXPECT_EQ(hit->rule_id, r.id());
-  EXPECT_EQ(hit->actions.destination, hw::Destination::kTable);
-  EXPECT_EQ(hit->actions.table->id, t.id());
+  EXPECT_EQ(hit->program[hw::kRxPipe].destination, hw::Destination::kTable);
+  EXPECT_EQ(hit->program[hw::kRxPipe].table->id, t.id());
 
   EXPECT_TRUE(r.Destroy().ok());
   EXPECT_EQ(Lookup(*device_.roots[0], m.id(), v), nullptr);
@@ -176,10 +186,12 @@ TEST_F(DrTest, RuleProgramsCarryTheActions) {
   Rule r = *Rule::Create(m, v, {&tag, &qp});
   const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
   ASSERT_NE(hit, nullptr);
-  EXPECT_TRUE(hit->actions.set_tag);
-  EXPECT_EQ(hit->actions.tag, 0xdcba98u);  // 24 bits
-  EXPECT_EQ(hit->actions.destination, hw::Destination::kQueue);
-  EXPECT_EQ(hit->actions.queue, 101u);
+  const hw::ActionProgram& rx = hit->program[hw::kRxPipe];
+  ASSERT_EQ(rx.ops.size(), 1u);
+  EXPECT_EQ(rx.ops[0].code, hw::OpCode::kTag);
+  EXPECT_EQ(rx.ops[0].arg, 0xdcba98u);  // 24 bits
+  EXPECT_EQ(rx.destination, hw::Destination::kQueue);
+  EXPECT_EQ(rx.queue, 101u);
   EXPECT_EQ(device_.queue_refs[101], 1);  // the action's reference; rules reference the action
 }
 

@@ -48,6 +48,12 @@ void Unref(ActionObj* action) {
     Unref(action->dest_table);
   }
   if (action->queue_device != nullptr) action->queue_device->ReleaseQueue(action->spec.qp_num);
+  if (action->counter_device != nullptr) action->counter_device->ReleaseCounter(action->spec.counter_id);
+  if (action->referenced_domain != nullptr) {
+    std::shared_ptr<DomainObj> domain = std::move(action->referenced_domain);
+    std::lock_guard<std::recursive_mutex> lock(domain->mu);
+    --domain->refs;
+  }
   delete action;
 }
 

@@ -36,7 +36,7 @@ struct DomainObj {
   hw::Device* device = nullptr;
   mlx5dv_dr_domain_type type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   std::recursive_mutex mu;
-  int refs = 1;  // the handle and each table; guarded by mu
+  int refs = 1;  // the handle, each table, each domain-bound action (modify, reformat); guarded by mu
   bool allow_duplicates = true;
   std::list<TableObj*> tables;  // creation order
 };
@@ -69,8 +69,12 @@ struct RuleObj {
 struct ActionObj {
   std::atomic<int> refs{1};  // the handle and each rule using it
   actions::ActionSpec spec;
-  TableObj* dest_table = nullptr;      // kFt: referenced table
-  hw::Device* queue_device = nullptr;  // kQp: the device whose queue is retained
+  TableObj* dest_table = nullptr;                // kFt: referenced table
+  hw::Device* queue_device = nullptr;            // kQp: the device whose queue is retained
+  hw::Device* counter_device = nullptr;          // kCtr: the device whose counter is retained
+  std::shared_ptr<DomainObj> referenced_domain;  // modify/reformat: the domain they hold a reference on
+  std::vector<hw::ModifyAction> modify;          // kModifyHdr (spec.modify points here)
+  std::vector<uint8_t> reformat;                 // reformat data (spec.reformat points here)
 };
 
 // Locks the domain an object lives in, keeping the domain alive while locked.

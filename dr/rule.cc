@@ -1,3 +1,4 @@
+#include <array>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -21,7 +22,8 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
 
   hw::CompiledMatcher& hwm = *m->hw;
   std::vector<uint32_t> key(hwm.definer.key_words());
-  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key.data()); !s.ok()) return s;
+  uint8_t normalized[hw::kMatchParamBytes];
+  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key.data(), normalized); !s.ok()) return s;
 
   std::vector<const actions::ActionSpec*> specs;
   std::vector<ActionObj*> objs;
@@ -32,8 +34,20 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     objs.push_back(actions[i]->obj());
     specs.push_back(&objs.back()->spec);
   }
-  absl::StatusOr<hw::ActionProgram> program = actions::CompileActions({d->type, d, d->device}, specs);
-  if (!program.ok()) return program.status();
+  actions::RuleContext context;
+  context.domain_type = d->type;
+  context.domain = d;
+  context.device = d->device;
+  context.root_table = t->ft.level == 0;
+  // FDB rules on source_port live in one pipe: the wire's (0xffff) in RX, any vport's in TX.
+  if (d->type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
+      hw::GetField(m->compiled.mask.data(), hw::Field::kSourcePort) != 0) {
+    const bool wire = hw::GetField(normalized, hw::Field::kSourcePort) == hw::kWireVport;
+    context.skip_rx = !wire;
+    context.skip_tx = wire;
+  }
+  absl::StatusOr<std::array<hw::ActionProgram, 2>> programs = actions::CompileActions(context, specs);
+  if (!programs.ok()) return programs.status();
 
   if (!d->allow_duplicates && t->ft.level != 0) {
     if (const hw::RuleRecord* existing = hwm.table.Find(key.data())) {
@@ -45,7 +59,8 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
 
   auto* rule = new RuleObj;
   rule->matcher = m;
-  rule->record.actions = *program;
+  rule->record.program[hw::kRxPipe] = std::move((*programs)[hw::kRxPipe]);
+  rule->record.program[hw::kTxPipe] = std::move((*programs)[hw::kTxPipe]);
   rule->record.rule_id = internal::NextObjectId();
   rule->entry = hwm.table.Insert(key.data(), &rule->record);
   rule->in_matcher = m->rules.insert(m->rules.end(), rule);

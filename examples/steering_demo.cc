@@ -61,13 +61,13 @@ sim::FrameSpec Tcp(const char* src, uint16_t sport, const char* dst, uint16_t dp
 
 int main() {
   sim::Nic nic;
-  dr::Domain domain = Must(dr::Domain::Create(nic, MLX5DV_DR_DOMAIN_TYPE_NIC_RX), "domain");
+  dr::Domain domain = Must(dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX), "domain");
 
   // Names for what the NIC reports by id.
   std::map<uint32_t, std::string> names;
   std::map<uint32_t, std::string> queue_names;
   auto queue = [&](const char* name) {
-    uint32_t qpn = nic.CreateQueue(64);
+    uint32_t qpn = nic.pf().CreateQueue(64);
     queue_names[qpn] = name;
     return qpn;
   };
@@ -79,9 +79,9 @@ int main() {
   names[services.id()] = "table 1 (services)";
 
   dr::Action to_services = Must(dr::Action::DestTable(services), "dest_table");
-  dr::Action to_web = Must(dr::Action::DestQp(nic, web_q), "dest_qp web");
-  dr::Action to_control = Must(dr::Action::DestQp(nic, control_q), "dest_qp control");
-  dr::Action to_quarantine = Must(dr::Action::DestQp(nic, quarantine_q), "dest_qp quarantine");
+  dr::Action to_web = Must(dr::Action::DestQp(nic.pf(), web_q), "dest_qp web");
+  dr::Action to_control = Must(dr::Action::DestQp(nic.pf(), control_q), "dest_qp control");
+  dr::Action to_quarantine = Must(dr::Action::DestQp(nic.pf(), quarantine_q), "dest_qp quarantine");
   dr::Action drop = Must(dr::Action::Drop(), "drop");
   dr::Action tag_http = Must(dr::Action::Tag(0x50), "tag");
   dr::Action tag_https = Must(dr::Action::Tag(0x1bb), "tag");
@@ -210,7 +210,7 @@ int main() {
 
   absl::PrintF("\nReceive queues:\n");
   for (uint32_t qpn : {web_q, control_q, quarantine_q}) {
-    sim::RxQueue* q = nic.queue(qpn);
+    sim::RxQueue* q = nic.pf().queue(qpn);
     std::vector<std::string> entries;
     while (std::optional<sim::RxCompletion> c = q->Poll()) {
       entries.push_back(c->has_flow_tag ? absl::StrFormat("%dB tag 0x%x", c->byte_len, c->flow_tag)

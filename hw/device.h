@@ -1,5 +1,6 @@
-// The device interface: everything the driver (dr/) asks of a NIC. The software NIC (sim::Nic) implements
-// it; a recording fake can too, so the driver is testable without a device.
+// The device interface: everything the driver (dr/) asks of one PCI function of a NIC (the PF or a VF:
+// what rdma-core calls an ibv_context). The software NIC's functions (sim::Function) implement it; a
+// recording fake can too, so the driver is testable without a device.
 //
 // Publication contract: the driver mutates a table's chain or a matcher's match table only between calls
 // that the device does not overlap with packet processing (this first cut is single-threaded: do not
@@ -35,6 +36,16 @@ class Device {
   // a retained queue cannot be destroyed until every retain is released.
   virtual absl::Status RetainQueue(uint32_t qp_num) = 0;
   virtual void ReleaseQueue(uint32_t qp_num) = 0;
+
+  // Flow counters (DEVX flow-counter objects) that flow_counter actions count into. Retain fails with
+  // NotFound for an id outside every allocated bulk; a bulk cannot be freed while retained.
+  virtual absl::Status RetainCounter(uint32_t counter_id) = 0;
+  virtual void ReleaseCounter(uint32_t counter_id) = 0;
+
+  // eSwitch: only the eSwitch manager (the PF) may create FDB domains; dest_vport actions name an
+  // existing vport (0 = the PF, 1..N the VFs, 0xffff the uplink).
+  virtual bool IsEswitchManager() const = 0;
+  virtual bool HasVport(uint32_t vport) const = 0;
 };
 
 }  // namespace drsim::hw

@@ -1,5 +1,6 @@
 // The compiled steering state the device walks: flow tables, each an ordered chain of compiled matchers
-// (definer + hashed match table), whose hits yield rule records carrying an action program.
+// (definer + hashed match table), whose hits yield rule records carrying action programs
+// (hw/action_program.h).
 //
 // The driver (dr/) owns all of these objects and keeps them alive while the device can reach them; the
 // device (sim/) only reads them. A FlowTable's chain is already in lookup order: ascending priority, newest
@@ -12,31 +13,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "hw/action_program.h"
 #include "hw/definer.h"
 #include "hw/match_table.h"
 
 namespace drsim::hw {
-
-struct FlowTable;
-
-// Where a rule sends a packet. kNone (no terminating action) and kDefaultMiss both take the domain default.
-enum class Destination : uint8_t { kNone, kDefaultMiss, kDrop, kQueue, kTable };
-
-// A rule's actions, compiled. The device applies them in its fixed order (tag, then the destination),
-// whatever order the user listed them in.
-struct ActionProgram {
-  bool set_tag = false;
-  uint32_t tag = 0;  // 24 bits, reported in the receive completion's flow tag
-  Destination destination = Destination::kNone;
-  uint32_t queue = 0;                // kQueue: the receive queue's QP number
-  const FlowTable* table = nullptr;  // kTable: the table the walk continues in
-};
-
-// What a match-table hit yields.
-struct RuleRecord {
-  ActionProgram actions;
-  uint32_t rule_id = 0;  // the driver's id, reported in traces
-};
 
 struct CompiledMatcher {
   CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer)

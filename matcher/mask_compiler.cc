@@ -132,8 +132,8 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
   return out;
 }
 
-absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value,
-                          uint32_t* key) {
+absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value, uint32_t* key,
+                          uint8_t* normalized) {
   if (value == nullptr) return absl::InvalidArgumentError("rule value is null");
   uint8_t v[hw::kMatchParamBytes];
   const size_t size = value->match_sz;
@@ -151,6 +151,7 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
   }
   if (absl::Status s = PreCheck(compiled.criteria, compiled.mask.data(), v); !s.ok()) return s;
   compiled.definer.Extract(v, key);
+  if (normalized != nullptr) std::memcpy(normalized, v, hw::kMatchParamBytes);
   return absl::OkStatus();
 }
 

@@ -48,8 +48,9 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
 // Errors: InvalidArgument (EINVAL) for a null value, a match_sz that is not a multiple of 4 or exceeds 448,
 // or value bits outside the mask (naming the field); Unimplemented (EOPNOTSUPP) when the value's
 // ip_version differs from the mask's. Bytes past match_sz read as zero; match_sz 0 is the all-zero value.
-absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value,
-                          uint32_t* key);
+// `normalized`, when given (448 bytes), receives the value as checked: enabled sections only.
+absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value, uint32_t* key,
+                          uint8_t* normalized = nullptr);
 
 }  // namespace drsim::matcher
 

@@ -1,33 +1,40 @@
-// sim::Nic — the software NIC. It implements hw::Device, so dr:: objects program it exactly as they
-// would program a ConnectX device, and it executes what they compiled on real frames.
+// sim::Nic — the software NIC: an eSwitch with an uplink (the wire), the PF (vport 0, the eSwitch
+// manager) and N VFs (vports 1..N). Each PCI function (sim::Function) implements hw::Device, so dr::
+// objects program it exactly as they would program a ConnectX function, and the NIC executes what they
+// compiled on real frames.
 //
-// What it models (this first cut): one port whose uplink is the wire, the PF's NIC_RX pipeline and its
-// receive queues. A frame from the wire is parsed into a header vector (sim/packet_parser.h), then walked
-// through the NIC_RX steering tables from level 0: in each table the matchers are tried in their lookup
-// order, the first hit runs its rule's action program (tag, then the destination: a queue, drop, another
-// table, or the domain default), a miss in every matcher takes the domain default, which on NIC_RX is
-// drop. The level-0 tables of every NIC_RX domain form one root, merged in priority order. A jump chain
-// longer than kMaxTableJumps is dropped (rdma-core allows jumps to any level, so loops are possible).
+// Where frames go (the mlx5 Direct Rule model, ConnectX-6 Dx steering):
+//   from the wire   -> FDB, RX pipe (source_port 0xffff)      -> a vport's NIC_RX, by dest_vport;
+//                      FDB default: the eSwitch manager (PF); dest_vport to the uplink is a drop here
+//   vport's NIC_RX  -> a receive queue of that function (dest QP), or drop (the NIC_RX default)
+//   a function sends-> its NIC_TX (default: on to the eSwitch) -> FDB, TX pipe (source_port = its vport)
+//                      -> a vport's NIC_RX, or the wire by dest_vport 0xffff; FDB default: the eSwitch
+//                      manager's NIC_RX (frames the PF itself sent go to the wire instead, as its own
+//                      traffic does not loop back to it)
+// With no FDB rules at all the eSwitch passes wire traffic to the PF and vport traffic to the wire.
+// In each domain a frame enters the merged level-0 tables; in a table the matchers are tried in lookup
+// order, the first hit runs its rule's program for the pipe (operations in the hardware's order, then a
+// destination), a miss takes the domain default. Headers a program changes are parsed again before the
+// next lookup; steering registers, the flow tag and reg_b travel with the frame across tables and
+// domains. A jump chain longer than kMaxTableJumps is dropped (rdma-core allows loops).
 //
-// How it works. Frames are processed in bursts: parse the whole burst, then walk each frame; each
-// lookup is one definer extraction and one hashed-table probe per matcher tried. Queues keep a copy of
-// each frame with its length and flow tag, as a completion would.
+// Every frame gets a Verdict saying what happened and, when asked for, the path it took.
 //
-// Every frame gets a Verdict saying what happened and, when asked for, the path it took (table, matcher,
-// rule of each lookup) for debugging and tests.
-//
-// Thread-safety: the control side (queues, and the hw::Device calls dr:: makes) is serialised by a lock,
-// so domains may be programmed from several threads. The data path does not synchronise with it yet:
-// do not process frames while rules or queues change, and process on one thread at a time.
+// Thread-safety: the control side (queues, counters, the hw::Device calls dr:: makes) is serialised by a
+// lock, so functions may be programmed from several threads. The data path does not synchronise with it
+// yet: do not process frames while rules change, and process on one thread at a time.
 #ifndef DRSIM_SIM_NIC_H_
 #define DRSIM_SIM_NIC_H_
+
+#include <infiniband/mlx5dv.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
-#include <utility>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,15 +45,22 @@
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/match_layout.h"
+#include "sim/action_executor.h"
+#include "sim/counters.h"
+#include "sim/packet.h"
 #include "sim/rx_queue.h"
 
 namespace drsim::sim {
 
 using Frame = absl::Span<const uint8_t>;
 
-// One lookup of the walk: the table searched and what it hit (matcher_id/rule_id 0 = missed everywhere).
-// A miss in the root reports table_id 0: the root is every level-0 table of the domain type, merged.
+// One lookup of the walk: the domain and table searched, and what it hit (matcher_id/rule_id 0 = missed
+// everywhere). A miss in the root reports table_id 0: the root is every level-0 table of the domain type
+// on that function, merged.
 struct Hop {
+  mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+  uint16_t vport = 0;  // the function whose domain it is (the eSwitch manager for FDB)
+  uint8_t pipe = hw::kRxPipe;
   uint32_t table_id = 0;
   uint32_t table_level = 0;
   uint32_t matcher_id = 0;
@@ -54,18 +68,20 @@ struct Hop {
 };
 
 enum class Fate : uint8_t {
-  kQueued,         // delivered to queue `qp_num`
+  kQueued,         // delivered to queue `qp_num` of function `vport`
   kDropped,        // by a drop action
   kDomainDefault,  // missed every matcher, or hit a rule without a destination / with default_miss: NIC_RX
                    // drops
   kQueueFull,      // the destination queue had no room
   kTableLoop,      // more than kMaxTableJumps jumps
+  kWire,           // sent out of the uplink
 };
 
 const char* FateName(Fate fate);
 
 struct Verdict {
   Fate fate = Fate::kDomainDefault;
+  uint16_t vport = 0;         // kQueued, kQueueFull: the function owning the queue
   uint32_t qp_num = 0;        // kQueued, kQueueFull
   bool has_flow_tag = false;  // a tag action ran
   uint32_t flow_tag = 0;
@@ -73,53 +89,58 @@ struct Verdict {
 };
 
 struct NicStats {
-  uint64_t frames = 0;
+  uint64_t frames = 0;  // frames received from the wire or sent by functions
   uint64_t queued = 0;
   uint64_t dropped = 0;         // drop actions
   uint64_t domain_default = 0;  // NIC_RX default (drop)
   uint64_t queue_full = 0;
   uint64_t table_loops = 0;
+  uint64_t to_wire = 0;
 };
 
-class Nic : public hw::Device {
- public:
-  static constexpr int kMaxTableJumps = 32;
-  static constexpr size_t kBurst = 32;
-  static constexpr uint16_t kWirePort = 0xffff;
+class Nic;
 
-  Nic();
-  ~Nic() override;
+// One PCI function: the PF (vport 0) or a VF. Domains are created on it; it owns receive queues.
+class Function : public hw::Device {
+ public:
+  Function(Nic* nic, uint16_t vport) : nic_(nic), vport_(vport) {}
+
+  uint16_t vport() const { return vport_; }
 
   // A receive queue holding up to `capacity` completions; returns its QP number (unique per NIC).
   uint32_t CreateQueue(size_t capacity = 4096);
-  // FailedPrecondition (EBUSY) while dest_ibv_qp actions target it; NotFound for an unknown number.
+  // FailedPrecondition (EBUSY) while dest_ibv_qp actions target it; NotFound for a number it does not own.
   absl::Status DestroyQueue(uint32_t qp_num);
-  // The queue with `qp_num`, or nullptr.
+  // This function's queue with `qp_num`, or nullptr.
   RxQueue* queue(uint32_t qp_num);
 
-  // Processes frames arriving from the wire, in bursts. `verdicts` (same size as `frames`, or empty)
-  // receives each frame's verdict; `trace` also records the path.
-  void ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {}, bool trace = false);
+  // Transmits frames from this function (send queue `sqn`): its NIC_TX, then the eSwitch. `verdicts`
+  // (same size as `frames`, or empty) receives each frame's verdict; `trace` also records the path.
+  void Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {}, bool trace = false,
+            uint32_t sqn = 0);
   // One frame, traced.
-  Verdict ReceiveFromWire(Frame frame);
-
-  const NicStats& stats() const { return stats_; }
+  Verdict Send(Frame frame);
 
   // hw::Device
   void AttachRootTable(const hw::FlowTable* table) override;
   void DetachRootTable(const hw::FlowTable* table) override;
   void TableChanged(const hw::FlowTable* table) override;
-  uint64_t NextMatcherSequence() override { return ++matcher_sequence_; }
+  uint64_t NextMatcherSequence() override;
   absl::Status RetainQueue(uint32_t qp_num) override;
   void ReleaseQueue(uint32_t qp_num) override;
+  absl::Status RetainCounter(uint32_t counter_id) override;
+  void ReleaseCounter(uint32_t counter_id) override;
+  bool IsEswitchManager() const override { return vport_ == 0; }
+  bool HasVport(uint32_t vport) const override;
 
  private:
+  friend class Nic;
   struct RootEntry {
     const hw::CompiledMatcher* matcher;
     const hw::FlowTable* table;
   };
   // A root table and the copy of its chain taken when its domain last reported a change: other domains'
-  // chains may change under their own locks while this NIC merges them.
+  // chains may change under their own locks while this function merges them.
   struct RootTable {
     const hw::FlowTable* table;
     std::vector<const hw::CompiledMatcher*> chain;
@@ -130,17 +151,77 @@ class Nic : public hw::Device {
   };
 
   void RebuildRoot(mlx5dv_dr_domain_type type);
-  void Walk(const hw::HeaderVector& hv, Frame frame, Verdict* verdict, bool trace);
-  void Finish(Fate fate, Verdict* verdict);
 
-  std::mutex control_mu_;  // serialises the control side (a std::mutex: ThreadSanitizer sees it)
+  Nic* nic_;
+  uint16_t vport_;
   std::vector<RootTable> root_tables_[3];  // per domain type, attach order
   std::vector<RootEntry> root_chain_[3];   // merged lookup order
   absl::flat_hash_map<uint32_t, QueueSlot> queues_;
+};
+
+class Nic {
+ public:
+  static constexpr int kMaxTableJumps = 32;
+  static constexpr size_t kBurst = 32;
+  static constexpr uint16_t kWirePort = hw::kWireVport;
+
+  // A NIC with the PF and `num_vfs` VFs (vports 1..num_vfs; at most 4094).
+  explicit Nic(int num_vfs = 0);
+  ~Nic();
+
+  Function& pf() { return *functions_[0]; }
+  // The function of `vport` (0 = PF, 1..num_vfs() = VFs), or nullptr.
+  Function* function(uint32_t vport);
+  int num_vfs() const { return static_cast<int>(functions_.size()) - 1; }
+
+  // Processes frames arriving from the wire, in bursts. `verdicts` (same size as `frames`, or empty)
+  // receives each frame's verdict; `trace` also records the path.
+  void ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {}, bool trace = false);
+  // One frame, traced.
+  Verdict ReceiveFromWire(Frame frame);
+
+  // The oldest frame sent out of the uplink, if any (up to 65536 are kept; older ones are counted and
+  // discarded).
+  std::optional<std::vector<uint8_t>> PollWire();
+
+  // Flow counters: a bulk of `bulk` counters (its base id), their values, and freeing a bulk
+  // (FailedPrecondition while flow_counter actions use it).
+  absl::StatusOr<uint32_t> AllocateCounters(uint32_t bulk);
+  absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes) const;
+  absl::Status FreeCounters(uint32_t base);
+
+  const NicStats& stats() const { return stats_; }
+
+ private:
+  friend class Function;
+  struct InFlight;
+  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kVport, kLoop };
+  struct DomainExit {
+    Exit exit = Exit::kDefault;
+    uint32_t arg = 0;  // kQueue: the QP number; kVport: the vport
+  };
+
+  // Walks `fn`'s domain of `type` on `pipe` from its root.
+  DomainExit WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pipe pipe, InFlight& p, bool trace);
+  void FromWire(InFlight& p, bool trace);
+  void FromFunction(Function& fn, InFlight& p, bool trace);
+  void ToFunctionRx(uint16_t vport, InFlight& p, bool trace);
+  void ToWire(InFlight& p);
+  void Finish(Fate fate, InFlight& p);
+  // Runs `frames` through `entry`, in bursts.
+  template <typename Entry>
+  void Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace, uint16_t source,
+               uint32_t sqn, Entry entry);
+
+  std::mutex control_mu_;  // serialises the control side (a std::mutex: ThreadSanitizer sees it)
+  std::vector<std::unique_ptr<Function>> functions_;
   uint32_t next_qp_num_ = 0x100;
   std::atomic<uint64_t> matcher_sequence_{0};
+  CounterBank counters_;
+  ActionExecutor executor_{&counters_};
+  std::deque<std::vector<uint8_t>> wire_out_;
+  uint64_t wire_out_discarded_ = 0;
   NicStats stats_;
-  std::unique_ptr<hw::HeaderVector[]> burst_hv_;
 };
 
 }  // namespace drsim::sim

@@ -38,9 +38,9 @@ hw::RuleRecord Rule(uint32_t id, hw::Destination dest, uint32_t queue = 0,
                     const hw::FlowTable* table = nullptr) {
   hw::RuleRecord r;
   r.rule_id = id;
-  r.actions.destination = dest;
-  r.actions.queue = queue;
-  r.actions.table = table;
+  r.program[hw::kRxPipe].destination = dest;
+  r.program[hw::kRxPipe].queue = queue;
+  r.program[hw::kRxPipe].table = table;
   return r;
 }
 
@@ -54,14 +54,13 @@ TEST(NicTest, NoSteeringTakesTheDomainDefault) {
 
 TEST(NicTest, WalksTablesAndDeliversWithTag) {
   Nic nic;
-  uint32_t q = nic.CreateQueue(2);
+  uint32_t q = nic.pf().CreateQueue(2);
   hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
   hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
   auto m0 = PortMatcher(10, 0, 1);
   auto m1 = PortMatcher(11, 0, 2);
   hw::RuleRecord jump = Rule(100, hw::Destination::kTable, 0, &t1);
-  jump.actions.set_tag = true;
-  jump.actions.tag = 0x42;
+  jump.program[hw::kRxPipe].ops.push_back({hw::OpCode::kTag, 0x42});
   hw::RuleRecord deliver = Rule(101, hw::Destination::kQueue, q);
   hw::RuleRecord drop = Rule(102, hw::Destination::kDrop);
   AddRule(*m0, 53, &jump);
@@ -69,7 +68,7 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
   AddRule(*m1, 53, &deliver);
   root.chain = {m0.get()};
   t1.chain = {m1.get()};
-  nic.AttachRootTable(&root);
+  nic.pf().AttachRootTable(&root);
 
   std::vector<uint8_t> f53 = UdpFrame(53), f54 = UdpFrame(54), f55 = UdpFrame(55);
   Verdict v = nic.ReceiveFromWire(f53);
@@ -83,7 +82,7 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
   EXPECT_EQ(v.path[1].table_level, 1u);
   EXPECT_EQ(v.path[1].matcher_id, 11u);
   EXPECT_EQ(v.path[1].rule_id, 101u);
-  std::optional<RxCompletion> c = nic.queue(q)->Poll();
+  std::optional<RxCompletion> c = nic.pf().queue(q)->Poll();
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->frame, f53);
   EXPECT_EQ(c->byte_len, f53.size());
@@ -99,14 +98,14 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
   nic.ReceiveFromWire(f53);
   nic.ReceiveFromWire(f53);
   EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kQueueFull);
-  EXPECT_EQ(nic.queue(q)->dropped_full(), 1u);
-  nic.DetachRootTable(&root);
+  EXPECT_EQ(nic.pf().queue(q)->dropped_full(), 1u);
+  nic.pf().DetachRootTable(&root);
   EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kDomainDefault);
 }
 
 TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
   Nic nic;
-  uint32_t qa = nic.CreateQueue(), qb = nic.CreateQueue();
+  uint32_t qa = nic.pf().CreateQueue(), qb = nic.pf().CreateQueue();
   hw::FlowTable r1{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
   hw::FlowTable r2{2, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
   auto older = PortMatcher(10, 3, 1);
@@ -117,14 +116,14 @@ TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
   AddRule(*newer, 7, &to_b);
   r1.chain = {older.get()};
   r2.chain = {newer.get()};
-  nic.AttachRootTable(&r1);
-  nic.AttachRootTable(&r2);
+  nic.pf().AttachRootTable(&r1);
+  nic.pf().AttachRootTable(&r2);
   std::vector<uint8_t> f = UdpFrame(7);
   Verdict v = nic.ReceiveFromWire(f);
   EXPECT_EQ(v.qp_num, qb);  // equal priority: the newer matcher first
   EXPECT_EQ(v.path[0].table_id, 2u);
   older->priority = 2;
-  nic.TableChanged(&r1);
+  nic.pf().TableChanged(&r1);
   EXPECT_EQ(nic.ReceiveFromWire(f).qp_num, qa);
 }
 
@@ -140,7 +139,7 @@ TEST(NicTest, JumpLoopsAreCut) {
   AddRule(*m1, 9, &again);
   root.chain = {m0.get()};
   t.chain = {m1.get()};
-  nic.AttachRootTable(&root);
+  nic.pf().AttachRootTable(&root);
   std::vector<uint8_t> f = UdpFrame(9);
   Verdict v = nic.ReceiveFromWire(f);
   EXPECT_EQ(v.fate, Fate::kTableLoop);
@@ -149,13 +148,13 @@ TEST(NicTest, JumpLoopsAreCut) {
 
 TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   Nic nic;
-  uint32_t q = nic.CreateQueue(1000);
+  uint32_t q = nic.pf().CreateQueue(1000);
   hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
   auto m = PortMatcher(10, 0, 1);
   hw::RuleRecord deliver = Rule(1, hw::Destination::kQueue, q);
   AddRule(*m, 80, &deliver);
   root.chain = {m.get()};
-  nic.AttachRootTable(&root);
+  nic.pf().AttachRootTable(&root);
   std::vector<std::vector<uint8_t>> frames;
   for (int i = 0; i < 100; ++i) frames.push_back(UdpFrame(i % 2 ? 80 : 81));
   std::vector<Frame> views(frames.begin(), frames.end());
@@ -165,21 +164,21 @@ TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
     EXPECT_EQ(verdicts[i].fate, i % 2 ? Fate::kQueued : Fate::kDomainDefault) << i;
     EXPECT_TRUE(verdicts[i].path.empty());  // not traced
   }
-  EXPECT_EQ(nic.queue(q)->size(), 50u);
+  EXPECT_EQ(nic.pf().queue(q)->size(), 50u);
   EXPECT_EQ(nic.stats().frames, 100u);
 }
 
 TEST(NicTest, QueuesReferencedByActionsCannotBeDestroyed) {
   Nic nic;
-  uint32_t q = nic.CreateQueue();
-  ASSERT_TRUE(nic.RetainQueue(q).ok());
-  EXPECT_EQ(nic.DestroyQueue(q).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(nic.queue(q), nullptr);
-  nic.ReleaseQueue(q);
-  EXPECT_TRUE(nic.DestroyQueue(q).ok());
-  EXPECT_EQ(nic.queue(q), nullptr);
-  EXPECT_EQ(nic.DestroyQueue(q).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(nic.RetainQueue(q).code(), absl::StatusCode::kNotFound);
+  uint32_t q = nic.pf().CreateQueue();
+  ASSERT_TRUE(nic.pf().RetainQueue(q).ok());
+  EXPECT_EQ(nic.pf().DestroyQueue(q).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(nic.pf().queue(q), nullptr);
+  nic.pf().ReleaseQueue(q);
+  EXPECT_TRUE(nic.pf().DestroyQueue(q).ok());
+  EXPECT_EQ(nic.pf().queue(q), nullptr);
+  EXPECT_EQ(nic.pf().DestroyQueue(q).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(nic.pf().RetainQueue(q).code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

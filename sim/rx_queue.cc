@@ -2,7 +2,8 @@
 
 namespace drsim::sim {
 
-bool RxQueue::Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag) {
+bool RxQueue::Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag,
+                   uint32_t flow_table_metadata) {
   if (ring_.size() >= capacity_) {
     ++dropped_full_;
     return false;
@@ -12,6 +13,7 @@ bool RxQueue::Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag)
   c.byte_len = static_cast<uint32_t>(len);
   c.has_flow_tag = has_tag;
   c.flow_tag = has_tag ? tag : 0;
+  c.flow_table_metadata = flow_table_metadata;
   ++received_;
   return true;
 }

@@ -19,6 +19,7 @@ struct RxCompletion {
   uint32_t byte_len = 0;
   uint32_t flow_tag = 0;  // 0 when no tag action ran, as the hardware reports it
   bool has_flow_tag = false;
+  uint32_t flow_table_metadata = 0;  // reg_b, as set by modify-header (the CQE's flow-table metadata)
 };
 
 class RxQueue {
@@ -32,7 +33,7 @@ class RxQueue {
   uint64_t dropped_full() const { return dropped_full_; }
 
   // Enqueues a copy of the frame; false (and counted) when the queue is full.
-  bool Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag);
+  bool Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag, uint32_t flow_table_metadata = 0);
   // The oldest completion, or nullopt when empty.
   std::optional<RxCompletion> Poll();
 

@@ -26,8 +26,8 @@ TEST(ControlConcurrencyTest, ThreadsProgramDomainsAtOnce) {
   constexpr int kThreads = 4;
   constexpr int kRules = 500;
   sim::Nic nic;
-  const uint32_t qp = nic.CreateQueue(kThreads * kRules);
-  dr::Domain shared = *dr::Domain::Create(nic, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  const uint32_t qp = nic.pf().CreateQueue(kThreads * kRules);
+  dr::Domain shared = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
   dr::Table shared_table = *dr::Table::Create(shared, 1);
   dr::Matcher shared_matcher = *dr::Matcher::Create(shared_table, 0, PortMask());
 
@@ -39,10 +39,10 @@ TEST(ControlConcurrencyTest, ThreadsProgramDomainsAtOnce) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      domains[t] = *dr::Domain::Create(nic, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+      domains[t] = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
       roots[t] = *dr::Table::Create(domains[t], 0);
       matchers[t] = *dr::Matcher::Create(roots[t], static_cast<uint16_t>(t), PortMask());
-      actions[t] = *dr::Action::DestQp(nic, qp);
+      actions[t] = *dr::Action::DestQp(nic.pf(), qp);
       dr::Action drop = *dr::Action::Drop();
       for (int i = 0; i < kRules; ++i) {
         rules[t].push_back(*dr::Rule::Create(matchers[t], PortValue(t, i), {&actions[t]}));

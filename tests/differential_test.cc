@@ -239,7 +239,7 @@ class DifferentialRun {
   explicit DifferentialRun(uint32_t seed) : seed_(seed), rng_(seed) {}
 
   void Run() {
-    domain_ = *dr::Domain::Create(nic_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+    domain_ = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
     allow_duplicates_ = seed_ % 3 != 0;
     ASSERT_TRUE(domain_.AllowDuplicateRules(allow_duplicates_).ok());
     // Tables: one or two roots, and levels 1..3.
@@ -254,8 +254,8 @@ class DifferentialRun {
       }
     }
     for (int q = 0; q < 4; ++q) {
-      qps_.push_back(nic_.CreateQueue(1 << 16));
-      qp_actions_.push_back(*dr::Action::DestQp(nic_, qps_.back()));
+      qps_.push_back(nic_.pf().CreateQueue(1 << 16));
+      qp_actions_.push_back(*dr::Action::DestQp(nic_.pf(), qps_.back()));
     }
     for (uint32_t tag : {0x1u, 0xabcdefu, 0x123u}) tags_.push_back({*dr::Action::Tag(tag), tag});
     drop_ = *dr::Action::Drop();
@@ -355,6 +355,8 @@ class DifferentialRun {
     absl::StatusCode expect;
     ChooseActions(&list, &ref_action, &expect);
     const bool root = lm.table_level == 0;
+    // Root tables take the kernel path: no action-order state machine there.
+    if (root && expect == absl::StatusCode::kUnimplemented) expect = absl::StatusCode::kOk;
     uint32_t dup = ref_.FindDuplicate(lm.ref, value.bytes());
     if (expect == absl::StatusCode::kOk && !allow_duplicates_ && !root && dup != 0) {
       expect = absl::StatusCode::kAlreadyExists;
@@ -447,7 +449,7 @@ class DifferentialRun {
         if (want.has_flow_tag) ++tagged_;
       }
       for (uint32_t q : qps_) {
-        while (nic_.queue(q)->Poll()) {
+        while (nic_.pf().queue(q)->Poll()) {
         }
       }
     }

@@ -48,7 +48,7 @@ MatchParams SmacValue(const hw::MacAddress& mac) {
 class ScenarioTest : public ::testing::Test {
  protected:
   ScenarioTest()
-      : domain_(*dr::Domain::Create(nic_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX)), qp_(nic_.CreateQueue()) {}
+      : domain_(*dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)), qp_(nic_.pf().CreateQueue()) {}
 
   // create_rx_recv_rules: root table, smac matcher -> dest_table(level 1); level-1 smac matcher with
   // `actions`.
@@ -65,9 +65,9 @@ class ScenarioTest : public ::testing::Test {
   // Sends `n` packets from `smac`; returns how many reached `qp`.
   int SendTraffic(const hw::MacAddress& smac, int n, uint32_t qp) {
     std::vector<uint8_t> f = Packet(smac);
-    int before = static_cast<int>(nic_.queue(qp)->received());
+    int before = static_cast<int>(nic_.pf().queue(qp)->received());
     for (int i = 0; i < n; ++i) nic_.ReceiveFromWire(f);
-    return static_cast<int>(nic_.queue(qp)->received()) - before;
+    return static_cast<int>(nic_.pf().queue(qp)->received()) - before;
   }
 
   sim::Nic nic_;
@@ -80,10 +80,10 @@ class ScenarioTest : public ::testing::Test {
 };
 
 TEST_F(ScenarioTest, TblQpRule) {
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   CreateRxRecvRules({&qp});
   EXPECT_EQ(SendTraffic(kSmac, 10, qp_), 10);
-  std::optional<sim::RxCompletion> c = nic_.queue(qp_)->Poll();
+  std::optional<sim::RxCompletion> c = nic_.pf().queue(qp_)->Poll();
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->frame, Packet(kSmac));
   EXPECT_EQ(SendTraffic(kOtherSmac, 10, qp_), 0);  // other traffic: NIC_RX default drop
@@ -91,7 +91,7 @@ TEST_F(ScenarioTest, TblQpRule) {
 }
 
 TEST_F(ScenarioTest, RootTblQpRule) {
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   root_ = *dr::Table::Create(domain_, 0);
   root_matcher_ = *dr::Matcher::Create(root_, 0, hw::kCriteriaOuter, SmacMask().get());
   // Root tables accept the 6-byte value the test uses there (match_sz 8 here; rdma-core pads).
@@ -101,12 +101,12 @@ TEST_F(ScenarioTest, RootTblQpRule) {
 
 TEST_F(ScenarioTest, TblQpTagRule) {
   dr::Action tag = *dr::Action::Tag(0x123);
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   CreateRxRecvRules({&tag, &qp});
   ASSERT_TRUE(domain_.Sync(MLX5DV_DR_DOMAIN_SYNC_FLAGS_SW | MLX5DV_DR_DOMAIN_SYNC_FLAGS_HW).ok());
   EXPECT_EQ(SendTraffic(kSmac, 3, qp_), 3);
   for (int i = 0; i < 3; ++i) {
-    std::optional<sim::RxCompletion> c = nic_.queue(qp_)->Poll();
+    std::optional<sim::RxCompletion> c = nic_.pf().queue(qp_)->Poll();
     ASSERT_TRUE(c.has_value());
     EXPECT_TRUE(c->has_flow_tag);
     EXPECT_EQ(c->flow_tag, 0x123u);
@@ -115,7 +115,7 @@ TEST_F(ScenarioTest, TblQpTagRule) {
 
 TEST_F(ScenarioTest, TblDropAction) {
   // RX [drop] on dmac: those packets never reach the queue; others do.
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   dr::Action drop = *dr::Action::Drop();
   root_ = *dr::Table::Create(domain_, 0);
   table_ = *dr::Table::Create(domain_, 1);
@@ -133,23 +133,23 @@ TEST_F(ScenarioTest, TblDropAction) {
     EXPECT_EQ(nic_.ReceiveFromWire(to_blocked).fate, sim::Fate::kDropped);
     EXPECT_EQ(nic_.ReceiveFromWire(to_other).fate, sim::Fate::kQueued);
   }
-  EXPECT_EQ(nic_.queue(qp_)->received(), 4u);
+  EXPECT_EQ(nic_.pf().queue(qp_)->received(), 4u);
 }
 
 TEST_F(ScenarioTest, PreventDuplicateRule) {
   ASSERT_TRUE(domain_.AllowDuplicateRules(false).ok());
   table_ = *dr::Table::Create(domain_, 1);
   matcher_ = *dr::Matcher::Create(table_, 0, 0, nullptr);
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   rule_ = *dr::Rule::Create(matcher_, MatchParams(), {&qp});
   EXPECT_EQ(dr::Rule::Create(matcher_, MatchParams(), {&qp}).status().code(),
             absl::StatusCode::kAlreadyExists);
 }
 
 TEST_F(ScenarioTest, DuplicatesAreShadowedUntilTheOlderRuleGoes) {
-  uint32_t qp2 = nic_.CreateQueue();
-  dr::Action a = *dr::Action::DestQp(nic_, qp_);
-  dr::Action b = *dr::Action::DestQp(nic_, qp2);
+  uint32_t qp2 = nic_.pf().CreateQueue();
+  dr::Action a = *dr::Action::DestQp(nic_.pf(), qp_);
+  dr::Action b = *dr::Action::DestQp(nic_.pf(), qp2);
   CreateRxRecvRules({&a});
   dr::Rule shadowed = *dr::Rule::Create(matcher_, SmacValue(kSmac), {&b});
   EXPECT_EQ(SendTraffic(kSmac, 2, qp_), 2);
@@ -160,7 +160,7 @@ TEST_F(ScenarioTest, DuplicatesAreShadowedUntilTheOlderRuleGoes) {
 TEST_F(ScenarioTest, LowerPriorityValueWinsAndHitsDoNotFallThrough) {
   // (test_tx_def_miss_action, on RX): prio 1 [default_miss] beats prio 2 [qp] on the same smac.
   dr::Action miss = *dr::Action::DefaultMiss();
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   root_ = *dr::Table::Create(domain_, 0);
   table_ = *dr::Table::Create(domain_, 1);
   jump_ = *dr::Action::DestTable(table_);
@@ -187,7 +187,7 @@ TEST_F(ScenarioTest, LowerPriorityValueWinsAndHitsDoNotFallThrough) {
 }
 
 TEST_F(ScenarioTest, SetMatcherLayoutWithTraffic) {
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   root_ = *dr::Table::Create(domain_, 0);
   table_ = *dr::Table::Create(domain_, 1);
   jump_ = *dr::Action::DestTable(table_);
@@ -203,13 +203,13 @@ TEST_F(ScenarioTest, SetMatcherLayoutWithTraffic) {
 }
 
 TEST_F(ScenarioTest, ReuseActionAndMatcher) {
-  dr::Action qp = *dr::Action::DestQp(nic_, qp_);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
   CreateRxRecvRules({&qp});
   dr::Rule other_root = *dr::Rule::Create(root_matcher_, SmacValue(kOtherSmac), {&jump_});
   dr::Rule other = *dr::Rule::Create(matcher_, SmacValue(kOtherSmac), {&qp});
   EXPECT_EQ(SendTraffic(kSmac, 3, qp_) + SendTraffic(kOtherSmac, 3, qp_), 6);
   EXPECT_EQ(qp.Destroy().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(nic_.DestroyQueue(qp_).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(nic_.pf().DestroyQueue(qp_).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -1,0 +1,50 @@
+// The software NIC's action engine: applies an action program's operations to a packet, in the
+// program's (the hardware's) order — flow tag, VLAN pop/push, modify-header SET/ADD/COPY, counters,
+// encapsulation — and keeps the frame one a real stack accepts:
+//  - modify-header: an action whose header is absent from the packet (a TCP field on a UDP packet, an
+//    IPv4 field on IPv6) does nothing; after the list runs, a changed IPv4 header gets its checksum
+//    recomputed, and TCP/UDP checksums are updated incrementally (RFC 1624) for changed addresses, ports,
+//    flags, sequence and acknowledgment numbers (a zero IPv4 UDP checksum stays zero);
+//  - encapsulation: the new outer IPv4 total length and header checksum, IPv6 payload length and UDP
+//    length are set from the frame (the user's header template cannot know the inner size), and a nonzero
+//    outer UDP checksum is recomputed;
+//  - pop_vlan on an untagged frame does nothing.
+//
+// Not thread-safe (keeps a scratch parse); use one executor per processing thread.
+#ifndef DRSIM_SIM_ACTION_EXECUTOR_H_
+#define DRSIM_SIM_ACTION_EXECUTOR_H_
+
+#include "absl/types/span.h"
+#include "hw/action_program.h"
+#include "hw/match_layout.h"
+#include "sim/counters.h"
+#include "sim/packet.h"
+#include "sim/packet_parser.h"
+
+namespace drsim::sim {
+
+class ActionExecutor {
+ public:
+  explicit ActionExecutor(CounterBank* counters) : counters_(counters) {}
+
+  // Runs `ops` on the packet. Returns true when headers changed, so the next lookup must parse again.
+  bool Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta);
+
+ private:
+  // Parses the packet again if an operation changed it since the last parse.
+  void EnsureParsed(const PacketBuffer& packet, const PacketMeta& meta);
+  void Modify(const std::vector<hw::ModifyAction>& actions, PacketBuffer& packet, PacketMeta& meta);
+  void PushVlan(uint32_t vlan_header, PacketBuffer& packet);
+  bool PopVlan(PacketBuffer& packet);
+  void Encap(const std::vector<uint8_t>& headers, bool l3, PacketBuffer& packet, const PacketMeta& meta);
+  void FixOuterLengths(PacketBuffer& packet, const PacketMeta& meta);
+
+  CounterBank* counters_;
+  hw::HeaderVector hv_;
+  PacketLayers layers_;
+  bool parsed_ = false;
+};
+
+}  // namespace drsim::sim
+
+#endif  // DRSIM_SIM_ACTION_EXECUTOR_H_

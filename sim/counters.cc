@@ -1,0 +1,55 @@
+#include "sim/counters.h"
+
+#include "absl/strings/str_format.h"
+
+namespace drsim::sim {
+
+absl::StatusOr<uint32_t> CounterBank::Allocate(uint32_t bulk) {
+  if (bulk == 0 || bulk > (1u << 23)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("flow counter bulk of %d: must be 1..%d", bulk, 1 << 23));
+  }
+  const uint32_t base = static_cast<uint32_t>(counters_.size());
+  counters_.resize(counters_.size() + bulk);
+  bulks_[base] = {bulk, 0};
+  return base;
+}
+
+std::optional<uint32_t> CounterBank::BulkOf(uint32_t id) const {
+  auto it = bulks_.upper_bound(id);
+  if (it == bulks_.begin()) return std::nullopt;
+  --it;
+  if (id >= it->first + it->second.size) return std::nullopt;
+  return it->first;
+}
+
+absl::Status CounterBank::Free(uint32_t base) {
+  auto it = bulks_.find(base);
+  if (it == bulks_.end()) return absl::NotFoundError(absl::StrFormat("no flow counter bulk at id %d", base));
+  if (it->second.references > 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "flow counter bulk %d is used by %d flow_counter action(s)", base, it->second.references));
+  }
+  bulks_.erase(it);  // the ids are not reused
+  return absl::OkStatus();
+}
+
+absl::Status CounterBank::Retain(uint32_t id) {
+  std::optional<uint32_t> base = BulkOf(id);
+  if (!base) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
+  ++bulks_[*base].references;
+  return absl::OkStatus();
+}
+
+void CounterBank::Release(uint32_t id) {
+  if (std::optional<uint32_t> base = BulkOf(id)) --bulks_[*base].references;
+}
+
+absl::Status CounterBank::Query(uint32_t id, uint64_t* packets, uint64_t* bytes) const {
+  if (!BulkOf(id)) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
+  *packets = counters_[id].packets.load(std::memory_order_relaxed);
+  *bytes = counters_[id].bytes.load(std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+}  // namespace drsim::sim

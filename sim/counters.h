@@ -1,0 +1,58 @@
+// Flow counters of the software NIC: allocated in bulks (as DEVX flow-counter objects are), addressed
+// by id = bulk base + offset, shared by any number of rules, counting packets and bytes.
+//
+// Thread-safety: allocation and freeing are serialised by the owner; Add() and Query() may run
+// concurrently with each other (relaxed atomics).
+#ifndef DRSIM_SIM_COUNTERS_H_
+#define DRSIM_SIM_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace drsim::sim {
+
+class CounterBank {
+ public:
+  // A bulk of `bulk` counters (1..2^23); returns its base id. InvalidArgument for a bad size.
+  absl::StatusOr<uint32_t> Allocate(uint32_t bulk);
+  // Frees the bulk starting at `base`: NotFound if there is none, FailedPrecondition (EBUSY) while
+  // actions reference one of its counters.
+  absl::Status Free(uint32_t base);
+  // A reference from a flow_counter action. NotFound for an id outside every bulk.
+  absl::Status Retain(uint32_t id);
+  void Release(uint32_t id);
+
+  // Counts one packet of `bytes` bytes. `id` must be retained.
+  void Add(uint32_t id, uint64_t bytes) {
+    Counter& c = counters_[id];
+    c.packets.fetch_add(1, std::memory_order_relaxed);
+    c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  // The counter's packets and bytes; NotFound for an id outside every bulk.
+  absl::Status Query(uint32_t id, uint64_t* packets, uint64_t* bytes) const;
+
+ private:
+  struct Counter {
+    std::atomic<uint64_t> packets{0};
+    std::atomic<uint64_t> bytes{0};
+  };
+  struct Bulk {
+    uint32_t size;
+    int references = 0;
+  };
+  // The base id of the bulk holding `id`, if any.
+  std::optional<uint32_t> BulkOf(uint32_t id) const;
+
+  std::deque<Counter> counters_;    // by id; a deque keeps references stable as it grows
+  std::map<uint32_t, Bulk> bulks_;  // by base id
+};
+
+}  // namespace drsim::sim
+
+#endif  // DRSIM_SIM_COUNTERS_H_

@@ -1,0 +1,32 @@
+#include "sim/packet.h"
+
+namespace drsim::sim {
+
+void PacketBuffer::Insert(size_t offset, const uint8_t* bytes, size_t n) {
+  if (begin_ >= n) {  // room in front: move the head of the frame down
+    std::memmove(storage_.data() + begin_ - n, storage_.data() + begin_, offset);
+    begin_ -= n;
+  } else {
+    storage_.insert(storage_.begin() + begin_ + offset, n, 0);
+  }
+  std::memcpy(storage_.data() + begin_ + offset, bytes, n);
+}
+
+void PacketBuffer::Erase(size_t offset, size_t n) {
+  // Move the head of the frame up over the removed bytes.
+  std::memmove(storage_.data() + begin_ + n, storage_.data() + begin_, offset);
+  begin_ += n;
+}
+
+void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv) {
+  using hw::Field;
+  hw::SetField(hv->bytes, Field::kSourcePort, meta.source_port);
+  hw::SetField(hv->bytes, Field::kSourceSqn, meta.source_sqn);
+  hw::SetField(hv->bytes, Field::kMetadataRegA, meta.reg_a);
+  for (int i = 0; i < 8; ++i) {
+    // reg_c_7 comes first in the layout, reg_c_0 last.
+    hw::SetField(hv->bytes, static_cast<Field>(static_cast<int>(Field::kMetadataRegC0) - i), meta.reg_c[i]);
+  }
+}
+
+}  // namespace drsim::sim
