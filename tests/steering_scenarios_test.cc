@@ -1,10 +1,13 @@
 // rdma-core's own DR test scenarios (tests/test_mlx5_dr.py) that run on a NIC_RX domain, reproduced end to
 // end on the software NIC: dr:: objects programmed into sim::Nic, real frames in, queues and verdicts out.
+#include <arpa/inet.h>
+
 #include <optional>
 #include <vector>
 
 #include "dr/dr.h"
 #include "gtest/gtest.h"
+#include "hw/byte_order.h"
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
@@ -210,6 +213,140 @@ TEST_F(ScenarioTest, ReuseActionAndMatcher) {
   EXPECT_EQ(SendTraffic(kSmac, 3, qp_) + SendTraffic(kOtherSmac, 3, qp_), 6);
   EXPECT_EQ(qp.Destroy().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(nic_.pf().DestroyQueue(qp_).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace drsim
+
+namespace drsim {
+namespace {
+
+// The action scenarios of rdma-core's DR tests. Its tests send from a raw QP and receive on another on
+// the same port (the traffic loops back through the eSwitch); here the PF sends, and what reaches the
+// wire is fed back in from the wire.
+class ActionScenarioTest : public ScenarioTest {
+ protected:
+  // Sends `frame` from the PF and returns what came out on the wire (nullopt if nothing did).
+  std::optional<std::vector<uint8_t>> SendAndCollect(const std::vector<uint8_t>& frame) {
+    nic_.pf().Send(frame);
+    return nic_.PollWire();
+  }
+};
+
+TEST_F(ActionScenarioTest, TblModifyHeaderRule) {
+  // NIC_TX: empty matcher root -> table 1; smac match; SET SMAC_47_16 = 0x88888888, SMAC_15_0 = 0x8888.
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_root = *dr::Table::Create(tx, 0), tx_t1 = *dr::Table::Create(tx, 1);
+  dr::Action tx_jump = *dr::Action::DestTable(tx_t1);
+  dr::Matcher tx_all = *dr::Matcher::Create(tx_root, 0, 0, nullptr);
+  dr::Rule tx_r0 = *dr::Rule::Create(tx_all, MatchParams(), {&tx_jump});
+  dr::Matcher tx_m = *dr::Matcher::Create(tx_t1, 0, hw::kCriteriaOuter, SmacMask().get());
+  const uint64_t words[] = {hw::ModifySetWord(hw::ModifyField::kSmac47_16, 0, 0, 0x88888888),
+                            hw::ModifySetWord(hw::ModifyField::kSmac15_0, 0, 16, 0x8888)};
+  dr::Action modify = *dr::Action::ModifyHeader(tx, 0, words);
+  dr::Rule tx_r1 = *dr::Rule::Create(tx_m, SmacValue(kOtherSmac), {&modify});
+  // RX: the rewritten smac reaches the QP.
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  CreateRxRecvRules({&qp});
+  std::optional<std::vector<uint8_t>> sent = SendAndCollect(Packet(kOtherSmac));
+  ASSERT_TRUE(sent.has_value());
+  std::vector<uint8_t> want = Packet(kOtherSmac);
+  for (int i = 6; i < 12; ++i) want[i] = 0x88;
+  EXPECT_EQ(*sent, want);
+  EXPECT_EQ(nic_.ReceiveFromWire(*sent).fate, sim::Fate::kQueued);
+  EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, want);
+}
+
+TEST_F(ActionScenarioTest, MetadataModifyActionSetCopyMatch) {
+  // RX, 4 tables: empty -> t1: SET reg_c_0 = 0x1234, goto t2: COPY reg_c_0 -> reg_c_1, goto t3:
+  // match reg_c_0 and reg_c_1 (mask 0xffff) -> [counter, QP].
+  dr::Table t0 = *dr::Table::Create(domain_, 0), t1 = *dr::Table::Create(domain_, 1),
+            t2 = *dr::Table::Create(domain_, 2), t3 = *dr::Table::Create(domain_, 3);
+  dr::Action to1 = *dr::Action::DestTable(t1), to2 = *dr::Action::DestTable(t2),
+             to3 = *dr::Action::DestTable(t3);
+  const uint64_t set = hw::ModifySetWord(hw::ModifyField::kMetadataRegC0, 0, 0, 0x1234);
+  const uint64_t copy =
+      hw::ModifyCopyWord(hw::ModifyField::kMetadataRegC0, 0, hw::ModifyField::kMetadataRegC1, 0, 0);
+  dr::Action set_action = *dr::Action::ModifyHeader(domain_, 0, {&set, 1});
+  dr::Action copy_action = *dr::Action::ModifyHeader(domain_, 0, {&copy, 1});
+  uint32_t counter = *nic_.AllocateCounters(1);
+  dr::Action count = *dr::Action::FlowCounter(nic_.pf(), counter, 0);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  dr::Matcher m0 = *dr::Matcher::Create(t0, 0, 0, nullptr), m1 = *dr::Matcher::Create(t1, 0, 0, nullptr),
+              m2 = *dr::Matcher::Create(t2, 0, 0, nullptr);
+  dr::Matcher m3 = *dr::Matcher::Create(t3, 0, *MatchBuilder().RegC(0, 0xffff).RegC(1, 0xffff).Build());
+  dr::Rule r0 = *dr::Rule::Create(m0, MatchParams(), {&to1});
+  dr::Rule r1 = *dr::Rule::Create(m1, MatchParams(), {&set_action, &to2});
+  dr::Rule r2 = *dr::Rule::Create(m2, MatchParams(), {&copy_action, &to3});
+  dr::Rule r3 = *dr::Rule::Create(m3, *MatchBuilder().RegC(0, 0x1234).RegC(1, 0x1234).Build(), {&count, &qp});
+  EXPECT_EQ(SendTraffic(kSmac, 10, qp_), 10);
+  uint64_t packets = 0, bytes = 0;
+  ASSERT_TRUE(nic_.QueryCounter(counter, &packets, &bytes).ok());
+  EXPECT_EQ(packets, 10u);
+  EXPECT_EQ(bytes, 10 * Packet(kSmac).size());
+}
+
+TEST_F(ActionScenarioTest, TblCounterActionAndReuse) {
+  uint32_t base = *nic_.AllocateCounters(8);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  dr::Action count = *dr::Action::FlowCounter(nic_.pf(), base, 5);
+  CreateRxRecvRules({&qp, &count});  // [qp, counter]: a counter may follow a terminating action
+  dr::Rule other_root = *dr::Rule::Create(root_matcher_, SmacValue(kOtherSmac), {&jump_});
+  dr::Rule other = *dr::Rule::Create(matcher_, SmacValue(kOtherSmac), {&count, &qp});
+  SendTraffic(kSmac, 7, qp_);
+  SendTraffic(kOtherSmac, 5, qp_);
+  uint64_t packets, bytes;
+  ASSERT_TRUE(nic_.QueryCounter(base + 5, &packets, &bytes).ok());
+  EXPECT_EQ(packets, 12u);
+  EXPECT_EQ(nic_.FreeCounters(base).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(dr::Action::FlowCounter(nic_.pf(), base, 8).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ActionScenarioTest, RootTblCounterAction) {
+  uint32_t base = *nic_.AllocateCounters(1);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  dr::Action count = *dr::Action::FlowCounter(nic_.pf(), base, 0);
+  root_ = *dr::Table::Create(domain_, 0);
+  root_matcher_ = *dr::Matcher::Create(root_, 0, hw::kCriteriaOuter, SmacMask().get());
+  rule_ = *dr::Rule::Create(root_matcher_, SmacValue(kSmac), {&qp, &count});
+  SendTraffic(kSmac, 3, qp_);
+  uint64_t packets, bytes;
+  ASSERT_TRUE(nic_.QueryCounter(base, &packets, &bytes).ok());
+  EXPECT_EQ(packets, 3u);
+}
+
+TEST_F(ActionScenarioTest, PushVlanOnTxAndPopVlanOnRx) {
+  // test_push_vlan: NIC_TX level-1 push_vlan(TPID 0x8100, prio 3, cfi 0, vid 100); the RX side sees +4.
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_root = *dr::Table::Create(tx, 0), tx_t1 = *dr::Table::Create(tx, 1);
+  dr::Action tx_jump = *dr::Action::DestTable(tx_t1);
+  dr::Matcher tx_all = *dr::Matcher::Create(tx_root, 0, 0, nullptr),
+              tx_m = *dr::Matcher::Create(tx_t1, 0, 0, nullptr);
+  dr::Rule tx_r0 = *dr::Rule::Create(tx_all, MatchParams(), {&tx_jump});
+  dr::Action push = *dr::Action::PushVlan(tx, htonl(0x8100u << 16 | 3u << 13 | 100));
+  dr::Rule tx_r1 = *dr::Rule::Create(tx_m, MatchParams(), {&push});
+  std::vector<uint8_t> plain = Packet(kSmac);
+  std::optional<std::vector<uint8_t>> tagged = SendAndCollect(plain);
+  ASSERT_TRUE(tagged.has_value());
+  ASSERT_EQ(tagged->size(), plain.size() + 4);
+  EXPECT_EQ(hw::LoadBe32(tagged->data() + 12), 0x81006064u);
+  // test_pop_vlan: NIC_RX [pop_vlan, qp]: received without the tag.
+  dr::Action pop = *dr::Action::PopVlan();
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  CreateRxRecvRules({&pop, &qp});
+  EXPECT_EQ(nic_.ReceiveFromWire(*tagged).fate, sim::Fate::kQueued);
+  EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, plain);
+  EXPECT_EQ(dr::Action::PushVlan(tx, htonl(0x9100u << 16)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ActionScenarioTest, RegBReachesTheCompletion) {
+  const uint64_t set_b = hw::ModifySetWord(hw::ModifyField::kMetadataRegB, 0, 0, 0xfeed);
+  dr::Action set = *dr::Action::ModifyHeader(domain_, 0, {&set_b, 1});
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  CreateRxRecvRules({&set, &qp});
+  SendTraffic(kSmac, 1, qp_);
+  EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->flow_table_metadata, 0xfeedu);
 }
 
 }  // namespace
