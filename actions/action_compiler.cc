@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "actions/action_state_table.h"
+#include "hw/flow_table.h"
 
 namespace drsim::actions {
 namespace {
@@ -204,6 +205,32 @@ absl::StatusOr<hw::ActionProgram> BuildProgram(hw::Pipe pipe, absl::Span<const A
 }
 
 }  // namespace
+
+std::string DescribeAction(const ActionSpec& a) {
+  const absl::string_view name = ActionTypeName(a.type);
+  switch (a.type) {
+    case T::kTag:
+      return absl::StrFormat("%s 0x%x", name, a.tag);
+    case T::kQp:
+      return absl::StrFormat("%s 0x%x", name, a.qp_num);
+    case T::kFt:
+      return absl::StrFormat("%s %d", name, a.table ? a.table->id : 0);
+    case T::kCtr:
+      return absl::StrFormat("%s %d", name, a.counter_id);
+    case T::kVport:
+      return absl::StrFormat("%s 0x%x", name, a.vport);
+    case T::kPushVlan:
+      return absl::StrFormat("%s 0x%08x", name, a.vlan_header);
+    case T::kModifyHdr:
+      return absl::StrFormat("%s (%d actions)", name, a.modify ? a.modify->size() : 0);
+    case T::kL2ToTnlL2:
+    case T::kL2ToTnlL3:
+    case T::kTnlL3ToL2:
+      return absl::StrFormat("%s (%d bytes)", name, a.reformat ? a.reformat->size() : 0);
+    default:
+      return std::string(name);
+  }
+}
 
 absl::StatusOr<std::array<hw::ActionProgram, 2>> CompileActions(const RuleContext& rule,
                                                                 absl::Span<const ActionSpec* const> actions) {

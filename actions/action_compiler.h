@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,9 @@ struct ActionSpec {
   const std::vector<uint8_t>* reformat = nullptr;         // encap headers / L3-decap L2 header
   uint16_t vport = 0;                                     // kVport (0xffff: the uplink)
 };
+
+// The action with its parameters, for messages and traces: "tag 0x123", "dest_ibv_qp 0x100", ...
+std::string DescribeAction(const ActionSpec& action);
 
 // Where the rule is being inserted.
 struct RuleContext {

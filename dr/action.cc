@@ -191,8 +191,8 @@ absl::Status Action::Destroy() {
   if (a == nullptr) return absl::InvalidArgumentError("action handle is empty");
   int refs = a->refs.load(std::memory_order_acquire);
   if (refs > 1) {
-    return absl::FailedPreconditionError(absl::StrFormat("%s action is still used by %d rule(s)",
-                                                         actions::ActionTypeName(a->spec.type), refs - 1));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s action is still used by %d rule(s)", actions::DescribeAction(a->spec), refs - 1));
   }
   handle_.Reset();
   return absl::OkStatus();

@@ -177,7 +177,10 @@ int main() {
   for (const Packet& p : packets) frames.push_back(sim::BuildFrame(p.spec));
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   std::vector<sim::Verdict> verdicts(frames.size());
-  nic.ReceiveFromWire(views, absl::MakeSpan(verdicts), /*trace=*/true);
+  if (absl::Status s = nic.ReceiveFromWire(views, absl::MakeSpan(verdicts), /*trace=*/true); !s.ok()) {
+    absl::FPrintF(stderr, "%s\n", s.ToString());
+    return 1;
+  }
 
   std::map<uint32_t, int> hits;
   for (size_t i = 0; i < packets.size(); ++i) {

@@ -132,8 +132,8 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
   return out;
 }
 
-absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value, uint32_t* key,
-                          uint8_t* normalized) {
+absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value,
+                          uint32_t* key, uint8_t* normalized) {
   if (value == nullptr) return absl::InvalidArgumentError("rule value is null");
   uint8_t v[hw::kMatchParamBytes];
   const size_t size = value->match_sz;

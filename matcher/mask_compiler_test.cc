@@ -121,7 +121,8 @@ TEST(CompileMaskTest, FragNeedsAnL2OrL3Builder) {
                           .Smac(kOuter, hw::MacAddress::AllOnes())
                           .Dmac(kOuter, hw::MacAddress::AllOnes())
                           .Frag(kOuter, 1)),
-              absl::StatusCode::kUnimplemented, "outer.frag");
+              absl::StatusCode::kUnimplemented,
+              "outer.frag cannot be matched: frag is matched by an L2 lookup");
   EXPECT_TRUE(Compile(MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Frag(kOuter, 1)).ok());
 }
 

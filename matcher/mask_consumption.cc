@@ -288,6 +288,10 @@ std::string Reason(Field f, const uint8_t* original_mask, mlx5dv_dr_domain_type 
   if (hw::Info(f).section == hw::Section::kMisc4) {
     return "programmable flex-parser samples are not modelled by the software NIC";
   }
+  if (f == Field::kOuterFrag || f == Field::kInnerFrag) {
+    return "frag is matched by an L2 lookup (with a MAC, VLAN or ethertype field) or, with ip_version in the "
+           "mask, by the L3 lookup";
+  }
   for (Headers h : {Headers::kOuter, Headers::kInner}) {
     if (!IsL3L4Field(h, f)) continue;
     const char* side = h == Headers::kOuter ? "outer" : "inner";
@@ -297,7 +301,6 @@ std::string Reason(Field f, const uint8_t* original_mask, mlx5dv_dr_domain_type 
     }
     return absl::StrFormat("not matchable with %s.ip_version %d", side, ipv);
   }
-  if (f == Field::kOuterFrag || f == Field::kInnerFrag) return "frag needs an L2 or L3 match";
   return "it conflicts with another field of the mask (one tunnel type, ICMPv4 or ICMPv6, per matcher)";
 }
 

@@ -140,14 +140,15 @@ void Function::RebuildRoot(mlx5dv_dr_domain_type type) {
   });
 }
 
-void Function::Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace, uint32_t sqn) {
-  nic_->Process(frames, verdicts, trace, vport_, sqn,
-                [this](Nic::InFlight& p, bool t) { nic_->FromFunction(*this, p, t); });
+absl::Status Function::Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
+                            uint32_t sqn) {
+  return nic_->Process(frames, verdicts, trace, vport_, sqn,
+                       [this](Nic::InFlight& p, bool t) { nic_->FromFunction(*this, p, t); });
 }
 
 Verdict Function::Send(Frame frame) {
   Verdict v;
-  Send(absl::MakeConstSpan(&frame, 1), absl::MakeSpan(&v, 1), /*trace=*/true);
+  Send(absl::MakeConstSpan(&frame, 1), absl::MakeSpan(&v, 1), /*trace=*/true).IgnoreError();  // sizes match
   return v;
 }
 
@@ -187,8 +188,12 @@ std::optional<std::vector<uint8_t>> Nic::PollWire() {
 }
 
 template <typename Entry>
-void Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace, uint16_t source,
-                  uint32_t sqn, Entry entry) {
+absl::Status Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
+                          uint16_t source, uint32_t sqn, Entry entry) {
+  if (!verdicts.empty() && verdicts.size() != frames.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d verdicts for %d frames: pass one per frame, or none", verdicts.size(), frames.size()));
+  }
   InFlight p;
   Verdict scratch;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -202,15 +207,16 @@ void Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, 
     *p.verdict = Verdict();
     entry(p, trace);
   }
+  return absl::OkStatus();
 }
 
-void Nic::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace) {
-  Process(frames, verdicts, trace, kWirePort, 0, [this](InFlight& p, bool t) { FromWire(p, t); });
+absl::Status Nic::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace) {
+  return Process(frames, verdicts, trace, kWirePort, 0, [this](InFlight& p, bool t) { FromWire(p, t); });
 }
 
 Verdict Nic::ReceiveFromWire(Frame frame) {
   Verdict v;
-  ReceiveFromWire(absl::MakeConstSpan(&frame, 1), absl::MakeSpan(&v, 1), /*trace=*/true);
+  ReceiveFromWire(absl::MakeConstSpan(&frame, 1), absl::MakeSpan(&v, 1), /*trace=*/true).IgnoreError();
   return v;
 }
 

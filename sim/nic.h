@@ -116,8 +116,9 @@ class Function : public hw::Device {
 
   // Transmits frames from this function (send queue `sqn`): its NIC_TX, then the eSwitch. `verdicts`
   // (same size as `frames`, or empty) receives each frame's verdict; `trace` also records the path.
-  void Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {}, bool trace = false,
-            uint32_t sqn = 0);
+  // InvalidArgument, with nothing processed, when `verdicts` is neither empty nor as long as `frames`.
+  absl::Status Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {}, bool trace = false,
+                    uint32_t sqn = 0);
   // One frame, traced.
   Verdict Send(Frame frame);
 
@@ -175,8 +176,10 @@ class Nic {
   int num_vfs() const { return static_cast<int>(functions_.size()) - 1; }
 
   // Processes frames arriving from the wire, in bursts. `verdicts` (same size as `frames`, or empty)
-  // receives each frame's verdict; `trace` also records the path.
-  void ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {}, bool trace = false);
+  // receives each frame's verdict; `trace` also records the path. InvalidArgument, with nothing
+  // processed, when `verdicts` is neither empty nor as long as `frames`.
+  absl::Status ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {},
+                               bool trace = false);
   // One frame, traced.
   Verdict ReceiveFromWire(Frame frame);
 
@@ -210,8 +213,8 @@ class Nic {
   void Finish(Fate fate, InFlight& p);
   // Runs `frames` through `entry`, in bursts.
   template <typename Entry>
-  void Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace, uint16_t source,
-               uint32_t sqn, Entry entry);
+  absl::Status Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
+                       uint16_t source, uint32_t sqn, Entry entry);
 
   std::mutex control_mu_;  // serialises the control side (a std::mutex: ThreadSanitizer sees it)
   std::vector<std::unique_ptr<Function>> functions_;

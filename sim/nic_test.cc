@@ -159,7 +159,10 @@ TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   for (int i = 0; i < 100; ++i) frames.push_back(UdpFrame(i % 2 ? 80 : 81));
   std::vector<Frame> views(frames.begin(), frames.end());
   std::vector<Verdict> verdicts(frames.size());
-  nic.ReceiveFromWire(views, absl::MakeSpan(verdicts));
+  ASSERT_TRUE(nic.ReceiveFromWire(views, absl::MakeSpan(verdicts)).ok());
+  std::vector<Verdict> short_verdicts(3);
+  EXPECT_EQ(nic.ReceiveFromWire(views, absl::MakeSpan(short_verdicts)).code(),
+            absl::StatusCode::kInvalidArgument);
   for (int i = 0; i < 100; ++i) {
     EXPECT_EQ(verdicts[i].fate, i % 2 ? Fate::kQueued : Fate::kDomainDefault) << i;
     EXPECT_TRUE(verdicts[i].path.empty());  // not traced

@@ -422,7 +422,7 @@ class DifferentialRun {
       }
       std::vector<sim::Frame> views(frames.begin(), frames.end());
       std::vector<sim::Verdict> verdicts(kBurst);
-      nic_.ReceiveFromWire(views, absl::MakeSpan(verdicts), /*trace=*/true);
+      ASSERT_TRUE(nic_.ReceiveFromWire(views, absl::MakeSpan(verdicts), /*trace=*/true).ok());
       for (size_t i = 0; i < kBurst; ++i) {
         MatchParams expected = ExpectedFields(specs[i]);
         hw::HeaderVector parsed;
