@@ -16,7 +16,9 @@
 // Symmetric hashing (the same hash for both directions of a flow) follows the two input transforms Linux
 // defines for `ethtool -X ... symmetric-xor` and `symmetric-or-xor` (include/uapi/linux/ethtool.h,
 // RXH_XFRM_SYM_XOR and RXH_XFRM_SYM_OR_XOR). mlx5e reports its TIRs' rx_hash_symmetric bit as
-// symmetric-or-xor, so that is the transform modelled for mlx5.
+// symmetric-or-xor, so that is the transform modelled for mlx5. Note that the kernel's mlx5_ib sets
+// rx_hash_symmetric on the TIR of every Toeplitz RSS QP it creates (create_rss_raw_qp_tir): a verbs RSS
+// QP on a ConnectX hashes with kOrXor, not with the plain inputs of Microsoft's specification.
 #ifndef DRSIM_SIM_TOEPLITZ_H_
 #define DRSIM_SIM_TOEPLITZ_H_
 
