@@ -132,8 +132,10 @@ std::vector<uint8_t> BuildFrame(const FrameSpec& s) {
         f[at + 1] = 0;  // AH: (0 + 2) * 4 = 8 bytes
       } else {
         f[at + 1] = 0;  // (0 + 1) * 8 = 8 bytes
-        f[at + 2] = 1;  // PadN option filling the rest
-        f[at + 3] = 4;
+        f[at + 2] = 1;  // options: PadN filling the rest; routing: type 1
+        // Routing: segments left 0, so every node skips the header (RFC 8200 4.4); with a non-zero
+        // count and a type it does not know, the destination must discard the packet.
+        f[at + 3] = s.ipv6_extensions[i] == 43 ? 0 : 4;
       }
     }
     const size_t l4 = f.size();
