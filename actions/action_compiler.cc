@@ -25,13 +25,34 @@ bool IsReformatOrModify(ActionType t) {
 
 // rdma-core's per-type checks (EINVAL), shared by both paths.
 absl::Status CheckType(const RuleContext& rule, size_t i, const ActionSpec& a) {
-  if ((a.type == T::kFt || a.type == T::kVport) && a.domain != rule.domain) {
-    return Invalid(i, a,
-                   a.type == T::kFt ? "the destination table belongs to another domain"
-                                    : "the vport action belongs to another domain");
+  switch (a.type) {
+    case T::kFt:
+    case T::kRootFt:
+    case T::kVport:
+    case T::kMeter:
+    case T::kSampler:
+    case T::kDestArray:
+      if (a.domain != rule.domain) {
+        return Invalid(i, a,
+                       a.type == T::kFt || a.type == T::kRootFt
+                           ? "the destination table belongs to another domain"
+                           : "it belongs to another domain");
+      }
+      break;
+    default:
+      break;
   }
-  if (a.type == T::kQp && a.queue_device != rule.device) {
-    return Invalid(i, a, "the queue belongs to another device");
+  if ((a.type == T::kMeter || a.type == T::kSampler) && a.table->level <= rule.table_level) {
+    return Invalid(i, a,
+                   absl::StrFormat("its next table (level %d) must be at a higher level than this rule's "
+                                   "table (level %d)",
+                                   a.table->level, rule.table_level));
+  }
+  if ((a.type == T::kQp || a.type == T::kAsoFlowMeter || a.type == T::kAsoFirstHit) &&
+      a.device != rule.device) {
+    return Invalid(i, a,
+                   a.type == T::kQp ? "the queue belongs to another device"
+                                    : "the ASO object belongs to another device");
   }
   if (IsReformatOrModify(a.type) && a.root_level != rule.root_table) {
     return Invalid(i, a,
@@ -167,8 +188,29 @@ absl::StatusOr<hw::ActionProgram> BuildProgram(hw::Pipe pipe, absl::Span<const A
         p.destination = hw::Destination::kDrop;
         break;
       case T::kQp:
-        p.destination = hw::Destination::kQueue;
+        p.destination = a.is_tir ? hw::Destination::kTir : hw::Destination::kQueue;
         p.queue = a.qp_num;
+        p.tir = a.tir;
+        break;
+      case T::kRootFt:
+        p.destination = hw::Destination::kRootTable;
+        p.root_priority = a.root_priority;
+        break;
+      case T::kMeter:
+        p.destination = hw::Destination::kMeter;
+        p.meter = a.meter;
+        p.meter_reg = a.meter_reg;
+        p.table = a.table;
+        break;
+      case T::kSampler:
+        p.destination = hw::Destination::kSampler;
+        p.sampler = a.sampler;
+        p.sample = a.sample;
+        p.table = a.table;
+        break;
+      case T::kDestArray:
+        p.destination = hw::Destination::kReplicate;
+        p.replicas = a.replicas;
         break;
       case T::kFt:
         p.destination = hw::Destination::kTable;

@@ -32,17 +32,29 @@ namespace drsim::actions {
 // What the compiler needs to know of one action object.
 struct ActionSpec {
   ActionType type = ActionType::kDrop;
-  const void* domain = nullptr;        // the domain the action is bound to (dest table: the table's), or null
-  const void* queue_device = nullptr;  // kQp: identity of the device owning the queue
-  bool root_level = false;             // reformat/modify created with MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL
-  uint32_t tag = 0;                    // kTag, 24 bits
-  uint32_t qp_num = 0;                 // kQp
-  const hw::FlowTable* table = nullptr;                   // kFt
+  const void* domain = nullptr;  // the domain the action is bound to (dest/next table: the table's), or null
+  const void* device = nullptr;  // kQp (queue or TIR), kAso*: identity of the device owning the object
+  bool root_level = false;       // reformat/modify created with MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL
+  uint32_t tag = 0;              // kTag, 24 bits
+  uint32_t qp_num = 0;           // kQp: the queue (when !is_tir)
+  bool is_tir = false;           // kQp: a DEVX TIR
+  uint32_t tir = 0;              // kQp with is_tir
+  const hw::FlowTable* table = nullptr;                   // kFt, kRootFt; kMeter, kSampler: the next table
+  uint16_t root_priority = 0;                             // kRootFt
   uint32_t counter_id = 0;                                // kCtr
   const std::vector<hw::ModifyAction>* modify = nullptr;  // kModifyHdr
   uint32_t vlan_header = 0;                               // kPushVlan: TPID << 16 | TCI
   const std::vector<uint8_t>* reformat = nullptr;         // encap headers / L3-decap L2 header
   uint16_t vport = 0;                                     // kVport (0xffff: the uplink)
+  uint32_t meter = 0;                                     // kMeter: the device's meter
+  uint8_t meter_reg = 0;                                  // kMeter: reg_c index for the colour
+  uint32_t sampler = 0;                                   // kSampler: the device's sampler
+  const hw::Replica* sample = nullptr;                    // kSampler: the sample path
+  const std::vector<hw::Replica>* replicas = nullptr;     // kDestArray
+  uint32_t aso_context = 0;                               // kAso*: the device's context
+  uint8_t aso_reg = 0;                                    // kAso*: reg_c index for the result
+  uint8_t aso_initial_color = 2;                          // kAsoFlowMeter
+  bool aso_set = false;                                   // kAsoFirstHit
 };
 
 // The action with its parameters, for messages and traces: "tag 0x123", "dest_ibv_qp 0x100", ...
@@ -54,6 +66,7 @@ struct RuleContext {
   const void* domain = nullptr;  // identity of the rule's domain
   const void* device = nullptr;  // identity of the domain's device
   bool root_table = false;       // the matcher's table is level 0
+  uint32_t table_level = 0;      // the matcher's table level
   // FDB only: pipes the rule is not inserted in (rdma-core's dr_rule_skip: a rule matching source_port
   // 0xffff, the wire, lives only in the RX pipe; one matching another vport only in the TX pipe).
   bool skip_rx = false;

@@ -15,7 +15,7 @@ ActionSpec Spec(ActionType t) {
   ActionSpec s;
   s.type = t;
   s.domain = &kDomainA;
-  s.queue_device = &kDevice;
+  s.device = &kDevice;
   return s;
 }
 
@@ -118,7 +118,7 @@ TEST(ActionCompilerTest, MultiplicityIsCheckedBeforeOrder) {
 
 TEST(ActionCompilerTest, QueueMustBelongToTheDomainsDevice) {
   ActionSpec qp = Spec(T::kQp);
-  qp.queue_device = &kOtherDevice;
+  qp.device = &kOtherDevice;
   ExpectError(Compile(kRx, {qp}).status(), absl::StatusCode::kInvalidArgument,
               "action[0] (dest_ibv_qp): the queue belongs to another device");
 }

@@ -1,5 +1,8 @@
 #include <arpa/inet.h>
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_format.h"
 #include "actions/modify_header_compiler.h"
 #include "dr/dr.h"
@@ -49,8 +52,8 @@ absl::StatusOr<Action> Action::DestQp(hw::Device& device, uint32_t qp_num) {
   }
   ActionObj* a = NewAction(ActionType::kQp);
   a->spec.qp_num = qp_num;
-  a->spec.queue_device = &device;
-  a->queue_device = &device;
+  a->spec.device = &device;
+  a->device = &device;
   return Action(a);
 }
 
@@ -65,7 +68,7 @@ absl::StatusOr<Action> Action::DestTable(const Table& table) {
   ActionObj* a = NewAction(ActionType::kFt);
   a->spec.table = &t->ft;
   a->spec.domain = t->domain.get();
-  a->dest_table = t;
+  a->referenced_table = t;
   ++t->refs;
   return Action(a);
 }
@@ -99,7 +102,7 @@ absl::StatusOr<Action> Action::FlowCounter(hw::Device& device, uint32_t counter_
   }
   ActionObj* a = NewAction(ActionType::kCtr);
   a->spec.counter_id = id;
-  a->counter_device = &device;
+  a->device = &device;
   return Action(a);
 }
 
@@ -184,6 +187,299 @@ absl::StatusOr<Action> Action::PushVlan(const Domain& domain, uint32_t vlan_hdr_
   ActionObj* a = NewAction(ActionType::kPushVlan);
   a->spec.vlan_header = header;
   return Action(a);
+}
+
+absl::StatusOr<Action> Action::DestTir(hw::Device& device, uint32_t tir) {
+  if (absl::Status s = device.RetainTir(tir); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat("dest_devx_tir: %s", s.message()));
+  }
+  ActionObj* a = NewAction(ActionType::kQp);
+  a->spec.is_tir = true;
+  a->spec.tir = tir;
+  a->spec.device = &device;
+  a->device = &device;
+  return Action(a);
+}
+
+absl::StatusOr<Action> Action::DestRootTable(const Table& root_table, uint16_t priority) {
+  internal::TableObj* t = root_table.obj();
+  if (t == nullptr) return absl::InvalidArgumentError("dest_root_table: table handle is empty");
+  internal::DomainLock lock(t->domain);
+  if (t->ft.level != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dest_root_table: table %d is at level %d, not a root (level 0) table", t->ft.id, t->ft.level));
+  }
+  ActionObj* a = NewAction(ActionType::kRootFt);
+  a->spec.table = &t->ft;
+  a->spec.root_priority = priority;
+  a->spec.domain = t->domain.get();
+  a->referenced_table = t;
+  ++t->refs;
+  return Action(a);
+}
+
+absl::StatusOr<Action> Action::FlowMeter(const Table& next_table, bool active, uint8_t reg_c_index,
+                                         absl::Span<const uint8_t> params) {
+  internal::TableObj* t = next_table.obj();
+  if (t == nullptr) return absl::InvalidArgumentError("flow_meter: next table handle is empty");
+  internal::DomainLock lock(t->domain);
+  if (t->ft.level == 0) {
+    return absl::UnimplementedError(
+        absl::StrFormat("flow_meter: next table %d is a root (level 0) table", t->ft.id));
+  }
+  if (params.size() > 32) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("flow_meter: %d bytes of parameters; flow_meter_parameters is 32", params.size()));
+  }
+  if (reg_c_index > 7) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("flow_meter: reg_c_index %d; the registers are 0..7", reg_c_index));
+  }
+  hw::Device* device = t->domain->device;
+  absl::StatusOr<uint32_t> meter = device->CreateMeter(params, active);
+  if (!meter.ok())
+    return absl::InvalidArgumentError(absl::StrFormat("flow_meter: %s", meter.status().message()));
+  ActionObj* a = NewAction(ActionType::kMeter);
+  a->spec.meter = *meter;
+  a->spec.meter_reg = reg_c_index;
+  a->spec.table = &t->ft;
+  a->spec.domain = t->domain.get();
+  a->device = device;
+  a->referenced_table = t;
+  ++t->refs;
+  return Action(a);
+}
+
+absl::Status Action::ModifyFlowMeter(bool active, absl::Span<const uint8_t> params, uint64_t select) const {
+  ActionObj* a = handle_.get();
+  if (a == nullptr) return absl::InvalidArgumentError("action handle is empty");
+  if (a->spec.type != ActionType::kMeter) {
+    return absl::InvalidArgumentError(absl::StrFormat("modify_flow_meter: %s is not a flow_meter action",
+                                                      actions::DescribeAction(a->spec)));
+  }
+  absl::Status s = a->device->ModifyMeter(a->spec.meter, params, active, select);
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrFormat("modify_flow_meter: %s", s.message()));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The replica (copy path) a sample action or dest-array entry list describes, or an error naming `what`.
+absl::StatusOr<hw::Replica> ReplicaOf(const std::vector<ActionObj*>& parts, const std::string& what) {
+  hw::Replica r;
+  for (const ActionObj* m : parts) {
+    const actions::ActionSpec& s = m->spec;
+    switch (s.type) {
+      case ActionType::kTag:
+        r.ops.push_back({hw::OpCode::kTag, s.tag});
+        break;
+      case ActionType::kCtr:
+        r.ops.push_back({hw::OpCode::kCounter, s.counter_id});
+        break;
+      case ActionType::kL2ToTnlL2:
+        r.ops.push_back({hw::OpCode::kEncapL2, 0, nullptr, s.reformat});
+        break;
+      case ActionType::kL2ToTnlL3:
+        r.ops.push_back({hw::OpCode::kEncapL3, 0, nullptr, s.reformat});
+        break;
+      case ActionType::kQp:
+        r.destination = s.is_tir ? hw::Destination::kTir : hw::Destination::kQueue;
+        r.queue = s.qp_num;
+        r.tir = s.tir;
+        break;
+      case ActionType::kVport:
+        r.destination = hw::Destination::kVport;
+        r.vport = s.vport;
+        break;
+      case ActionType::kFt:
+        r.destination = hw::Destination::kTable;
+        r.table = s.table;
+        break;
+      case ActionType::kMiss:
+        r.destination = hw::Destination::kDefaultMiss;
+        break;
+      default:
+        return absl::UnimplementedError(
+            absl::StrFormat("%s: %s cannot be used there", what, actions::DescribeAction(s)));
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<Action> Action::FlowSampler(uint32_t sample_ratio, const Table& default_next_table,
+                                           absl::Span<const Action* const> sample_actions) {
+  internal::TableObj* t = default_next_table.obj();
+  if (t == nullptr) return absl::InvalidArgumentError("flow_sampler: default next table handle is empty");
+  internal::DomainLock lock(t->domain);
+  internal::DomainObj* d = t->domain.get();
+  if (d->type == MLX5DV_DR_DOMAIN_TYPE_NIC_TX) {
+    return absl::UnimplementedError("flow_sampler: samplers exist only in NIC_RX and FDB domains");
+  }
+  if (sample_ratio == 0) return absl::InvalidArgumentError("flow_sampler: sample_ratio is 0");
+  if (sample_actions.empty()) return absl::InvalidArgumentError("flow_sampler: no sample actions");
+  std::vector<ActionObj*> parts;
+  for (size_t i = 0; i < sample_actions.size(); ++i) {
+    const Action* act = sample_actions[i];
+    if (act == nullptr || !act->valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flow_sampler: sample action[%d] is null or empty", i));
+    }
+    const actions::ActionSpec& s = act->obj()->spec;
+    const bool rx_only =
+        s.type == ActionType::kQp || s.type == ActionType::kCtr || s.type == ActionType::kTag;
+    const bool allowed = rx_only || s.type == ActionType::kVport || s.type == ActionType::kMiss;
+    if (!allowed || (rx_only && d->type != MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "flow_sampler: sample action[%d] (%s) is not supported in a%s domain", i,
+          actions::DescribeAction(s), d->type == MLX5DV_DR_DOMAIN_TYPE_FDB ? "n FDB" : " NIC_RX"));
+    }
+    parts.push_back(act->obj());
+  }
+  absl::StatusOr<hw::Replica> sample = ReplicaOf(parts, "flow_sampler");
+  if (!sample.ok()) return sample.status();
+  ActionObj* a = NewAction(ActionType::kSampler);
+  a->sample = *std::move(sample);
+  a->spec.sample = &a->sample;
+  a->spec.sampler = d->device->CreateSampler(sample_ratio);
+  a->spec.table = &t->ft;
+  a->device = d->device;
+  a->referenced_table = t;
+  ++t->refs;
+  for (ActionObj* m : parts) m->refs.fetch_add(1, std::memory_order_relaxed);
+  a->members = std::move(parts);
+  ReferenceDomain(a, t->domain);
+  return Action(a);
+}
+
+absl::StatusOr<Action> Action::DestArray(const Domain& domain,
+                                         absl::Span<const ArrayDestination> destinations) {
+  internal::DomainObj* d = domain.obj();
+  if (d == nullptr) return absl::InvalidArgumentError("dest_array: domain handle is empty");
+  if (destinations.size() <= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("dest_array: %d destination(s); an array takes at least 2", destinations.size()));
+  }
+  if (d->type == MLX5DV_DR_DOMAIN_TYPE_NIC_TX) {
+    return absl::UnimplementedError("dest_array: not supported in NIC_TX domains");
+  }
+  std::vector<hw::Replica> replicas;
+  std::vector<ActionObj*> members;
+  for (size_t i = 0; i < destinations.size(); ++i) {
+    const std::string what = absl::StrFormat("dest_array destination[%d]", i);
+    const ArrayDestination& e = destinations[i];
+    if (e.dest == nullptr || !e.dest->valid())
+      return absl::InvalidArgumentError(what + ": dest is null or empty");
+    const actions::ActionSpec& s = e.dest->obj()->spec;
+    const bool fdb_only = s.type == ActionType::kVport || s.type == ActionType::kMiss;
+    const bool allowed =
+        fdb_only || s.type == ActionType::kQp || s.type == ActionType::kCtr || s.type == ActionType::kFt;
+    if (!allowed || (fdb_only && d->type != MLX5DV_DR_DOMAIN_TYPE_FDB)) {
+      return absl::UnimplementedError(
+          absl::StrFormat("%s: %s is not a supported destination here", what, actions::DescribeAction(s)));
+    }
+    std::vector<ActionObj*> parts;
+    if (e.reformat != nullptr) {
+      if (!e.reformat->valid()) return absl::InvalidArgumentError(what + ": reformat handle is empty");
+      const actions::ActionSpec& r = e.reformat->obj()->spec;
+      if ((r.type != ActionType::kL2ToTnlL2 && r.type != ActionType::kL2ToTnlL3) || r.root_level) {
+        return absl::UnimplementedError(
+            absl::StrFormat("%s: the reformat must be a non-root L2_TO_L2_TUNNEL or L2_TO_L3_TUNNEL, not %s",
+                            what, actions::DescribeAction(r)));
+      }
+      parts.push_back(e.reformat->obj());
+    }
+    parts.push_back(e.dest->obj());
+    absl::StatusOr<hw::Replica> replica = ReplicaOf(parts, what);
+    if (!replica.ok()) return replica.status();
+    replicas.push_back(*std::move(replica));
+    members.insert(members.end(), parts.begin(), parts.end());
+  }
+  ActionObj* a = NewAction(ActionType::kDestArray);
+  a->replicas = std::move(replicas);
+  a->spec.replicas = &a->replicas;
+  for (ActionObj* m : members) m->refs.fetch_add(1, std::memory_order_relaxed);
+  a->members = std::move(members);
+  ReferenceDomain(a, domain.obj_);
+  return Action(a);
+}
+
+namespace {
+
+// rdma-core's checks of an aso action's parameters, by kind.
+absl::Status CheckAso(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c) {
+  if (return_reg_c != 1 && return_reg_c != 3 && return_reg_c != 5) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("aso: return_reg_c %d; it must be 1, 3 or 5 (a register pair)", return_reg_c));
+  }
+  if (kind == hw::AsoKind::kFirstHit) {
+    if (flags & ~static_cast<uint32_t>(MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("aso first hit: flags 0x%x; only SET (0x1) is known", flags));
+    }
+    return absl::OkStatus();
+  }
+  constexpr uint32_t kColors =
+      MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED | MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_YELLOW |
+      MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_GREEN | MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_UNDEFINED;
+  if ((flags & ~kColors) || __builtin_popcount(flags) != 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "aso flow meter: flags 0x%x; exactly one initial colour (RED, YELLOW, GREEN or UNDEFINED)", flags));
+  }
+  return absl::OkStatus();
+}
+
+// Fills an aso action's spec from its parameters (already checked).
+void SetAso(actions::ActionSpec& s, const hw::AsoContext& context, uint32_t flags, uint8_t return_reg_c) {
+  s.type = context.kind == hw::AsoKind::kFlowMeter ? ActionType::kAsoFlowMeter : ActionType::kAsoFirstHit;
+  s.aso_context = context.id;
+  s.aso_reg = return_reg_c;
+  s.aso_set = flags & MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET;
+  // The initial colour: red 0, yellow 1, green 2; undefined means colour blind (green).
+  s.aso_initial_color = flags & MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED      ? 0
+                        : flags & MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_YELLOW ? 1
+                                                                               : 2;
+}
+
+}  // namespace
+
+absl::StatusOr<Action> Action::Aso(const Domain& domain, uint32_t object, uint32_t offset, uint32_t flags,
+                                   uint8_t return_reg_c) {
+  internal::DomainObj* d = domain.obj();
+  if (d == nullptr) return absl::InvalidArgumentError("aso: domain handle is empty");
+  absl::StatusOr<hw::AsoContext> context = d->device->RetainAso(object, offset);
+  if (!context.ok())
+    return absl::InvalidArgumentError(absl::StrFormat("aso: %s", context.status().message()));
+  if (absl::Status s = CheckAso(context->kind, flags, return_reg_c); !s.ok()) {
+    d->device->ReleaseAso(object);
+    return s;
+  }
+  ActionObj* a = NewAction(ActionType::kAsoFirstHit);
+  SetAso(a->spec, *context, flags, return_reg_c);
+  a->spec.device = d->device;
+  a->device = d->device;
+  a->aso_object = object;
+  return Action(a);
+}
+
+absl::Status Action::ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_reg_c) const {
+  ActionObj* a = handle_.get();
+  if (a == nullptr) return absl::InvalidArgumentError("action handle is empty");
+  if (a->spec.type != ActionType::kAsoFlowMeter && a->spec.type != ActionType::kAsoFirstHit) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("modify_aso: %s is not an aso action", actions::DescribeAction(a->spec)));
+  }
+  absl::StatusOr<hw::AsoContext> context = a->device->RetainAso(a->aso_object, offset);
+  if (!context.ok())
+    return absl::InvalidArgumentError(absl::StrFormat("modify_aso: %s", context.status().message()));
+  if (absl::Status s = CheckAso(context->kind, flags, return_reg_c); !s.ok()) {
+    a->device->ReleaseAso(a->aso_object);
+    return s;
+  }
+  a->device->ReleaseAso(a->aso_object);  // the action keeps its one reference on the object
+  SetAso(a->spec, *context, flags, return_reg_c);
+  return absl::OkStatus();
 }
 
 absl::Status Action::Destroy() {

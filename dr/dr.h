@@ -216,6 +216,48 @@ class Action {
   static absl::StatusOr<Action> PushVlan(const Domain& domain, uint32_t vlan_hdr_be);
   // Removes the first VLAN tag (a no-op on an untagged frame). At most two per rule.
   static absl::StatusOr<Action> PopVlan();
+  // Terminating, NIC_RX: RSS — the frame goes to one of TIR `tir`'s queues (sim::Function::CreateTir).
+  static absl::StatusOr<Action> DestTir(hw::Device& device, uint32_t tir);
+  // Terminating: back into the root (level 0) table `root_table`, from its matchers of priority >=
+  // `priority`. InvalidArgument when the table is not a root table.
+  static absl::StatusOr<Action> DestRootTable(const Table& root_table, uint16_t priority);
+  // Terminating: a legacy flow meter (mlx5dv_dr_action_create_flow_meter). The frame is coloured by the
+  // token meter of the 32-byte PRM `params` (sim/meter.h) — red 0, yellow 1, green 2 into the low 8 bits
+  // of reg_c[`reg_c_index`] — and continues in `next_table`. Unimplemented for a root next table;
+  // InvalidArgument for more than 32 bytes of parameters, an invalid (valid bit 0) set, or reg_c_index > 7.
+  // At rule creation the next table must be of the rule's domain and at a higher level (InvalidArgument).
+  static absl::StatusOr<Action> FlowMeter(const Table& next_table, bool active, uint8_t reg_c_index,
+                                          absl::Span<const uint8_t> params);
+  // mlx5dv_dr_action_modify_flow_meter: applies the fields of `params` selected by `modify_field_select`
+  // (ACTIVE 1<<0, CBS 1<<1, CIR 1<<2, EBS 1<<3, EIR 1<<4). InvalidArgument on another kind of action.
+  absl::Status ModifyFlowMeter(bool active, absl::Span<const uint8_t> params,
+                               uint64_t modify_field_select) const;
+  // Terminating, NIC_RX and FDB (Unimplemented on NIC_TX): every frame continues in `default_next_table`;
+  // 1 in `sample_ratio` (deterministically, every Nth) is copied to `sample_actions` — tag, flow counter,
+  // and a destination: dest QP/TIR (NIC_RX), dest vport (FDB) or default miss; a tag, counter or QP in an
+  // FDB sampler is Unimplemented. InvalidArgument for ratio 0 or no sample actions. Holds a reference on the
+  // domain, the table and the sample actions.
+  static absl::StatusOr<Action> FlowSampler(uint32_t sample_ratio, const Table& default_next_table,
+                                            absl::Span<const Action* const> sample_actions);
+  // One destination of a dest array: `dest` (dest QP/TIR, dest table, flow counter; dest vport and default
+  // miss in FDB), optionally behind an encapsulation `reformat` (L2_TO_L2_TUNNEL or L2_TO_L3_TUNNEL).
+  struct ArrayDestination {
+    const Action* dest = nullptr;
+    const Action* reformat = nullptr;
+  };
+  // Terminating: a copy of the frame to each destination. InvalidArgument for fewer than 2; Unimplemented
+  // on NIC_TX or for another kind of destination or reformat. Holds references on the domain and members.
+  static absl::StatusOr<Action> DestArray(const Domain& domain,
+                                          absl::Span<const ArrayDestination> destinations);
+  // Non-terminating aso action on context `offset` of ASO `object` (sim::Nic::CreateAsoObject): a flow
+  // meter (flags: exactly one of MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED/YELLOW/GREEN/UNDEFINED, the
+  // initial colour) writes the colour to reg_c[`return_reg_c`]; a first hit (flags within
+  // MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET) writes 1 when the context had been hit before. InvalidArgument
+  // for return_reg_c other than 1, 3 or 5, bad flags, or an unknown object or offset.
+  static absl::StatusOr<Action> Aso(const Domain& domain, uint32_t object, uint32_t offset, uint32_t flags,
+                                    uint8_t return_reg_c);
+  // mlx5dv_dr_action_modify_aso: new offset, flags and register, for rules created afterwards.
+  absl::Status ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_reg_c) const;
 
   // FailedPrecondition (EBUSY) while rules use the action.
   absl::Status Destroy();

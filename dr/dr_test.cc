@@ -39,12 +39,26 @@ class RecordingDevice : public hw::Device {
   void ReleaseCounter(uint32_t id) override { --counter_refs[id]; }
   bool IsEswitchManager() const override { return manager; }
   bool HasVport(uint32_t vport) const override { return vport <= 2 || vport == 0xffff; }
+  absl::Status RetainTir(uint32_t) override { return absl::NotFoundError("no TIRs here"); }
+  void ReleaseTir(uint32_t) override {}
+  absl::StatusOr<uint32_t> CreateMeter(absl::Span<const uint8_t>, bool) override { return ++meters; }
+  absl::Status ModifyMeter(uint32_t, absl::Span<const uint8_t>, bool, uint64_t) override {
+    return absl::OkStatus();
+  }
+  void DestroyMeter(uint32_t) override { --meters; }
+  uint32_t CreateSampler(uint32_t) override { return 1; }
+  void DestroySampler(uint32_t) override {}
+  absl::StatusOr<hw::AsoContext> RetainAso(uint32_t, uint32_t) override {
+    return absl::NotFoundError("no ASO");
+  }
+  void ReleaseAso(uint32_t) override {}
 
   std::vector<const hw::FlowTable*> roots;
   std::map<const hw::FlowTable*, int> changes;
   std::map<uint32_t, int> queue_refs;
   std::map<uint32_t, int> counter_refs;
   bool manager = true;
+  uint32_t meters = 0;
   uint64_t sequence = 0;
 };
 
@@ -121,8 +135,8 @@ TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
   Rule r = *Rule::Create(m, v, {&jump});
 
   ExpectError(domain_.Destroy(), absl::StatusCode::kFailedPrecondition, "2 table(s)");
-  ExpectError(t.Destroy(), absl::StatusCode::kFailedPrecondition, "0 matcher(s) and 1 dest_table");
-  ExpectError(root.Destroy(), absl::StatusCode::kFailedPrecondition, "1 matcher(s) and 0 dest_table");
+  ExpectError(t.Destroy(), absl::StatusCode::kFailedPrecondition, "0 matcher(s) and 1 action(s)");
+  ExpectError(root.Destroy(), absl::StatusCode::kFailedPrecondition, "1 matcher(s) and 0 action(s)");
   ExpectError(m.Destroy(), absl::StatusCode::kFailedPrecondition, "1 rule(s)");
   ExpectError(jump.Destroy(), absl::StatusCode::kFailedPrecondition,
               "dest_table " + std::to_string(t.id()) + " action is still used by 1 rule");

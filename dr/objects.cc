@@ -43,12 +43,38 @@ void Unref(TableObj* table) {
 
 void Unref(ActionObj* action) {
   if (action->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  if (action->dest_table != nullptr) {
-    DomainLock lock(action->dest_table->domain);
-    Unref(action->dest_table);
+  if (action->referenced_table != nullptr) {
+    DomainLock lock(action->referenced_table->domain);
+    Unref(action->referenced_table);
   }
-  if (action->queue_device != nullptr) action->queue_device->ReleaseQueue(action->spec.qp_num);
-  if (action->counter_device != nullptr) action->counter_device->ReleaseCounter(action->spec.counter_id);
+  for (ActionObj* member : action->members) Unref(member);
+  if (hw::Device* d = action->device) {
+    const actions::ActionSpec& s = action->spec;
+    switch (s.type) {
+      case actions::ActionType::kQp:
+        if (s.is_tir) {
+          d->ReleaseTir(s.tir);
+        } else {
+          d->ReleaseQueue(s.qp_num);
+        }
+        break;
+      case actions::ActionType::kCtr:
+        d->ReleaseCounter(s.counter_id);
+        break;
+      case actions::ActionType::kMeter:
+        d->DestroyMeter(s.meter);
+        break;
+      case actions::ActionType::kSampler:
+        d->DestroySampler(s.sampler);
+        break;
+      case actions::ActionType::kAsoFlowMeter:
+      case actions::ActionType::kAsoFirstHit:
+        d->ReleaseAso(action->aso_object);
+        break;
+      default:
+        break;
+    }
+  }
   if (action->referenced_domain != nullptr) {
     std::shared_ptr<DomainObj> domain = std::move(action->referenced_domain);
     std::lock_guard<std::recursive_mutex> lock(domain->mu);

@@ -67,14 +67,17 @@ struct RuleObj {
 };
 
 struct ActionObj {
-  std::atomic<int> refs{1};  // the handle and each rule using it
+  std::atomic<int> refs{1};  // the handle and each rule, dest array or sampler using it
   actions::ActionSpec spec;
-  TableObj* dest_table = nullptr;                // kFt: referenced table
-  hw::Device* queue_device = nullptr;            // kQp: the device whose queue is retained
-  hw::Device* counter_device = nullptr;          // kCtr: the device whose counter is retained
-  std::shared_ptr<DomainObj> referenced_domain;  // modify/reformat: the domain they hold a reference on
+  TableObj* referenced_table = nullptr;          // dest table, dest root table, meter/sampler next table
+  hw::Device* device = nullptr;                  // the device holding the object behind the action
+  std::shared_ptr<DomainObj> referenced_domain;  // modify/reformat/sampler/dest array: a reference on it
+  std::vector<ActionObj*> members;               // dest array and sampler: the actions they use
   std::vector<hw::ModifyAction> modify;          // kModifyHdr (spec.modify points here)
   std::vector<uint8_t> reformat;                 // reformat data (spec.reformat points here)
+  hw::Replica sample;                            // kSampler (spec.sample points here)
+  std::vector<hw::Replica> replicas;             // kDestArray (spec.replicas points here)
+  uint32_t aso_object = 0;                       // kAso*: the ASO object retained
 };
 
 // Locks the domain an object lives in, keeping the domain alive while locked.

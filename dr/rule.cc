@@ -39,6 +39,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   context.domain = d;
   context.device = d->device;
   context.root_table = t->ft.level == 0;
+  context.table_level = t->ft.level;
   // FDB rules on source_port live in one pipe: the wire's (0xffff) in RX, any vport's in TX.
   if (d->type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
       hw::GetField(m->compiled.mask.data(), hw::Field::kSourcePort) != 0) {

@@ -29,7 +29,7 @@ absl::Status Table::Destroy() {
   if (table->refs > 1) {
     size_t matchers = table->matchers.size();
     return absl::FailedPreconditionError(absl::StrFormat(
-        "table %d (level %d) is still referenced by %d matcher(s) and %d dest_table action(s)", table->ft.id,
+        "table %d (level %d) is still referenced by %d matcher(s) and %d action(s)", table->ft.id,
         table->ft.level, matchers, table->refs - 1 - static_cast<int>(matchers)));
   }
   handle_.Reset();

@@ -28,6 +28,8 @@ enum class OpCode : uint8_t {
   kCounter,       // arg: the flow counter id
   kEncapL2,       // prepend `bytes` (a whole outer header stack from Ethernet)
   kEncapL3,       // remove the L2 header, prepend `bytes` (outer headers; the inner packet starts at L3)
+  kAsoFlowMeter,  // arg: the ASO meter (object id << 1 | line); color written to reg_c[reg]
+  kAsoFirstHit,   // arg: the ASO first-hit context; result written to reg_c[reg]; set: mark it hit
 };
 
 struct Op {
@@ -35,19 +37,52 @@ struct Op {
   uint32_t arg = 0;
   const std::vector<ModifyAction>* modify = nullptr;
   const std::vector<uint8_t>* bytes = nullptr;
+  uint8_t reg = 0;            // kAso*: the reg_c the result goes to
+  bool set = false;           // kAsoFirstHit: mark the context hit
+  uint8_t initial_color = 2;  // kAsoFlowMeter: the packet's colour before metering (2, green: colour blind)
 };
 
 // Where a rule sends a packet. kNone (no terminating action) and kDefaultMiss both take the domain default.
-enum class Destination : uint8_t { kNone, kDefaultMiss, kDrop, kQueue, kTable, kVport };
+enum class Destination : uint8_t {
+  kNone,
+  kDefaultMiss,
+  kDrop,
+  kQueue,      // a receive queue
+  kTir,        // a TIR: RSS over its queues
+  kTable,      // continue in `table`
+  kRootTable,  // continue in the domain's root, from matchers of priority >= `root_priority`
+  kVport,      // FDB: a vport (or the uplink)
+  kMeter,      // colour with `meter` into reg_c[meter_reg], then continue in `table`
+  kSampler,    // copy 1 in N to `sample`, continue in `table`
+  kReplicate,  // dest array: a copy to each of `replicas`
+};
 
 inline constexpr uint16_t kWireVport = 0xffff;  // dest vport 0xffff: the uplink
+
+// One destination of a dest array, or the sample path of a sampler: operations on the copy, then where
+// it goes (kNone: nowhere — a counter-only entry).
+struct Replica {
+  std::vector<Op> ops;
+  Destination destination = Destination::kNone;
+  uint32_t queue = 0;
+  uint32_t tir = 0;
+  const FlowTable* table = nullptr;
+  uint16_t vport = 0;
+};
 
 struct ActionProgram {
   std::vector<Op> ops;  // in execution order
   Destination destination = Destination::kNone;
-  uint32_t queue = 0;                // kQueue: the receive queue's QP number
-  const FlowTable* table = nullptr;  // kTable: the table the walk continues in
-  uint16_t vport = 0;                // kVport: vport number, or kWireVport
+  uint32_t queue = 0;                              // kQueue: the receive queue's QP number
+  uint32_t tir = 0;                                // kTir
+  const FlowTable* table = nullptr;                // kTable; kMeter, kSampler: the next table
+  uint16_t vport = 0;                              // kVport: vport number, or kWireVport
+  uint16_t root_priority = 0;                      // kRootTable
+  uint32_t meter = 0;                              // kMeter: the device's meter
+  uint8_t meter_reg = 0;                           // kMeter: reg_c index receiving the colour
+  uint32_t sampler = 0;                            // kSampler: the device's sampler (its 1-in-N count)
+  const Replica* sample = nullptr;                 // kSampler
+  const std::vector<Replica>* replicas = nullptr;  // kReplicate
 };
 
 enum Pipe : int { kRxPipe = 0, kTxPipe = 1 };

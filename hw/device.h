@@ -14,9 +14,18 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "hw/flow_table.h"
 
 namespace drsim::hw {
+
+// The kinds of ASO objects aso actions use, and one context of one.
+enum class AsoKind : uint8_t { kFlowMeter, kFirstHit };
+struct AsoContext {
+  AsoKind kind;
+  uint32_t id;  // the device's id of the context (object and offset)
+};
 
 class Device {
  public:
@@ -46,6 +55,26 @@ class Device {
   // existing vport (0 = the PF, 1..N the VFs, 0xffff the uplink).
   virtual bool IsEswitchManager() const = 0;
   virtual bool HasVport(uint32_t vport) const = 0;
+
+  // TIRs (RSS over receive queues) that dest_devx_tir actions target; as queues.
+  virtual absl::Status RetainTir(uint32_t tir) = 0;
+  virtual void ReleaseTir(uint32_t tir) = 0;
+
+  // The flow meter object behind a flow_meter action, from PRM flow_meter_parameters (InvalidArgument
+  // for bad parameters); modified with modify_field_select bits; destroyed with the action.
+  virtual absl::StatusOr<uint32_t> CreateMeter(absl::Span<const uint8_t> params, bool active) = 0;
+  virtual absl::Status ModifyMeter(uint32_t meter, absl::Span<const uint8_t> params, bool active,
+                                   uint64_t select) = 0;
+  virtual void DestroyMeter(uint32_t meter) = 0;
+
+  // The flow sampler object behind a flow_sampler action: it keeps the 1-in-`ratio` count.
+  virtual uint32_t CreateSampler(uint32_t ratio) = 0;
+  virtual void DestroySampler(uint32_t sampler) = 0;
+
+  // ASO objects (created by the application): the context `offset` of `object`, retained for an aso
+  // action (NotFound for an unknown object, InvalidArgument for an offset outside it).
+  virtual absl::StatusOr<AsoContext> RetainAso(uint32_t object, uint32_t offset) = 0;
+  virtual void ReleaseAso(uint32_t object) = 0;
 };
 
 }  // namespace drsim::hw

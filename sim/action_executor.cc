@@ -292,7 +292,8 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
   hw::StoreBe16(udp + 6, checksum == 0 ? 0xffff : checksum);
 }
 
-bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta) {
+bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta,
+                         uint64_t now_ns) {
   parsed_ = false;
   bool changed = false;
   for (const hw::Op& op : ops) {
@@ -323,6 +324,20 @@ bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, Pac
       case hw::OpCode::kDecapL2:
       case hw::OpCode::kDecapL3:
         break;  // needs the tunnel parser
+      case hw::OpCode::kAsoFlowMeter: {
+        EnsureParsed(packet, meta);
+        const size_t ip_bytes = layers_.l3 ? packet.size() - layers_.l3 : packet.size();
+        const MeterColor c =
+            aso_->MarkFlowMeter(op.arg, static_cast<MeterColor>(op.initial_color), now_ns,
+                                static_cast<uint32_t>(packet.size()), static_cast<uint32_t>(ip_bytes));
+        meta.reg_c[op.reg] = (meta.reg_c[op.reg] & ~0xffu) | static_cast<uint32_t>(c);
+        changed = true;  // a register the next lookup may match
+        break;
+      }
+      case hw::OpCode::kAsoFirstHit:
+        meta.reg_c[op.reg] = aso_->FirstHit(op.arg, op.set) ? 1 : 0;
+        changed = true;
+        break;
     }
   }
   return changed;

@@ -8,7 +8,9 @@
 //  - encapsulation: the new outer IPv4 total length and header checksum, IPv6 payload length and UDP
 //    length are set from the frame (the user's header template cannot know the inner size), and a nonzero
 //    outer UDP checksum is recomputed;
-//  - pop_vlan on an untagged frame does nothing.
+//  - pop_vlan on an untagged frame does nothing;
+//  - aso flow meter: the colour (red 0, yellow 1, green 2) replaces the low 8 bits of reg_c[return_reg_c];
+//    aso first hit: reg_c[return_reg_c] becomes 1 if the context had been hit before, else 0.
 //
 // Not thread-safe (keeps a scratch parse); use one executor per processing thread.
 #ifndef DRSIM_SIM_ACTION_EXECUTOR_H_
@@ -17,6 +19,7 @@
 #include "absl/types/span.h"
 #include "hw/action_program.h"
 #include "hw/match_layout.h"
+#include "sim/aso.h"
 #include "sim/counters.h"
 #include "sim/packet.h"
 #include "sim/packet_parser.h"
@@ -25,10 +28,11 @@ namespace drsim::sim {
 
 class ActionExecutor {
  public:
-  explicit ActionExecutor(CounterBank* counters) : counters_(counters) {}
+  ActionExecutor(CounterBank* counters, AsoBank* aso) : counters_(counters), aso_(aso) {}
 
-  // Runs `ops` on the packet. Returns true when headers changed, so the next lookup must parse again.
-  bool Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta);
+  // Runs `ops` on the packet at time `now_ns`. Returns true when headers changed, so the next lookup
+  // must parse again.
+  bool Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta, uint64_t now_ns = 0);
 
  private:
   // Parses the packet again if an operation changed it since the last parse.
@@ -40,6 +44,7 @@ class ActionExecutor {
   void FixOuterLengths(PacketBuffer& packet, const PacketMeta& meta);
 
   CounterBank* counters_;
+  AsoBank* aso_;
   hw::HeaderVector hv_;
   PacketLayers layers_;
   bool parsed_ = false;

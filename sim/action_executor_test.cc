@@ -62,7 +62,8 @@ class ExecutorTest : public ::testing::Test {
   }
 
   CounterBank counters_;
-  ActionExecutor executor_{&counters_};
+  AsoBank aso_;
+  ActionExecutor executor_{&counters_, &aso_};
   PacketBuffer packet_;
   PacketMeta meta_;
   std::deque<std::vector<hw::ModifyAction>> modify_;

@@ -100,17 +100,26 @@ void TokenMeter::Refill(uint64_t now_ns) {
   excess_ = std::min(excess_ + params_.eir_per_second() * seconds + overflow, params_.ebs());
 }
 
-MeterColor TokenMeter::Mark(uint64_t now_ns, uint32_t l2_bytes, uint32_t ip_bytes) {
+MeterColor TokenMeter::Mark(uint64_t now_ns, uint32_t l2_bytes, uint32_t ip_bytes,
+                            std::optional<MeterColor> pre_color) {
   if (!active_) return MeterColor::kGreen;
   Refill(now_ns);
   double size;
   switch (params_.meter_mode) {
-    case 0: size = ip_bytes; break;
-    case 1: size = l2_bytes; break;
-    case 2: size = l2_bytes + 20.0; break;
-    default: size = 1; break;
+    case 0:
+      size = ip_bytes;
+      break;
+    case 1:
+      size = l2_bytes;
+      break;
+    case 2:
+      size = l2_bytes + 20.0;
+      break;
+    default:
+      size = 1;
+      break;
   }
-  const MeterColor pre = params_.start_color;
+  const MeterColor pre = pre_color.value_or(params_.start_color);
   if (params_.both_buckets_on_green) {
     // RFC 2698: the excess bucket is the peak bucket.
     if (pre == MeterColor::kRed || excess_ < size) return MeterColor::kRed;

@@ -20,6 +20,7 @@
 #define DRSIM_SIM_METER_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -67,9 +68,10 @@ class TokenMeter {
   const MeterParams& params() const { return params_; }
   bool active() const { return active_; }
 
-  // Colours a packet of `l2_bytes` (frame length) and `ip_bytes` (IP length) arriving at `now_ns`.
-  // An inactive meter passes everything green.
-  MeterColor Mark(uint64_t now_ns, uint32_t l2_bytes, uint32_t ip_bytes);
+  // Colours a packet of `l2_bytes` (frame length) and `ip_bytes` (IP length) arriving at `now_ns`,
+  // pre-coloured `pre` (the parameters' start colour when not given; green = colour blind). An inactive
+  // meter passes everything green.
+  MeterColor Mark(uint64_t now_ns, uint32_t l2_bytes, uint32_t ip_bytes, std::optional<MeterColor> pre = {});
 
  private:
   void Refill(uint64_t now_ns);

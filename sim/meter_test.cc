@@ -66,7 +66,8 @@ TEST(TokenMeterTest, SustainedRateSplitsAtCir) {
   TokenMeter m(p);
   // 1000-byte packets at 31.25 MB/s (twice CIR) for a second: about half green.
   int green = 0, total = 0;
-  for (uint64_t t = 0; t < 1'000'000'000; t += 32'000, ++total) green += m.Mark(t, 1014, 1000) == MeterColor::kGreen;
+  for (uint64_t t = 0; t < 1'000'000'000; t += 32'000, ++total)
+    green += m.Mark(t, 1014, 1000) == MeterColor::kGreen;
   EXPECT_NEAR(static_cast<double>(green) / total, 0.5, 0.01);
 }
 

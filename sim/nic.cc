@@ -1,6 +1,7 @@
 #include "sim/nic.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_format.h"
 #include "sim/packet_parser.h"
@@ -32,13 +33,16 @@ const char* FateName(Fate fate) {
   return "?";
 }
 
-// A frame being processed, with what travels with it.
+// A frame being processed, with what travels with it. Copies (dest array, sampler) report into the
+// original frame's verdict.
 struct Nic::InFlight {
   PacketBuffer buffer;
   PacketMeta meta;
   hw::HeaderVector hv;
+  PacketLayers layers;
   bool parsed = false;
-  Verdict* verdict = nullptr;
+  Verdict* verdict = nullptr;  // the original frame's
+  bool copy = false;           // a copy: its outcome goes to verdict->copies
 };
 
 // ---- Function ------------------------------------------------------------------------------------
@@ -99,6 +103,108 @@ void Function::ReleaseCounter(uint32_t counter_id) {
 
 uint64_t Function::NextMatcherSequence() { return ++nic_->matcher_sequence_; }
 
+absl::StatusOr<uint32_t> Function::CreateTir(std::vector<uint32_t> queues, uint64_t hash_fields,
+                                             absl::Span<const uint8_t> key, RssSymmetry symmetry) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  if (queues.empty() || (queues.size() & (queues.size() - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "TIR: %d queues; an RQ indirection table holds a power of two (1, 2, 4, ...)", queues.size()));
+  }
+  for (uint32_t q : queues) {
+    if (!queues_.contains(q)) {
+      return absl::InvalidArgumentError(absl::StrFormat("TIR: no receive queue %d on vport %d", q, vport_));
+    }
+  }
+  // Check the selection and key once, on an all-zero packet of every kind the fields could apply to.
+  RssHeaderFields probe;
+  probe.ip_version = (hash_fields & (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)) ? 6 : 4;
+  probe.ip_protocol = (hash_fields & (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)) ? 17 : 6;
+  if (hash_fields != 0) {
+    if (absl::StatusOr<uint32_t> h = RssHash(probe, hash_fields, key, symmetry); !h.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat("TIR: %s", h.status().message()));
+    }
+  }
+  for (uint32_t q : queues) ++queues_[q].retains;  // the TIR keeps its queues
+  const uint32_t tir = nic_->next_object_++;
+  tirs_[tir] = {std::move(queues), hash_fields, std::vector<uint8_t>(key.begin(), key.end()), symmetry, 0};
+  return tir;
+}
+
+absl::Status Function::DestroyTir(uint32_t tir) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  auto it = tirs_.find(tir);
+  if (it == tirs_.end()) return absl::NotFoundError(absl::StrFormat("no TIR %d on vport %d", tir, vport_));
+  if (it->second.retains > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("TIR %d is the destination of %d dest_devx_tir action(s)", tir, it->second.retains));
+  }
+  for (uint32_t q : it->second.queues) --queues_[q].retains;
+  tirs_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status Function::RetainTir(uint32_t tir) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  auto it = tirs_.find(tir);
+  if (it == tirs_.end()) return absl::NotFoundError(absl::StrFormat("no TIR %d on vport %d", tir, vport_));
+  ++it->second.retains;
+  return absl::OkStatus();
+}
+
+void Function::ReleaseTir(uint32_t tir) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  auto it = tirs_.find(tir);
+  if (it != tirs_.end()) --it->second.retains;
+}
+
+absl::StatusOr<uint32_t> Function::CreateMeter(absl::Span<const uint8_t> params, bool active) {
+  absl::StatusOr<MeterParams> p = MeterParams::Parse(params);
+  if (!p.ok()) return p.status();
+  if (!p->valid) return absl::InvalidArgumentError("flow meter parameters: the valid bit is 0");
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  const uint32_t meter = nic_->next_object_++;
+  nic_->meters_.emplace(meter, TokenMeter(*p, active));
+  return meter;
+}
+
+absl::Status Function::ModifyMeter(uint32_t meter, absl::Span<const uint8_t> params, bool active,
+                                   uint64_t select) {
+  absl::StatusOr<MeterParams> p = MeterParams::Parse(params);
+  if (!p.ok()) return p.status();
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  auto it = nic_->meters_.find(meter);
+  if (it == nic_->meters_.end()) return absl::NotFoundError(absl::StrFormat("no flow meter %d", meter));
+  it->second.Modify(*p, active, select);
+  return absl::OkStatus();
+}
+
+void Function::DestroyMeter(uint32_t meter) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  nic_->meters_.erase(meter);
+}
+
+uint32_t Function::CreateSampler(uint32_t ratio) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  const uint32_t sampler = nic_->next_object_++;
+  nic_->samplers_[sampler] = {ratio};
+  return sampler;
+}
+
+void Function::DestroySampler(uint32_t sampler) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  nic_->samplers_.erase(sampler);
+}
+
+absl::StatusOr<hw::AsoContext> Function::RetainAso(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  return nic_->aso_.Retain(object, offset);
+}
+
+void Function::ReleaseAso(uint32_t object) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  nic_->aso_.Release(object);
+}
+
 bool Function::HasVport(uint32_t vport) const {
   return vport == hw::kWireVport || vport <= static_cast<uint32_t>(nic_->num_vfs());
 }
@@ -143,7 +249,7 @@ void Function::RebuildRoot(mlx5dv_dr_domain_type type) {
 absl::Status Function::Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
                             uint32_t sqn) {
   return nic_->Process(frames, verdicts, trace, vport_, sqn,
-                       [this](Nic::InFlight& p, bool t) { nic_->FromFunction(*this, p, t); });
+                       [this](Nic::InFlight& p, bool t) { nic_->Run(p, Nic::Stage::kNicTx, *this, {}, t); });
 }
 
 Verdict Function::Send(Frame frame) {
@@ -180,6 +286,21 @@ absl::Status Nic::FreeCounters(uint32_t base) {
   return counters_.Free(base);
 }
 
+absl::StatusOr<uint32_t> Nic::CreateAsoObject(hw::AsoKind kind, uint32_t log_range) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return aso_.Create(kind, log_range);
+}
+
+absl::Status Nic::ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return aso_.ConfigureFlowMeter(object, offset, params);
+}
+
+absl::Status Nic::DestroyAsoObject(uint32_t object) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return aso_.Destroy(object);
+}
+
 std::optional<std::vector<uint8_t>> Nic::PollWire() {
   if (wire_out_.empty()) return std::nullopt;
   std::vector<uint8_t> f = std::move(wire_out_.front());
@@ -187,9 +308,9 @@ std::optional<std::vector<uint8_t>> Nic::PollWire() {
   return f;
 }
 
-template <typename Entry>
+template <typename Start>
 absl::Status Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
-                          uint16_t source, uint32_t sqn, Entry entry) {
+                          uint16_t source, uint32_t sqn, Start start) {
   if (!verdicts.empty() && verdicts.size() != frames.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%d verdicts for %d frames: pass one per frame, or none", verdicts.size(), frames.size()));
@@ -203,15 +324,17 @@ absl::Status Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> ve
     p.meta.source_port = source;
     p.meta.source_sqn = sqn;
     p.parsed = false;
+    p.copy = false;
     p.verdict = verdicts.empty() ? &scratch : &verdicts[i];
     *p.verdict = Verdict();
-    entry(p, trace);
+    start(p, trace);
   }
   return absl::OkStatus();
 }
 
 absl::Status Nic::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace) {
-  return Process(frames, verdicts, trace, kWirePort, 0, [this](InFlight& p, bool t) { FromWire(p, t); });
+  return Process(frames, verdicts, trace, kWirePort, 0,
+                 [this](InFlight& p, bool t) { Run(p, Stage::kFdbRx, pf(), {}, t); });
 }
 
 Verdict Nic::ReceiveFromWire(Frame frame) {
@@ -221,10 +344,19 @@ Verdict Nic::ReceiveFromWire(Frame frame) {
 }
 
 void Nic::Finish(Fate fate, InFlight& p) {
-  Verdict& v = *p.verdict;
-  v.fate = fate;
-  v.has_flow_tag = p.meta.has_flow_tag;
-  v.flow_tag = p.meta.flow_tag;
+  Delivery d;
+  d.fate = fate;
+  d.has_flow_tag = p.meta.has_flow_tag;
+  d.flow_tag = p.meta.flow_tag;
+  if (fate == Fate::kQueued || fate == Fate::kQueueFull) {
+    d.vport = p.verdict->vport;
+    d.qp_num = p.verdict->qp_num;
+  }
+  if (p.copy) {
+    p.verdict->copies.push_back(d);
+  } else {
+    static_cast<Delivery&>(*p.verdict) = d;
+  }
   switch (fate) {
     case Fate::kQueued:
       ++stats_.queued;
@@ -256,91 +388,159 @@ void Nic::ToWire(InFlight& p) {
   Finish(Fate::kWire, p);
 }
 
-void Nic::FromWire(InFlight& p, bool trace) {
-  Function& manager = pf();
-  if (manager.root_chain_[MLX5DV_DR_DOMAIN_TYPE_FDB].empty()) return ToFunctionRx(0, p, trace);
-  DomainExit e = WalkDomain(manager, MLX5DV_DR_DOMAIN_TYPE_FDB, hw::kRxPipe, p, trace);
-  switch (e.exit) {
-    case Exit::kVport:
-      return ToFunctionRx(static_cast<uint16_t>(e.arg), p, trace);
-    case Exit::kDefault:
-      return ToFunctionRx(0, p, trace);  // the eSwitch manager
-    case Exit::kDrop:
-      return Finish(Fate::kDropped, p);
-    case Exit::kLoop:
-      return Finish(Fate::kTableLoop, p);
-    case Exit::kQueue:
-      return Finish(Fate::kDropped, p);  // not reachable: FDB rules take no QP
+void Nic::Deliver(InFlight& p, Function& fn, uint32_t qp_num) {
+  // Where it went is recorded for the frame itself and for a copy alike (Finish reads it back).
+  const uint16_t vport = p.verdict->vport;
+  const uint32_t qp = p.verdict->qp_num;
+  p.verdict->vport = fn.vport();
+  p.verdict->qp_num = qp_num;
+  RxQueue* q = fn.queue(qp_num);
+  const bool ok = q != nullptr && q->Push(p.buffer.data(), p.buffer.size(), p.meta.has_flow_tag,
+                                          p.meta.flow_tag, p.meta.reg_b);
+  Finish(ok ? Fate::kQueued : Fate::kQueueFull, p);
+  if (p.copy) {  // a copy must not change the frame's own record
+    p.verdict->vport = vport;
+    p.verdict->qp_num = qp;
   }
 }
 
-void Nic::FromFunction(Function& fn, InFlight& p, bool trace) {
-  DomainExit e = WalkDomain(fn, MLX5DV_DR_DOMAIN_TYPE_NIC_TX, hw::kTxPipe, p, trace);
-  switch (e.exit) {
-    case Exit::kDrop:
-      return Finish(Fate::kDropped, p);
-    case Exit::kLoop:
-      return Finish(Fate::kTableLoop, p);
-    case Exit::kDefault:
-      break;  // NIC_TX allows: on to the eSwitch
-    case Exit::kQueue:
-    case Exit::kVport:
-      return Finish(Fate::kDropped, p);  // not reachable on NIC_TX
+uint32_t Nic::PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const {
+  const Function::Tir& t = fn.tirs_.at(tir);
+  using hw::Field;
+  const uint8_t* hv = p.hv.bytes;
+  RssHeaderFields f;
+  f.ip_version = static_cast<int>(hw::GetField(hv, Field::kOuterIpVersion));
+  f.ipv4_src.value = hw::GetField(hv, Field::kOuterSrcIp31_0);
+  f.ipv4_dst.value = hw::GetField(hv, Field::kOuterDstIp31_0);
+  std::memcpy(f.ipv6_src.bytes.data(), hv + hw::Info(Field::kOuterSrcIp127_96).abs_bit() / 8, 16);
+  std::memcpy(f.ipv6_dst.bytes.data(), hv + hw::Info(Field::kOuterDstIp127_96).abs_bit() / 8, 16);
+  f.ip_protocol = static_cast<uint8_t>(hw::GetField(hv, Field::kOuterIpProtocol));
+  const bool tcp = f.ip_protocol == 6;
+  f.sport = static_cast<uint16_t>(hw::GetField(hv, tcp ? Field::kOuterTcpSport : Field::kOuterUdpSport));
+  f.dport = static_cast<uint16_t>(hw::GetField(hv, tcp ? Field::kOuterTcpDport : Field::kOuterUdpDport));
+  uint32_t hash = 0;
+  if (t.hash_fields != 0 && (f.ip_version == 4 || f.ip_version == 6)) {
+    hash = RssHash(f, t.hash_fields, t.key, t.symmetry).value_or(0);  // a frame lacking a field hashes to 0
   }
-  Function& manager = pf();
-  if (manager.root_chain_[MLX5DV_DR_DOMAIN_TYPE_FDB].empty()) return ToWire(p);
-  e = WalkDomain(manager, MLX5DV_DR_DOMAIN_TYPE_FDB, hw::kTxPipe, p, trace);
-  switch (e.exit) {
-    case Exit::kVport:
-      if (e.arg == kWirePort) return ToWire(p);
-      return ToFunctionRx(static_cast<uint16_t>(e.arg), p, trace);
-    case Exit::kDefault:
-      // The eSwitch manager; its own frames leave by the wire rather than loop back to it.
-      if (fn.vport() == 0) return ToWire(p);
-      return ToFunctionRx(0, p, trace);
-    case Exit::kDrop:
-      return Finish(Fate::kDropped, p);
-    case Exit::kLoop:
-      return Finish(Fate::kTableLoop, p);
-    case Exit::kQueue:
-      return Finish(Fate::kDropped, p);  // not reachable: FDB rules take no QP
-  }
+  return t.queues[hash & (t.queues.size() - 1)];
 }
 
-void Nic::ToFunctionRx(uint16_t vport, InFlight& p, bool trace) {
-  Function* fn = function(vport);
-  if (fn == nullptr) return Finish(Fate::kDropped, p);  // dest_vport checked the vport exists
-  DomainExit e = WalkDomain(*fn, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, hw::kRxPipe, p, trace);
+void Nic::Run(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace) {
+  Dispatch(p, stage, fn, WalkDomain(p, stage, fn, entry, trace), trace);
+}
+
+void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace) {
   switch (e.exit) {
-    case Exit::kQueue: {
-      Verdict& v = *p.verdict;
-      v.vport = vport;
-      v.qp_num = e.arg;
-      RxQueue* q = fn->queue(e.arg);
-      const bool ok = q != nullptr && q->Push(p.buffer.data(), p.buffer.size(), p.meta.has_flow_tag,
-                                              p.meta.flow_tag, p.meta.reg_b);
-      return Finish(ok ? Fate::kQueued : Fate::kQueueFull, p);
-    }
-    case Exit::kDrop:
-      return Finish(Fate::kDropped, p);
+    case Exit::kDone:
+      return;
     case Exit::kLoop:
       return Finish(Fate::kTableLoop, p);
-    case Exit::kDefault:
-    case Exit::kVport:
+    case Exit::kDrop:
+      return Finish(Fate::kDropped, p);
+    default:
+      break;
+  }
+  switch (stage) {
+    case Stage::kFdbRx:
+      // From the wire: to a vport's NIC_RX, by default the eSwitch manager's.
+      if (e.exit == Exit::kVport) return Run(p, Stage::kNicRx, *function(e.arg), {}, trace);
+      if (e.exit == Exit::kDefault) return Run(p, Stage::kNicRx, pf(), {}, trace);
+      return Finish(Fate::kDropped, p);  // not reachable: FDB rules take no queue
+    case Stage::kFdbTx:
+      if (e.exit == Exit::kVport) {
+        if (e.arg == kWirePort) return ToWire(p);
+        return Run(p, Stage::kNicRx, *function(e.arg), {}, trace);
+      }
+      if (e.exit == Exit::kDefault) {
+        // The eSwitch manager; its own frames leave by the wire rather than loop back to it.
+        if (p.meta.source_port == 0) return ToWire(p);
+        return Run(p, Stage::kNicRx, pf(), {}, trace);
+      }
+      return Finish(Fate::kDropped, p);
+    case Stage::kNicRx:
+      if (e.exit == Exit::kQueue) return Deliver(p, fn, e.arg);
+      if (e.exit == Exit::kTir) return Deliver(p, fn, PickTirQueue(fn, e.arg, p));
       return Finish(Fate::kDomainDefault, p);
+    case Stage::kNicTx:
+      if (e.exit == Exit::kDefault) {
+        // NIC_TX allows: on to the eSwitch (with no FDB steering at all, straight to the wire).
+        if (pf().root_chain_[MLX5DV_DR_DOMAIN_TYPE_FDB].empty()) return ToWire(p);
+        return Run(p, Stage::kFdbTx, pf(), {}, trace);
+      }
+      return Finish(Fate::kDropped, p);
   }
 }
 
-Nic::DomainExit Nic::WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pipe pipe, InFlight& p,
-                                bool trace) {
+void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary) {
+  if (executor_.Run(r.ops, p.buffer, p.meta, now_ns_)) p.parsed = false;
+  switch (r.destination) {
+    case hw::Destination::kQueue:
+      return Dispatch(p, stage, fn, {Exit::kQueue, r.queue}, false);
+    case hw::Destination::kTir:
+      return Dispatch(p, stage, fn, {Exit::kTir, r.tir}, false);
+    case hw::Destination::kVport:
+      return Dispatch(p, stage, fn, {Exit::kVport, r.vport}, false);
+    case hw::Destination::kTable:
+      return Run(p, stage, fn, {r.table}, false);
+    case hw::Destination::kDefaultMiss:
+      return Dispatch(p, stage, fn, {}, false);
+    default:
+      if (primary) Finish(Fate::kDropped, p);  // a counter-only entry delivers nothing
+      return;
+  }
+}
+
+Nic::DomainExit Nic::Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program) {
+  const std::vector<hw::Replica>& replicas = *program.replicas;
+  // The frame itself takes the first entry with a destination; every other entry gets a copy.
+  size_t primary = replicas.size();
+  for (size_t i = 0; i < replicas.size() && primary == replicas.size(); ++i) {
+    if (replicas[i].destination != hw::Destination::kNone) primary = i;
+  }
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (i == primary) continue;
+    InFlight copy = p;
+    copy.copy = true;
+    RunReplica(copy, stage, fn, replicas[i], /*primary=*/false);
+  }
+  if (primary == replicas.size()) {
+    Finish(Fate::kDropped, p);
+  } else {
+    RunReplica(p, stage, fn, replicas[primary], /*primary=*/!p.copy);
+  }
+  return {Exit::kDone};
+}
+
+Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace) {
+  mlx5dv_dr_domain_type type;
+  hw::Pipe pipe;
+  switch (stage) {
+    case Stage::kFdbRx:
+      type = MLX5DV_DR_DOMAIN_TYPE_FDB;
+      pipe = hw::kRxPipe;
+      break;
+    case Stage::kFdbTx:
+      type = MLX5DV_DR_DOMAIN_TYPE_FDB;
+      pipe = hw::kTxPipe;
+      break;
+    case Stage::kNicRx:
+      type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+      pipe = hw::kRxPipe;
+      break;
+    default:
+      type = MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
+      pipe = hw::kTxPipe;
+      break;
+  }
   const std::vector<Function::RootEntry>& root = fn.root_chain_[type];
-  if (root.empty()) return {};
+  if (root.empty() && entry.table == nullptr) return {};
   uint32_t key[kMaxKeyWords];
-  const hw::FlowTable* table = nullptr;  // nullptr: the merged root
+  const hw::FlowTable* table = entry.table;  // nullptr: the merged root
+  uint16_t root_priority = entry.root_priority;
   for (int jumps = 0;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
     if (!p.parsed) {
-      ParsePacket(p.buffer.data(), p.buffer.size(), p.meta.source_port, &p.hv);
+      p.layers = ParsePacket(p.buffer.data(), p.buffer.size(), p.meta.source_port, &p.hv);
       LoadMetadata(p.meta, &p.hv);
       p.parsed = true;
     }
@@ -355,6 +555,7 @@ Nic::DomainExit Nic::WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pi
     };
     if (table == nullptr) {
       for (const Function::RootEntry& e : root) {
+        if (e.matcher->priority < root_priority) continue;
         if (try_matcher(e.matcher)) {
           hit_table = e.table;
           break;
@@ -365,7 +566,7 @@ Nic::DomainExit Nic::WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pi
         if (try_matcher(m)) break;
       }
     }
-    if (trace) {
+    if (trace && !p.copy) {
       Hop hop;
       hop.domain = type;
       hop.vport = fn.vport();
@@ -383,7 +584,7 @@ Nic::DomainExit Nic::WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pi
     if (hit == nullptr) return {};
 
     const hw::ActionProgram& program = hit->program[pipe];
-    if (executor_.Run(program.ops, p.buffer, p.meta)) p.parsed = false;
+    if (executor_.Run(program.ops, p.buffer, p.meta, now_ns_)) p.parsed = false;
     switch (program.destination) {
       case hw::Destination::kNone:
       case hw::Destination::kDefaultMiss:
@@ -392,11 +593,43 @@ Nic::DomainExit Nic::WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pi
         return {Exit::kDrop};
       case hw::Destination::kQueue:
         return {Exit::kQueue, program.queue};
+      case hw::Destination::kTir:
+        return {Exit::kTir, program.tir};
       case hw::Destination::kVport:
         return {Exit::kVport, program.vport};
+      case hw::Destination::kReplicate:
+        return Replicate(p, stage, fn, program);
       case hw::Destination::kTable:
         table = program.table;
         break;
+      case hw::Destination::kRootTable:
+        table = nullptr;
+        root_priority = program.root_priority;
+        break;
+      case hw::Destination::kMeter: {
+        auto m = meters_.find(program.meter);
+        const size_t ip_bytes = p.layers.l3 ? p.buffer.size() - p.layers.l3 : p.buffer.size();
+        const MeterColor c = m == meters_.end()
+                                 ? MeterColor::kGreen
+                                 : m->second.Mark(now_ns_, static_cast<uint32_t>(p.buffer.size()),
+                                                  static_cast<uint32_t>(ip_bytes));
+        uint32_t& reg = p.meta.reg_c[program.meter_reg];
+        reg = (reg & ~0xffu) | static_cast<uint32_t>(c);
+        p.parsed = false;  // the next lookup sees the colour
+        table = program.table;
+        break;
+      }
+      case hw::Destination::kSampler: {
+        Sampler& s = samplers_[program.sampler];
+        if (++s.seen % s.ratio == 0) {
+          InFlight copy = p;
+          copy.copy = true;
+          RunReplica(copy, stage, fn, *program.sample, /*primary=*/false);
+        }
+        table = program.table;
+        root_priority = 0;
+        break;
+      }
     }
   }
 }

@@ -28,6 +28,7 @@
 
 #include <infiniband/mlx5dv.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -46,9 +47,12 @@
 #include "hw/flow_table.h"
 #include "hw/match_layout.h"
 #include "sim/action_executor.h"
+#include "sim/aso.h"
 #include "sim/counters.h"
+#include "sim/meter.h"
 #include "sim/packet.h"
 #include "sim/rx_queue.h"
+#include "sim/toeplitz.h"
 
 namespace drsim::sim {
 
@@ -79,13 +83,20 @@ enum class Fate : uint8_t {
 
 const char* FateName(Fate fate);
 
-struct Verdict {
+// Where one copy of a frame ended up.
+struct Delivery {
   Fate fate = Fate::kDomainDefault;
   uint16_t vport = 0;         // kQueued, kQueueFull: the function owning the queue
   uint32_t qp_num = 0;        // kQueued, kQueueFull
   bool has_flow_tag = false;  // a tag action ran
   uint32_t flow_tag = 0;
-  absl::InlinedVector<Hop, 4> path;  // filled when tracing
+};
+
+struct Verdict : Delivery {
+  absl::InlinedVector<Hop, 4> path;  // the frame's own path, filled when tracing
+  // Copies made by dest_array and flow_sampler actions, each with its outcome. Of a dest array, the first
+  // entry with a destination is the frame itself (above); the others are copies.
+  std::vector<Delivery> copies;
 };
 
 struct NicStats {
@@ -114,6 +125,15 @@ class Function : public hw::Device {
   // This function's queue with `qp_num`, or nullptr.
   RxQueue* queue(uint32_t qp_num);
 
+  // A TIR spreading frames over `queues` (of this function; a power-of-two count, as an RQ indirection
+  // table) by the Toeplitz hash of the outer header fields `hash_fields` (IBV_RX_HASH_* bits; 0 = always
+  // the first queue) under `key`. Frames lacking a selected field hash to 0. Returns its number.
+  absl::StatusOr<uint32_t> CreateTir(std::vector<uint32_t> queues, uint64_t hash_fields,
+                                     absl::Span<const uint8_t> key = kMicrosoftRssKey,
+                                     RssSymmetry symmetry = RssSymmetry::kNone);
+  // FailedPrecondition (EBUSY) while dest_devx_tir actions target it.
+  absl::Status DestroyTir(uint32_t tir);
+
   // Transmits frames from this function (send queue `sqn`): its NIC_TX, then the eSwitch. `verdicts`
   // (same size as `frames`, or empty) receives each frame's verdict; `trace` also records the path.
   // InvalidArgument, with nothing processed, when `verdicts` is neither empty nor as long as `frames`.
@@ -133,6 +153,16 @@ class Function : public hw::Device {
   void ReleaseCounter(uint32_t counter_id) override;
   bool IsEswitchManager() const override { return vport_ == 0; }
   bool HasVport(uint32_t vport) const override;
+  absl::Status RetainTir(uint32_t tir) override;
+  void ReleaseTir(uint32_t tir) override;
+  absl::StatusOr<uint32_t> CreateMeter(absl::Span<const uint8_t> params, bool active) override;
+  absl::Status ModifyMeter(uint32_t meter, absl::Span<const uint8_t> params, bool active,
+                           uint64_t select) override;
+  void DestroyMeter(uint32_t meter) override;
+  uint32_t CreateSampler(uint32_t ratio) override;
+  void DestroySampler(uint32_t sampler) override;
+  absl::StatusOr<hw::AsoContext> RetainAso(uint32_t object, uint32_t offset) override;
+  void ReleaseAso(uint32_t object) override;
 
  private:
   friend class Nic;
@@ -150,6 +180,13 @@ class Function : public hw::Device {
     std::unique_ptr<RxQueue> queue;
     int retains = 0;
   };
+  struct Tir {
+    std::vector<uint32_t> queues;
+    uint64_t hash_fields;
+    std::vector<uint8_t> key;
+    RssSymmetry symmetry;
+    int retains = 0;
+  };
 
   void RebuildRoot(mlx5dv_dr_domain_type type);
 
@@ -158,6 +195,7 @@ class Function : public hw::Device {
   std::vector<RootTable> root_tables_[3];  // per domain type, attach order
   std::vector<RootEntry> root_chain_[3];   // merged lookup order
   absl::flat_hash_map<uint32_t, QueueSlot> queues_;
+  absl::flat_hash_map<uint32_t, Tir> tirs_;
 };
 
 class Nic {
@@ -193,35 +231,66 @@ class Nic {
   absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes) const;
   absl::Status FreeCounters(uint32_t base);
 
+  // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h.
+  absl::StatusOr<uint32_t> CreateAsoObject(hw::AsoKind kind, uint32_t log_range);
+  absl::Status ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
+  absl::Status DestroyAsoObject(uint32_t object);
+
+  // The NIC's clock, which meters run on: frames processed now arrive at `ns`. It only moves forward.
+  void set_time_ns(uint64_t ns) { now_ns_ = std::max(now_ns_, ns); }
+  uint64_t time_ns() const { return now_ns_; }
+
   const NicStats& stats() const { return stats_; }
 
  private:
   friend class Function;
   struct InFlight;
-  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kVport, kLoop };
+  // The domain walks a frame goes through.
+  enum class Stage : uint8_t { kFdbRx, kFdbTx, kNicRx, kNicTx };
+  // Where a walk starts: the root (from matchers of priority >= root_priority), or a table.
+  struct Entry {
+    const hw::FlowTable* table = nullptr;
+    uint16_t root_priority = 0;
+  };
+  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kDone };
   struct DomainExit {
     Exit exit = Exit::kDefault;
-    uint32_t arg = 0;  // kQueue: the QP number; kVport: the vport
+    uint32_t arg = 0;  // kQueue: the QP number; kTir: the TIR; kVport: the vport
   };
 
-  // Walks `fn`'s domain of `type` on `pipe` from its root.
-  DomainExit WalkDomain(Function& fn, mlx5dv_dr_domain_type type, hw::Pipe pipe, InFlight& p, bool trace);
-  void FromWire(InFlight& p, bool trace);
-  void FromFunction(Function& fn, InFlight& p, bool trace);
-  void ToFunctionRx(uint16_t vport, InFlight& p, bool trace);
+  // Runs `p` through `stage` on function `fn` from `entry`, then on through the stages that follow.
+  void Run(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace);
+  // Walks the stage's domain; kDone when the frame was already delivered (replication).
+  DomainExit WalkDomain(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace);
+  // Sends the copies a dest array or sampler makes on from `stage`.
+  DomainExit Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program);
+  void RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary);
+  // Follows a destination of a program or a replica.
+  void Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace);
+  void Deliver(InFlight& p, Function& fn, uint32_t qp_num);
   void ToWire(InFlight& p);
   void Finish(Fate fate, InFlight& p);
-  // Runs `frames` through `entry`, in bursts.
-  template <typename Entry>
+  uint32_t PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const;
+  // Runs `frames` from `start` (the first stage), one at a time.
+  template <typename Start>
   absl::Status Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
-                       uint16_t source, uint32_t sqn, Entry entry);
+                       uint16_t source, uint32_t sqn, Start start);
 
   std::mutex control_mu_;  // serialises the control side (a std::mutex: ThreadSanitizer sees it)
   std::vector<std::unique_ptr<Function>> functions_;
   uint32_t next_qp_num_ = 0x100;
+  uint32_t next_object_ = 1;  // TIRs, meters, samplers
   std::atomic<uint64_t> matcher_sequence_{0};
   CounterBank counters_;
-  ActionExecutor executor_{&counters_};
+  AsoBank aso_;
+  absl::flat_hash_map<uint32_t, TokenMeter> meters_;
+  struct Sampler {
+    uint32_t ratio;
+    uint64_t seen = 0;
+  };
+  absl::flat_hash_map<uint32_t, Sampler> samplers_;
+  ActionExecutor executor_{&counters_, &aso_};
+  uint64_t now_ns_ = 0;
   std::deque<std::vector<uint8_t>> wire_out_;
   uint64_t wire_out_discarded_ = 0;
   NicStats stats_;

@@ -1,0 +1,81 @@
+#include "sim/aso.h"
+
+#include "absl/strings/str_format.h"
+
+namespace drsim::sim {
+
+absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
+  if (log_range > 16) {
+    return absl::InvalidArgumentError(absl::StrFormat("ASO object log_range %d: at most 16", log_range));
+  }
+  const uint32_t lines = 1u << log_range;
+  Object o{kind, 0, 0};
+  if (kind == hw::AsoKind::kFlowMeter) {
+    o.base = static_cast<uint32_t>(meters_.size());
+    o.count = lines * kMetersPerLine;
+    meters_.resize(meters_.size() + o.count, TokenMeter(MeterParams()));
+    meter_configured_.resize(meters_.size(), false);
+  } else {
+    o.base = static_cast<uint32_t>(hits_.size());
+    o.count = lines * kFirstHitsPerLine;
+    hits_.resize(hits_.size() + o.count, false);
+  }
+  const uint32_t id = next_id_++;
+  objects_[id] = o;
+  return id;
+}
+
+absl::Status AsoBank::Destroy(uint32_t object) {
+  auto it = objects_.find(object);
+  if (it == objects_.end()) return absl::NotFoundError(absl::StrFormat("no ASO object %d", object));
+  if (it->second.references > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("ASO object %d is used by %d aso action(s)", object, it->second.references));
+  }
+  objects_.erase(it);  // its contexts are not reused
+  return absl::OkStatus();
+}
+
+absl::Status AsoBank::ConfigureFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params) {
+  auto it = objects_.find(object);
+  if (it == objects_.end() || it->second.kind != hw::AsoKind::kFlowMeter) {
+    return absl::NotFoundError(absl::StrFormat("no ASO flow meter object %d", object));
+  }
+  if (offset >= it->second.count) {
+    return absl::InvalidArgumentError(absl::StrFormat("ASO flow meter offset %d: object %d has %d meters",
+                                                      offset, object, it->second.count));
+  }
+  meters_[it->second.base + offset].Configure(params, true);
+  meter_configured_[it->second.base + offset] = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<hw::AsoContext> AsoBank::Retain(uint32_t object, uint32_t offset) {
+  auto it = objects_.find(object);
+  if (it == objects_.end()) return absl::NotFoundError(absl::StrFormat("no ASO object %d", object));
+  if (offset >= it->second.count) {
+    return absl::InvalidArgumentError(absl::StrFormat("ASO offset %d is outside object %d (%d contexts)",
+                                                      offset, object, it->second.count));
+  }
+  ++it->second.references;
+  return hw::AsoContext{it->second.kind, it->second.base + offset};
+}
+
+void AsoBank::Release(uint32_t object) {
+  auto it = objects_.find(object);
+  if (it != objects_.end()) --it->second.references;
+}
+
+MeterColor AsoBank::MarkFlowMeter(uint32_t context, MeterColor initial, uint64_t now_ns, uint32_t l2_bytes,
+                                  uint32_t ip_bytes) {
+  if (!meter_configured_[context]) return MeterColor::kGreen;
+  return meters_[context].Mark(now_ns, l2_bytes, ip_bytes, initial);
+}
+
+bool AsoBank::FirstHit(uint32_t context, bool set) {
+  const bool was = hits_[context];
+  if (set) hits_[context] = true;
+  return was;
+}
+
+}  // namespace drsim::sim

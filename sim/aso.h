@@ -1,0 +1,63 @@
+// ASO (advanced steering operation) objects of the software NIC, which aso actions use:
+//  - flow meter objects: 2 meters per object line (2^log_range lines), each a TokenMeter whose parameters
+//    the application sets (on hardware, with an ASO WQE; here with ConfigureFlowMeter);
+//  - first-hit objects: 512 one-bit contexts per line, recording whether a flow was seen.
+// An aso action reads or updates one context and writes the result to a steering register.
+//
+// Thread-safety: creation and configuration are serialised by the owner; the data path updates contexts
+// from one thread.
+#ifndef DRSIM_SIM_ASO_H_
+#define DRSIM_SIM_ASO_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hw/device.h"
+#include "sim/meter.h"
+
+namespace drsim::sim {
+
+class AsoBank {
+ public:
+  static constexpr uint32_t kMetersPerLine = 2;
+  static constexpr uint32_t kFirstHitsPerLine = 512;
+
+  // A new object of `kind` with 2^log_range lines (log_range <= 16); returns its id.
+  absl::StatusOr<uint32_t> Create(hw::AsoKind kind, uint32_t log_range);
+  // Frees an object: FailedPrecondition (EBUSY) while aso actions use it.
+  absl::Status Destroy(uint32_t object);
+  // Sets meter `offset` of a flow-meter object (its buckets start full).
+  absl::Status ConfigureFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
+
+  // For aso actions: the object's kind, after checking `offset` is inside it (InvalidArgument) — and a
+  // reference that keeps the object. Returns the context id the data path uses.
+  absl::StatusOr<hw::AsoContext> Retain(uint32_t object, uint32_t offset);
+  void Release(uint32_t object);
+
+  // Data path. Colours a packet with meter context `context`, pre-coloured `initial` (green: colour
+  // blind); an unconfigured meter passes green.
+  MeterColor MarkFlowMeter(uint32_t context, MeterColor initial, uint64_t now_ns, uint32_t l2_bytes,
+                           uint32_t ip_bytes);
+  // Returns whether first-hit context `context` had been hit; `set` marks it hit.
+  bool FirstHit(uint32_t context, bool set);
+
+ private:
+  struct Object {
+    hw::AsoKind kind;
+    uint32_t base;   // first context id
+    uint32_t count;  // contexts
+    int references = 0;
+  };
+  std::map<uint32_t, Object> objects_;  // by id
+  uint32_t next_id_ = 1;
+  std::vector<TokenMeter> meters_;  // flow-meter contexts
+  std::vector<bool> meter_configured_;
+  std::vector<bool> hits_;  // first-hit contexts
+};
+
+}  // namespace drsim::sim
+
+#endif  // DRSIM_SIM_ASO_H_
