@@ -132,9 +132,11 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
 
 // The hardware's execution order per pipe (rdma-core dr_ste_v1_set_actions_rx / _tx). Decap and encap
 // types appear once each in either pipe; the state machine keeps illegal combinations out.
-constexpr T kRxOrder[] = {T::kTnlL2ToL2, T::kTnlL3ToL2, T::kTag,       T::kPopVlan,  T::kModifyHdr,
-                          T::kPushVlan,  T::kCtr,       T::kL2ToTnlL2, T::kL2ToTnlL3};
-constexpr T kTxOrder[] = {T::kPopVlan, T::kCtr, T::kModifyHdr, T::kPushVlan, T::kL2ToTnlL2, T::kL2ToTnlL3};
+constexpr T kRxOrder[] = {T::kTnlL2ToL2,   T::kTnlL3ToL2, T::kTag,      T::kPopVlan,
+                          T::kAsoFirstHit, T::kModifyHdr, T::kPushVlan, T::kAsoFlowMeter,
+                          T::kCtr,         T::kL2ToTnlL2, T::kL2ToTnlL3};
+constexpr T kTxOrder[] = {T::kAsoFlowMeter, T::kPopVlan,     T::kCtr,       T::kModifyHdr,
+                          T::kPushVlan,     T::kAsoFirstHit, T::kL2ToTnlL2, T::kL2ToTnlL3};
 
 void EmitOp(const ActionSpec& a, hw::ActionProgram& p) {
   hw::Op op{hw::OpCode::kTag};
@@ -165,6 +167,16 @@ void EmitOp(const ActionSpec& a, hw::ActionProgram& p) {
       break;
     case T::kL2ToTnlL3:
       op = {hw::OpCode::kEncapL3, 0, nullptr, a.reformat};
+      break;
+    case T::kAsoFlowMeter:
+      op = {hw::OpCode::kAsoFlowMeter, a.aso_context};
+      op.reg = a.aso_reg;
+      op.initial_color = a.aso_initial_color;
+      break;
+    case T::kAsoFirstHit:
+      op = {hw::OpCode::kAsoFirstHit, a.aso_context};
+      op.reg = a.aso_reg;
+      op.set = a.aso_set;
       break;
     default:
       return;
@@ -237,6 +249,8 @@ absl::StatusOr<hw::ActionProgram> BuildProgram(hw::Pipe pipe, absl::Span<const A
       case T::kCtr:
       case T::kL2ToTnlL2:
       case T::kL2ToTnlL3:
+      case T::kAsoFlowMeter:
+      case T::kAsoFirstHit:
         break;
       default:
         return absl::UnimplementedError(absl::StrFormat(

@@ -1,0 +1,313 @@
+// Meters, samplers, dest arrays, dest root table, RSS TIRs and ASO actions end to end on the software
+// NIC, including rdma-core's test_flow_meter, test_flow_sampler and test_dest_array scenarios.
+#include <infiniband/verbs.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "dr/dr.h"
+#include "gtest/gtest.h"
+#include "hw/match_params.h"
+#include "sim/frame_builder.h"
+#include "sim/meter.h"
+#include "sim/nic.h"
+#include "sim/toeplitz.h"
+
+namespace drsim {
+namespace {
+
+using hw::kOuter;
+using hw::MatchBuilder;
+using hw::MatchParams;
+
+std::vector<uint8_t> Udp(uint16_t sport, uint16_t dport, size_t payload = 1000) {
+  sim::FrameSpec s;
+  s.ipv4_src = *hw::Ipv4Address::Parse("10.0.0.1");
+  s.ipv4_dst = *hw::Ipv4Address::Parse("10.0.0.2");
+  s.protocol = sim::kIpProtoUdp;
+  s.sport = sport;
+  s.dport = dport;
+  s.payload_len = payload;
+  return sim::BuildFrame(s);
+}
+
+uint64_t Packets(sim::Nic& nic, uint32_t counter) {
+  uint64_t packets = 0, bytes = 0;
+  EXPECT_TRUE(nic.QueryCounter(counter, &packets, &bytes).ok());
+  return packets;
+}
+
+// NIC_RX with a root that sends everything to table 1, and table 2 for what follows.
+class AdvancedActionsTest : public ::testing::Test {
+ protected:
+  AdvancedActionsTest()
+      : domain_(*dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)),
+        root_(*dr::Table::Create(domain_, 0)),
+        t1_(*dr::Table::Create(domain_, 1)),
+        t2_(*dr::Table::Create(domain_, 2)),
+        to_t1_(*dr::Action::DestTable(t1_)),
+        root_all_(*dr::Matcher::Create(root_, 0, 0, nullptr)),
+        root_rule_(*dr::Rule::Create(root_all_, MatchParams(), {&to_t1_})),
+        t1_all_(*dr::Matcher::Create(t1_, 0, 0, nullptr)) {}
+
+  sim::Nic nic_;
+  dr::Domain domain_;
+  dr::Table root_, t1_, t2_;
+  dr::Action to_t1_;
+  dr::Matcher root_all_;
+  dr::Rule root_rule_;
+  dr::Matcher t1_all_;
+};
+
+std::vector<uint8_t> MeterPrm() {
+  // rdma-core's test_flow_meter parameters (valid, bucket_overflow, start green, cir_m 1, cir_e 6), plus a
+  // 4 KiB committed burst.
+  sim::MeterParams p;
+  p.valid = true;
+  p.bucket_overflow = true;
+  p.start_color = sim::MeterColor::kGreen;
+  p.cir_mantissa = 1;
+  p.cir_exponent = 6;
+  p.cbs_mantissa = 1;
+  p.cbs_exponent = 12;
+  std::vector<uint8_t> b(32);
+  p.Serialize(b.data());
+  return b;
+}
+
+TEST_F(AdvancedActionsTest, FlowMeterColoursIntoARegister) {
+  std::vector<uint8_t> prm = MeterPrm();
+  dr::Action meter = *dr::Action::FlowMeter(t2_, true, /*reg_c_index=*/2, prm);
+  dr::Rule r1 = *dr::Rule::Create(t1_all_, MatchParams(), {&meter});
+  // Table 2, prio 2: reg_c_2 == 2 (green) -> green counter, == 0 (red) -> red counter.
+  uint32_t counters = *nic_.AllocateCounters(2);
+  dr::Action green = *dr::Action::FlowCounter(nic_.pf(), counters, 0);
+  dr::Action red = *dr::Action::FlowCounter(nic_.pf(), counters, 1);
+  dr::Action drop = *dr::Action::Drop();
+  dr::Matcher by_color = *dr::Matcher::Create(t2_, 2, *MatchBuilder().RegC(2, 0xffffffff).Build());
+  dr::Rule g = *dr::Rule::Create(by_color, *MatchBuilder().RegC(2, 2).Build(), {&green, &drop});
+  dr::Rule rd = *dr::Rule::Create(by_color, *MatchBuilder().RegC(2, 0).Build(), {&red, &drop});
+  // A burst of 100 frames at one instant: the 4 KiB committed burst passes green, the rest is red.
+  std::vector<uint8_t> f = Udp(1, 2);
+  for (int i = 0; i < 100; ++i) nic_.ReceiveFromWire(f);
+  EXPECT_EQ(Packets(nic_, counters), 3u);  // 3 x 1028 IP bytes fit in 4096, a 4th does not
+  EXPECT_EQ(Packets(nic_, counters + 1), 97u);
+  // A second later the bucket is full again; at twice the CIR about half is green.
+  uint64_t t = 1'000'000'000;
+  for (int i = 0; i < 1000; ++i, t += 1028 * 1'000'000'000ull / 31'250'000) {
+    nic_.set_time_ns(t);
+    nic_.ReceiveFromWire(f);
+  }
+  EXPECT_NEAR(static_cast<double>(Packets(nic_, counters) - 3), 500, 10);
+  // modify_flow_meter: inactive passes everything green.
+  ASSERT_TRUE(meter.ModifyFlowMeter(false, prm, sim::kMeterSelectActive).ok());
+  const uint64_t before = Packets(nic_, counters);
+  for (int i = 0; i < 50; ++i) nic_.ReceiveFromWire(f);
+  EXPECT_EQ(Packets(nic_, counters), before + 50);
+  EXPECT_EQ(drop.ModifyFlowMeter(true, prm, 1).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AdvancedActionsTest, FlowMeterChecks) {
+  std::vector<uint8_t> prm = MeterPrm();
+  EXPECT_EQ(dr::Action::FlowMeter(root_, true, 0, prm).status().code(), absl::StatusCode::kUnimplemented);
+  std::vector<uint8_t> big(33);
+  EXPECT_EQ(dr::Action::FlowMeter(t2_, true, 0, big).status().code(), absl::StatusCode::kInvalidArgument);
+  std::vector<uint8_t> invalid = prm;
+  invalid[0] &= 0x7f;  // valid = 0
+  EXPECT_EQ(dr::Action::FlowMeter(t2_, true, 0, invalid).status().code(), absl::StatusCode::kInvalidArgument);
+  // At rule time the next table must be deeper than the rule's table.
+  dr::Action back = *dr::Action::FlowMeter(t1_, true, 0, prm);
+  absl::Status s = dr::Rule::Create(t1_all_, MatchParams(), {&back}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("must be at a higher level"), absl::string_view::npos) << s;
+}
+
+TEST_F(AdvancedActionsTest, FlowSamplerSamplesOneInN) {
+  // test_flow_sampler: ratio 4, sample actions [counter1, qp], default next table with counter2.
+  uint32_t counters = *nic_.AllocateCounters(2);
+  dr::Action sampled = *dr::Action::FlowCounter(nic_.pf(), counters, 0);
+  dr::Action all = *dr::Action::FlowCounter(nic_.pf(), counters, 1);
+  const uint32_t sample_qp = nic_.pf().CreateQueue(1000), main_qp = nic_.pf().CreateQueue(1000);
+  dr::Action to_sample = *dr::Action::DestQp(nic_.pf(), sample_qp);
+  dr::Action to_main = *dr::Action::DestQp(nic_.pf(), main_qp);
+  dr::Action tag = *dr::Action::Tag(0x77);
+  dr::Action sampler = *dr::Action::FlowSampler(4, t2_, {&sampled, &tag, &to_sample});
+  dr::Rule r1 = *dr::Rule::Create(t1_all_, MatchParams(), {&sampler});
+  dr::Matcher t2_all = *dr::Matcher::Create(t2_, 0, 0, nullptr);
+  dr::Rule r2 = *dr::Rule::Create(t2_all, MatchParams(), {&all, &to_main});
+  std::vector<uint8_t> f = Udp(1, 2, 10);
+  int copies = 0;
+  for (int i = 0; i < 1000; ++i) {
+    sim::Verdict v = nic_.ReceiveFromWire(f);
+    EXPECT_EQ(v.qp_num, main_qp);
+    copies += static_cast<int>(v.copies.size());
+  }
+  EXPECT_EQ(Packets(nic_, counters + 1), 1000u);
+  EXPECT_EQ(Packets(nic_, counters), 250u);
+  EXPECT_EQ(copies, 250);
+  EXPECT_EQ(nic_.pf().queue(sample_qp)->size(), 250u);
+  EXPECT_EQ(nic_.pf().queue(sample_qp)->Poll()->flow_tag, 0x77u);
+  EXPECT_EQ(sampled.Destroy().code(), absl::StatusCode::kFailedPrecondition);  // the sampler uses it
+  EXPECT_EQ(t2_.Destroy().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(AdvancedActionsTest, FlowSamplerChecks) {
+  dr::Action drop = *dr::Action::Drop();
+  dr::Action tag = *dr::Action::Tag(1);
+  EXPECT_EQ(dr::Action::FlowSampler(0, t2_, {&tag}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::FlowSampler(2, t2_, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::FlowSampler(2, t2_, {&drop}).status().code(), absl::StatusCode::kUnimplemented);
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_t = *dr::Table::Create(tx, 1);
+  EXPECT_EQ(dr::Action::FlowSampler(2, tx_t, {&tag}).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(AdvancedActionsTest, DestArrayReplicatesToEveryDestination) {
+  // test_dest_array: 7 QPs and a dest table (level 0xff, its own smac -> QP rule); all 8 receive.
+  std::vector<uint32_t> qps;
+  std::vector<dr::Action> actions;
+  for (int i = 0; i < 8; ++i) qps.push_back(nic_.pf().CreateQueue());
+  for (int i = 0; i < 7; ++i) actions.push_back(*dr::Action::DestQp(nic_.pf(), qps[i]));
+  dr::Table deep = *dr::Table::Create(domain_, 0xff);
+  dr::Matcher deep_m =
+      *dr::Matcher::Create(deep, 0, *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Build());
+  dr::Action last = *dr::Action::DestQp(nic_.pf(), qps[7]);
+  sim::FrameSpec spec;
+  dr::Rule deep_r = *dr::Rule::Create(deep_m, *MatchBuilder().Smac(kOuter, spec.smac).Build(), {&last});
+  actions.push_back(*dr::Action::DestTable(deep));
+  std::vector<dr::Action::ArrayDestination> dests;
+  for (const dr::Action& a : actions) dests.push_back({&a, nullptr});
+  dr::Action array = *dr::Action::DestArray(domain_, dests);
+  dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&array});
+  sim::Verdict v = nic_.ReceiveFromWire(Udp(1, 2, 10));
+  EXPECT_EQ(v.fate, sim::Fate::kQueued);
+  EXPECT_EQ(v.qp_num, qps[0]);
+  ASSERT_EQ(v.copies.size(), 7u);
+  std::set<uint32_t> reached = {v.qp_num};
+  for (const sim::Delivery& d : v.copies) {
+    EXPECT_EQ(d.fate, sim::Fate::kQueued);
+    reached.insert(d.qp_num);
+  }
+  EXPECT_EQ(reached, std::set<uint32_t>(qps.begin(), qps.end()));
+  for (uint32_t q : qps) EXPECT_EQ(nic_.pf().queue(q)->size(), 1u);
+}
+
+TEST_F(AdvancedActionsTest, DestArrayChecks) {
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), nic_.pf().CreateQueue());
+  dr::Action tag = *dr::Action::Tag(1);
+  EXPECT_EQ(dr::Action::DestArray(domain_, {{&qp, nullptr}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::DestArray(domain_, {{&qp, nullptr}, {&tag, nullptr}}).status().code(),
+            absl::StatusCode::kUnimplemented);
+  dr::Action miss = *dr::Action::DefaultMiss();
+  EXPECT_EQ(dr::Action::DestArray(domain_, {{&qp, nullptr}, {&miss, nullptr}}).status().code(),
+            absl::StatusCode::kUnimplemented);  // default miss only in FDB arrays
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  EXPECT_EQ(dr::Action::DestArray(tx, {{&qp, nullptr}, {&qp, nullptr}}).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(AdvancedActionsTest, DestRootTableJumpsBackByPriority) {
+  // Root: prio 0 sends to table 1; prio 5 delivers. Table 1 jumps back to the root from priority 5.
+  const uint32_t qp = nic_.pf().CreateQueue();
+  dr::Action deliver = *dr::Action::DestQp(nic_.pf(), qp);
+  dr::Matcher late = *dr::Matcher::Create(root_, 5, 0, nullptr);
+  dr::Rule late_r = *dr::Rule::Create(late, MatchParams(), {&deliver});
+  dr::Action back = *dr::Action::DestRootTable(root_, 5);
+  dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&back});
+  sim::Verdict v = nic_.ReceiveFromWire(Udp(1, 2, 10));
+  EXPECT_EQ(v.fate, sim::Fate::kQueued);
+  ASSERT_EQ(v.path.size(), 3u);
+  EXPECT_EQ(v.path[2].rule_id, late_r.id());
+  EXPECT_EQ(dr::Action::DestRootTable(t1_, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AdvancedActionsTest, TirSpreadsFlowsByToeplitzHash) {
+  std::vector<uint32_t> qps;
+  for (int i = 0; i < 4; ++i) qps.push_back(nic_.pf().CreateQueue(10000));
+  const uint64_t fields =
+      IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+  uint32_t tir = *nic_.pf().CreateTir(qps, fields);
+  dr::Action rss = *dr::Action::DestTir(nic_.pf(), tir);
+  dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&rss});
+  std::map<uint32_t, int> per_queue;
+  for (uint16_t sport = 1000; sport < 1400; ++sport) {
+    sim::Verdict v = nic_.ReceiveFromWire(Udp(sport, 4791, 10));
+    ASSERT_EQ(v.fate, sim::Fate::kQueued);
+    sim::RssHeaderFields h;
+    h.ipv4_src = *hw::Ipv4Address::Parse("10.0.0.1");
+    h.ipv4_dst = *hw::Ipv4Address::Parse("10.0.0.2");
+    h.ip_protocol = 17;
+    h.sport = sport;
+    h.dport = 4791;
+    EXPECT_EQ(v.qp_num, qps[*sim::RssHash(h, fields) & 3]) << sport;
+    ++per_queue[v.qp_num];
+  }
+  ASSERT_EQ(per_queue.size(), 4u);
+  for (const auto& [q, n] : per_queue) EXPECT_GT(n, 60) << q;  // 400 flows, about 100 each
+  EXPECT_EQ(nic_.pf().DestroyTir(tir).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(nic_.pf().CreateTir({qps[0], qps[1], qps[2]}, fields).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::DestTir(nic_.pf(), 999).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AdvancedActionsTest, AsoFirstHitAndFlowMeter) {
+  uint32_t hits = *nic_.CreateAsoObject(hw::AsoKind::kFirstHit, 0);
+  dr::Action first = *dr::Action::Aso(domain_, hits, 7, MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, 3);
+  dr::Action to_t2 = *dr::Action::DestTable(t2_);
+  dr::Rule r1 = *dr::Rule::Create(t1_all_, MatchParams(), {&first, &to_t2});
+  const uint32_t new_q = nic_.pf().CreateQueue(), seen_q = nic_.pf().CreateQueue();
+  dr::Action to_new = *dr::Action::DestQp(nic_.pf(), new_q), to_seen = *dr::Action::DestQp(nic_.pf(), seen_q);
+  dr::Matcher by_hit = *dr::Matcher::Create(t2_, 0, *MatchBuilder().RegC(3, 0xffffffff).Build());
+  dr::Rule fresh = *dr::Rule::Create(by_hit, *MatchBuilder().RegC(3, 0).Build(), {&to_new});
+  dr::Rule again = *dr::Rule::Create(by_hit, *MatchBuilder().RegC(3, 1).Build(), {&to_seen});
+  std::vector<uint8_t> f = Udp(1, 2, 10);
+  EXPECT_EQ(nic_.ReceiveFromWire(f).qp_num, new_q);
+  EXPECT_EQ(nic_.ReceiveFromWire(f).qp_num, seen_q);
+  EXPECT_EQ(nic_.ReceiveFromWire(f).qp_num, seen_q);
+
+  // Checks: register, flags, offset, kind.
+  EXPECT_EQ(dr::Action::Aso(domain_, hits, 0, 0, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::Aso(domain_, hits, 0, 2, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::Aso(domain_, hits, 512, 0, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  uint32_t meters = *nic_.CreateAsoObject(hw::AsoKind::kFlowMeter, 0);
+  EXPECT_EQ(dr::Action::Aso(
+                domain_, meters, 0,
+                MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED | MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_GREEN, 1)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(nic_.DestroyAsoObject(hits).code(), absl::StatusCode::kFailedPrecondition);
+
+  // An ASO flow meter colours into reg_c_5: configure a tiny committed burst, send a burst.
+  sim::MeterParams p;
+  p.valid = true;
+  p.cbs_mantissa = 1;
+  p.cbs_exponent = 11;  // 2048 bytes
+  p.cir_mantissa = 1;
+  p.cir_exponent = 31;
+  ASSERT_TRUE(nic_.ConfigureAsoFlowMeter(meters, 1, p).ok());
+  dr::Action aso_meter =
+      *dr::Action::Aso(domain_, meters, 1, MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_UNDEFINED, 5);
+  ASSERT_TRUE(r1.Destroy().ok());
+  ASSERT_TRUE(fresh.Destroy().ok());
+  ASSERT_TRUE(again.Destroy().ok());
+  r1 = *dr::Rule::Create(t1_all_, MatchParams(), {&aso_meter, &to_t2});
+  dr::Matcher by_color = *dr::Matcher::Create(t2_, 1, *MatchBuilder().RegC(5, 0xff).Build());
+  const uint32_t green_q = nic_.pf().CreateQueue(), red_q = nic_.pf().CreateQueue();
+  dr::Action to_green = *dr::Action::DestQp(nic_.pf(), green_q),
+             to_red = *dr::Action::DestQp(nic_.pf(), red_q);
+  dr::Rule g = *dr::Rule::Create(by_color, *MatchBuilder().RegC(5, 2).Build(), {&to_green});
+  dr::Rule red = *dr::Rule::Create(by_color, *MatchBuilder().RegC(5, 0).Build(), {&to_red});
+  std::vector<uint8_t> big = Udp(1, 2, 1000);
+  std::vector<uint32_t> got;
+  for (int i = 0; i < 4; ++i) got.push_back(nic_.ReceiveFromWire(big).qp_num);
+  EXPECT_EQ(got, (std::vector<uint32_t>{green_q, red_q, red_q, red_q}));  // one 1028-byte packet fits 2048
+  // modify_aso applies to rules created afterwards only.
+  ASSERT_TRUE(aso_meter.ModifyAso(0, MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_UNDEFINED, 5).ok());
+  EXPECT_EQ(nic_.ReceiveFromWire(big).qp_num, red_q);
+}
+
+}  // namespace
+}  // namespace drsim
