@@ -105,6 +105,7 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
     const ActionSpec& a = *actions[i];
     switch (a.type) {
       case T::kFt:
+      case T::kDestArray:
       case T::kQp:
       case T::kCtr:
       case T::kTag:
@@ -121,8 +122,9 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
             "action[%d] (%s) is not supported on root (level 0) tables", i, ActionTypeName(a.type)));
     }
     if (absl::Status s = CheckType(rule, i, a); !s.ok()) return s;
-    if (++seen[static_cast<int>(a.type)] > 1)
+    if (++seen[static_cast<int>(a.type)] > 1) {
       return Invalid(i, a, "a root-table rule takes each action type once");
+    }
     if (IsTerminating(a.type) && ++destinations > 1) {
       return Invalid(i, a, "a root-table rule takes one destination");
     }

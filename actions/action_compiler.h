@@ -6,8 +6,9 @@
 // another device, a root-level reformat/modify), then multiplicity (each type at most once, push/pop
 // VLAN at most twice: EINVAL; a third push_vlan: ENOTSUP), then the state machine (EOPNOTSUPP).
 // Root (level 0) tables go through the kernel in rdma-core (dr_actions_build_attr): only drop, tag,
-// dest QP, dest table, counter, default miss, and reformat/modify created with ROOT_LEVEL are accepted
-// (ENOTSUP otherwise), and no state machine applies; the modelled kernel takes one destination per rule.
+// dest QP/TIR, dest table, dest array, counter, default miss, and reformat/modify created with ROOT_LEVEL are
+// accepted (ENOTSUP otherwise), and no state machine applies; the modelled kernel takes one destination per
+// rule.
 //
 // The programs are order-independent: the device applies operations in its fixed per-pipe order
 // (hw/action_program.h). Errors name the action's index and type. Stateless and thread-safe.

@@ -91,6 +91,19 @@ absl::StatusOr<Action> Action::DestVport(const Domain& domain, uint32_t vport) {
   return Action(a);
 }
 
+absl::StatusOr<Action> Action::DestIbPort(const Domain& domain, uint32_t ib_port) {
+  internal::DomainObj* d = domain.obj();
+  if (d == nullptr) return absl::InvalidArgumentError("dest_ib_port: domain handle is empty");
+  if (d->type != MLX5DV_DR_DOMAIN_TYPE_FDB) {
+    return absl::UnimplementedError("dest_ib_port: port destinations exist only in FDB domains");
+  }
+  if (ib_port == 0) return absl::InvalidArgumentError("dest_ib_port: IB ports are numbered from 1");
+  if (ib_port > 1) {
+    return absl::UnimplementedError(absl::StrFormat("dest_ib_port: port %d; the device has 1 port", ib_port));
+  }
+  return DestVport(domain, 0);  // port 1 belongs to the PF
+}
+
 absl::StatusOr<Action> Action::FlowCounter(hw::Device& device, uint32_t counter_id, uint32_t offset) {
   const uint32_t id = counter_id + offset;
   if (id < counter_id) {

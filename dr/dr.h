@@ -194,6 +194,9 @@ class Action {
   // 0xffff the uplink; from the FDB RX pipe, the uplink is a drop). InvalidArgument for a number above
   // 0xffff or a vport the device does not have.
   static absl::StatusOr<Action> DestVport(const Domain& domain, uint32_t vport);
+  // Terminating, FDB only (Unimplemented otherwise): the vport of IB port `ib_port` — the software NIC has
+  // one port, whose vport is the PF's. InvalidArgument for port 0; Unimplemented (ENOTSUP) past the last.
+  static absl::StatusOr<Action> DestIbPort(const Domain& domain, uint32_t ib_port);
   // Non-terminating: counts packets and bytes in counter `counter_id + offset` of `device` (a bulk from
   // sim::Nic::AllocateCounters). InvalidArgument when there is no such counter.
   static absl::StatusOr<Action> FlowCounter(hw::Device& device, uint32_t counter_id, uint32_t offset);

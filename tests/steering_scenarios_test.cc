@@ -351,3 +351,102 @@ TEST_F(ActionScenarioTest, RegBReachesTheCompletion) {
 
 }  // namespace
 }  // namespace drsim
+
+namespace drsim {
+namespace {
+
+class MoreScenarioTest : public ActionScenarioTest {};
+
+TEST_F(MoreScenarioTest, DestIbPort) {
+  // test_dest_ib_port: FDB root smac rule -> table 1, whose smac rule -> ib_port 1 (the PF); the PF's
+  // NIC_RX root delivers to the QP.
+  dr::Domain fdb = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_FDB);
+  dr::Table fdb_root = *dr::Table::Create(fdb, 0), fdb_t1 = *dr::Table::Create(fdb, 1);
+  dr::Matcher fdb_m0 = *dr::Matcher::Create(fdb_root, 0, hw::kCriteriaOuter, SmacMask().get());
+  dr::Matcher fdb_m1 = *dr::Matcher::Create(fdb_t1, 1, hw::kCriteriaOuter, SmacMask().get());
+  dr::Action to_t1 = *dr::Action::DestTable(fdb_t1);
+  dr::Action to_port = *dr::Action::DestIbPort(fdb, 1);
+  dr::Rule fdb_r0 = *dr::Rule::Create(fdb_m0, SmacValue(kSmac), {&to_t1});
+  dr::Rule fdb_r1 = *dr::Rule::Create(fdb_m1, SmacValue(kSmac), {&to_port});
+  // Port actions go through the kernel's path on root tables, which does not take them.
+  EXPECT_EQ(dr::Rule::Create(fdb_m0, SmacValue(kOtherSmac), {&to_port}).status().code(),
+            absl::StatusCode::kUnimplemented);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  root_ = *dr::Table::Create(domain_, 0);
+  root_matcher_ = *dr::Matcher::Create(root_, 0, hw::kCriteriaOuter, SmacMask().get());
+  rule_ = *dr::Rule::Create(root_matcher_, SmacValue(kSmac), {&qp});
+  EXPECT_EQ(SendTraffic(kSmac, 3, qp_), 3);
+  EXPECT_EQ(dr::Action::DestIbPort(fdb, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dr::Action::DestIbPort(fdb, 2).status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(dr::Action::DestIbPort(domain_, 1).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(MoreScenarioTest, TxDefaultMissAction) {
+  // test_tx_def_miss_action: NIC_TX prio 1 [default_miss] and prio 2 [drop] on the same smac: the lower
+  // priority value wins and the frames reach the wire.
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_root = *dr::Table::Create(tx, 0), t1 = *dr::Table::Create(tx, 1);
+  dr::Action jump = *dr::Action::DestTable(t1);
+  dr::Matcher all = *dr::Matcher::Create(tx_root, 0, 0, nullptr);
+  dr::Rule r0 = *dr::Rule::Create(all, MatchParams(), {&jump});
+  dr::Matcher m1 = *dr::Matcher::Create(t1, 1, hw::kCriteriaOuter, SmacMask().get());
+  dr::Matcher m2 = *dr::Matcher::Create(t1, 2, hw::kCriteriaOuter, SmacMask().get());
+  dr::Action miss = *dr::Action::DefaultMiss(), drop = *dr::Action::Drop();
+  dr::Rule r1 = *dr::Rule::Create(m1, SmacValue(kSmac), {&miss});
+  dr::Rule r2 = *dr::Rule::Create(m2, SmacValue(kSmac), {&drop});
+  EXPECT_TRUE(SendAndCollect(Packet(kSmac)).has_value());
+  ASSERT_TRUE(r1.Destroy().ok());
+  EXPECT_FALSE(SendAndCollect(Packet(kSmac)).has_value());  // now the drop rule is hit
+}
+
+TEST_F(MoreScenarioTest, RootTblModifyHeaderAndDestArray) {
+  // test_root_tbl_modify_header_rule: a ROOT_LEVEL modify header on a level-0 NIC_TX table.
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_root = *dr::Table::Create(tx, 0);
+  dr::Matcher m = *dr::Matcher::Create(tx_root, 0, hw::kCriteriaOuter, SmacMask().get());
+  const uint64_t words[] = {hw::ModifySetWord(hw::ModifyField::kSmac47_16, 0, 0, 0x88888888),
+                            hw::ModifySetWord(hw::ModifyField::kSmac15_0, 0, 16, 0x8888)};
+  dr::Action plain = *dr::Action::ModifyHeader(tx, 0, words);
+  EXPECT_EQ(dr::Rule::Create(m, SmacValue(kOtherSmac), {&plain}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // a root table needs ROOT_LEVEL actions
+  dr::Action modify = *dr::Action::ModifyHeader(tx, MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL, words);
+  dr::Rule r = *dr::Rule::Create(m, SmacValue(kOtherSmac), {&modify});
+  std::optional<std::vector<uint8_t>> sent = SendAndCollect(Packet(kOtherSmac));
+  ASSERT_TRUE(sent.has_value());
+  EXPECT_EQ(std::vector<uint8_t>(sent->begin() + 6, sent->begin() + 12), std::vector<uint8_t>(6, 0x88));
+  // test_root_dest_array: a dest array on a root NIC_RX table.
+  const uint32_t q2 = nic_.pf().CreateQueue();
+  dr::Action a1 = *dr::Action::DestQp(nic_.pf(), qp_), a2 = *dr::Action::DestQp(nic_.pf(), q2);
+  dr::Action array = *dr::Action::DestArray(domain_, {{&a1, nullptr}, {&a2, nullptr}});
+  root_ = *dr::Table::Create(domain_, 0);
+  root_matcher_ = *dr::Matcher::Create(root_, 0, hw::kCriteriaOuter, SmacMask().get());
+  rule_ = *dr::Rule::Create(root_matcher_, SmacValue(kSmac), {&array});
+  sim::Verdict v = nic_.ReceiveFromWire(Packet(kSmac));
+  EXPECT_EQ(v.qp_num, qp_);
+  ASSERT_EQ(v.copies.size(), 1u);
+  EXPECT_EQ(v.copies[0].qp_num, q2);
+}
+
+TEST_F(MoreScenarioTest, ExecutionOrderDoesNotDependOnListOrder) {
+  // NIC_TX: [push_vlan, modify SMAC] and [modify SMAC, push_vlan] give the same frame.
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_root = *dr::Table::Create(tx, 0), t1 = *dr::Table::Create(tx, 1);
+  dr::Action jump = *dr::Action::DestTable(t1);
+  dr::Matcher all = *dr::Matcher::Create(tx_root, 0, 0, nullptr);
+  dr::Rule r0 = *dr::Rule::Create(all, MatchParams(), {&jump});
+  dr::Matcher m = *dr::Matcher::Create(t1, 0, hw::kCriteriaOuter, SmacMask().get());
+  const uint64_t w = hw::ModifySetWord(hw::ModifyField::kSmac15_0, 0, 16, 0x1234);
+  dr::Action modify = *dr::Action::ModifyHeader(tx, 0, {&w, 1});
+  dr::Action push = *dr::Action::PushVlan(tx, htonl(0x81000005));
+  // modify then push is legal on NIC_TX; push then modify is not (PUSH_VLAN -> MODIFY_HDR is an error).
+  dr::Rule r = *dr::Rule::Create(m, SmacValue(kSmac), {&modify, &push});
+  EXPECT_EQ(dr::Rule::Create(m, SmacValue(kOtherSmac), {&push, &modify}).status().code(),
+            absl::StatusCode::kUnimplemented);
+  std::optional<std::vector<uint8_t>> out = SendAndCollect(Packet(kSmac));
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(hw::LoadBe16(out->data() + 10), 0x1234);
+  EXPECT_EQ(hw::LoadBe32(out->data() + 12), 0x81000005u);
+}
+
+}  // namespace
+}  // namespace drsim
