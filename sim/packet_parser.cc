@@ -30,43 +30,37 @@ constexpr uint16_t kPortRoceV2 = 4791;
 constexpr int kMaxMplsLabels = 8;
 constexpr int kMaxGtpuExtensions = 8;
 
-// The fields one header stack writes. The inner.* fields are the outer.* ones shifted by a constant
+// The fields one header stack writes, as compile-time constants so that every field access folds to a
+// fixed word offset, shift and mask. The inner.* fields are the outer.* ones shifted by a constant
 // (match_fields.inc expands the same list twice); the rest live in misc sections under their own names.
-struct Stack {
-  int spec_shift;
-  Field second_prio, second_cfi, second_vid, second_cvlan, second_svlan;
-  Field flow_label, tcp_seq, tcp_ack;
-  bool icmp;  // the misc3 ICMP fields belong to the outer stack only
+struct OuterStack {
+  static constexpr int kSpecShift = 0;
+  static constexpr Field kSecondPrio = Field::kOuterSecondPrio, kSecondCfi = Field::kOuterSecondCfi,
+                         kSecondVid = Field::kOuterSecondVid, kSecondCvlan = Field::kOuterSecondCvlanTag,
+                         kSecondSvlan = Field::kOuterSecondSvlanTag, kFlowLabel = Field::kOuterIpv6FlowLabel,
+                         kTcpSeq = Field::kOuterTcpSeqNum, kTcpAck = Field::kOuterTcpAckNum;
+  static constexpr bool kIcmp = true;  // the misc3 ICMP fields belong to the outer stack only
 };
-
-constexpr int kInnerShift =
-    static_cast<int>(Field::kInnerSmac47_16) - static_cast<int>(Field::kOuterSmac47_16);
+struct InnerStack {
+  static constexpr int kSpecShift =
+      static_cast<int>(Field::kInnerSmac47_16) - static_cast<int>(Field::kOuterSmac47_16);
+  static constexpr Field kSecondPrio = Field::kInnerSecondPrio, kSecondCfi = Field::kInnerSecondCfi,
+                         kSecondVid = Field::kInnerSecondVid, kSecondCvlan = Field::kInnerSecondCvlanTag,
+                         kSecondSvlan = Field::kInnerSecondSvlanTag, kFlowLabel = Field::kInnerIpv6FlowLabel,
+                         kTcpSeq = Field::kInnerTcpSeqNum, kTcpAck = Field::kInnerTcpAckNum;
+  static constexpr bool kIcmp = false;
+};
 static_assert(static_cast<int>(Field::kInnerDstIp31_0) - static_cast<int>(Field::kOuterDstIp31_0) ==
-              kInnerShift);
+              InnerStack::kSpecShift);
 
-constexpr Stack kOuterStack = {0,
-                               Field::kOuterSecondPrio,
-                               Field::kOuterSecondCfi,
-                               Field::kOuterSecondVid,
-                               Field::kOuterSecondCvlanTag,
-                               Field::kOuterSecondSvlanTag,
-                               Field::kOuterIpv6FlowLabel,
-                               Field::kOuterTcpSeqNum,
-                               Field::kOuterTcpAckNum,
-                               true};
-constexpr Stack kInnerStack = {kInnerShift,
-                               Field::kInnerSecondPrio,
-                               Field::kInnerSecondCfi,
-                               Field::kInnerSecondVid,
-                               Field::kInnerSecondCvlanTag,
-                               Field::kInnerSecondSvlanTag,
-                               Field::kInnerIpv6FlowLabel,
-                               Field::kInnerTcpSeqNum,
-                               Field::kInnerTcpAckNum,
-                               false};
+constexpr Field Next(Field f, int n) { return static_cast<Field>(static_cast<int>(f) + n); }
+// The field of stack S that is `outer_field` in the outer stack.
+template <typename S>
+constexpr Field F(Field outer_field) {
+  return Next(outer_field, S::kSpecShift);
+}
 
 // The MPLS label fields come in (label, exp, s_bos, ttl) runs; tunnel_header_0..3 are consecutive.
-Field Next(Field f, int n) { return static_cast<Field>(static_cast<int>(f) + n); }
 static_assert(static_cast<int>(Field::kOuterFirstMplsTtl) - static_cast<int>(Field::kOuterFirstMplsLabel) ==
               3);
 static_assert(static_cast<int>(Field::kTunnelHeader3) - static_cast<int>(Field::kTunnelHeader0) == 3);
@@ -84,8 +78,6 @@ struct Ctx {
     std::memcpy(hv->bytes + hw::Info(f).abs_bit() / 8, p + off, n);
   }
   void Set(Field f, uint32_t v) const { hw::SetField(hv->bytes, f, v); }
-  // The field of `stack` that is `outer_field` in the outer stack.
-  static Field F(const Stack& stack, Field outer_field) { return Next(outer_field, stack.spec_shift); }
 };
 
 // Where one stack's IP packet and its L4 header are (0 = absent).
@@ -100,10 +92,11 @@ struct IpLayers {
 
 // Ethernet and up to two VLAN tags. Returns the offset after them (0 when the Ethernet header does not
 // fit) and the ethertype after the last tag parsed.
-size_t ParseEthernet(const Ctx& c, const Stack& s, size_t off, uint16_t* ethertype) {
+template <typename S>
+size_t ParseEthernet(const Ctx& c, size_t off, uint16_t* ethertype) {
   if (c.Room(off) < 14) return 0;
-  c.Put(Ctx::F(s, Field::kOuterDmac47_16), off, 6);
-  c.Put(Ctx::F(s, Field::kOuterSmac47_16), off + 6, 6);
+  c.Put(F<S>(Field::kOuterDmac47_16), off, 6);
+  c.Put(F<S>(Field::kOuterSmac47_16), off + 6, 6);
   uint16_t type = hw::LoadBe16(c.p + off + 12);
   off += 14;
   // The ethertype reported is the one after the last tag parsed.
@@ -112,26 +105,27 @@ size_t ParseEthernet(const Ctx& c, const Stack& s, size_t off, uint16_t* etherty
     const uint16_t tci = hw::LoadBe16(c.p + off);
     const bool svlan = type == kEthSvlan;
     if (tag == 0) {
-      c.Set(Ctx::F(s, svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag), 1);
-      c.Set(Ctx::F(s, Field::kOuterFirstPrio), tci >> 13);
-      c.Set(Ctx::F(s, Field::kOuterFirstCfi), (tci >> 12) & 1);
-      c.Set(Ctx::F(s, Field::kOuterFirstVid), tci & 0xfff);
+      c.Set(F<S>(svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag), 1);
+      c.Set(F<S>(Field::kOuterFirstPrio), tci >> 13);
+      c.Set(F<S>(Field::kOuterFirstCfi), (tci >> 12) & 1);
+      c.Set(F<S>(Field::kOuterFirstVid), tci & 0xfff);
     } else {
-      c.Set(svlan ? s.second_svlan : s.second_cvlan, 1);
-      c.Set(s.second_prio, tci >> 13);
-      c.Set(s.second_cfi, (tci >> 12) & 1);
-      c.Set(s.second_vid, tci & 0xfff);
+      c.Set(svlan ? S::kSecondSvlan : S::kSecondCvlan, 1);
+      c.Set(S::kSecondPrio, tci >> 13);
+      c.Set(S::kSecondCfi, (tci >> 12) & 1);
+      c.Set(S::kSecondVid, tci & 0xfff);
     }
     type = hw::LoadBe16(c.p + off + 2);
     off += 4;
   }
-  c.Set(Ctx::F(s, Field::kOuterEthertype), type);
+  c.Set(F<S>(Field::kOuterEthertype), type);
   *ethertype = type;
   return off;
 }
 
 // L4 of a first fragment (or an unfragmented packet). Returns the payload offset, or 0.
-size_t ParseL4(const Ctx& c, const Stack& s, size_t off, uint8_t proto) {
+template <typename S>
+size_t ParseL4(const Ctx& c, size_t off, uint8_t proto) {
   const uint8_t* l4 = c.p + off;
   const size_t room = c.Room(off);
   switch (proto) {
@@ -139,20 +133,20 @@ size_t ParseL4(const Ctx& c, const Stack& s, size_t off, uint8_t proto) {
       if (room < 20) return 0;
       const size_t hdr = (l4[12] >> 4) * 4u;
       if (hdr < 20 || hdr > room) return 0;
-      c.Put(Ctx::F(s, Field::kOuterTcpSport), off, 4);  // sport and dport are adjacent in both
-      c.Set(Ctx::F(s, Field::kOuterTcpFlags), ((l4[12] & 1u) << 8) | l4[13]);
-      c.Put(s.tcp_seq, off + 4, 4);
-      c.Put(s.tcp_ack, off + 8, 4);
+      c.Put(F<S>(Field::kOuterTcpSport), off, 4);  // sport and dport are adjacent in both
+      c.Set(F<S>(Field::kOuterTcpFlags), ((l4[12] & 1u) << 8) | l4[13]);
+      c.Put(S::kTcpSeq, off + 4, 4);
+      c.Put(S::kTcpAck, off + 8, 4);
       return off + hdr;
     }
     case kProtoUdp:
       if (room < 8) return 0;
-      c.Put(Ctx::F(s, Field::kOuterUdpSport), off, 4);
+      c.Put(F<S>(Field::kOuterUdpSport), off, 4);
       return off + 8;
     case kProtoIcmp:
     case kProtoIcmpv6: {
       if (room < 8) return 0;
-      if (s.icmp) {
+      if (S::kIcmp) {
         const bool v6 = proto == kProtoIcmpv6;
         c.Set(v6 ? Field::kIcmpv6Type : Field::kIcmpType, l4[0]);
         c.Set(v6 ? Field::kIcmpv6Code : Field::kIcmpCode, l4[1]);
@@ -166,25 +160,26 @@ size_t ParseL4(const Ctx& c, const Stack& s, size_t off, uint8_t proto) {
 }
 
 // The IPv4 header; fills `ip` up to the upper-layer header. False when it is not a valid IPv4 header.
-bool ParseIpv4(const Ctx& c, const Stack& s, size_t off, IpLayers* ip) {
+template <typename S>
+bool ParseIpv4(const Ctx& c, size_t off, IpLayers* ip) {
   const uint8_t* h = c.p + off;
   if (c.Room(off) < 20 || (h[0] >> 4) != 4) return false;
   const size_t ihl = h[0] & 0xf;
   if (ihl < 5 || ihl * 4 > c.Room(off)) return false;
   ip->l3 = off;
-  c.Set(Ctx::F(s, Field::kOuterIpVersion), 4);
-  c.Set(Ctx::F(s, Field::kOuterIpv4Ihl), ihl);
-  c.Set(Ctx::F(s, Field::kOuterIpDscp), h[1] >> 2);
-  c.Set(Ctx::F(s, Field::kOuterIpEcn), h[1] & 3);
-  c.Set(Ctx::F(s, Field::kOuterIpTtlHoplimit), h[8]);
-  c.Set(Ctx::F(s, Field::kOuterIpProtocol), h[9]);
-  c.Put(Ctx::F(s, Field::kOuterSrcIp31_0), off + 12, 4);
-  c.Put(Ctx::F(s, Field::kOuterDstIp31_0), off + 16, 4);
+  c.Set(F<S>(Field::kOuterIpVersion), 4);
+  c.Set(F<S>(Field::kOuterIpv4Ihl), ihl);
+  c.Set(F<S>(Field::kOuterIpDscp), h[1] >> 2);
+  c.Set(F<S>(Field::kOuterIpEcn), h[1] & 3);
+  c.Set(F<S>(Field::kOuterIpTtlHoplimit), h[8]);
+  c.Set(F<S>(Field::kOuterIpProtocol), h[9]);
+  c.Put(F<S>(Field::kOuterSrcIp31_0), off + 12, 4);
+  c.Put(F<S>(Field::kOuterDstIp31_0), off + 16, 4);
   const uint16_t frag = hw::LoadBe16(h + 6);
   const bool more_fragments = frag & 0x2000;
   const uint16_t frag_offset = frag & 0x1fff;
   ip->fragmented = more_fragments || frag_offset != 0;
-  if (ip->fragmented) c.Set(Ctx::F(s, Field::kOuterFrag), 1);
+  if (ip->fragmented) c.Set(F<S>(Field::kOuterFrag), 1);
   ip->protocol = h[9];
   if (frag_offset == 0) ip->upper = off + ihl * 4;  // no L4 header in later fragments
   return true;
@@ -192,19 +187,20 @@ bool ParseIpv4(const Ctx& c, const Stack& s, size_t off, IpLayers* ip) {
 
 // The IPv6 header and its extension headers. False when it is not a valid IPv6 header; `ip->upper` stays
 // 0 when the extension headers do not fit or this is a later fragment.
-bool ParseIpv6(const Ctx& c, const Stack& s, size_t off, IpLayers* ip) {
+template <typename S>
+bool ParseIpv6(const Ctx& c, size_t off, IpLayers* ip) {
   const uint8_t* h = c.p + off;
   if (c.Room(off) < 40 || (h[0] >> 4) != 6) return false;
   ip->l3 = off;
   const uint32_t first = hw::LoadBe32(h);
   const uint32_t traffic_class = (first >> 20) & 0xff;
-  c.Set(Ctx::F(s, Field::kOuterIpVersion), 6);
-  c.Set(Ctx::F(s, Field::kOuterIpDscp), traffic_class >> 2);
-  c.Set(Ctx::F(s, Field::kOuterIpEcn), traffic_class & 3);
-  c.Set(s.flow_label, first & 0xfffff);
-  c.Set(Ctx::F(s, Field::kOuterIpTtlHoplimit), h[7]);
-  c.Put(Ctx::F(s, Field::kOuterSrcIp127_96), off + 8, 16);
-  c.Put(Ctx::F(s, Field::kOuterDstIp127_96), off + 24, 16);
+  c.Set(F<S>(Field::kOuterIpVersion), 6);
+  c.Set(F<S>(Field::kOuterIpDscp), traffic_class >> 2);
+  c.Set(F<S>(Field::kOuterIpEcn), traffic_class & 3);
+  c.Set(S::kFlowLabel, first & 0xfffff);
+  c.Set(F<S>(Field::kOuterIpTtlHoplimit), h[7]);
+  c.Put(F<S>(Field::kOuterSrcIp127_96), off + 8, 16);
+  c.Put(F<S>(Field::kOuterDstIp127_96), off + 24, 16);
 
   // Walk the extension headers to the upper-layer protocol.
   uint8_t next = h[6];
@@ -220,7 +216,7 @@ bool ParseIpv6(const Ctx& c, const Stack& s, size_t off, IpLayers* ip) {
       at += ext;
     } else if (next == 44) {  // fragment
       if (room < 8) return true;
-      c.Set(Ctx::F(s, Field::kOuterFrag), 1);
+      c.Set(F<S>(Field::kOuterFrag), 1);
       ip->fragmented = true;
       later_fragment = (hw::LoadBe16(c.p + at + 2) & 0xfff8) != 0;
       next = c.p[at];
@@ -235,18 +231,19 @@ bool ParseIpv6(const Ctx& c, const Stack& s, size_t off, IpLayers* ip) {
       break;
     }
   }
-  c.Set(Ctx::F(s, Field::kOuterIpProtocol), next);
+  c.Set(F<S>(Field::kOuterIpProtocol), next);
   ip->protocol = next;
   if (!later_fragment) ip->upper = at;
   return true;
 }
 
 // An IPv4 (version 4) or IPv6 (6) packet and its L4 header.
-IpLayers ParseIp(const Ctx& c, const Stack& s, size_t off, int version) {
+template <typename S>
+IpLayers ParseIp(const Ctx& c, size_t off, int version) {
   IpLayers ip;
-  const bool ok = version == 4 ? ParseIpv4(c, s, off, &ip) : version == 6 && ParseIpv6(c, s, off, &ip);
+  const bool ok = version == 4 ? ParseIpv4<S>(c, off, &ip) : version == 6 && ParseIpv6<S>(c, off, &ip);
   if (!ok || ip.upper == 0) return ip;
-  if (size_t payload = ParseL4(c, s, ip.upper, ip.protocol)) {
+  if (size_t payload = ParseL4<S>(c, ip.upper, ip.protocol)) {
     ip.l4 = ip.upper;
     ip.payload = payload;
   }
@@ -256,7 +253,7 @@ IpLayers ParseIp(const Ctx& c, const Stack& s, size_t off, int version) {
 // ---- The inner packet ----------------------------------------------------------------------------
 
 void ParseInnerIp(const Ctx& c, size_t off, int version) {
-  IpLayers ip = ParseIp(c, kInnerStack, off, version);
+  IpLayers ip = ParseIp<InnerStack>(c, off, version);
   c.layers->inner_l3 = static_cast<uint16_t>(ip.l3);
   c.layers->inner_l4 = static_cast<uint16_t>(ip.l4);
   c.layers->inner_payload = static_cast<uint16_t>(ip.payload);
@@ -271,7 +268,7 @@ void ParseInnerIpByNibble(const Ctx& c, size_t off) {
 
 void ParseInnerEthernet(const Ctx& c, size_t off) {
   uint16_t ethertype;
-  const size_t l3 = ParseEthernet(c, kInnerStack, off, &ethertype);
+  const size_t l3 = ParseEthernet<InnerStack>(c, off, &ethertype);
   if (l3 == 0) return;
   c.layers->inner_l2 = static_cast<uint16_t>(off);
   if (ethertype == kEthIpv4) ParseInnerIp(c, l3, 4);
@@ -450,14 +447,14 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   if (frame == nullptr) return layers;
   const Ctx c{frame, len, hv, &layers};
   uint16_t ethertype;
-  const size_t l3 = ParseEthernet(c, kOuterStack, 0, &ethertype);
+  const size_t l3 = ParseEthernet<OuterStack>(c, 0, &ethertype);
   if (l3 == 0) return layers;
   if (ethertype == kEthMpls || ethertype == kEthMplsMulticast) {
     ParseMplsTunnel(c, l3, TunnelType::kMpls, Field::kOuterFirstMplsLabel);
     return layers;
   }
   if (ethertype != kEthIpv4 && ethertype != kEthIpv6) return layers;
-  const IpLayers ip = ParseIp(c, kOuterStack, l3, ethertype == kEthIpv4 ? 4 : 6);
+  const IpLayers ip = ParseIp<OuterStack>(c, l3, ethertype == kEthIpv4 ? 4 : 6);
   layers.l3 = static_cast<uint16_t>(ip.l3);
   layers.l4 = static_cast<uint16_t>(ip.l4);
   layers.payload = static_cast<uint16_t>(ip.payload);
