@@ -3,45 +3,39 @@
 namespace drsim::hw {
 
 bool SoftwareNicParses(Field f) {
-  const FieldInfo& fi = Info(f);
-  switch (fi.section) {
-    case Section::kOuter:
-      return true;
-    case Section::kInner:
-    case Section::kMisc4:
-    case Section::kMisc5:
+  switch (f) {
+    case Field::kOuterL3Ok:
+    case Field::kOuterL4Ok:
+    case Field::kOuterIpv4ChecksumOk:
+    case Field::kOuterL4ChecksumOk:
+    case Field::kInnerL3Ok:
+    case Field::kInnerL4Ok:
+    case Field::kInnerIpv4ChecksumOk:
+    case Field::kInnerL4ChecksumOk:
+    case Field::kSourceVhcaPort:
+    case Field::kSourceEswitchOwnerVhcaId:
+    case Field::kOuterEmdTag:
+    case Field::kInnerEspSpi:
+    case Field::kOuterEspSpi:
+    case Field::kInnerFirstMplsLabel:
+    case Field::kInnerFirstMplsExp:
+    case Field::kInnerFirstMplsSBos:
+    case Field::kInnerFirstMplsTtl:
       return false;
-    case Section::kMisc2:
-      // The registers are metadata (zero until an action sets them); MPLS is not parsed yet.
-      return f >= Field::kMetadataRegC7 && f <= Field::kMetadataRegA;
+    default:
+      break;
+  }
+  switch (Info(f).section) {
+    case Section::kOuter:
     case Section::kMisc:
-      switch (f) {
-        case Field::kSourcePort:
-        case Field::kSourceSqn:
-        case Field::kOuterSecondPrio:
-        case Field::kOuterSecondCfi:
-        case Field::kOuterSecondVid:
-        case Field::kOuterSecondCvlanTag:
-        case Field::kOuterSecondSvlanTag:
-        case Field::kOuterIpv6FlowLabel:
-          return true;
-        default:
-          return false;
-      }
+    case Section::kInner:
+    case Section::kMisc2:  // the registers are metadata: zero until an action sets them
     case Section::kMisc3:
-      switch (f) {
-        case Field::kOuterTcpSeqNum:
-        case Field::kOuterTcpAckNum:
-        case Field::kIcmpHeaderData:
-        case Field::kIcmpv6HeaderData:
-        case Field::kIcmpType:
-        case Field::kIcmpCode:
-        case Field::kIcmpv6Type:
-        case Field::kIcmpv6Code:
-          return true;
-        default:
-          return false;
-      }
+      return true;
+    case Section::kMisc4:
+      return false;
+    case Section::kMisc5:
+      return f >= Field::kTunnelHeader0 && f <= Field::kTunnelHeader3;
   }
   return false;
 }

@@ -122,8 +122,8 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
     const Field f = hw::FieldAt(i);
     if (hw::GetField(out.mask.data(), f) != 0 && !hw::SoftwareNicParses(f)) {
       return absl::UnimplementedError(absl::StrFormat(
-          "mask field %s is matchable on a ConnectX, but the software NIC does not parse tunnel, inner, "
-          "MPLS or RoCE headers yet",
+          "mask field %s is matchable on a ConnectX, but the software NIC does not parse it (it parses one "
+          "tunnel level, so no MPLS inside a tunnel's inner frame); a rule on it would never match",
           hw::Info(f).name));
     }
   }

@@ -2,6 +2,22 @@
 // (extension headers), TCP/UDP/ICMP/ICMPv6, payload — with correct lengths and IPv4, TCP, UDP, ICMP and
 // ICMPv6 checksums, so the frames are ones a real stack (and Wireshark) accepts. Used by examples, tests
 // and benches to make traffic for the software NIC.
+//
+// Tunnels and RoCE v2: a TunnelFrameSpec is an outer FrameSpec, a TunnelSpec and an inner FrameSpec.
+//  - The outer spec gives L2 and, for IP tunnels, L3; the builder makes its L4 what the tunnel needs
+//    (protocol 47 for GRE; UDP to the tunnel's IANA port: VXLAN 4789, VXLAN-GPE 4790, GENEVE 6081,
+//    MPLS-over-UDP 6635, GTP-U 2152, RoCE v2 4791; the outer sport is kept). Its payload_len is ignored
+//    (the tunnel is the payload), except for RoCE v2 where it is the IB payload between BTH and ICRC.
+//    For MPLS over Ethernet only the outer L2 is used. Outer fragmentation fields are honoured: in a later
+//    fragment the tunnel bytes are plain IP payload.
+//  - The inner spec is a whole Ethernet frame (its L2 and up, without the 60-byte minimum padding) when the
+//    tunnel carries Ethernet: VXLAN, VXLAN-GPE next protocol 3, GENEVE and GRE protocol 0x6558. Otherwise
+//    only its L3 and up (its L2 fields are ignored): GRE and GENEVE 0x0800/0x86dd, VXLAN-GPE 1/2, MPLS
+//    (after the label stack) and GTP-U. The tunnel's protocol field is written as given, so a mismatch with
+//    the inner L3 can be built on purpose.
+//  - Checksums: the outer UDP checksum is always computed (valid for IPv4 and IPv6; real VXLAN/GENEVE
+//    senders often send 0 over IPv4), the GRE checksum when gre_checksum is set, inner checksums as for a
+//    plain frame. The RoCE v2 ICRC is the fixed value kRoceIcrc, not a computed CRC.
 #ifndef DRSIM_SIM_FRAME_BUILDER_H_
 #define DRSIM_SIM_FRAME_BUILDER_H_
 
@@ -22,6 +38,7 @@ enum class L3Kind : uint8_t { kNone, kIpv4, kIpv6 };
 inline constexpr uint8_t kIpProtoIcmp = 1;
 inline constexpr uint8_t kIpProtoTcp = 6;
 inline constexpr uint8_t kIpProtoUdp = 17;
+inline constexpr uint8_t kIpProtoGre = 47;
 inline constexpr uint8_t kIpProtoIcmpv6 = 58;
 
 struct FrameSpec {
@@ -61,6 +78,101 @@ struct FrameSpec {
 };
 
 std::vector<uint8_t> BuildFrame(const FrameSpec& spec);
+
+// ---- Tunnels and RoCE v2 ------------------------------------------------------------------------
+
+// What follows the outer headers.
+enum class Encap : uint8_t {
+  kNone,         // nothing: the frame is BuildFrame(outer)
+  kVxlan,        // UDP 4789, VXLAN header, inner Ethernet
+  kVxlanGpe,     // UDP 4790, VXLAN-GPE header, inner per gpe_next_protocol
+  kGeneve,       // UDP 6081, GENEVE header and options, inner per geneve_protocol
+  kGre,          // IP protocol 47, GRE header (optional checksum/key/sequence), inner per gre_protocol
+  kMpls,         // MPLS over Ethernet: ethertype mpls_ethertype, label stack, inner IP
+  kMplsOverUdp,  // UDP 6635, label stack, inner IP
+  kGtpu,         // UDP 2152, GTP-U header (optional fields, extension headers), inner IP (the T-PDU)
+  kRoceV2,       // not a tunnel: UDP 4791, IB BTH, payload, pad, ICRC; no inner frame
+};
+
+inline constexpr uint16_t kUdpPortVxlan = 4789;
+inline constexpr uint16_t kUdpPortVxlanGpe = 4790;
+inline constexpr uint16_t kUdpPortGeneve = 6081;
+inline constexpr uint16_t kUdpPortMplsOverUdp = 6635;
+inline constexpr uint16_t kUdpPortGtpu = 2152;
+inline constexpr uint16_t kUdpPortRoceV2 = 4791;
+inline constexpr uint32_t kRoceIcrc = 0x1cc2c0de;  // the fixed ICRC trailer written after RoCE v2 payloads
+
+// One MPLS label stack entry; the builder sets the bottom-of-stack bit on the last entry only.
+struct MplsLabel {
+  uint32_t label = 0;  // 20 bits
+  uint8_t tc = 0;      // 3 bits (the layout's "exp")
+  uint8_t ttl = 64;
+};
+
+// One GENEVE TLV option: class, type (its top bit is the critical bit) and up to 31 data words.
+struct GeneveOption {
+  uint16_t option_class = 0x0102;
+  uint8_t type = 0x01;
+  std::vector<uint32_t> data;
+};
+
+// One GTP-U extension header: its type (announced by the previous header's next-type byte) and content.
+// The builder pads the content with zeros so that length byte + content + next-type byte fill whole
+// 4-byte units. 0x85 is the 5G PDU session container (content {PDU type << 4, QFI}).
+struct GtpuExtension {
+  uint8_t type = 0x85;
+  std::vector<uint8_t> content;
+};
+
+struct TunnelSpec {
+  Encap kind = Encap::kNone;
+
+  uint32_t vni = 0;  // VXLAN, VXLAN-GPE and GENEVE (24 bits)
+  // VXLAN-GPE: flags byte (I 0x08, P 0x04; the version bits 0x30 are 0) and next protocol
+  // (1 IPv4, 2 IPv6, 3 Ethernet).
+  uint8_t gpe_flags = 0x0c;
+  uint8_t gpe_next_protocol = 3;
+  // GENEVE: O and C bits, protocol type (0x6558 Ethernet, 0x0800, 0x86dd) and options, in order.
+  bool geneve_oam = false;
+  bool geneve_critical = false;
+  uint16_t geneve_protocol = 0x6558;
+  std::vector<GeneveOption> geneve_options;
+  // GRE: protocol (0x6558 Ethernet, 0x0800, 0x86dd, 0x8847/0x8848 MPLS with `mpls`), and which optional
+  // fields are present. The checksum is computed over the GRE header and its payload.
+  uint16_t gre_protocol = 0x0800;
+  bool gre_checksum = false;
+  bool gre_key_present = false;
+  uint32_t gre_key = 0;
+  bool gre_seq_present = false;
+  uint32_t gre_seq = 0;
+  // MPLS label stack, outermost first: kMpls, kMplsOverUdp, and kGre with an MPLS protocol.
+  std::vector<MplsLabel> mpls;
+  uint16_t mpls_ethertype = 0x8847;  // kMpls: 0x8847 unicast or 0x8848 multicast
+  // GTP-U (version 1, PT 1). The optional 4-byte field (sequence number, N-PDU number, next extension
+  // type) is present when the sequence number or an extension header is; flags S and E say which.
+  uint8_t gtpu_msg_type = 0xff;  // 0xff G-PDU: the only type that carries an inner packet
+  uint32_t gtpu_teid = 0;
+  bool gtpu_seq_present = false;
+  uint16_t gtpu_seq = 0;
+  std::vector<GtpuExtension> gtpu_extensions;
+  // RoCE v2 base transport header.
+  uint8_t bth_opcode = 0x04;  // RC SEND only
+  uint16_t bth_pkey = 0xffff;
+  uint32_t bth_dst_qp = 0;  // 24 bits
+  bool bth_ack_req = false;
+  uint32_t bth_psn = 0;  // 24 bits
+};
+
+struct TunnelFrameSpec {
+  FrameSpec outer;
+  TunnelSpec tunnel;
+  FrameSpec inner;
+};
+
+// Does the tunnel carry a whole inner Ethernet frame (rather than an inner L3 packet)?
+bool CarriesEthernet(const TunnelSpec& tunnel);
+
+std::vector<uint8_t> BuildFrame(const TunnelFrameSpec& spec);
 
 }  // namespace drsim::sim
 

@@ -13,43 +13,145 @@ constexpr uint16_t kEthIpv4 = 0x0800;
 constexpr uint16_t kEthIpv6 = 0x86dd;
 constexpr uint16_t kEthCvlan = 0x8100;
 constexpr uint16_t kEthSvlan = 0x88a8;
+constexpr uint16_t kEthMpls = 0x8847;
+constexpr uint16_t kEthMplsMulticast = 0x8848;
+constexpr uint16_t kEthTeb = 0x6558;  // transparent Ethernet bridging: an Ethernet frame
 constexpr uint8_t kProtoIcmp = 1;
 constexpr uint8_t kProtoTcp = 6;
 constexpr uint8_t kProtoUdp = 17;
+constexpr uint8_t kProtoGre = 47;
 constexpr uint8_t kProtoIcmpv6 = 58;
+constexpr uint16_t kPortVxlan = 4789;
+constexpr uint16_t kPortVxlanGpe = 4790;
+constexpr uint16_t kPortGeneve = 6081;
+constexpr uint16_t kPortMplsOverUdp = 6635;
+constexpr uint16_t kPortGtpu = 2152;
+constexpr uint16_t kPortRoceV2 = 4791;
+constexpr int kMaxMplsLabels = 8;
+constexpr int kMaxGtpuExtensions = 8;
 
-// Copies `n` bytes of the frame to the byte offset of a byte-aligned field.
-inline void Put(hw::HeaderVector* hv, Field f, const uint8_t* src, size_t n) {
-  std::memcpy(hv->bytes + hw::Info(f).abs_bit() / 8, src, n);
+// The fields one header stack writes, as compile-time constants so that every field access folds to a
+// fixed word offset, shift and mask. The inner.* fields are the outer.* ones shifted by a constant
+// (match_fields.inc expands the same list twice); the rest live in misc sections under their own names.
+struct OuterStack {
+  static constexpr int kSpecShift = 0;
+  static constexpr Field kSecondPrio = Field::kOuterSecondPrio, kSecondCfi = Field::kOuterSecondCfi,
+                         kSecondVid = Field::kOuterSecondVid, kSecondCvlan = Field::kOuterSecondCvlanTag,
+                         kSecondSvlan = Field::kOuterSecondSvlanTag, kFlowLabel = Field::kOuterIpv6FlowLabel,
+                         kTcpSeq = Field::kOuterTcpSeqNum, kTcpAck = Field::kOuterTcpAckNum;
+  static constexpr bool kIcmp = true;  // the misc3 ICMP fields belong to the outer stack only
+};
+struct InnerStack {
+  static constexpr int kSpecShift =
+      static_cast<int>(Field::kInnerSmac47_16) - static_cast<int>(Field::kOuterSmac47_16);
+  static constexpr Field kSecondPrio = Field::kInnerSecondPrio, kSecondCfi = Field::kInnerSecondCfi,
+                         kSecondVid = Field::kInnerSecondVid, kSecondCvlan = Field::kInnerSecondCvlanTag,
+                         kSecondSvlan = Field::kInnerSecondSvlanTag, kFlowLabel = Field::kInnerIpv6FlowLabel,
+                         kTcpSeq = Field::kInnerTcpSeqNum, kTcpAck = Field::kInnerTcpAckNum;
+  static constexpr bool kIcmp = false;
+};
+static_assert(static_cast<int>(Field::kInnerDstIp31_0) - static_cast<int>(Field::kOuterDstIp31_0) ==
+              InnerStack::kSpecShift);
+
+constexpr Field Next(Field f, int n) { return static_cast<Field>(static_cast<int>(f) + n); }
+// The field of stack S that is `outer_field` in the outer stack.
+template <typename S>
+constexpr Field F(Field outer_field) {
+  return Next(outer_field, S::kSpecShift);
 }
-inline void Set(hw::HeaderVector* hv, Field f, uint32_t v) { hw::SetField(hv->bytes, f, v); }
+
+// The MPLS label fields come in (label, exp, s_bos, ttl) runs; tunnel_header_0..3 are consecutive.
+static_assert(static_cast<int>(Field::kOuterFirstMplsTtl) - static_cast<int>(Field::kOuterFirstMplsLabel) ==
+              3);
+static_assert(static_cast<int>(Field::kTunnelHeader3) - static_cast<int>(Field::kTunnelHeader0) == 3);
+
+// One parse: the frame, the header vector being filled and the layer offsets found.
+struct Ctx {
+  const uint8_t* p;
+  size_t len;
+  hw::HeaderVector* hv;
+  PacketLayers* layers;
+
+  size_t Room(size_t off) const { return off < len ? len - off : 0; }
+  // Copies `n` bytes of the frame to the byte offset of a byte-aligned field.
+  void Put(Field f, size_t off, size_t n) const {
+    std::memcpy(hv->bytes + hw::Info(f).abs_bit() / 8, p + off, n);
+  }
+  void Set(Field f, uint32_t v) const { hw::SetField(hv->bytes, f, v); }
+};
+
+// Where one stack's IP packet and its L4 header are (0 = absent).
+struct IpLayers {
+  size_t l3 = 0;
+  size_t upper = 0;  // the upper-layer header (after options and extension headers)
+  uint8_t protocol = 0;
+  bool fragmented = false;
+  size_t l4 = 0;
+  size_t payload = 0;
+};
+
+// Ethernet and up to two VLAN tags. Returns the offset after them (0 when the Ethernet header does not
+// fit) and the ethertype after the last tag parsed.
+template <typename S>
+size_t ParseEthernet(const Ctx& c, size_t off, uint16_t* ethertype) {
+  if (c.Room(off) < 14) return 0;
+  c.Put(F<S>(Field::kOuterDmac47_16), off, 6);
+  c.Put(F<S>(Field::kOuterSmac47_16), off + 6, 6);
+  uint16_t type = hw::LoadBe16(c.p + off + 12);
+  off += 14;
+  // The ethertype reported is the one after the last tag parsed.
+  for (int tag = 0; tag < 2 && (type == kEthCvlan || type == kEthSvlan); ++tag) {
+    if (c.Room(off) < 4) break;
+    const uint16_t tci = hw::LoadBe16(c.p + off);
+    const bool svlan = type == kEthSvlan;
+    if (tag == 0) {
+      c.Set(F<S>(svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag), 1);
+      c.Set(F<S>(Field::kOuterFirstPrio), tci >> 13);
+      c.Set(F<S>(Field::kOuterFirstCfi), (tci >> 12) & 1);
+      c.Set(F<S>(Field::kOuterFirstVid), tci & 0xfff);
+    } else {
+      c.Set(svlan ? S::kSecondSvlan : S::kSecondCvlan, 1);
+      c.Set(S::kSecondPrio, tci >> 13);
+      c.Set(S::kSecondCfi, (tci >> 12) & 1);
+      c.Set(S::kSecondVid, tci & 0xfff);
+    }
+    type = hw::LoadBe16(c.p + off + 2);
+    off += 4;
+  }
+  c.Set(F<S>(Field::kOuterEthertype), type);
+  *ethertype = type;
+  return off;
+}
 
 // L4 of a first fragment (or an unfragmented packet). Returns the payload offset, or 0.
-size_t ParseL4(const uint8_t* p, size_t len, size_t off, uint8_t proto, hw::HeaderVector* hv) {
-  const uint8_t* l4 = p + off;
-  const size_t room = len - off;
+template <typename S>
+size_t ParseL4(const Ctx& c, size_t off, uint8_t proto) {
+  const uint8_t* l4 = c.p + off;
+  const size_t room = c.Room(off);
   switch (proto) {
     case kProtoTcp: {
       if (room < 20) return 0;
       const size_t hdr = (l4[12] >> 4) * 4u;
       if (hdr < 20 || hdr > room) return 0;
-      Put(hv, Field::kOuterTcpSport, l4, 4);  // sport and dport are adjacent in both
-      Set(hv, Field::kOuterTcpFlags, ((l4[12] & 1u) << 8) | l4[13]);
-      Put(hv, Field::kOuterTcpSeqNum, l4 + 4, 4);
-      Put(hv, Field::kOuterTcpAckNum, l4 + 8, 4);
+      c.Put(F<S>(Field::kOuterTcpSport), off, 4);  // sport and dport are adjacent in both
+      c.Set(F<S>(Field::kOuterTcpFlags), ((l4[12] & 1u) << 8) | l4[13]);
+      c.Put(S::kTcpSeq, off + 4, 4);
+      c.Put(S::kTcpAck, off + 8, 4);
       return off + hdr;
     }
     case kProtoUdp:
       if (room < 8) return 0;
-      Put(hv, Field::kOuterUdpSport, l4, 4);
+      c.Put(F<S>(Field::kOuterUdpSport), off, 4);
       return off + 8;
     case kProtoIcmp:
     case kProtoIcmpv6: {
       if (room < 8) return 0;
-      const bool v6 = proto == kProtoIcmpv6;
-      Set(hv, v6 ? Field::kIcmpv6Type : Field::kIcmpType, l4[0]);
-      Set(hv, v6 ? Field::kIcmpv6Code : Field::kIcmpCode, l4[1]);
-      Put(hv, v6 ? Field::kIcmpv6HeaderData : Field::kIcmpHeaderData, l4 + 4, 4);
+      if (S::kIcmp) {
+        const bool v6 = proto == kProtoIcmpv6;
+        c.Set(v6 ? Field::kIcmpv6Type : Field::kIcmpType, l4[0]);
+        c.Set(v6 ? Field::kIcmpv6Code : Field::kIcmpCode, l4[1]);
+        c.Put(v6 ? Field::kIcmpv6HeaderData : Field::kIcmpHeaderData, off + 4, 4);
+      }
       return off + 8;
     }
     default:
@@ -57,79 +159,282 @@ size_t ParseL4(const uint8_t* p, size_t len, size_t off, uint8_t proto, hw::Head
   }
 }
 
-void ParseIpv4(const uint8_t* p, size_t len, size_t off, hw::HeaderVector* hv, PacketLayers* layers) {
-  const uint8_t* ip = p + off;
-  if (len - off < 20 || (ip[0] >> 4) != 4) return;
-  const size_t ihl = ip[0] & 0xf;
-  if (ihl < 5 || ihl * 4 > len - off) return;
-  layers->l3 = static_cast<uint16_t>(off);
-  Set(hv, Field::kOuterIpVersion, 4);
-  Set(hv, Field::kOuterIpv4Ihl, ihl);
-  Set(hv, Field::kOuterIpDscp, ip[1] >> 2);
-  Set(hv, Field::kOuterIpEcn, ip[1] & 3);
-  Set(hv, Field::kOuterIpTtlHoplimit, ip[8]);
-  Set(hv, Field::kOuterIpProtocol, ip[9]);
-  Put(hv, Field::kOuterSrcIp31_0, ip + 12, 4);
-  Put(hv, Field::kOuterDstIp31_0, ip + 16, 4);
-  const uint16_t frag = hw::LoadBe16(ip + 6);
+// The IPv4 header; fills `ip` up to the upper-layer header. False when it is not a valid IPv4 header.
+template <typename S>
+bool ParseIpv4(const Ctx& c, size_t off, IpLayers* ip) {
+  const uint8_t* h = c.p + off;
+  if (c.Room(off) < 20 || (h[0] >> 4) != 4) return false;
+  const size_t ihl = h[0] & 0xf;
+  if (ihl < 5 || ihl * 4 > c.Room(off)) return false;
+  ip->l3 = off;
+  c.Set(F<S>(Field::kOuterIpVersion), 4);
+  c.Set(F<S>(Field::kOuterIpv4Ihl), ihl);
+  c.Set(F<S>(Field::kOuterIpDscp), h[1] >> 2);
+  c.Set(F<S>(Field::kOuterIpEcn), h[1] & 3);
+  c.Set(F<S>(Field::kOuterIpTtlHoplimit), h[8]);
+  c.Set(F<S>(Field::kOuterIpProtocol), h[9]);
+  c.Put(F<S>(Field::kOuterSrcIp31_0), off + 12, 4);
+  c.Put(F<S>(Field::kOuterDstIp31_0), off + 16, 4);
+  const uint16_t frag = hw::LoadBe16(h + 6);
   const bool more_fragments = frag & 0x2000;
   const uint16_t frag_offset = frag & 0x1fff;
-  if (more_fragments || frag_offset != 0) Set(hv, Field::kOuterFrag, 1);
-  if (frag_offset != 0) return;  // no L4 header in later fragments
-  const size_t l4 = off + ihl * 4;
-  if (size_t payload = ParseL4(p, len, l4, ip[9], hv)) {
-    layers->l4 = static_cast<uint16_t>(l4);
-    layers->payload = static_cast<uint16_t>(payload);
-  }
+  ip->fragmented = more_fragments || frag_offset != 0;
+  if (ip->fragmented) c.Set(F<S>(Field::kOuterFrag), 1);
+  ip->protocol = h[9];
+  if (frag_offset == 0) ip->upper = off + ihl * 4;  // no L4 header in later fragments
+  return true;
 }
 
-void ParseIpv6(const uint8_t* p, size_t len, size_t off, hw::HeaderVector* hv, PacketLayers* layers) {
-  const uint8_t* ip = p + off;
-  if (len - off < 40 || (ip[0] >> 4) != 6) return;
-  layers->l3 = static_cast<uint16_t>(off);
-  const uint32_t first = hw::LoadBe32(ip);
+// The IPv6 header and its extension headers. False when it is not a valid IPv6 header; `ip->upper` stays
+// 0 when the extension headers do not fit or this is a later fragment.
+template <typename S>
+bool ParseIpv6(const Ctx& c, size_t off, IpLayers* ip) {
+  const uint8_t* h = c.p + off;
+  if (c.Room(off) < 40 || (h[0] >> 4) != 6) return false;
+  ip->l3 = off;
+  const uint32_t first = hw::LoadBe32(h);
   const uint32_t traffic_class = (first >> 20) & 0xff;
-  Set(hv, Field::kOuterIpVersion, 6);
-  Set(hv, Field::kOuterIpDscp, traffic_class >> 2);
-  Set(hv, Field::kOuterIpEcn, traffic_class & 3);
-  Set(hv, Field::kOuterIpv6FlowLabel, first & 0xfffff);
-  Set(hv, Field::kOuterIpTtlHoplimit, ip[7]);
-  Put(hv, Field::kOuterSrcIp127_96, ip + 8, 16);
-  Put(hv, Field::kOuterDstIp127_96, ip + 24, 16);
+  c.Set(F<S>(Field::kOuterIpVersion), 6);
+  c.Set(F<S>(Field::kOuterIpDscp), traffic_class >> 2);
+  c.Set(F<S>(Field::kOuterIpEcn), traffic_class & 3);
+  c.Set(S::kFlowLabel, first & 0xfffff);
+  c.Set(F<S>(Field::kOuterIpTtlHoplimit), h[7]);
+  c.Put(F<S>(Field::kOuterSrcIp127_96), off + 8, 16);
+  c.Put(F<S>(Field::kOuterDstIp127_96), off + 24, 16);
 
   // Walk the extension headers to the upper-layer protocol.
-  uint8_t next = ip[6];
+  uint8_t next = h[6];
   size_t at = off + 40;
   bool later_fragment = false;
   for (int headers = 0; headers < 8; ++headers) {
-    const size_t room = len - at;
+    const size_t room = c.Room(at);
     if (next == 0 || next == 43 || next == 60) {  // hop-by-hop, routing, destination options
-      if (room < 8) return;
-      const size_t ext = (p[at + 1] + 1u) * 8;
-      if (ext > room) return;
-      next = p[at];
+      if (room < 8) return true;
+      const size_t ext = (c.p[at + 1] + 1u) * 8;
+      if (ext > room) return true;
+      next = c.p[at];
       at += ext;
     } else if (next == 44) {  // fragment
-      if (room < 8) return;
-      Set(hv, Field::kOuterFrag, 1);
-      later_fragment = (hw::LoadBe16(p + at + 2) & 0xfff8) != 0;
-      next = p[at];
+      if (room < 8) return true;
+      c.Set(F<S>(Field::kOuterFrag), 1);
+      ip->fragmented = true;
+      later_fragment = (hw::LoadBe16(c.p + at + 2) & 0xfff8) != 0;
+      next = c.p[at];
       at += 8;
     } else if (next == 51) {  // authentication header: length in 4-byte units, minus 2
-      if (room < 8) return;
-      const size_t ext = (p[at + 1] + 2u) * 4;
-      if (ext > room) return;
-      next = p[at];
+      if (room < 8) return true;
+      const size_t ext = (c.p[at + 1] + 2u) * 4;
+      if (ext > room) return true;
+      next = c.p[at];
       at += ext;
     } else {
       break;
     }
   }
-  Set(hv, Field::kOuterIpProtocol, next);
-  if (later_fragment) return;
-  if (size_t payload = ParseL4(p, len, at, next, hv)) {
-    layers->l4 = static_cast<uint16_t>(at);
-    layers->payload = static_cast<uint16_t>(payload);
+  c.Set(F<S>(Field::kOuterIpProtocol), next);
+  ip->protocol = next;
+  if (!later_fragment) ip->upper = at;
+  return true;
+}
+
+// An IPv4 (version 4) or IPv6 (6) packet and its L4 header.
+template <typename S>
+IpLayers ParseIp(const Ctx& c, size_t off, int version) {
+  IpLayers ip;
+  const bool ok = version == 4 ? ParseIpv4<S>(c, off, &ip) : version == 6 && ParseIpv6<S>(c, off, &ip);
+  if (!ok || ip.upper == 0) return ip;
+  if (size_t payload = ParseL4<S>(c, ip.upper, ip.protocol)) {
+    ip.l4 = ip.upper;
+    ip.payload = payload;
+  }
+  return ip;
+}
+
+// ---- The inner packet ----------------------------------------------------------------------------
+
+void ParseInnerIp(const Ctx& c, size_t off, int version) {
+  IpLayers ip = ParseIp<InnerStack>(c, off, version);
+  c.layers->inner_l3 = static_cast<uint16_t>(ip.l3);
+  c.layers->inner_l4 = static_cast<uint16_t>(ip.l4);
+  c.layers->inner_payload = static_cast<uint16_t>(ip.payload);
+}
+
+// An inner IP packet whose version is known only from its first nibble (after MPLS and GTP-U).
+void ParseInnerIpByNibble(const Ctx& c, size_t off) {
+  if (c.Room(off) < 1) return;
+  const int version = c.p[off] >> 4;
+  if (version == 4 || version == 6) ParseInnerIp(c, off, version);
+}
+
+void ParseInnerEthernet(const Ctx& c, size_t off) {
+  uint16_t ethertype;
+  const size_t l3 = ParseEthernet<InnerStack>(c, off, &ethertype);
+  if (l3 == 0) return;
+  c.layers->inner_l2 = static_cast<uint16_t>(off);
+  if (ethertype == kEthIpv4) ParseInnerIp(c, l3, 4);
+  if (ethertype == kEthIpv6) ParseInnerIp(c, l3, 6);
+}
+
+// The inner packet of a tunnel whose protocol field is an ethertype (GENEVE, GRE).
+void ParseInnerByEthertype(const Ctx& c, size_t off, uint16_t type) {
+  if (type == kEthTeb) ParseInnerEthernet(c, off);
+  if (type == kEthIpv4) ParseInnerIp(c, off, 4);
+  if (type == kEthIpv6) ParseInnerIp(c, off, 6);
+}
+
+// ---- Tunnels -------------------------------------------------------------------------------------
+
+void RecordTunnel(const Ctx& c, TunnelType type, size_t off) {
+  c.layers->tunnel_type = type;
+  c.layers->tunnel = static_cast<uint16_t>(off);
+  for (int w = 0; w < 4 && c.Room(off + 4 * w) >= 4; ++w)
+    c.Put(Next(Field::kTunnelHeader0, w), off + 4 * w, 4);
+}
+
+// A label stack whose top label goes to the run of fields starting at `label`. Returns the offset after
+// the bottom-of-stack label, or 0 when there is none within the frame and kMaxMplsLabels.
+size_t ParseMplsStack(const Ctx& c, size_t off, Field label) {
+  if (c.Room(off) < 4) return 0;
+  const uint32_t top = hw::LoadBe32(c.p + off);
+  c.Set(label, top >> 12);
+  c.Set(Next(label, 1), (top >> 9) & 7);
+  c.Set(Next(label, 2), (top >> 8) & 1);
+  c.Set(Next(label, 3), top & 0xff);
+  for (int n = 0; n < kMaxMplsLabels && c.Room(off) >= 4; ++n, off += 4) {
+    if (c.p[off + 2] & 1) return off + 4;  // bottom of stack
+  }
+  return 0;
+}
+
+void ParseMplsTunnel(const Ctx& c, size_t off, TunnelType type, Field label) {
+  if (c.Room(off) < 4) return;
+  RecordTunnel(c, type, off);
+  if (size_t inner = ParseMplsStack(c, off, label)) ParseInnerIpByNibble(c, inner);
+}
+
+void ParseVxlan(const Ctx& c, size_t off) {
+  if (c.Room(off) < 8) return;
+  RecordTunnel(c, TunnelType::kVxlan, off);
+  c.Put(Field::kVxlanVni, off + 4, 3);
+  ParseInnerEthernet(c, off + 8);
+}
+
+void ParseVxlanGpe(const Ctx& c, size_t off) {
+  const uint8_t* h = c.p + off;
+  if (c.Room(off) < 8 || (h[0] & 0x30) != 0) return;  // version 0
+  RecordTunnel(c, TunnelType::kVxlanGpe, off);
+  c.Set(Field::kOuterVxlanGpeFlags, h[0]);
+  c.Set(Field::kOuterVxlanGpeNextProtocol, h[3]);
+  c.Put(Field::kOuterVxlanGpeVni, off + 4, 3);
+  if (h[3] == 1) ParseInnerIp(c, off + 8, 4);
+  if (h[3] == 2) ParseInnerIp(c, off + 8, 6);
+  if (h[3] == 3) ParseInnerEthernet(c, off + 8);
+}
+
+void ParseGeneve(const Ctx& c, size_t off) {
+  const uint8_t* h = c.p + off;
+  if (c.Room(off) < 8 || (h[0] >> 6) != 0) return;  // version 0
+  RecordTunnel(c, TunnelType::kGeneve, off);
+  const size_t options = (h[0] & 0x3fu) * 4;
+  const uint16_t protocol = hw::LoadBe16(h + 2);
+  c.Set(Field::kGeneveOptLen, h[0] & 0x3f);
+  c.Set(Field::kGeneveOam, h[1] >> 7);
+  c.Set(Field::kGeneveProtocolType, protocol);
+  c.Put(Field::kGeneveVni, off + 4, 3);
+  // Option 0: the first option, when it lies whole inside the option area and the frame.
+  const size_t opt = off + 8;
+  if (options >= 4 && c.Room(opt) >= 4) {
+    const size_t data = (c.p[opt + 3] & 0x1fu) * 4;
+    if (4 + data <= options && c.Room(opt) >= 4 + data) {
+      c.Set(Field::kGeneveTlvOption0Exist, 1);
+      if (data >= 4) c.Put(Field::kGeneveTlvOption0Data, opt + 4, 4);
+    }
+  }
+  if (c.Room(opt) < options) return;
+  ParseInnerByEthertype(c, opt + options, protocol);
+}
+
+void ParseGre(const Ctx& c, size_t off) {
+  if (c.Room(off) < 4) return;
+  const uint16_t flags = hw::LoadBe16(c.p + off);
+  if ((flags & 0x4007) != 0) return;  // version 0, no routing
+  const bool checksum = flags & 0x8000, key = flags & 0x2000, seq = flags & 0x1000;
+  const size_t header = 4 + (checksum ? 4 : 0) + (key ? 4 : 0) + (seq ? 4 : 0);
+  if (c.Room(off) < header) return;
+  RecordTunnel(c, TunnelType::kGre, off);
+  const uint16_t protocol = hw::LoadBe16(c.p + off + 2);
+  c.Set(Field::kGreCPresent, checksum);
+  c.Set(Field::kGreKPresent, key);
+  c.Set(Field::kGreSPresent, seq);
+  c.Set(Field::kGreProtocol, protocol);
+  if (key) {
+    const uint32_t k = hw::LoadBe32(c.p + off + (checksum ? 8 : 4));
+    c.Set(Field::kGreKeyH, k >> 8);
+    c.Set(Field::kGreKeyL, k & 0xff);
+  }
+  const size_t inner = off + header;
+  if (protocol == kEthMpls || protocol == kEthMplsMulticast) {
+    if (size_t ip = ParseMplsStack(c, inner, Field::kOuterFirstMplsOverGreLabel)) ParseInnerIpByNibble(c, ip);
+    return;
+  }
+  ParseInnerByEthertype(c, inner, protocol);
+}
+
+void ParseGtpu(const Ctx& c, size_t off) {
+  const uint8_t* h = c.p + off;
+  if (c.Room(off) < 8 || (h[0] & 0xf0) != 0x30) return;  // version 1, protocol type 1 (GTP)
+  RecordTunnel(c, TunnelType::kGtpu, off);
+  const uint8_t flags = h[0];
+  c.Set(Field::kGtpuMsgFlags, flags);
+  c.Set(Field::kGtpuMsgType, h[1]);
+  c.Put(Field::kGtpuDw0, off, 4);
+  c.Put(Field::kGtpuTeid, off + 4, 4);
+  size_t at = off + 8;
+  uint8_t next_type = 0;
+  if (flags & 0x07) {  // E, S or PN: sequence number, N-PDU number, next extension header type
+    if (c.Room(off) < 12) return;
+    c.Put(Field::kGtpuDw2, off + 8, 4);
+    at += 4;
+    if (flags & 0x04) next_type = h[11];
+    if (next_type != 0 && c.Room(at) >= 4) c.Put(Field::kGtpuFirstExtDw0, at, 4);
+  }
+  if (h[1] != 0xff) return;  // only G-PDUs carry a T-PDU
+  for (int n = 0; next_type != 0; ++n) {
+    if (n == kMaxGtpuExtensions || c.Room(at) < 1) return;
+    const size_t ext = c.p[at] * 4u;
+    if (ext == 0 || c.Room(at) < ext) return;
+    next_type = c.p[at + ext - 1];
+    at += ext;
+  }
+  ParseInnerIpByNibble(c, at);
+}
+
+void ParseBth(const Ctx& c, size_t off) {
+  const uint8_t* h = c.p + off;
+  if (c.Room(off) < 12 || (h[1] & 0x0f) != 0) return;  // transport header version 0
+  c.layers->bth = static_cast<uint16_t>(off);
+  c.Set(Field::kBthOpcode, h[0]);
+  c.Put(Field::kBthDstQp, off + 5, 3);
+  c.Set(Field::kBthA, h[8] >> 7);
+}
+
+// What follows a UDP header, by destination port.
+void ParseUdpPayload(const Ctx& c, size_t udp, size_t off) {
+  switch (hw::LoadBe16(c.p + udp + 2)) {
+    case kPortVxlan:
+      return ParseVxlan(c, off);
+    case kPortVxlanGpe:
+      return ParseVxlanGpe(c, off);
+    case kPortGeneve:
+      return ParseGeneve(c, off);
+    case kPortMplsOverUdp:
+      return ParseMplsTunnel(c, off, TunnelType::kMplsOverUdp, Field::kOuterFirstMplsOverUdpLabel);
+    case kPortGtpu:
+      return ParseGtpu(c, off);
+    case kPortRoceV2:
+      return ParseBth(c, off);
+    default:
+      return;
   }
 }
 
@@ -137,38 +442,25 @@ void ParseIpv6(const uint8_t* p, size_t len, size_t off, hw::HeaderVector* hv, P
 
 PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
   std::memset(hv->bytes, 0, sizeof hv->bytes);
-  Set(hv, Field::kSourcePort, source_port);
+  hw::SetField(hv->bytes, Field::kSourcePort, source_port);
   PacketLayers layers;
-  if (frame == nullptr || len < 14) return layers;
-  Put(hv, Field::kOuterDmac47_16, frame, 6);
-  Put(hv, Field::kOuterSmac47_16, frame + 6, 6);
-  uint16_t ethertype = hw::LoadBe16(frame + 12);
-  size_t off = 14;
-  // Up to two VLAN tags; the ethertype reported is the one after the last tag parsed.
-  for (int tag = 0; tag < 2 && (ethertype == kEthCvlan || ethertype == kEthSvlan); ++tag) {
-    if (len - off < 4) break;
-    const uint16_t tci = hw::LoadBe16(frame + off);
-    const bool svlan = ethertype == kEthSvlan;
-    if (tag == 0) {
-      Set(hv, svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag, 1);
-      Set(hv, Field::kOuterFirstPrio, tci >> 13);
-      Set(hv, Field::kOuterFirstCfi, (tci >> 12) & 1);
-      Set(hv, Field::kOuterFirstVid, tci & 0xfff);
-    } else {
-      Set(hv, svlan ? Field::kOuterSecondSvlanTag : Field::kOuterSecondCvlanTag, 1);
-      Set(hv, Field::kOuterSecondPrio, tci >> 13);
-      Set(hv, Field::kOuterSecondCfi, (tci >> 12) & 1);
-      Set(hv, Field::kOuterSecondVid, tci & 0xfff);
-    }
-    ethertype = hw::LoadBe16(frame + off + 2);
-    off += 4;
+  if (frame == nullptr) return layers;
+  const Ctx c{frame, len, hv, &layers};
+  uint16_t ethertype;
+  const size_t l3 = ParseEthernet<OuterStack>(c, 0, &ethertype);
+  if (l3 == 0) return layers;
+  if (ethertype == kEthMpls || ethertype == kEthMplsMulticast) {
+    ParseMplsTunnel(c, l3, TunnelType::kMpls, Field::kOuterFirstMplsLabel);
+    return layers;
   }
-  Set(hv, Field::kOuterEthertype, ethertype);
-  if (ethertype == kEthIpv4) {
-    ParseIpv4(frame, len, off, hv, &layers);
-  } else if (ethertype == kEthIpv6) {
-    ParseIpv6(frame, len, off, hv, &layers);
-  }
+  if (ethertype != kEthIpv4 && ethertype != kEthIpv6) return layers;
+  const IpLayers ip = ParseIp<OuterStack>(c, l3, ethertype == kEthIpv4 ? 4 : 6);
+  layers.l3 = static_cast<uint16_t>(ip.l3);
+  layers.l4 = static_cast<uint16_t>(ip.l4);
+  layers.payload = static_cast<uint16_t>(ip.payload);
+  if (ip.fragmented) return layers;  // no tunnel in a fragment
+  if (ip.protocol == kProtoUdp && ip.payload != 0) ParseUdpPayload(c, ip.l4, ip.payload);
+  if (ip.protocol == kProtoGre && ip.upper != 0) ParseGre(c, ip.upper);
   return layers;
 }
 

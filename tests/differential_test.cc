@@ -1,7 +1,10 @@
 // Randomized differential test: rule sets with several tables, matchers, priorities, duplicates and
 // deletes are programmed through dr:: into the software NIC and mirrored into the brute-force reference
 // classifier; every packet's verdict (fate, queue, flow tag, and the rule hit in each table visited) must
-// agree, and so must the parsed header fields and every insertion error. Fixed seeds; 101,376 packets.
+// agree, and so must the parsed header fields and every insertion error. About a third of the packets are
+// tunnelled (VXLAN, VXLAN-GPE, GENEVE, GRE, MPLS over Ethernet/UDP/GRE, GTP-U) or RoCE v2, and matchers
+// include masks on tunnel, inner and BTH fields. Fixed seeds; 101,376 packets. A second test puts each mask
+// template alone in a table and checks that its rules are hit.
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -24,6 +27,7 @@ namespace drsim::testing {
 namespace {
 
 using hw::Field;
+using hw::kInner;
 using hw::kOuter;
 using hw::MatchBuilder;
 using hw::MatchParams;
@@ -55,7 +59,7 @@ const std::vector<uint8_t> kDscp = {0, 46, 10};
 const std::vector<uint8_t> kTtl = {64, 1, 255};
 const std::vector<uint16_t> kVids = {10, 20, 100};
 
-sim::FrameSpec RandomSpec(std::mt19937& rng) {
+sim::FrameSpec RandomPlainSpec(std::mt19937& rng) {
   sim::FrameSpec s;
   s.smac = Pick(rng, kMacs);
   s.dmac = Pick(rng, kMacs);
@@ -111,10 +115,108 @@ sim::FrameSpec RandomSpec(std::mt19937& rng) {
   return s;
 }
 
+const std::vector<uint32_t> kVnis = {1, 100, 0xabcdef};
+const std::vector<uint32_t> kKeys = {1, 0x11223344};
+const std::vector<uint32_t> kTeids = {1, 0xcafef00d};
+const std::vector<uint32_t> kQps = {0x11, 0xabc, 0xffffff};
+const std::vector<uint32_t> kLabels = {16, 1000, 0xfffff};
+const std::vector<uint32_t> kWords = {0x1, 0xdeadbeef};
+
+uint16_t ProtocolFor(std::mt19937& rng, const sim::FrameSpec& inner) {
+  if (Chance(rng, 5)) return 0x1234;  // nothing we parse
+  return inner.l3 == sim::L3Kind::kIpv6 ? 0x86dd : 0x0800;
+}
+
+std::vector<sim::MplsLabel> RandomLabels(std::mt19937& rng) {
+  std::vector<sim::MplsLabel> labels(Chance(rng, 3) ? 9 : 1 + rng() % 3);  // 9: past the parser's 8
+  for (sim::MplsLabel& l : labels) l = {Pick(rng, kLabels), static_cast<uint8_t>(rng() % 8), Pick(rng, kTtl)};
+  return labels;
+}
+
+// A tunnel (or RoCE v2) description for an outer and inner packet, sometimes malformed on purpose.
+sim::TunnelSpec RandomTunnel(std::mt19937& rng, const sim::FrameSpec& inner) {
+  sim::TunnelSpec t;
+  t.kind = static_cast<sim::Encap>(1 + rng() % 8);
+  t.vni = Pick(rng, kVnis);
+  switch (t.kind) {
+    case sim::Encap::kVxlanGpe: {
+      const int next = rng() % 100;
+      t.gpe_next_protocol = next < 40 ? 3 : next < 95 ? (inner.l3 == sim::L3Kind::kIpv6 ? 2 : 1) : 4;
+      t.gpe_flags = Chance(rng, 5) ? 0x2c : Chance(rng, 20) ? 0x08 : 0x0c;  // version 2; P clear
+      break;
+    }
+    case sim::Encap::kGeneve:
+      t.geneve_protocol = Chance(rng, 50) ? 0x6558 : ProtocolFor(rng, inner);
+      t.geneve_oam = Chance(rng, 20);
+      t.geneve_critical = Chance(rng, 20);
+      for (int n = rng() % 3; n > 0; --n) {
+        sim::GeneveOption o{static_cast<uint16_t>(Chance(rng, 50) ? 0x0102 : 0xffff),
+                            static_cast<uint8_t>(Chance(rng, 50) ? 0x80 : 0x01),
+                            {}};
+        for (int w = rng() % 3; w > 0; --w) o.data.push_back(Pick(rng, kWords));
+        t.geneve_options.push_back(o);
+      }
+      break;
+    case sim::Encap::kGre: {
+      const int protocol = rng() % 100;
+      t.gre_protocol = protocol < 30 ? 0x6558 : protocol < 50 ? 0x8847 : ProtocolFor(rng, inner);
+      t.gre_checksum = Chance(rng, 30);
+      t.gre_key_present = Chance(rng, 60);
+      t.gre_key = Pick(rng, kKeys);
+      t.gre_seq_present = Chance(rng, 30);
+      t.gre_seq = rng();
+      t.mpls = RandomLabels(rng);
+      break;
+    }
+    case sim::Encap::kMpls:
+    case sim::Encap::kMplsOverUdp:
+      t.mpls = RandomLabels(rng);
+      t.mpls_ethertype = Chance(rng, 20) ? 0x8848 : 0x8847;
+      break;
+    case sim::Encap::kGtpu:
+      t.gtpu_msg_type = Chance(rng, 90) ? 0xff : 1;
+      t.gtpu_teid = Pick(rng, kTeids);
+      t.gtpu_seq_present = Chance(rng, 30);
+      t.gtpu_seq = static_cast<uint16_t>(rng());
+      for (int n = Chance(rng, 50) ? 0 : 1 + rng() % 2; n > 0; --n) {
+        t.gtpu_extensions.push_back({0x85,
+                                     {static_cast<uint8_t>(Chance(rng, 50) ? 0x00 : 0x10),
+                                      static_cast<uint8_t>(Chance(rng, 50) ? 1 : 9)}});
+      }
+      break;
+    case sim::Encap::kRoceV2:
+      t.bth_opcode = Chance(rng, 50) ? 0x04 : 0x0a;
+      t.bth_dst_qp = Pick(rng, kQps);
+      t.bth_ack_req = Chance(rng, 50);
+      t.bth_psn = rng() & 0xffffff;
+      break;
+    default:
+      break;
+  }
+  return t;
+}
+
+// Two thirds plain frames as before; the rest tunnelled or RoCE v2, with a random inner packet.
+sim::TunnelFrameSpec RandomSpec(std::mt19937& rng) {
+  sim::TunnelFrameSpec t;
+  t.outer = RandomPlainSpec(rng);
+  if (Chance(rng, 67)) return t;
+  t.inner = RandomPlainSpec(rng);
+  t.tunnel = RandomTunnel(rng, t.inner);
+  if (t.outer.l3 == sim::L3Kind::kNone) t.outer.l3 = sim::L3Kind::kIpv4;  // IP tunnels need an IP outer
+  return t;
+}
+
 std::string Describe(const sim::FrameSpec& s) {
   return absl::StrFormat("vlans=%d l3=%d proto=%d sport=%d dport=%d frag=%d/%d ext=%d", s.vlans.size(),
                          static_cast<int>(s.l3), s.protocol, s.sport, s.dport, s.more_fragments,
                          s.fragment_offset, s.ipv6_extensions.size());
+}
+
+std::string Describe(const sim::TunnelFrameSpec& t) {
+  if (t.tunnel.kind == sim::Encap::kNone) return Describe(t.outer);
+  return absl::StrFormat("outer {%s} tunnel %d {%s}", Describe(t.outer), static_cast<int>(t.tunnel.kind),
+                         Describe(t.inner));
 }
 
 // ---- Masks ---------------------------------------------------------------------------------------
@@ -193,6 +295,88 @@ const std::vector<MaskTemplate> kMasks = {
     {"source port", [] { return MatchBuilder().SourcePort(0xffff); }},
     {"tcp seq", [] { return MatchBuilder().IpVersion(kOuter, 4).Set(Field::kOuterTcpSeqNum, 0xffff0000); }},
     {"vlan prio", [] { return MatchBuilder().FirstPrio(kOuter, 7).SvlanTag(kOuter, 1); }},
+    // Tunnels, inner headers, MPLS and RoCE.
+    {"vxlan vni+inner v4 dst",
+     [] {
+       return MatchBuilder().VxlanVni(0xffffff).IpVersion(kInner, 4).Ipv4Dst(kInner,
+                                                                             hw::Ipv4Address::PrefixMask(32));
+     }},
+    {"gre key",
+     [] { return MatchBuilder().GreKey(0xffffffff).Set(Field::kGreKPresent, 1).GreProtocol(0xffff); }},
+    {"geneve vni+option 0",
+     [] {
+       return MatchBuilder()
+           .GeneveVni(0xffffff)
+           .Set(Field::kGeneveProtocolType, 0xffff)
+           .Set(Field::kGeneveTlvOption0Data, 0xffffffff)
+           .Set(Field::kGeneveTlvOption0Exist, 1);
+     }},
+    {"gtpu teid",
+     [] { return MatchBuilder().Set(Field::kGtpuTeid, 0xffffffff).Set(Field::kGtpuMsgType, 0xff); }},
+    {"gtpu dw2+ext",
+     [] { return MatchBuilder().Set(Field::kGtpuDw2, 0xffff00ff).Set(Field::kGtpuFirstExtDw0, 0xffffffff); }},
+    {"bth dst qp",
+     [] {
+       return MatchBuilder()
+           .Set(Field::kBthDstQp, 0xffffff)
+           .Set(Field::kBthOpcode, 0xff)
+           .Set(Field::kBthA, 1);
+     }},
+    {"mpls label",
+     [] {
+       return MatchBuilder().Set(Field::kOuterFirstMplsLabel, 0xfffff).Set(Field::kOuterFirstMplsSBos, 1);
+     }},
+    {"mpls over gre label", [] { return MatchBuilder().Set(Field::kOuterFirstMplsOverGreLabel, 0xfffff); }},
+    {"mpls over udp label+exp",
+     [] {
+       return MatchBuilder()
+           .Set(Field::kOuterFirstMplsOverUdpLabel, 0xfffff)
+           .Set(Field::kOuterFirstMplsOverUdpExp, 7);
+     }},
+    {"gpe vni+next protocol",
+     [] {
+       return MatchBuilder()
+           .Set(Field::kOuterVxlanGpeVni, 0xffffff)
+           .Set(Field::kOuterVxlanGpeNextProtocol, 0xff);
+     }},
+    {"tunnel header",
+     [] {
+       return MatchBuilder().Set(Field::kTunnelHeader0, 0xffffffff).Set(Field::kTunnelHeader1, 0xffffff00);
+     }},
+    {"inner 5-tuple",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kInner, 4)
+           .IpProtocol(kInner, 0xff)
+           .TcpSport(kInner, 0xffff)
+           .TcpDport(kInner, 0xffff);
+     }},
+    {"inner v6 dst+label",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kInner, 6)
+           .Ipv6Dst(kInner, hw::Ipv6Address::PrefixMask(64))
+           .Ipv6FlowLabel(kInner, 0xfffff);
+     }},
+    {"inner dmac+qinq",
+     [] {
+       return MatchBuilder()
+           .Dmac(kInner, kAllMac)
+           .SvlanTag(kInner, 1)
+           .FirstVid(kInner, 0xfff)
+           .SecondVid(kInner, 0xfff);
+     }},
+    {"inner ethertype+udp dport",
+     [] { return MatchBuilder().Ethertype(kInner, 0xffff).IpVersion(kInner, 4).UdpDport(kInner, 0xffff); }},
+    {"inner tcp seq", [] { return MatchBuilder().Set(Field::kInnerTcpSeqNum, 0xffff0000); }},
+    {"outer v4 udp+inner frag",
+     [] {
+       return MatchBuilder()
+           .IpVersion(kOuter, 4)
+           .UdpDport(kOuter, 0xffff)
+           .IpVersion(kInner, 4)
+           .Frag(kInner, 1);
+     }},
 };
 
 // A rule value under `mask` for a packet like `proto`: its fields under the mask, the hardware's way.
@@ -211,16 +395,20 @@ MatchParams ValueFor(const MatchParams& mask, const MatchParams& proto_fields, s
     };
     port_pair(Field::kOuterTcpSport, Field::kOuterUdpSport);
     port_pair(Field::kOuterTcpDport, Field::kOuterUdpDport);
+    port_pair(Field::kInnerTcpSport, Field::kInnerUdpSport);
+    port_pair(Field::kInnerTcpDport, Field::kInnerUdpDport);
     if (random_bits) pv = static_cast<uint32_t>(rng());
     hw::SetField(v.bytes(), f, pv & fm);
   }
   hw::SetField(v.bytes(), Field::kOuterIpVersion, hw::GetField(m, Field::kOuterIpVersion));
+  hw::SetField(v.bytes(), Field::kInnerIpVersion, hw::GetField(m, Field::kInnerIpVersion));
   return v;
 }
 
 // ---- The test ------------------------------------------------------------------------------------
 
 struct LiveMatcher {
+  const char* name;  // the mask template
   dr::Matcher matcher;
   int ref;
   uint32_t table_level;
@@ -260,7 +448,9 @@ class DifferentialRun {
     for (uint32_t tag : {0x1u, 0xabcdefu, 0x123u}) tags_.push_back({*dr::Action::Tag(tag), tag});
     drop_ = *dr::Action::Drop();
     miss_ = *dr::Action::DefaultMiss();
-    for (int i = 0; i < 14; ++i) AddMatcher();
+    // The first matchers take the templates in turn (each seed starting further on), so that the seeds
+    // together use every template; replacements pick at random.
+    for (size_t i = 0; i < 14; ++i) AddMatcher(&kMasks[(seed_ * 14 + i) % kMasks.size()]);
 
     for (int phase = 0; phase < kPhases && !::testing::Test::HasFatalFailure(); ++phase) {
       if (phase > 0) {
@@ -273,8 +463,8 @@ class DifferentialRun {
   }
 
  private:
-  void AddMatcher() {
-    const MaskTemplate& t = Pick(rng_, kMasks);
+  void AddMatcher(const MaskTemplate* chosen = nullptr) {
+    const MaskTemplate& t = chosen != nullptr ? *chosen : Pick(rng_, kMasks);
     MatchParams mask = *t.build().Build();
     size_t ti = rng_() % tables_.size();
     // Catch-all matchers (empty, source port) go last in their table, so the others get traffic too.
@@ -284,8 +474,8 @@ class DifferentialRun {
     absl::StatusOr<dr::Matcher> m = dr::Matcher::Create(tables_[ti], prio, criteria, mask.get());
     ASSERT_TRUE(m.ok()) << t.name << ": " << m.status();
     int ref = ref_.AddMatcher(table_refs_[ti], prio, criteria, mask.bytes());
-    matchers_.push_back(
-        std::make_unique<LiveMatcher>(LiveMatcher{*std::move(m), ref, tables_[ti].level(), mask, {}}));
+    matchers_.push_back(std::make_unique<LiveMatcher>(
+        LiveMatcher{t.name, *std::move(m), ref, tables_[ti].level(), mask, {}}));
   }
 
   // Actions for a rule: mostly legal lists, sometimes illegal ones (which must be rejected).
@@ -366,6 +556,7 @@ class DifferentialRun {
     if (!r.ok()) return;
     int ref = ref_.AddRule(lm.ref, value.bytes(), ref_action, r->id());
     lm.values.push_back(value);
+    rule_template_[r->id()] = lm.name;
     rules_.push_back({*std::move(r), ref, mi});
   }
 
@@ -414,7 +605,7 @@ class DifferentialRun {
     constexpr size_t kBurst = 64;
     int mismatches = 0;
     for (int sent = 0; sent < kPacketsPerPhase; sent += kBurst) {
-      std::vector<sim::FrameSpec> specs;
+      std::vector<sim::TunnelFrameSpec> specs;
       std::vector<std::vector<uint8_t>> frames;
       for (size_t i = 0; i < kBurst; ++i) {
         specs.push_back(RandomSpec(rng_));
@@ -447,6 +638,9 @@ class DifferentialRun {
         ++fates_[static_cast<int>(want.fate)];
         if (want.rule_path.size() > 1) ++multi_table_;
         if (want.has_flow_tag) ++tagged_;
+        for (uint32_t id : want.rule_path) {
+          if (id != 0) ++template_hits_[rule_template_[id]];
+        }
       }
       for (uint32_t q : qps_) {
         while (nic_.pf().queue(q)->Poll()) {
@@ -457,6 +651,8 @@ class DifferentialRun {
 
  public:
   int packets() const { return packets_; }
+  // Packets that hit a rule, per mask template (a packet crossing tables counts in each).
+  const std::map<std::string, int>& template_hits() const { return template_hits_; }
   // How the packets were steered, to show the rule sets exercise every outcome.
   std::string Summary() const {
     return absl::StrFormat(
@@ -486,18 +682,70 @@ class DifferentialRun {
   int fates_[5] = {};
   int multi_table_ = 0;
   int tagged_ = 0;
+  std::map<uint32_t, const char*> rule_template_;  // rule id -> its matcher's mask template
+  std::map<std::string, int> template_hits_;
 };
 
 TEST(DifferentialTest, SoftwareNicAgreesWithTheReferenceClassifier) {
   int packets = 0;
+  std::map<std::string, int> hits;
   for (uint32_t seed : kSeeds) {
     DifferentialRun run(seed);
     run.Run();
     if (::testing::Test::HasFatalFailure()) return;
     packets += run.packets();
+    for (const auto& [name, n] : run.template_hits()) hits[name] += n;
     std::cout << run.Summary() << "\n";
   }
   EXPECT_GE(packets, 100000);
+  // How often each template's rules won (0 is possible: other matchers may shadow a template's).
+  std::cout << "rule hits per mask template:";
+  for (const MaskTemplate& t : kMasks) std::cout << " " << t.name << "=" << hits[t.name] << ";";
+  std::cout << "\n";
+}
+
+// Each mask template alone in a root table, with rules made from random packets' fields: those packets and
+// fresh random ones must be steered as the reference says, and every template's rules must be hit.
+TEST(DifferentialTest, EveryMaskTemplateSteersPackets) {
+  std::mt19937 rng(11);
+  for (const MaskTemplate& t : kMasks) {
+    sim::Nic nic;
+    dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+    dr::Table table = *dr::Table::Create(domain, 0);
+    MatchParams mask = *t.build().Build();
+    absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table, 0, mask.criteria(), mask.get());
+    ASSERT_TRUE(matcher.ok()) << t.name << ": " << matcher.status();
+    const uint32_t qp = nic.pf().CreateQueue(1 << 12);
+    dr::Action to_qp = *dr::Action::DestQp(nic.pf(), qp);
+    ReferenceClassifier ref;
+    const int ref_matcher = ref.AddMatcher(ref.AddTable(0), 0, mask.criteria(), mask.bytes());
+    std::vector<sim::TunnelFrameSpec> specs;
+    std::vector<dr::Rule> rules;
+    for (int i = 0; i < 40; ++i) {
+      specs.push_back(RandomSpec(rng));
+      MatchParams value = ValueFor(mask, ExpectedFields(specs.back()), rng);
+      absl::StatusOr<dr::Rule> r = dr::Rule::Create(*matcher, value, {&to_qp});
+      ASSERT_TRUE(r.ok()) << t.name << ": " << r.status();
+      RefAction action;
+      action.dest = RefAction::Dest::kQueue;
+      action.queue = qp;
+      ref.AddRule(ref_matcher, value.bytes(), action, r->id());
+      rules.push_back(*std::move(r));
+    }
+    for (int i = 0; i < 40; ++i) specs.push_back(RandomSpec(rng));
+    int hits = 0;
+    for (const sim::TunnelFrameSpec& spec : specs) {
+      const sim::Verdict got = nic.ReceiveFromWire(sim::BuildFrame(spec));
+      const RefVerdict want = ref.Classify(ExpectedFields(spec).bytes());
+      ASSERT_EQ(got.fate, want.fate) << t.name << ": " << Describe(spec);
+      ASSERT_EQ(got.path.size(), want.rule_path.size()) << t.name << ": " << Describe(spec);
+      ASSERT_EQ(got.path[0].rule_id, want.rule_path[0]) << t.name << ": " << Describe(spec);
+      hits += want.rule_path[0] != 0;
+      while (nic.pf().queue(qp)->Poll()) {
+      }
+    }
+    EXPECT_GT(hits, 0) << t.name;
+  }
 }
 
 }  // namespace
