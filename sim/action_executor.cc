@@ -269,19 +269,22 @@ void ActionExecutor::Encap(const std::vector<uint8_t>& headers, bool l3, PacketB
 
 void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& meta) {
   EnsureParsed(packet, meta);
-  uint8_t* f = packet.data();
   const size_t len = packet.size();
+  const size_t l3 = layers_.l3;
+  if (l3 == 0) return;
   const uint32_t ip_version = hw::GetField(hv_.bytes, hw::Field::kOuterIpVersion);
-  if (layers_.l3 == 0) return;
-  uint8_t* ip = f + layers_.l3;
+  uint8_t* ip = packet.data() + l3;
   if (ip_version == 4) {
-    hw::StoreBe16(ip + 2, static_cast<uint16_t>(len - layers_.l3));
+    hw::StoreBe16(ip + 2, static_cast<uint16_t>(len - l3));
     FixIpv4HeaderChecksum(ip);
   } else {
-    hw::StoreBe16(ip + 4, static_cast<uint16_t>(len - layers_.l3 - 40));
+    hw::StoreBe16(ip + 4, static_cast<uint16_t>(len - l3 - 40));
   }
+  // Parse again: the parser bounds what follows the IP header by its (now right) length.
+  parsed_ = false;
+  EnsureParsed(packet, meta);
   if (layers_.l4 == 0 || hw::GetField(hv_.bytes, hw::Field::kOuterIpProtocol) != kUdp) return;
-  uint8_t* udp = f + layers_.l4;
+  uint8_t* udp = packet.data() + layers_.l4;
   const size_t udp_len = len - layers_.l4;
   hw::StoreBe16(udp + 4, static_cast<uint16_t>(udp_len));
   if (hw::LoadBe16(udp + 6) == 0 && ip_version == 4) return;  // "no checksum" stays so
@@ -290,6 +293,7 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
   sum += kUdp + static_cast<uint32_t>(udp_len);
   uint16_t checksum = ChecksumFinish(ChecksumAdd(udp, udp_len, sum));
   hw::StoreBe16(udp + 6, checksum == 0 ? 0xffff : checksum);
+  parsed_ = false;
 }
 
 bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta,

@@ -1,5 +1,6 @@
 #include "sim/packet_parser.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "hw/byte_order.h"
@@ -83,6 +84,7 @@ struct Ctx {
 // Where one stack's IP packet and its L4 header are (0 = absent).
 struct IpLayers {
   size_t l3 = 0;
+  size_t end = 0;    // the end of the datagram: its length field bounds what follows (not the padding)
   size_t upper = 0;  // the upper-layer header (after options and extension headers)
   uint8_t protocol = 0;
   bool fragmented = false;
@@ -167,6 +169,9 @@ bool ParseIpv4(const Ctx& c, size_t off, IpLayers* ip) {
   const size_t ihl = h[0] & 0xf;
   if (ihl < 5 || ihl * 4 > c.Room(off)) return false;
   ip->l3 = off;
+  // The total length bounds the datagram; one shorter than its own header leaves nothing after it.
+  const size_t total = std::max<size_t>(hw::LoadBe16(h + 2), ihl * 4);
+  ip->end = std::min(c.len, off + total);
   c.Set(F<S>(Field::kOuterIpVersion), 4);
   c.Set(F<S>(Field::kOuterIpv4Ihl), ihl);
   c.Set(F<S>(Field::kOuterIpDscp), h[1] >> 2);
@@ -192,6 +197,8 @@ bool ParseIpv6(const Ctx& c, size_t off, IpLayers* ip) {
   const uint8_t* h = c.p + off;
   if (c.Room(off) < 40 || (h[0] >> 4) != 6) return false;
   ip->l3 = off;
+  const size_t payload_length = hw::LoadBe16(h + 4);  // 0: a jumbogram, bounded by the frame
+  ip->end = payload_length == 0 ? c.len : std::min(c.len, off + 40 + payload_length);
   const uint32_t first = hw::LoadBe32(h);
   const uint32_t traffic_class = (first >> 20) & 0xff;
   c.Set(F<S>(Field::kOuterIpVersion), 6);
@@ -202,30 +209,35 @@ bool ParseIpv6(const Ctx& c, size_t off, IpLayers* ip) {
   c.Put(F<S>(Field::kOuterSrcIp127_96), off + 8, 16);
   c.Put(F<S>(Field::kOuterDstIp127_96), off + 24, 16);
 
-  // Walk the extension headers to the upper-layer protocol.
+  // Walk the extension headers to the upper-layer protocol, inside the datagram.
+  Ctx d = c;
+  d.len = ip->end;
   uint8_t next = h[6];
   size_t at = off + 40;
   bool later_fragment = false;
+  // An extension header that does not fit ends the parse at L3, the upper-layer protocol unknown.
   for (int headers = 0; headers < 8; ++headers) {
-    const size_t room = c.Room(at);
+    const size_t room = d.Room(at);
     if (next == 0 || next == 43 || next == 60) {  // hop-by-hop, routing, destination options
       if (room < 8) return true;
-      const size_t ext = (c.p[at + 1] + 1u) * 8;
+      const size_t ext = (d.p[at + 1] + 1u) * 8;
       if (ext > room) return true;
-      next = c.p[at];
+      next = d.p[at];
       at += ext;
     } else if (next == 44) {  // fragment
       if (room < 8) return true;
       c.Set(F<S>(Field::kOuterFrag), 1);
       ip->fragmented = true;
-      later_fragment = (hw::LoadBe16(c.p + at + 2) & 0xfff8) != 0;
-      next = c.p[at];
+      later_fragment = (hw::LoadBe16(d.p + at + 2) & 0xfff8) != 0;
+      next = d.p[at];
       at += 8;
+      if (later_fragment)
+        break;                // what follows is payload: headers after it exist in the first fragment only
     } else if (next == 51) {  // authentication header: length in 4-byte units, minus 2
       if (room < 8) return true;
-      const size_t ext = (c.p[at + 1] + 2u) * 4;
+      const size_t ext = (d.p[at + 1] + 2u) * 4;
       if (ext > room) return true;
-      next = c.p[at];
+      next = d.p[at];
       at += ext;
     } else {
       break;
@@ -243,7 +255,9 @@ IpLayers ParseIp(const Ctx& c, size_t off, int version) {
   IpLayers ip;
   const bool ok = version == 4 ? ParseIpv4<S>(c, off, &ip) : version == 6 && ParseIpv6<S>(c, off, &ip);
   if (!ok || ip.upper == 0) return ip;
-  if (size_t payload = ParseL4<S>(c, ip.upper, ip.protocol)) {
+  Ctx datagram = c;
+  datagram.len = ip.end;
+  if (size_t payload = ParseL4<S>(datagram, ip.upper, ip.protocol)) {
     ip.l4 = ip.upper;
     ip.payload = payload;
   }
@@ -459,8 +473,10 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   layers.l4 = static_cast<uint16_t>(ip.l4);
   layers.payload = static_cast<uint16_t>(ip.payload);
   if (ip.fragmented) return layers;  // no tunnel in a fragment
-  if (ip.protocol == kProtoUdp && ip.payload != 0) ParseUdpPayload(c, ip.l4, ip.payload);
-  if (ip.protocol == kProtoGre && ip.upper != 0) ParseGre(c, ip.upper);
+  Ctx datagram = c;  // what follows lies inside the outer datagram, not in the Ethernet padding
+  datagram.len = ip.end;
+  if (ip.protocol == kProtoUdp && ip.payload != 0) ParseUdpPayload(datagram, ip.l4, ip.payload);
+  if (ip.protocol == kProtoGre && ip.upper != 0) ParseGre(datagram, ip.upper);
   return layers;
 }
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "hw/byte_order.h"
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 
@@ -205,6 +206,52 @@ TEST(PacketParserTest, MalformedHeadersStopTheParse) {
   hv = Parse(f);
   EXPECT_EQ(Get(hv, Field::kOuterIpProtocol), 6u);
   EXPECT_EQ(Get(hv, Field::kOuterTcpDport), 0u);
+}
+
+}  // namespace
+}  // namespace drsim::sim
+
+namespace drsim::sim {
+namespace {
+
+TEST(PacketParserTest, LaterIpv6FragmentsCarryNoExtensionHeaders) {
+  // Fragment header (next header 60, offset 1) followed by payload bytes that look like a header.
+  FrameSpec s = BaseSpec();
+  s.l3 = L3Kind::kIpv6;
+  s.protocol = 60;
+  std::vector<uint8_t> f = BuildFrame(s);
+  // Rewrite by hand: IPv6 next header 44, then a fragment header with offset 1 and next header 60.
+  const size_t ip = 14;
+  f[ip + 6] = 44;
+  std::vector<uint8_t> frag = {60, 0, 0x00, 0x08, 0, 0, 0, 1, 0x06, 0x00, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa};
+  f.insert(f.begin() + ip + 40, frag.begin(), frag.end());
+  hw::StoreBe16(f.data() + ip + 4, static_cast<uint16_t>(f.size() - ip - 40));
+  hw::HeaderVector hv = Parse(f);
+  EXPECT_EQ(Get(hv, Field::kOuterFrag), 1u);
+  EXPECT_EQ(Get(hv, Field::kOuterIpProtocol), 60u);  // not the payload's 6
+}
+
+TEST(PacketParserTest, TheIpLengthBoundsTheDatagramNotThePadding) {
+  // An IPv4 header of total length 20 announcing TCP, in a frame padded to 60 bytes with 0x50.
+  FrameSpec s = BaseSpec();
+  s.protocol = kIpProtoTcp;
+  std::vector<uint8_t> f = BuildFrame(s);
+  f.resize(14 + 20);
+  hw::StoreBe16(f.data() + 16, 20);
+  f.resize(60, 0x50);
+  PacketLayers layers;
+  hw::HeaderVector hv = Parse(f, &layers);
+  EXPECT_EQ(Get(hv, Field::kOuterIpProtocol), 6u);
+  EXPECT_EQ(Get(hv, Field::kOuterTcpSport), 0u);  // the padding is not a TCP header
+  EXPECT_EQ(layers.l4, 0);
+  // The same for IPv6's payload length.
+  s.l3 = L3Kind::kIpv6;
+  f = BuildFrame(s);
+  f.resize(14 + 40);
+  hw::StoreBe16(f.data() + 14 + 4, 1);  // payload length 1: no room for a TCP header inside the datagram
+  f.resize(80, 0x50);
+  hv = Parse(f, &layers);
+  EXPECT_EQ(Get(hv, Field::kOuterTcpSport), 0u);
 }
 
 }  // namespace
