@@ -174,10 +174,6 @@ absl::StatusOr<Action> Action::PacketReformat(const Domain& domain, uint32_t fla
                         "or 18 (with a VLAN tag)",
                         data.size()));
   }
-  if (decap) {
-    return absl::UnimplementedError(
-        "packet_reformat: decapsulation needs the tunnel parser, which lands next");
-  }
   static constexpr ActionType kTypes[] = {ActionType::kTnlL2ToL2, ActionType::kL2ToTnlL2,
                                           ActionType::kTnlL3ToL2, ActionType::kL2ToTnlL3};
   ActionObj* a = NewAction(kTypes[type]);

@@ -254,6 +254,17 @@ bool ActionExecutor::PopVlan(PacketBuffer& packet) {
   return true;
 }
 
+bool ActionExecutor::Decap(const std::vector<uint8_t>* l2_header, PacketBuffer& packet, const PacketMeta& meta) {
+  EnsureParsed(packet, meta);
+  // L2 decap keeps the inner Ethernet frame; L3 decap keeps the inner IP packet and gives it `l2_header`.
+  const size_t keep_from = l2_header != nullptr ? layers_.inner_l3 : layers_.inner_l2;
+  if (keep_from == 0) return false;  // no such inner header: nothing to decapsulate
+  packet.Erase(0, keep_from);
+  if (l2_header != nullptr) packet.Insert(0, l2_header->data(), l2_header->size());
+  parsed_ = false;
+  return true;
+}
+
 void ActionExecutor::Encap(const std::vector<uint8_t>& headers, bool l3, PacketBuffer& packet,
                            const PacketMeta& meta) {
   if (l3) {
@@ -327,7 +338,8 @@ bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, Pac
         break;
       case hw::OpCode::kDecapL2:
       case hw::OpCode::kDecapL3:
-        break;  // needs the tunnel parser
+        changed |= Decap(op.code == hw::OpCode::kDecapL3 ? op.bytes : nullptr, packet, meta);
+        break;
       case hw::OpCode::kAsoFlowMeter: {
         EnsureParsed(packet, meta);
         const size_t ip_bytes = layers_.l3 ? packet.size() - layers_.l3 : packet.size();

@@ -8,6 +8,9 @@
 //  - encapsulation: the new outer IPv4 total length and header checksum, IPv6 payload length and UDP
 //    length are set from the frame (the user's header template cannot know the inner size), and a nonzero
 //    outer UDP checksum is recomputed;
+//  - decapsulation removes everything before the inner Ethernet header (L2_TUNNEL_TO_L2) or before the
+//    inner IP header, which gets the action's 14- or 18-byte L2 header (L3_TUNNEL_TO_L2); a frame with no
+//    such inner header (not a tunnel the parser knows) is left as it is;
 //  - pop_vlan on an untagged frame does nothing;
 //  - aso flow meter: the colour (red 0, yellow 1, green 2) replaces the low 8 bits of reg_c[return_reg_c];
 //    aso first hit: reg_c[return_reg_c] becomes 1 if the context had been hit before, else 0.
@@ -41,6 +44,8 @@ class ActionExecutor {
   void PushVlan(uint32_t vlan_header, PacketBuffer& packet);
   bool PopVlan(PacketBuffer& packet);
   void Encap(const std::vector<uint8_t>& headers, bool l3, PacketBuffer& packet, const PacketMeta& meta);
+  // L2 decap (`l2_header` null) or L3 decap; false (and nothing done) for a frame without the inner header.
+  bool Decap(const std::vector<uint8_t>* l2_header, PacketBuffer& packet, const PacketMeta& meta);
   void FixOuterLengths(PacketBuffer& packet, const PacketMeta& meta);
 
   CounterBank* counters_;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hw/byte_order.h"
+#include "sim/roce_entropy.h"
 
 namespace drsim::sim {
 namespace {
@@ -367,6 +368,13 @@ std::vector<uint8_t> BuildFrame(const TunnelFrameSpec& t) {
     } else {
       outer.protocol = kIpProtoUdp;
       outer.dport = UdpPort(t.tunnel.kind);
+    }
+    if (t.tunnel.kind == Encap::kRoceV2 && outer.sport == 0) {
+      const TunnelSpec& tn = t.tunnel;
+      absl::StatusOr<uint16_t> sport = tn.bth_qp_type == RoceQpType::kRc
+                                           ? RoceRcUdpSport(tn.bth_src_qp, tn.bth_dst_qp)
+                                           : RoceUdUdpSport(tn.bth_src_qp, tn.bth_dst_qp);
+      outer.sport = sport.value_or(0xc000);  // QP numbers outside 24 bits: the bottom of the range
     }
     AppendL2(outer, L2Ethertype(outer), f);
     AppendL3(outer, payload, f);

@@ -82,6 +82,9 @@ std::vector<uint8_t> BuildFrame(const FrameSpec& spec);
 // ---- Tunnels and RoCE v2 ------------------------------------------------------------------------
 
 // What follows the outer headers.
+// The transport a RoCE v2 frame's QPs use, for its UDP source port.
+enum class RoceQpType : uint8_t { kRc, kUd };
+
 enum class Encap : uint8_t {
   kNone,         // nothing: the frame is BuildFrame(outer)
   kVxlan,        // UDP 4789, VXLAN header, inner Ethernet
@@ -155,7 +158,10 @@ struct TunnelSpec {
   bool gtpu_seq_present = false;
   uint16_t gtpu_seq = 0;
   std::vector<GtpuExtension> gtpu_extensions;
-  // RoCE v2 base transport header.
+  // RoCE v2 base transport header. When `outer.sport` is 0, the UDP source port is the RoCE v2 entropy
+  // of the QP numbers (sim/roce_entropy.h): RC or UD by `bth_qp_type`, from `bth_src_qp` to `bth_dst_qp`.
+  RoceQpType bth_qp_type = RoceQpType::kRc;
+  uint32_t bth_src_qp = 0;    // 24 bits
   uint8_t bth_opcode = 0x04;  // RC SEND only
   uint16_t bth_pkey = 0xffff;
   uint32_t bth_dst_qp = 0;  // 24 bits
