@@ -190,9 +190,6 @@ TEST(ReformatChecksTest, CreationErrorsFollowRdmaCore) {
   EXPECT_EQ(code(dr::Action::PacketReformat(tx, 0, kL2Decap, {})), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(dr::Action::PacketReformat(tx, 0, kL2Encap, big)), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(dr::Action::PacketReformat(tx, 2, kL2Encap, gre)), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      code(dr::Action::PacketReformat(fdb, 0, static_cast<mlx5dv_flow_action_packet_reformat_type>(4), gre)),
-      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(dr::Action::PacketReformat(rx, 0, kL3Decap, absl::MakeConstSpan(l2).subspan(0, 13))),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(dr::Action::PacketReformat(tx, 0, kL2Encap, absl::Span<const uint8_t>(gre.data(), 0))),
