@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dr/dr.h"
+#include "examples/demo_support.h"
 #include "hw/byte_order.h"
 #include "hw/match_params.h"
 #include "hw/modify_header.h"
@@ -28,6 +29,9 @@
 
 namespace {
 
+using drsim::examples::Ip;
+using drsim::examples::Mac;
+using drsim::examples::Must;
 using drsim::hw::kInner;
 using drsim::hw::kOuter;
 using drsim::hw::MatchBuilder;
@@ -35,18 +39,6 @@ using drsim::hw::MatchParams;
 namespace dr = drsim::dr;
 namespace hw = drsim::hw;
 namespace sim = drsim::sim;
-
-template <typename T>
-T Must(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    absl::FPrintF(stderr, "%s: %s\n", what, v.status().ToString());
-    std::exit(1);
-  }
-  return *std::move(v);
-}
-
-hw::Ipv4Address Ip(const char* s) { return *hw::Ipv4Address::Parse(s); }
-hw::MacAddress Mac(const char* s) { return *hw::MacAddress::Parse(s); }
 
 constexpr uint32_t kVni1 = 100, kVni2 = 200;
 constexpr uint16_t kWire = 0xffff;

@@ -12,31 +12,22 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dr/dr.h"
+#include "examples/demo_support.h"
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
 
 namespace {
 
+using drsim::examples::Ip;
+using drsim::examples::Mac;
+using drsim::examples::Must;
 using drsim::hw::kOuter;
 using drsim::hw::MatchBuilder;
 using drsim::hw::MatchParams;
 namespace dr = drsim::dr;
 namespace hw = drsim::hw;
 namespace sim = drsim::sim;
-
-// Exits with a message when a setup step fails: the demo's rules are all meant to be accepted.
-template <typename T>
-T Must(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    absl::FPrintF(stderr, "%s: %s\n", what, v.status().ToString());
-    std::exit(1);
-  }
-  return *std::move(v);
-}
-
-hw::Ipv4Address Ip(const char* s) { return *hw::Ipv4Address::Parse(s); }
-hw::MacAddress Mac(const char* s) { return *hw::MacAddress::Parse(s); }
 
 struct Packet {
   std::string what;
