@@ -58,7 +58,9 @@ TEST(ActionStateTableTest, TerminatingActionsLeadToTerm) {
     for (int t = 0; t < kNumActionTypes; ++t) {
       auto type = static_cast<ActionType>(t);
       ActionState next = NextActionState(static_cast<ActionDomain>(d), ActionState::kNoAction, type);
-      if (next != ActionState::kErr) EXPECT_EQ(next == ActionState::kTerm, IsTerminating(type)) << t;
+      if (next != ActionState::kErr) {
+        EXPECT_EQ(next == ActionState::kTerm, IsTerminating(type)) << t;
+      }
     }
   }
 }
