@@ -194,7 +194,8 @@ void ActionExecutor::EnsureParsed(const PacketBuffer& packet, const PacketMeta& 
 void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, PacketBuffer& packet,
                             PacketMeta& meta) {
   EnsureParsed(packet, meta);
-  const Headers h{packet.data(),
+  uint8_t* frame = packet.mutable_data();  // before `h` points into it: a borrowed frame is copied in here
+  const Headers h{frame,
                   packet.size(),
                   layers_.l3,
                   layers_.l4,
@@ -204,7 +205,6 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
                            h.l4 + (h.ip_protocol == kTcp ? 20u : 8u) <= h.len;
   const size_t checksum_at = h.ip_protocol == kTcp ? 16 : 6;
   const uint32_t before = l4_checksum ? CoveredSum(h) : 0;
-  uint8_t* frame = packet.data();
   for (const hw::ModifyAction& a : actions) {
     FieldRef dst(
         static_cast<ModifyField>(a.op == static_cast<uint8_t>(hw::ModifyOp::kCopy) ? a.dst_field : a.field),
@@ -254,7 +254,8 @@ bool ActionExecutor::PopVlan(PacketBuffer& packet) {
   return true;
 }
 
-bool ActionExecutor::Decap(const std::vector<uint8_t>* l2_header, PacketBuffer& packet, const PacketMeta& meta) {
+bool ActionExecutor::Decap(const std::vector<uint8_t>* l2_header, PacketBuffer& packet,
+                           const PacketMeta& meta) {
   EnsureParsed(packet, meta);
   // L2 decap keeps the inner Ethernet frame; L3 decap keeps the inner IP packet and gives it `l2_header`.
   const size_t keep_from = l2_header != nullptr ? layers_.inner_l3 : layers_.inner_l2;
@@ -284,7 +285,7 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
   const size_t l3 = layers_.l3;
   if (l3 == 0) return;
   const uint32_t ip_version = hw::GetField(hv_.bytes, hw::Field::kOuterIpVersion);
-  uint8_t* ip = packet.data() + l3;
+  uint8_t* ip = packet.mutable_data() + l3;
   if (ip_version == 4) {
     hw::StoreBe16(ip + 2, static_cast<uint16_t>(len - l3));
     FixIpv4HeaderChecksum(ip);
@@ -295,7 +296,7 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
   parsed_ = false;
   EnsureParsed(packet, meta);
   if (layers_.l4 == 0 || hw::GetField(hv_.bytes, hw::Field::kOuterIpProtocol) != kUdp) return;
-  uint8_t* udp = packet.data() + layers_.l4;
+  uint8_t* udp = packet.mutable_data() + layers_.l4;
   const size_t udp_len = len - layers_.l4;
   hw::StoreBe16(udp + 4, static_cast<uint16_t>(udp_len));
   if (hw::LoadBe16(udp + 6) == 0 && ip_version == 4) return;  // "no checksum" stays so

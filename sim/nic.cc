@@ -319,14 +319,17 @@ absl::Status Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> ve
   Verdict scratch;
   for (size_t i = 0; i < frames.size(); ++i) {
     ++stats_.frames;
-    p.buffer.Assign(frames[i].data(), frames[i].size());
+    p.buffer.Borrow(frames[i].data(), frames[i].size());  // copied in only if an action rewrites it
     p.meta = PacketMeta();
     p.meta.source_port = source;
     p.meta.source_sqn = sqn;
     p.parsed = false;
     p.copy = false;
     p.verdict = verdicts.empty() ? &scratch : &verdicts[i];
-    *p.verdict = Verdict();
+    // Reset in place: the vectors keep their capacity from one frame to the next.
+    static_cast<Delivery&>(*p.verdict) = Delivery();
+    p.verdict->path.clear();
+    p.verdict->copies.clear();
     start(p, trace);
   }
   return absl::OkStatus();

@@ -3,6 +3,7 @@
 namespace drsim::sim {
 
 void PacketBuffer::Insert(size_t offset, const uint8_t* bytes, size_t n) {
+  Own();
   if (begin_ >= n) {  // room in front: move the head of the frame down
     std::memmove(storage_.data() + begin_ - n, storage_.data() + begin_, offset);
     begin_ -= n;
@@ -13,6 +14,7 @@ void PacketBuffer::Insert(size_t offset, const uint8_t* bytes, size_t n) {
 }
 
 void PacketBuffer::Erase(size_t offset, size_t n) {
+  Own();
   // Move the head of the frame up over the removed bytes.
   std::memmove(storage_.data() + begin_ + n, storage_.data() + begin_, offset);
   begin_ += n;
@@ -20,12 +22,15 @@ void PacketBuffer::Erase(size_t offset, size_t n) {
 
 void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv) {
   using hw::Field;
+  // The parser has cleared `hv` and written source_port; zero registers need no write.
   hw::SetField(hv->bytes, Field::kSourcePort, meta.source_port);
-  hw::SetField(hv->bytes, Field::kSourceSqn, meta.source_sqn);
-  hw::SetField(hv->bytes, Field::kMetadataRegA, meta.reg_a);
+  if (meta.source_sqn != 0) hw::SetField(hv->bytes, Field::kSourceSqn, meta.source_sqn);
+  if (meta.reg_a != 0) hw::SetField(hv->bytes, Field::kMetadataRegA, meta.reg_a);
   for (int i = 0; i < 8; ++i) {
     // reg_c_7 comes first in the layout, reg_c_0 last.
-    hw::SetField(hv->bytes, static_cast<Field>(static_cast<int>(Field::kMetadataRegC0) - i), meta.reg_c[i]);
+    if (meta.reg_c[i] != 0) {
+      hw::SetField(hv->bytes, static_cast<Field>(static_cast<int>(Field::kMetadataRegC0) - i), meta.reg_c[i]);
+    }
   }
 }
 

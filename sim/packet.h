@@ -19,14 +19,27 @@ class PacketBuffer {
  public:
   static constexpr size_t kHeadroom = 256;
 
+  // Copies `len` bytes from `data` into the buffer.
   void Assign(const uint8_t* data, size_t len) {
+    borrowed_ = nullptr;
     storage_.resize(kHeadroom + len);
     if (len) std::memcpy(storage_.data() + kHeadroom, data, len);
     begin_ = kHeadroom;
   }
-  uint8_t* data() { return storage_.data() + begin_; }
-  const uint8_t* data() const { return storage_.data() + begin_; }
-  size_t size() const { return storage_.size() - begin_; }
+  // Refers to `len` bytes at `data` without copying them; the caller keeps them alive and unchanged while
+  // the buffer refers to them. The first change (mutable_data, Insert, Erase) copies them in. Frames
+  // that no action rewrites are never copied.
+  void Borrow(const uint8_t* data, size_t len) {
+    borrowed_ = data;
+    borrowed_len_ = len;
+  }
+  const uint8_t* data() const { return borrowed_ != nullptr ? borrowed_ : storage_.data() + begin_; }
+  size_t size() const { return borrowed_ != nullptr ? borrowed_len_ : storage_.size() - begin_; }
+  // The bytes, to change in place (copied in first when borrowed).
+  uint8_t* mutable_data() {
+    Own();
+    return storage_.data() + begin_;
+  }
 
   // Inserts `n` bytes at `offset` (0 = in front), copied from `bytes`. `offset` <= size().
   void Insert(size_t offset, const uint8_t* bytes, size_t n);
@@ -34,8 +47,14 @@ class PacketBuffer {
   void Erase(size_t offset, size_t n);
 
  private:
+  void Own() {
+    if (borrowed_ != nullptr) Assign(borrowed_, borrowed_len_);
+  }
+
   std::vector<uint8_t> storage_;
   size_t begin_ = kHeadroom;
+  const uint8_t* borrowed_ = nullptr;  // when set, the frame is these borrowed_len_ bytes
+  size_t borrowed_len_ = 0;
 };
 
 struct PacketMeta {
@@ -48,7 +67,8 @@ struct PacketMeta {
   uint32_t flow_tag = 0;
 };
 
-// Writes the metadata fields of the match layout (source_port, source_sqn, the registers) into `hv`.
+// Writes the metadata fields of the match layout (source_port, source_sqn, the registers) into `hv`,
+// which ParsePacket has just filled (so the fields not written, for zero values, are zero already).
 void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv);
 
 }  // namespace drsim::sim
