@@ -111,6 +111,8 @@ std::string Where(const sim::Delivery& d, const std::map<uint32_t, std::string>&
     auto it = queue_names.find(d.qp_num);
     where = absl::StrFormat("vport %d %s (qp 0x%x)", d.vport, it == queue_names.end() ? "queue" : it->second,
                             d.qp_num);
+  } else if (d.fate == sim::Fate::kPort) {
+    where = absl::StrFormat("vport %d's own interface (it has no NIC_RX steering)", d.vport);
   } else if (d.fate == sim::Fate::kWire) {
     where = "the wire (uplink)";
   } else {

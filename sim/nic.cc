@@ -29,6 +29,8 @@ const char* FateName(Fate fate) {
       return "table loop";
     case Fate::kWire:
       return "wire";
+    case Fate::kPort:
+      return "port";
   }
   return "?";
 }
@@ -301,6 +303,13 @@ absl::Status Nic::DestroyAsoObject(uint32_t object) {
   return aso_.Destroy(object);
 }
 
+std::optional<std::vector<uint8_t>> Function::PollPort() {
+  if (port_in_.empty()) return std::nullopt;
+  std::vector<uint8_t> f = std::move(port_in_.front());
+  port_in_.pop_front();
+  return f;
+}
+
 std::optional<std::vector<uint8_t>> Nic::PollWire() {
   if (wire_out_.empty()) return std::nullopt;
   std::vector<uint8_t> f = std::move(wire_out_.front());
@@ -346,15 +355,13 @@ Verdict Nic::ReceiveFromWire(Frame frame) {
   return v;
 }
 
-void Nic::Finish(Fate fate, InFlight& p) {
+void Nic::Finish(Fate fate, InFlight& p, uint16_t vport, uint32_t qp_num) {
   Delivery d;
   d.fate = fate;
   d.has_flow_tag = p.meta.has_flow_tag;
   d.flow_tag = p.meta.flow_tag;
-  if (fate == Fate::kQueued || fate == Fate::kQueueFull) {
-    d.vport = p.verdict->vport;
-    d.qp_num = p.verdict->qp_num;
-  }
+  d.vport = vport;
+  d.qp_num = qp_num;
   if (p.copy) {
     p.verdict->copies.push_back(d);
   } else {
@@ -379,6 +386,9 @@ void Nic::Finish(Fate fate, InFlight& p) {
     case Fate::kWire:
       ++stats_.to_wire;
       break;
+    case Fate::kPort:
+      ++stats_.to_port;
+      break;
   }
 }
 
@@ -392,19 +402,19 @@ void Nic::ToWire(InFlight& p) {
 }
 
 void Nic::Deliver(InFlight& p, Function& fn, uint32_t qp_num) {
-  // Where it went is recorded for the frame itself and for a copy alike (Finish reads it back).
-  const uint16_t vport = p.verdict->vport;
-  const uint32_t qp = p.verdict->qp_num;
-  p.verdict->vport = fn.vport();
-  p.verdict->qp_num = qp_num;
   RxQueue* q = fn.queue(qp_num);
   const bool ok = q != nullptr && q->Push(p.buffer.data(), p.buffer.size(), p.meta.has_flow_tag,
                                           p.meta.flow_tag, p.meta.reg_b);
-  Finish(ok ? Fate::kQueued : Fate::kQueueFull, p);
-  if (p.copy) {  // a copy must not change the frame's own record
-    p.verdict->vport = vport;
-    p.verdict->qp_num = qp;
+  Finish(ok ? Fate::kQueued : Fate::kQueueFull, p, fn.vport(), qp_num);
+}
+
+void Nic::ToPort(InFlight& p, Function& fn) {
+  if (fn.port_in_.size() >= Function::kMaxPortBacklog) {
+    fn.port_in_.pop_front();
+    ++fn.port_in_discarded_;
   }
+  fn.port_in_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
+  Finish(Fate::kPort, p, fn.vport());
 }
 
 uint32_t Nic::PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const {
@@ -463,6 +473,9 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
     case Stage::kNicRx:
       if (e.exit == Exit::kQueue) return Deliver(p, fn, e.arg);
       if (e.exit == Exit::kTir) return Deliver(p, fn, PickTirQueue(fn, e.arg, p));
+      // No NIC_RX steering at all: the function's own interface takes the frame.
+      if (e.exit == Exit::kDefault && fn.root_chain_[MLX5DV_DR_DOMAIN_TYPE_NIC_RX].empty())
+        return ToPort(p, fn);
       return Finish(Fate::kDomainDefault, p);
     case Stage::kNicTx:
       if (e.exit == Exit::kDefault) {

@@ -6,7 +6,9 @@
 // Where frames go (the mlx5 Direct Rule model, ConnectX-6 Dx steering):
 //   from the wire   -> FDB, RX pipe (source_port 0xffff)      -> a vport's NIC_RX, by dest_vport;
 //                      FDB default: the eSwitch manager (PF); dest_vport to the uplink is a drop here
-//   vport's NIC_RX  -> a receive queue of that function (dest QP), or drop (the NIC_RX default)
+//   vport's NIC_RX  -> a receive queue of that function (dest QP), or drop (the NIC_RX default); a
+//                      function with no NIC_RX steering at all takes every frame on its own interface
+//                      (Function::PollPort: what its netdev, the kernel, would receive)
 //   a function sends-> its NIC_TX (default: on to the eSwitch) -> FDB, TX pipe (source_port = its vport)
 //                      -> a vport's NIC_RX, or the wire by dest_vport 0xffff; FDB default: the eSwitch
 //                      manager's NIC_RX (frames the PF itself sent go to the wire instead, as its own
@@ -79,6 +81,7 @@ enum class Fate : uint8_t {
   kQueueFull,      // the destination queue had no room
   kTableLoop,      // more than kMaxTableJumps jumps
   kWire,           // sent out of the uplink
+  kPort,           // to function `vport`'s own interface (its netdev), as it has no NIC_RX steering
 };
 
 const char* FateName(Fate fate);
@@ -86,7 +89,7 @@ const char* FateName(Fate fate);
 // Where one copy of a frame ended up.
 struct Delivery {
   Fate fate = Fate::kDomainDefault;
-  uint16_t vport = 0;         // kQueued, kQueueFull: the function owning the queue
+  uint16_t vport = 0;         // kQueued, kQueueFull: the function owning the queue; kPort: the function
   uint32_t qp_num = 0;        // kQueued, kQueueFull
   bool has_flow_tag = false;  // a tag action ran
   uint32_t flow_tag = 0;
@@ -107,6 +110,7 @@ struct NicStats {
   uint64_t queue_full = 0;
   uint64_t table_loops = 0;
   uint64_t to_wire = 0;
+  uint64_t to_port = 0;  // to a function's own interface (no NIC_RX steering)
 };
 
 class Nic;
@@ -141,6 +145,12 @@ class Function : public hw::Device {
                     uint32_t sqn = 0);
   // One frame, traced.
   Verdict Send(Frame frame);
+
+  // The oldest frame that reached this function's own interface (its netdev: what the kernel would
+  // receive) because the function has no NIC_RX steering — no level-0 matcher in any NIC_RX domain on it.
+  // The last kMaxPortBacklog frames are kept; older ones are discarded.
+  std::optional<std::vector<uint8_t>> PollPort();
+  static constexpr size_t kMaxPortBacklog = 4096;
 
   // hw::Device
   void AttachRootTable(const hw::FlowTable* table) override;
@@ -196,6 +206,8 @@ class Function : public hw::Device {
   std::vector<RootEntry> root_chain_[3];   // merged lookup order
   absl::flat_hash_map<uint32_t, QueueSlot> queues_;
   absl::flat_hash_map<uint32_t, Tir> tirs_;
+  std::deque<std::vector<uint8_t>> port_in_;
+  uint64_t port_in_discarded_ = 0;
 };
 
 class Nic {
@@ -269,7 +281,10 @@ class Nic {
   void Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace);
   void Deliver(InFlight& p, Function& fn, uint32_t qp_num);
   void ToWire(InFlight& p);
-  void Finish(Fate fate, InFlight& p);
+  void ToPort(InFlight& p, Function& fn);
+  // Records where the frame (or the copy) ended: `vport` and `qp_num` for kQueued/kQueueFull, `vport` for
+  // kPort.
+  void Finish(Fate fate, InFlight& p, uint16_t vport = 0, uint32_t qp_num = 0);
   uint32_t PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const;
   // Runs `frames` from `start` (the first stage), one at a time.
   template <typename Start>

@@ -44,12 +44,16 @@ hw::RuleRecord Rule(uint32_t id, hw::Destination dest, uint32_t queue = 0,
   return r;
 }
 
-TEST(NicTest, NoSteeringTakesTheDomainDefault) {
+TEST(NicTest, WithoutAnySteeringThePfInterfaceTakesWireTraffic) {
   Nic nic;
   std::vector<uint8_t> f = UdpFrame(1);
   Verdict v = nic.ReceiveFromWire(f);
-  EXPECT_EQ(v.fate, Fate::kDomainDefault);
-  EXPECT_EQ(nic.stats().domain_default, 1u);
+  EXPECT_EQ(v.fate, Fate::kPort);
+  EXPECT_EQ(v.vport, 0);
+  EXPECT_EQ(nic.stats().to_port, 1u);
+  EXPECT_EQ(nic.stats().domain_default, 0u);
+  EXPECT_EQ(nic.pf().PollPort(), f);
+  EXPECT_EQ(nic.pf().PollPort(), std::nullopt);
 }
 
 TEST(NicTest, WalksTablesAndDeliversWithTag) {
@@ -99,8 +103,12 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
   nic.ReceiveFromWire(f53);
   EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kQueueFull);
   EXPECT_EQ(nic.pf().queue(q)->dropped_full(), 1u);
+  // With steering, a miss takes the NIC_RX default (drop); without any, the PF's interface gets it.
+  EXPECT_EQ(nic.ReceiveFromWire(f55).fate, Fate::kDomainDefault);
+  EXPECT_EQ(nic.pf().PollPort(), std::nullopt);
   nic.pf().DetachRootTable(&root);
-  EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kDomainDefault);
+  EXPECT_EQ(nic.ReceiveFromWire(f53).fate, Fate::kPort);
+  EXPECT_EQ(nic.pf().PollPort(), f53);
 }
 
 TEST(NicTest, RootTablesMergeByPriorityThenNewest) {

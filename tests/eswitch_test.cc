@@ -95,14 +95,18 @@ TEST_F(EswitchTest, WireTrafficIsSteeredToVportsAndDefaultsToThePf) {
   EXPECT_EQ(nic_.function(1)->queue(vf1_qp)->Poll()->frame, for_vf1);
 }
 
-TEST_F(EswitchTest, VportWithoutRxSteeringDropsAndUplinkFromRxIsADrop) {
+TEST_F(EswitchTest, VportWithoutRxSteeringTakesFramesOnItsInterfaceAndUplinkFromRxIsADrop) {
   dr::Matcher m = *dr::Matcher::Create(fdb_table_, 0, DmacMask());
   dr::Action to_vf2 = *dr::Action::DestVport(fdb_, 2);
   dr::Action to_wire = *dr::Action::DestVport(fdb_, 0xffff);
   dr::Rule r2 = *dr::Rule::Create(m, Dmac(kVf2Mac), {&to_vf2});
   dr::Rule rw = *dr::Rule::Create(m, Dmac(kRemoteMac), {&to_wire});
-  EXPECT_EQ(nic_.ReceiveFromWire(Frame(kVf2Mac, kRemoteMac)).fate,
-            sim::Fate::kDomainDefault);  // VF2 NIC_RX: none
+  const std::vector<uint8_t> for_vf2 = Frame(kVf2Mac, kRemoteMac);
+  sim::Verdict v = nic_.ReceiveFromWire(for_vf2);  // VF2 has no NIC_RX steering: its netdev gets it
+  EXPECT_EQ(v.fate, sim::Fate::kPort);
+  EXPECT_EQ(v.vport, 2);
+  EXPECT_EQ(nic_.function(2)->PollPort(), for_vf2);
+  EXPECT_EQ(nic_.function(1)->PollPort(), std::nullopt);
   EXPECT_EQ(nic_.ReceiveFromWire(Frame(kRemoteMac, kVf1Mac)).fate, sim::Fate::kDropped);
 }
 
