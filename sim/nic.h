@@ -150,6 +150,8 @@ class Function : public hw::Device {
   // receive) because the function has no NIC_RX steering — no level-0 matcher in any NIC_RX domain on it.
   // The last kMaxPortBacklog frames are kept; older ones are discarded.
   std::optional<std::vector<uint8_t>> PollPort();
+  // The frame PollPort would return, left in place; nullptr when none.
+  const std::vector<uint8_t>* PeekPort() const { return port_in_.empty() ? nullptr : &port_in_.front(); }
   static constexpr size_t kMaxPortBacklog = 4096;
 
   // hw::Device
@@ -236,6 +238,8 @@ class Nic {
   // The oldest frame sent out of the uplink, if any (up to 65536 are kept; older ones are counted and
   // discarded).
   std::optional<std::vector<uint8_t>> PollWire();
+  // The frame PollWire would return, left in place; nullptr when none.
+  const std::vector<uint8_t>* PeekWire() const { return wire_out_.empty() ? nullptr : &wire_out_.front(); }
 
   // Flow counters: a bulk of `bulk` counters (its base id), their values, and freeing a bulk
   // (FailedPrecondition while flow_counter actions use it).

@@ -36,6 +36,8 @@ class RxQueue {
   bool Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag, uint32_t flow_table_metadata = 0);
   // The oldest completion, or nullopt when empty.
   std::optional<RxCompletion> Poll();
+  // The oldest completion, left in the queue; nullptr when empty.
+  const RxCompletion* Front() const { return ring_.empty() ? nullptr : &ring_.front(); }
 
  private:
   uint32_t qp_num_;

@@ -1,0 +1,373 @@
+// The drsim_* calls of drsim.h: opening a software NIC and making its QPs and DEVX objects, and the
+// frames in and out.
+#include "dr/capi/drsim.h"
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "dr/capi/errors.h"
+#include "dr/capi/objects.h"
+#include "dr/capi/real_mlx5.h"
+#include "sim/meter.h"
+
+namespace drsim::capi {
+namespace {
+
+constexpr unsigned kMaxVfs = 1024;
+constexpr size_t kQpCapacity = 4096;
+
+// The function context of `ctx`, or nullptr when it is not a software NIC's.
+drsim_qp* QpOf(ibv_qp* qp, Context** ctx) {
+  if (qp == nullptr || !Registry::Get().Is(qp, Kind::kQp, ctx)) return nullptr;
+  return reinterpret_cast<drsim_qp*>(qp);
+}
+
+mlx5dv_devx_obj* DevxOf(mlx5dv_devx_obj* obj, DevxKind kind) {
+  Context* ctx;
+  if (obj == nullptr || !Registry::Get().Is(obj, Kind::kDevx, &ctx) || obj->kind != kind) return nullptr;
+  return obj;
+}
+
+mlx5dv_devx_obj* NewDevx(Context& ctx, DevxKind kind, uint16_t vport, uint32_t id, uint32_t count) {
+  auto* obj = new mlx5dv_devx_obj{&ctx, kind, vport, id, count};
+  Registry::Get().Add(obj, Kind::kDevx, &ctx);
+  ++ctx.open_objects;
+  return obj;
+}
+
+mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, uint32_t log_obj_range) {
+  drsim_function_context* f = FunctionOf(ibctx);
+  if (f == nullptr) {
+    Fail(fn, EINVAL, "not a context of a software NIC (drsim_open)");
+    return nullptr;
+  }
+  Context& ctx = *f->owner;
+  std::lock_guard<std::recursive_mutex> lock(ctx.mu);
+  absl::StatusOr<uint32_t> id = ctx.nic->CreateAsoObject(kind, log_obj_range);
+  if (!id.ok()) {
+    Fail(fn, id.status());
+    return nullptr;
+  }
+  const bool meter = kind == hw::AsoKind::kFlowMeter;
+  const uint32_t per_line = meter ? sim::AsoBank::kMetersPerLine : sim::AsoBank::kFirstHitsPerLine;
+  return NewDevx(ctx, meter ? DevxKind::kAsoFlowMeter : DevxKind::kAsoFirstHit, f->vport, *id,
+                 per_line << log_obj_range);
+}
+
+// Copies `frame` into `buf` and returns its length, or -EMSGSIZE when it does not fit.
+int CopyOut(const char* fn, const std::vector<uint8_t>& frame, void* buf, size_t cap) {
+  if (frame.size() > cap) {
+    Fail(fn, EMSGSIZE, absl::StrFormat("the frame is %d bytes; the buffer holds %d", frame.size(), cap));
+    return -EMSGSIZE;
+  }
+  if (!frame.empty()) std::memcpy(buf, frame.data(), frame.size());
+  return static_cast<int>(frame.size());
+}
+
+}  // namespace
+}  // namespace drsim::capi
+
+using drsim::capi::Context;
+using drsim::capi::DevxKind;
+using drsim::capi::Fail;
+using drsim::capi::Kind;
+using drsim::capi::Registry;
+
+extern "C" {
+
+ibv_context* drsim_open(unsigned num_vfs) {
+  if (num_vfs > drsim::capi::kMaxVfs) {
+    Fail(__func__, EINVAL, absl::StrFormat("num_vfs %d: at most %d", num_vfs, drsim::capi::kMaxVfs));
+    return nullptr;
+  }
+  auto* ctx = new Context;
+  ctx->nic = std::make_unique<drsim::sim::Nic>(static_cast<int>(num_vfs));
+  for (unsigned v = 0; v <= num_vfs; ++v) {
+    auto f = std::make_unique<drsim_function_context>();
+    std::memset(&f->vctx, 0, sizeof f->vctx);
+    f->vctx.sz = sizeof f->vctx;
+    f->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+    f->vctx.context.num_comp_vectors = 1;
+    f->vctx.context.cmd_fd = -1;
+    f->vctx.context.async_fd = -1;
+    f->owner = ctx;
+    f->vport = static_cast<uint16_t>(v);
+    Registry::Get().Add(&f->vctx.context, Kind::kContext, ctx);
+    ctx->functions.push_back(std::move(f));
+  }
+  return &ctx->functions[0]->vctx.context;
+}
+
+ibv_context* drsim_vport_context(ibv_context* ibctx, uint16_t vport) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) {
+    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+    return nullptr;
+  }
+  Context& ctx = *f->owner;
+  if (vport >= ctx.functions.size()) {
+    Fail(__func__, EINVAL,
+         absl::StrFormat("vport %d: the NIC has vports 0 (PF) to %d", vport, ctx.functions.size() - 1));
+    return nullptr;
+  }
+  return &ctx.functions[vport]->vctx.context;
+}
+
+int drsim_close(ibv_context* ibctx) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr || f->vport != 0) {
+    return Fail(__func__, EINVAL, "not a context drsim_open returned");
+  }
+  Context* ctx = f->owner;
+  {
+    std::lock_guard<std::recursive_mutex> lock(ctx->mu);
+    if (ctx->open_objects > 0) {
+      return Fail(__func__, EBUSY,
+                  absl::StrFormat("%d domain(s), QP(s) or DEVX object(s) of this NIC still exist",
+                                  ctx->open_objects));
+    }
+    for (auto& fn : ctx->functions) Registry::Get().Remove(&fn->vctx.context);
+  }
+  delete ctx;
+  return 0;
+}
+
+ibv_qp* drsim_create_qp(ibv_context* ibctx, uint16_t vport) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) {
+    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+    return nullptr;
+  }
+  Context& ctx = *f->owner;
+  std::lock_guard<std::recursive_mutex> lock(ctx.mu);
+  if (vport >= ctx.functions.size()) {
+    Fail(__func__, EINVAL,
+         absl::StrFormat("vport %d: the NIC has vports 0 (PF) to %d", vport, ctx.functions.size() - 1));
+    return nullptr;
+  }
+  auto* q = new drsim_qp;
+  std::memset(&q->qp, 0, sizeof q->qp);
+  q->qp.context = &ctx.functions[vport]->vctx.context;
+  q->qp.qp_num = ctx.function(vport).CreateQueue(drsim::capi::kQpCapacity);
+  q->qp.qp_type = IBV_QPT_RAW_PACKET;
+  q->qp.state = IBV_QPS_RTS;
+  q->vport = vport;
+  Registry::Get().Add(&q->qp, Kind::kQp, &ctx);
+  ++ctx.open_objects;
+  return &q->qp;
+}
+
+int drsim_destroy_qp(ibv_qp* qp) {
+  Context* ctx;
+  drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
+  if (q == nullptr) return Fail(__func__, EINVAL, "not a QP drsim_create_qp made");
+  std::lock_guard<std::recursive_mutex> lock(ctx->mu);
+  if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok()) return Fail(__func__, s);
+  Registry::Get().Remove(qp);
+  --ctx->open_objects;
+  delete q;
+  return 0;
+}
+
+mlx5dv_devx_obj* drsim_counter_alloc(ibv_context* ibctx, uint32_t bulk) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) {
+    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+    return nullptr;
+  }
+  Context& ctx = *f->owner;
+  std::lock_guard<std::recursive_mutex> lock(ctx.mu);
+  absl::StatusOr<uint32_t> base = ctx.nic->AllocateCounters(bulk);
+  if (!base.ok()) {
+    Fail(__func__, base.status());
+    return nullptr;
+  }
+  return drsim::capi::NewDevx(ctx, DevxKind::kFlowCounter, f->vport, *base, bulk);
+}
+
+int drsim_counter_query(mlx5dv_devx_obj* counters, uint32_t offset, uint64_t* packets, uint64_t* bytes) {
+  mlx5dv_devx_obj* obj = drsim::capi::DevxOf(counters, DevxKind::kFlowCounter);
+  if (obj == nullptr) return Fail(__func__, EINVAL, "not a counter bulk drsim_counter_alloc made");
+  if (offset >= obj->count) {
+    return Fail(__func__, EINVAL, absl::StrFormat("offset %d: the bulk has %d counters", offset, obj->count));
+  }
+  if (packets == nullptr || bytes == nullptr)
+    return Fail(__func__, EINVAL, "packets and bytes must not be NULL");
+  std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
+  if (absl::Status s = obj->ctx->nic->QueryCounter(obj->id + offset, packets, bytes); !s.ok()) {
+    return Fail(__func__, s);
+  }
+  return 0;
+}
+
+mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_qps,
+                                  uint64_t rx_hash_fields_mask, const uint8_t* key, size_t key_len) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) {
+    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+    return nullptr;
+  }
+  if ((key == nullptr) != (key_len == 0)) {
+    Fail(__func__, EINVAL, "key and key_len disagree (NULL and 0 select the default key)");
+    return nullptr;
+  }
+  if (qps == nullptr || num_qps == 0) {
+    Fail(__func__, EINVAL, "no QPs");
+    return nullptr;
+  }
+  Context& ctx = *f->owner;
+  std::lock_guard<std::recursive_mutex> lock(ctx.mu);
+  std::vector<uint32_t> queues;
+  std::optional<uint16_t> vport;
+  for (size_t i = 0; i < num_qps; ++i) {
+    Context* qctx;
+    drsim_qp* q = drsim::capi::QpOf(qps[i], &qctx);
+    if (q == nullptr || qctx != &ctx) {
+      Fail(__func__, EINVAL, absl::StrFormat("qps[%d] is not a QP of this NIC", i));
+      return nullptr;
+    }
+    if (vport.has_value() && *vport != q->vport) {
+      Fail(__func__, EINVAL,
+           absl::StrFormat("qps[%d] is on vport %d, qps[0] on vport %d", i, q->vport, *vport));
+      return nullptr;
+    }
+    vport = q->vport;
+    queues.push_back(q->qp.qp_num);
+  }
+  const absl::Span<const uint8_t> k =
+      key != nullptr ? absl::MakeConstSpan(key, key_len) : drsim::sim::kMicrosoftRssKey;
+  absl::StatusOr<uint32_t> tir = ctx.function(*vport).CreateTir(std::move(queues), rx_hash_fields_mask, k);
+  if (!tir.ok()) {
+    Fail(__func__, tir.status());
+    return nullptr;
+  }
+  return drsim::capi::NewDevx(ctx, DevxKind::kTir, *vport, *tir, 0);
+}
+
+mlx5dv_devx_obj* drsim_aso_flow_meter_alloc(ibv_context* ctx, uint32_t log_obj_range) {
+  return drsim::capi::AllocAso(__func__, ctx, drsim::hw::AsoKind::kFlowMeter, log_obj_range);
+}
+
+mlx5dv_devx_obj* drsim_aso_first_hit_alloc(ibv_context* ctx, uint32_t log_obj_range) {
+  return drsim::capi::AllocAso(__func__, ctx, drsim::hw::AsoKind::kFirstHit, log_obj_range);
+}
+
+int drsim_aso_flow_meter_configure(mlx5dv_devx_obj* meters, uint32_t offset, const void* params,
+                                   size_t params_sz) {
+  mlx5dv_devx_obj* obj = drsim::capi::DevxOf(meters, DevxKind::kAsoFlowMeter);
+  if (obj == nullptr)
+    return Fail(__func__, EINVAL, "not an ASO flow meter object (drsim_aso_flow_meter_alloc)");
+  if (params == nullptr) return Fail(__func__, EINVAL, "params is NULL");
+  absl::StatusOr<drsim::sim::MeterParams> p =
+      drsim::sim::MeterParams::Parse(absl::MakeConstSpan(static_cast<const uint8_t*>(params), params_sz));
+  if (!p.ok()) return Fail(__func__, p.status());
+  std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
+  if (absl::Status s = obj->ctx->nic->ConfigureAsoFlowMeter(obj->id, offset, *p); !s.ok())
+    return Fail(__func__, s);
+  return 0;
+}
+
+int drsim_set_time_ns(ibv_context* ibctx, uint64_t ns) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) return Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+  std::lock_guard<std::recursive_mutex> lock(f->owner->mu);
+  f->owner->nic->set_time_ns(ns);
+  return 0;
+}
+
+int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) return Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+  if (frame == nullptr || len < 14 || len > 65535) {
+    return Fail(__func__, EINVAL,
+                absl::StrFormat("frame of %d bytes%s: an Ethernet frame has 14 to 65535", len,
+                                frame == nullptr ? " at NULL" : ""));
+  }
+  Context& ctx = *f->owner;
+  std::lock_guard<std::recursive_mutex> lock(ctx.mu);
+  if (from_vport < -1 || from_vport >= static_cast<int>(ctx.functions.size())) {
+    return Fail(
+        __func__, EINVAL,
+        absl::StrFormat("from_vport %d: -1 (the wire) or 0 to %d", from_vport, ctx.functions.size() - 1));
+  }
+  const drsim::sim::Frame bytes(static_cast<const uint8_t*>(frame), len);
+  absl::Status s = from_vport < 0
+                       ? ctx.nic->ReceiveFromWire(absl::MakeConstSpan(&bytes, 1))
+                       : ctx.function(static_cast<uint16_t>(from_vport)).Send(absl::MakeConstSpan(&bytes, 1));
+  return s.ok() ? 0 : Fail(__func__, s);
+}
+
+int drsim_recv_qp(ibv_qp* qp, void* buf, size_t cap, uint32_t* flow_tag) {
+  Context* ctx;
+  drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
+  if (q == nullptr) return -Fail(__func__, EINVAL, "not a QP drsim_create_qp made");
+  std::lock_guard<std::recursive_mutex> lock(ctx->mu);
+  drsim::sim::RxQueue* rq = ctx->function(q->vport).queue(qp->qp_num);
+  const drsim::sim::RxCompletion* c = rq->Front();
+  if (c == nullptr) return 0;
+  if (buf == nullptr && cap > 0) return -Fail(__func__, EINVAL, "buf is NULL");
+  const int n = drsim::capi::CopyOut(__func__, c->frame, buf, cap);
+  if (n < 0) return n;
+  if (flow_tag != nullptr) *flow_tag = c->flow_tag;
+  rq->Poll();
+  return n;
+}
+
+int drsim_recv_port(ibv_context* ibctx, int vport, void* buf, size_t cap) {
+  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
+  if (f == nullptr) return -Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+  Context& ctx = *f->owner;
+  std::lock_guard<std::recursive_mutex> lock(ctx.mu);
+  if (vport < -1 || vport >= static_cast<int>(ctx.functions.size())) {
+    return -Fail(__func__, EINVAL,
+                 absl::StrFormat("vport %d: -1 (the wire) or 0 to %d", vport, ctx.functions.size() - 1));
+  }
+  drsim::sim::Function* fn = vport < 0 ? nullptr : &ctx.function(static_cast<uint16_t>(vport));
+  const std::vector<uint8_t>* next = fn == nullptr ? ctx.nic->PeekWire() : fn->PeekPort();
+  if (next == nullptr) return 0;
+  if (buf == nullptr && cap > 0) return -Fail(__func__, EINVAL, "buf is NULL");
+  const int n = drsim::capi::CopyOut(__func__, *next, buf, cap);
+  if (n < 0) return n;
+  if (fn == nullptr) {
+    ctx.nic->PollWire();
+  } else {
+    fn->PollPort();
+  }
+  return n;
+}
+
+const char* drsim_last_error(void) { return drsim::capi::LastError(); }
+
+int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
+  Context* ctx;
+  if (obj == nullptr || !Registry::Get().Is(obj, Kind::kDevx, &ctx)) {
+    const drsim::capi::RealMlx5* real = drsim::capi::Real();
+    if (obj != nullptr && real != nullptr) return real->mlx5dv_devx_obj_destroy(obj);
+    return Fail(__func__, EINVAL, "not a DEVX object of a software NIC, and no libmlx5 to hand it to");
+  }
+  std::lock_guard<std::recursive_mutex> lock(ctx->mu);
+  absl::Status s;
+  switch (obj->kind) {
+    case DevxKind::kFlowCounter:
+      s = ctx->nic->FreeCounters(obj->id);
+      break;
+    case DevxKind::kTir:
+      s = ctx->function(obj->vport).DestroyTir(obj->id);
+      break;
+    case DevxKind::kAsoFlowMeter:
+    case DevxKind::kAsoFirstHit:
+      s = ctx->nic->DestroyAsoObject(obj->id);
+      break;
+  }
+  if (!s.ok()) return Fail(__func__, s);
+  Registry::Get().Remove(obj);
+  --ctx->open_objects;
+  delete obj;
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,23 @@
+// How the C API reports a failure, rdma-core's way, plus the message that names the culprit: errno is set
+// (creators return NULL; destroy/modify/sync return the positive errno), and drsim_last_error() returns
+// the message of this thread's last failure. With DRSIM_DEBUG set in the environment each failure is also
+// printed to stderr, as rdma-core's MLX5_DEBUG_MASK prints its dr_dbg lines.
+#ifndef DRSIM_DR_CAPI_ERRORS_H_
+#define DRSIM_DR_CAPI_ERRORS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace drsim::capi {
+
+// Records `err` (a positive errno) and `message` for `function`; returns `err`.
+int Fail(const char* function, int err, const std::string& message);
+// Records the errno of `status` (docs/errors.md) and its message; returns the errno.
+int Fail(const char* function, const absl::Status& status);
+// This thread's last failure message ("" before any).
+const char* LastError();
+
+}  // namespace drsim::capi
+
+#endif  // DRSIM_DR_CAPI_ERRORS_H_

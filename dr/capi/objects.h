@@ -1,0 +1,127 @@
+// The C API's objects: the structs behind rdma-core's opaque mlx5dv_dr_* and mlx5dv_devx_obj types when
+// they belong to the software NIC, the context drsim_open returns, and the registry that tells them apart
+// from objects of rdma-core's own libmlx5 (real hardware), whose calls are forwarded there.
+//
+// Each C object owns one dr:: handle. Every pointer handed to a user is registered with its kind until it
+// is destroyed, so a call can check that it got an object of the software NIC of the right kind (EINVAL
+// otherwise) without reading memory it does not own.
+//
+// Thread-safety: the registry has its own lock. Each context has a lock that every C call on its objects
+// holds, so control calls and the data path (drsim_send/recv) never run at the same time.
+#ifndef DRSIM_DR_CAPI_OBJECTS_H_
+#define DRSIM_DR_CAPI_OBJECTS_H_
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
+#include "dr/dr.h"
+#include "sim/nic.h"
+
+namespace drsim::capi {
+
+struct Context;
+
+// What a registered pointer is.
+enum class Kind : uint8_t { kContext, kQp, kDevx, kDomain, kTable, kMatcher, kRule, kAction };
+
+// Records pointers of the software NIC's objects, each with its kind and context.
+class Registry {
+ public:
+  static Registry& Get();
+  void Add(const void* p, Kind kind, Context* ctx);
+  void Remove(const void* p);
+  // Whether `p` is a registered object of `kind`; if so, *ctx (when given) receives its context (nullptr
+  // for actions made without a device).
+  bool Is(const void* p, Kind kind, Context** ctx = nullptr) const;
+  // Whether `p` is registered at all (of any kind).
+  bool Known(const void* p) const;
+
+ private:
+  struct Entry {
+    Kind kind;
+    Context* ctx;
+  };
+  mutable std::mutex mu_;
+  absl::flat_hash_map<const void*, Entry> objects_;
+};
+
+// What a DEVX object of the software NIC stands for.
+enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit };
+
+}  // namespace drsim::capi
+
+// The software NIC behind a context: one per drsim_open. `vctx.context` is the ibv_context users see (an
+// extended verbs context, so verbs' inline calls find their operations); one per function (PF, VFs).
+struct drsim_function_context {
+  verbs_context vctx;
+  drsim::capi::Context* owner;
+  uint16_t vport;
+};
+
+namespace drsim::capi {
+
+// The function context behind `ctx`, or nullptr when `ctx` is not a software NIC's context.
+drsim_function_context* FunctionOf(ibv_context* ctx);
+
+struct Context {
+  std::recursive_mutex mu;  // held by every C call on this context's objects
+  std::unique_ptr<sim::Nic> nic;
+  std::vector<std::unique_ptr<drsim_function_context>> functions;  // by vport
+  int open_objects = 0;  // QPs, DEVX objects and domains not yet destroyed: drsim_close is EBUSY until 0
+
+  sim::Function& function(uint16_t vport) { return *nic->function(vport); }
+};
+
+}  // namespace drsim::capi
+
+struct mlx5dv_devx_obj {
+  drsim::capi::Context* ctx;
+  drsim::capi::DevxKind kind;
+  uint16_t vport;  // kTir: the function owning it
+  uint32_t id;     // counter base, TIR number or ASO object
+  uint32_t count;  // kFlowCounter: the bulk size; kAso*: the contexts it holds
+};
+
+// A raw-packet QP of the software NIC: the verbs struct users see, and the receive queue behind it.
+struct drsim_qp {
+  ibv_qp qp;
+  uint16_t vport;
+};
+
+struct mlx5dv_dr_domain {
+  drsim::dr::Domain domain;
+  drsim::capi::Context* ctx;
+  uint16_t vport;  // the function it was created on
+};
+
+struct mlx5dv_dr_table {
+  drsim::dr::Table table;
+  mlx5dv_dr_domain* domain;
+};
+
+struct mlx5dv_dr_matcher {
+  drsim::dr::Matcher matcher;
+  mlx5dv_dr_table* table;
+};
+
+struct mlx5dv_dr_rule {
+  drsim::dr::Rule rule;
+  mlx5dv_dr_matcher* matcher;
+};
+
+struct mlx5dv_dr_action {
+  drsim::dr::Action action;
+  drsim::capi::Context* ctx;  // nullptr for actions made without a device (drop, tag, ...)
+  // For drop, default miss, tag and pop VLAN, which take no device: the same action made by rdma-core,
+  // created when a rule of real hardware first uses this one, so either backend accepts it.
+  mlx5dv_dr_action* real_twin = nullptr;
+  enum class DeviceFree : uint8_t { kNo, kDrop, kDefaultMiss, kTag, kPopVlan } device_free = DeviceFree::kNo;
+  uint32_t tag = 0;
+};
+
+#endif  // DRSIM_DR_CAPI_OBJECTS_H_
