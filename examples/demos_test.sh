@@ -3,6 +3,7 @@
 set -eu
 steering="$1"
 eswitch="$2"
+c_steering="$3"
 out="$TEST_TMPDIR/out.txt"
 expect() {
   if ! grep -qF -- "$1" "$out"; then
@@ -25,4 +26,9 @@ if "$eswitch" --bogus >/dev/null 2>&1; then
   echo "eswitch_demo accepted an unknown argument" >&2
   exit 1
 fi
+"$c_steering" >"$out"
+expect "refused [dest_ibv_qp, tag]: Operation not supported"
+expect "DNS qp 0x100: 42 bytes, flow tag 0xd15"
+expect "DNS counter: 3 packets, 126 bytes"
+expect "11 of 13 frames delivered; the 2 SSH frames were dropped"
 echo PASS
