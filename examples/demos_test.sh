@@ -2,8 +2,11 @@
 # Runs both demos and checks the outcomes they print (a changed outcome is a behaviour change to review).
 set -eu
 steering="$1"
-eswitch="$2"
+gateway="$2"
 c_steering="$3"
+load_balancer="$4"
+acl_firewall="$5"
+megaflow_cache="$6"
 out="$TEST_TMPDIR/out.txt"
 expect() {
   if ! grep -qF -- "$1" "$out"; then
@@ -16,14 +19,14 @@ expect() {
 expect "-> queue web (qp 0x100), flow tag 0x50"
 expect "-> dropped"
 expect "NIC: 9 frames, 5 queued, 1 dropped by rules, 3 by the NIC_RX default"
-"$eswitch" --pcap="$TEST_TMPDIR/wire.pcap" >"$out"
+"$gateway" --pcap="$TEST_TMPDIR/wire.pcap" >"$out"
 expect "VNI 100 in           2 packets    236 bytes"
 expect "VNI 200 in           6 packets    708 bytes"
 expect "vport 1 rxq0  qp 0x100: 2 frame(s) [118B tag 0x100, 118B tag 0x100]"
 expect "2 frame(s) sent out of the uplink written to $TEST_TMPDIR/wire.pcap"
 test -s "$TEST_TMPDIR/wire.pcap"
-if "$eswitch" --bogus >/dev/null 2>&1; then
-  echo "eswitch_demo accepted an unknown argument" >&2
+if "$gateway" --bogus >/dev/null 2>&1; then
+  echo "vxlan_gateway accepted an unknown argument" >&2
   exit 1
 fi
 "$c_steering" >"$out"
@@ -31,4 +34,17 @@ expect "refused [dest_ibv_qp, tag]: Operation not supported"
 expect "DNS qp 0x100: 42 bytes, flow tag 0xd15"
 expect "DNS counter: 3 packets, 126 bytes"
 expect "11 of 13 frames delivered; the 2 SSH frames were dropped"
+"$load_balancer" >"$out"  # exits 1 if a flow moved, a reply would land elsewhere or a stray got through
+expect "0 flows changed worker between packets; 0 replies would land on another worker; 4 of 4 strays dropped"
+"$acl_firewall" examples/testdata/acl_filters.txt >"$out"  # exits 1 on any difference from the linear scan
+expect "61 filters -> 105 DR rules in 103 matchers"
+expect "0 differ from a linear scan of the filters"
+printf '@10.0.0.0/8\t1.1.1.1/32\t0 : 65535\t90 : 80\t0x06/0xFF\n' >"$TEST_TMPDIR/bad.txt"
+if "$acl_firewall" "$TEST_TMPDIR/bad.txt" 2>"$out"; then
+  echo "acl_firewall accepted a bad port range" >&2
+  exit 1
+fi
+expect "bad.txt:1:34: bad port range '90 : 80'"
+"$megaflow_cache" >"$out"  # exits 1 if any outcome differs from the policy
+expect "0 outcomes differ from the policy"
 echo PASS

@@ -1,10 +1,10 @@
-// The eSwitch demo: a VXLAN overlay offloaded to the FDB, as OVS would program it on a host with two VMs
+// A VXLAN gateway: an overlay offloaded to the FDB, as OVS would program it on a host with two VMs
 // behind VFs. Wire traffic is matched on its VNI, decapsulated and sent to the VM's vport; what a VM
 // sends is encapsulated (VF1) or VLAN-tagged and re-marked (VF2) and sent out of the uplink. VF1's NIC_RX
 // tags and queues what it gets; VF2's spreads it over four queues by RSS. Every frame's path through the
 // domains is printed, then the flow counters, the queues, and a pcap of the wire for Wireshark.
 //
-//   bazel run -c opt //examples:eswitch_demo [-- --pcap=/path/out.pcap]
+//   bazel run -c opt //examples:vxlan_gateway [-- --pcap=/path/out.pcap]
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
@@ -125,7 +125,7 @@ std::string Where(const sim::Delivery& d, const std::map<uint32_t, std::string>&
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string pcap_path = "/tmp/drsim_eswitch_demo.pcap";
+  std::string pcap_path = "/tmp/drsim_vxlan_gateway.pcap";
   for (int i = 1; i < argc; ++i) {
     if (absl::StartsWith(argv[i], "--pcap=")) {
       pcap_path = argv[i] + 7;
