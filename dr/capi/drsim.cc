@@ -32,6 +32,22 @@ mlx5dv_devx_obj* DevxOf(mlx5dv_devx_obj* obj, DevxKind kind) {
   return obj;
 }
 
+// The function context of `ctx`, or nullptr after recording EINVAL for `fn`.
+drsim_function_context* ContextOrFail(const char* fn, ibv_context* ctx) {
+  drsim_function_context* f = FunctionOf(ctx);
+  if (f == nullptr) Fail(fn, EINVAL, "not a context of a software NIC (drsim_open)");
+  return f;
+}
+
+// Whether `vport` names a function of `ctx` (or, with `wire`, is -1 for the uplink); records EINVAL if not.
+bool VportOrFail(const char* fn, const Context& ctx, int vport, bool wire) {
+  if (vport >= (wire ? -1 : 0) && vport < static_cast<int>(ctx.functions.size())) return true;
+  Fail(fn, EINVAL,
+       absl::StrFormat("vport %d: %s0 (PF) to %d", vport, wire ? "-1 (the wire) or " : "",
+                       ctx.functions.size() - 1));
+  return false;
+}
+
 mlx5dv_devx_obj* NewDevx(Context& ctx, DevxKind kind, uint16_t vport, uint32_t id, uint32_t count) {
   auto* obj = new mlx5dv_devx_obj{&ctx, kind, vport, id, count};
   Registry::Get().Add(obj, Kind::kDevx, &ctx);
@@ -40,11 +56,8 @@ mlx5dv_devx_obj* NewDevx(Context& ctx, DevxKind kind, uint16_t vport, uint32_t i
 }
 
 mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, uint32_t log_obj_range) {
-  drsim_function_context* f = FunctionOf(ibctx);
-  if (f == nullptr) {
-    Fail(fn, EINVAL, "not a context of a software NIC (drsim_open)");
-    return nullptr;
-  }
+  drsim_function_context* f = drsim::capi::ContextOrFail(fn, ibctx);
+  if (f == nullptr) return nullptr;
   Context& ctx = *f->owner;
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
   absl::StatusOr<uint32_t> id = ctx.nic->CreateAsoObject(kind, log_obj_range);
@@ -103,17 +116,10 @@ ibv_context* drsim_open(unsigned num_vfs) {
 }
 
 ibv_context* drsim_vport_context(ibv_context* ibctx, uint16_t vport) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) {
-    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
-    return nullptr;
-  }
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return nullptr;
   Context& ctx = *f->owner;
-  if (vport >= ctx.functions.size()) {
-    Fail(__func__, EINVAL,
-         absl::StrFormat("vport %d: the NIC has vports 0 (PF) to %d", vport, ctx.functions.size() - 1));
-    return nullptr;
-  }
+  if (!drsim::capi::VportOrFail(__func__, ctx, vport, /*wire=*/false)) return nullptr;
   return &ctx.functions[vport]->vctx.context;
 }
 
@@ -137,18 +143,11 @@ int drsim_close(ibv_context* ibctx) {
 }
 
 ibv_qp* drsim_create_qp(ibv_context* ibctx, uint16_t vport) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) {
-    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
-    return nullptr;
-  }
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return nullptr;
   Context& ctx = *f->owner;
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
-  if (vport >= ctx.functions.size()) {
-    Fail(__func__, EINVAL,
-         absl::StrFormat("vport %d: the NIC has vports 0 (PF) to %d", vport, ctx.functions.size() - 1));
-    return nullptr;
-  }
+  if (!drsim::capi::VportOrFail(__func__, ctx, vport, /*wire=*/false)) return nullptr;
   auto* q = new drsim_qp;
   std::memset(&q->qp, 0, sizeof q->qp);
   q->qp.context = &ctx.functions[vport]->vctx.context;
@@ -174,11 +173,8 @@ int drsim_destroy_qp(ibv_qp* qp) {
 }
 
 mlx5dv_devx_obj* drsim_counter_alloc(ibv_context* ibctx, uint32_t bulk) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) {
-    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
-    return nullptr;
-  }
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return nullptr;
   Context& ctx = *f->owner;
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
   absl::StatusOr<uint32_t> base = ctx.nic->AllocateCounters(bulk);
@@ -206,11 +202,8 @@ int drsim_counter_query(mlx5dv_devx_obj* counters, uint32_t offset, uint64_t* pa
 
 mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_qps,
                                   uint64_t rx_hash_fields_mask, const uint8_t* key, size_t key_len) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) {
-    Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
-    return nullptr;
-  }
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return nullptr;
   if ((key == nullptr) != (key_len == 0)) {
     Fail(__func__, EINVAL, "key and key_len disagree (NULL and 0 select the default key)");
     return nullptr;
@@ -272,16 +265,16 @@ int drsim_aso_flow_meter_configure(mlx5dv_devx_obj* meters, uint32_t offset, con
 }
 
 int drsim_set_time_ns(ibv_context* ibctx, uint64_t ns) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) return Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return EINVAL;
   std::lock_guard<std::recursive_mutex> lock(f->owner->mu);
   f->owner->nic->set_time_ns(ns);
   return 0;
 }
 
 int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) return Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return EINVAL;
   if (frame == nullptr || len < 14 || len > 65535) {
     return Fail(__func__, EINVAL,
                 absl::StrFormat("frame of %d bytes%s: an Ethernet frame has 14 to 65535", len,
@@ -289,11 +282,7 @@ int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len
   }
   Context& ctx = *f->owner;
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
-  if (from_vport < -1 || from_vport >= static_cast<int>(ctx.functions.size())) {
-    return Fail(
-        __func__, EINVAL,
-        absl::StrFormat("from_vport %d: -1 (the wire) or 0 to %d", from_vport, ctx.functions.size() - 1));
-  }
+  if (!drsim::capi::VportOrFail(__func__, ctx, from_vport, /*wire=*/true)) return EINVAL;
   const drsim::sim::Frame bytes(static_cast<const uint8_t*>(frame), len);
   absl::Status s = from_vport < 0
                        ? ctx.nic->ReceiveFromWire(absl::MakeConstSpan(&bytes, 1))
@@ -318,14 +307,11 @@ int drsim_recv_qp(ibv_qp* qp, void* buf, size_t cap, uint32_t* flow_tag) {
 }
 
 int drsim_recv_port(ibv_context* ibctx, int vport, void* buf, size_t cap) {
-  drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
-  if (f == nullptr) return -Fail(__func__, EINVAL, "not a context of a software NIC (drsim_open)");
+  drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
+  if (f == nullptr) return -EINVAL;
   Context& ctx = *f->owner;
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
-  if (vport < -1 || vport >= static_cast<int>(ctx.functions.size())) {
-    return -Fail(__func__, EINVAL,
-                 absl::StrFormat("vport %d: -1 (the wire) or 0 to %d", vport, ctx.functions.size() - 1));
-  }
+  if (!drsim::capi::VportOrFail(__func__, ctx, vport, /*wire=*/true)) return -EINVAL;
   drsim::sim::Function* fn = vport < 0 ? nullptr : &ctx.function(static_cast<uint16_t>(vport));
   const std::vector<uint8_t>* next = fn == nullptr ? ctx.nic->PeekWire() : fn->PeekPort();
   if (next == nullptr) return 0;
