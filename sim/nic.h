@@ -143,6 +143,8 @@ class Function : public hw::Device {
   Verdict Send(Frame frame);
 
   // hw::Device
+  // "drsim_pf" or "drsim_vf<N>", firmware "0.0.0" (there is none), vhca id = vport, one port.
+  hw::DeviceInfo Describe() const override;
   void AttachRootTable(const hw::FlowTable* table) override;
   void DetachRootTable(const hw::FlowTable* table) override;
   void TableChanged(const hw::FlowTable* table) override;
