@@ -20,6 +20,7 @@ constexpr size_t kMaxEncapBytes = 128;
 
 ActionObj* NewAction(ActionType type) {
   auto* a = new ActionObj;
+  a->id = internal::NextObjectId();
   a->spec.type = type;
   return a;
 }
@@ -490,6 +491,8 @@ absl::Status Action::ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_r
   SetAso(a->spec, *context, flags, return_reg_c);
   return absl::OkStatus();
 }
+
+uint32_t Action::id() const { return handle_.get() ? handle_.get()->id : 0; }
 
 absl::Status Action::Destroy() {
   ActionObj* a = handle_.get();

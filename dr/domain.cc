@@ -16,6 +16,7 @@ absl::StatusOr<Domain> Domain::Create(hw::Device& device, mlx5dv_dr_domain_type 
     return absl::UnimplementedError("an FDB domain needs the eSwitch manager (the PF), not a VF");
   }
   auto obj = std::make_shared<DomainObj>();
+  obj->id = internal::NextObjectId();
   obj->device = &device;
   obj->type = type;
   return Domain(std::move(obj));
@@ -70,6 +71,8 @@ absl::Status Domain::Destroy() {
   obj_.reset();
   return absl::OkStatus();
 }
+
+uint32_t Domain::id() const { return obj_ == nullptr ? 0 : obj_->id; }
 
 mlx5dv_dr_domain_type Domain::type() const {
   return obj_ == nullptr ? MLX5DV_DR_DOMAIN_TYPE_NIC_RX : obj_->type;

@@ -110,6 +110,7 @@ class Domain {
   absl::Status Destroy();
 
   mlx5dv_dr_domain_type type() const;
+  uint32_t id() const;  // unique in the process (dumps with stable ids print it)
   bool valid() const { return obj_ != nullptr; }
   internal::DomainObj* obj() const { return obj_.get(); }
 
@@ -264,6 +265,7 @@ class Action {
 
   // FailedPrecondition (EBUSY) while rules use the action.
   absl::Status Destroy();
+  uint32_t id() const;  // unique in the process (dumps with stable ids print it)
   bool valid() const { return handle_.get() != nullptr; }
   internal::ActionObj* obj() const { return handle_.get(); }
 

@@ -29,10 +29,11 @@ struct MatcherObj;
 struct RuleObj;
 struct ActionObj;
 
-// A fresh id for a table, matcher or rule: unique in the process, never 0.
+// A fresh id for a domain, table, matcher, rule or action: unique in the process, never 0.
 uint32_t NextObjectId();
 
 struct DomainObj {
+  uint32_t id = 0;
   hw::Device* device = nullptr;
   mlx5dv_dr_domain_type type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   std::recursive_mutex mu;
@@ -62,11 +63,14 @@ struct RuleObj {
   int refs = 1;  // the handle
   hw::RuleRecord record;
   hw::MatchTable::Handle entry = 0;
+  bool skip_rx = false;  // FDB: the pipes the rule is not in (actions::RuleContext)
+  bool skip_tx = false;
   std::vector<ActionObj*> actions;
   std::list<RuleObj*>::iterator in_matcher;
 };
 
 struct ActionObj {
+  uint32_t id = 0;
   std::atomic<int> refs{1};  // the handle and each rule, dest array or sampler using it
   actions::ActionSpec spec;
   TableObj* referenced_table = nullptr;          // dest table, dest root table, meter/sampler next table

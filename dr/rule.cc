@@ -64,6 +64,8 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   rule->record.program[hw::kTxPipe] = std::move((*programs)[hw::kTxPipe]);
   rule->record.rule_id = internal::NextObjectId();
   rule->entry = hwm.table.Insert(key.data(), &rule->record);
+  rule->skip_rx = context.skip_rx;
+  rule->skip_tx = context.skip_tx;
   rule->in_matcher = m->rules.insert(m->rules.end(), rule);
   rule->actions = std::move(objs);
   for (ActionObj* a : rule->actions) a->refs.fetch_add(1, std::memory_order_relaxed);

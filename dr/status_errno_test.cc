@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace drsim::dr {
@@ -17,6 +18,17 @@ TEST(StatusErrnoTest, MapsTheDocumentedCodes) {
   EXPECT_EQ(ErrnoFromStatus(absl::ResourceExhaustedError("x")), ENOMEM);
   EXPECT_EQ(ErrnoFromStatus(absl::NotFoundError("x")), ENOENT);
   EXPECT_EQ(ErrnoFromStatus(absl::InternalError("x")), EIO);
+}
+
+TEST(StatusErrnoTest, StatusFromErrnoKeepsTheErrno) {
+  for (int e : {ENOSPC, EBADF, EPIPE, EIO, EINVAL, ENOMEM}) {
+    absl::Status s = StatusFromErrno(e, "writing the dump");
+    EXPECT_EQ(s.code(), absl::ErrnoToStatusCode(e)) << e;
+    EXPECT_EQ(ErrnoFromStatus(s), e) << s;
+    EXPECT_TRUE(absl::StartsWith(s.message(), "writing the dump: ")) << s;
+  }
+  // absl's code for ENOSPC is kResourceExhausted, which alone would map to ENOMEM.
+  EXPECT_EQ(StatusFromErrno(ENOSPC, "x").code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,9 +28,20 @@ struct AsoContext {
   uint32_t id;  // the device's id of the context (object and offset)
 };
 
+// What a device says about itself (ibv_query_device and its HCA capabilities); dumps report it.
+struct DeviceInfo {
+  std::string name = "drsim";        // the ibv device name
+  std::string fw_version = "0.0.0";  // ibv_device_attr.fw_ver
+  uint16_t vhca_id = 0;              // the function's GVMI
+  uint8_t num_ports = 1;             // physical ports (phys_port_cnt)
+};
+
 class Device {
  public:
   virtual ~Device() = default;
+
+  // Identity and capabilities, for dumps. The defaults describe an anonymous one-port function.
+  virtual DeviceInfo Describe() const { return {}; }
 
   // Level-0 tables are where packets of their domain type enter. The device merges the chains of all
   // attached root tables of one type into one lookup order (priority, then newest matcher first).

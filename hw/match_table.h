@@ -48,6 +48,9 @@ class MatchTable {
   // Adds `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
   Handle Insert(const uint32_t* key, const RuleRecord* rule);
 
+  // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
+  const uint32_t* key(Handle handle) const { return RecordKey(handle); }
+
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
 

@@ -48,6 +48,9 @@ class TableModel {
     }
     EXPECT_EQ(table_.size(), total);
     EXPECT_EQ(table_.distinct_keys(), model_.size());
+    for (const auto& [key, handle] : live_) {
+      ASSERT_EQ(Key(table_.key(handle), table_.key(handle) + key.size()), key);  // survives growth and erases
+    }
     for (const Key& k : probes) {
       if (!model_.count(k)) {
         ASSERT_EQ(table_.Find(k.data()), nullptr);

@@ -207,6 +207,13 @@ void Function::ReleaseAso(uint32_t object) {
   nic_->aso_.Release(object);
 }
 
+hw::DeviceInfo Function::Describe() const {
+  hw::DeviceInfo info;
+  info.name = vport_ == 0 ? "drsim_pf" : absl::StrFormat("drsim_vf%d", vport_);
+  info.vhca_id = vport_;
+  return info;
+}
+
 bool Function::HasVport(uint32_t vport) const {
   return vport == hw::kWireVport || vport <= static_cast<uint32_t>(nic_->num_vfs());
 }

@@ -155,6 +155,8 @@ class Function : public hw::Device {
   static constexpr size_t kMaxPortBacklog = 4096;
 
   // hw::Device
+  // "drsim_pf" or "drsim_vf<N>", firmware "0.0.0" (there is none), vhca id = vport, one port.
+  hw::DeviceInfo Describe() const override;
   void AttachRootTable(const hw::FlowTable* table) override;
   void DetachRootTable(const hw::FlowTable* table) override;
   void TableChanged(const hw::FlowTable* table) override;
