@@ -29,6 +29,11 @@ struct match {
   uint64_t match_buf[56];
 };
 
+/* The buffer as rdma-core's type (the same layout: match_sz, then the words). */
+static struct mlx5dv_flow_match_parameters* P(struct match* m) {
+  return (struct mlx5dv_flow_match_parameters*)m;
+}
+
 static void match_init(struct match* m) {
   memset(m, 0, sizeof *m);
   m->match_sz = sizeof m->match_buf;
@@ -96,11 +101,11 @@ static void nic_rx_steering(struct ibv_context* ctx) {
   /* Root: everything to table 1. */
   struct match any;
   match_init(&any);
-  struct mlx5dv_dr_matcher* all = mlx5dv_dr_matcher_create(root, 0, 0, &any);
+  struct mlx5dv_dr_matcher* all = mlx5dv_dr_matcher_create(root, 0, 0, P(&any));
   CHECK(all != NULL);
   struct mlx5dv_dr_action* to_t1 = mlx5dv_dr_action_create_dest_table(t1);
   struct mlx5dv_dr_action* jump_list[] = {to_t1};
-  struct mlx5dv_dr_rule* jump = mlx5dv_dr_rule_create(all, &any, 1, jump_list);
+  struct mlx5dv_dr_rule* jump = mlx5dv_dr_rule_create(all, P(&any), 1, jump_list);
   CHECK(jump != NULL);
 
   /* Table 1: UDP port 53 -> tag 0x77, count, QP. */
@@ -108,7 +113,7 @@ static void nic_rx_steering(struct ibv_context* ctx) {
   match_init(&mask);
   set_bits(&mask, OUTER_IP_VERSION, 4, 4);
   set_bits(&mask, OUTER_UDP_DPORT, 16, 0xffff);
-  struct mlx5dv_dr_matcher* by_port = mlx5dv_dr_matcher_create(t1, 0, 1 << 0 /* outer */, &mask);
+  struct mlx5dv_dr_matcher* by_port = mlx5dv_dr_matcher_create(t1, 0, 1 << 0 /* outer */, P(&mask));
   CHECK(by_port != NULL);
   match_init(&value);
   set_bits(&value, OUTER_IP_VERSION, 4, 4);
@@ -118,27 +123,27 @@ static void nic_rx_steering(struct ibv_context* ctx) {
   struct mlx5dv_dr_action* to_qp = mlx5dv_dr_action_create_dest_ibv_qp(qp);
   CHECK(tag != NULL && count != NULL && to_qp != NULL);
   struct mlx5dv_dr_action* dns_list[] = {tag, count, to_qp};
-  struct mlx5dv_dr_rule* dns = mlx5dv_dr_rule_create(by_port, &value, 3, dns_list);
+  struct mlx5dv_dr_rule* dns = mlx5dv_dr_rule_create(by_port, P(&value), 3, dns_list);
   CHECK(dns != NULL);
 
   /* rdma-core's errors: an action after the destination, a value bit outside the mask, a mask the
    * matcher cannot use. */
   struct mlx5dv_dr_action* bad_order[] = {to_qp, tag};
   errno = 0;
-  CHECK(mlx5dv_dr_rule_create(by_port, &value, 2, bad_order) == NULL && errno == EOPNOTSUPP);
+  CHECK(mlx5dv_dr_rule_create(by_port, P(&value), 2, bad_order) == NULL && errno == EOPNOTSUPP);
   CHECK(strstr(drsim_last_error(), "action[1]") != NULL);
   struct match outside = value; /* ip_protocol is outside the mask (in a section the matcher uses) */
   set_bits(&outside, OUTER_IP_PROTOCOL, 8, 17);
-  CHECK(mlx5dv_dr_rule_create(by_port, &outside, 3, dns_list) == NULL && errno == EINVAL);
+  CHECK(mlx5dv_dr_rule_create(by_port, P(&outside), 3, dns_list) == NULL && errno == EINVAL);
   struct match ignored = value; /* misc is not in the matcher's criteria: rdma-core ignores it */
   set_bits(&ignored, MISC_SOURCE_PORT, 16, 1);
-  struct mlx5dv_dr_rule* dup = mlx5dv_dr_rule_create(by_port, &ignored, 3, dns_list);
+  struct mlx5dv_dr_rule* dup = mlx5dv_dr_rule_create(by_port, P(&ignored), 3, dns_list);
   CHECK(dup != NULL); /* a duplicate of `dns`, allowed by default; the older rule keeps winning */
   CHECK(mlx5dv_dr_rule_destroy(dup) == 0);
   struct match partial;
   match_init(&partial);
   set_bits(&partial, MISC_SOURCE_PORT, 16, 0x00ff);
-  CHECK(mlx5dv_dr_matcher_create(t1, 1, 1 << 1, &partial) == NULL && errno == EOPNOTSUPP);
+  CHECK(mlx5dv_dr_matcher_create(t1, 1, 1 << 1, P(&partial)) == NULL && errno == EOPNOTSUPP);
   CHECK(strstr(drsim_last_error(), "source_port") != NULL);
   CHECK(mlx5dv_dr_domain_create(ctx, (enum mlx5dv_dr_domain_type)3) == NULL && errno == EINVAL);
   CHECK(mlx5dv_dr_action_create_packet_reformat(dmn, 0, (enum mlx5dv_flow_action_packet_reformat_type)4, 0,
@@ -175,6 +180,25 @@ static void nic_rx_steering(struct ibv_context* ctx) {
   CHECK(drsim_send(ctx, -1, frame, len) == 0);
   CHECK(drsim_recv_qp(qp, got, sizeof got, &flow_tag) == (int)len && flow_tag == 0x77);
 
+  /* rdma-core's CSV dump: the domain record, its tables, matchers and rules; -EINVAL for NULL. */
+  FILE* dump = tmpfile();
+  CHECK(dump != NULL);
+  CHECK(mlx5dv_dump_dr_domain(dump, dmn) == 0);
+  CHECK(mlx5dv_dump_dr_rule(dump, dns) == 0);
+  rewind(dump);
+  char line[512];
+  int domains = 0, tables = 0, rules = 0;
+  while (fgets(line, sizeof line, dump)) {
+    domains += strncmp(line, "3000,", 5) == 0;
+    tables += strncmp(line, "3100,", 5) == 0;
+    rules += strncmp(line, "3300,", 5) == 0;
+  }
+  fclose(dump);
+  /* The domain dump: 1 domain, 2 tables, 2 rules; the rule dump repeats its domain and table records. */
+  CHECK(domains == 2 && tables == 3 && rules == 3);
+  CHECK(mlx5dv_dump_dr_domain(NULL, dmn) == -EINVAL);
+  CHECK(mlx5dv_dump_dr_table(stdout, NULL) == -EINVAL);
+
   /* Teardown in dependency order. */
   CHECK(mlx5dv_dr_rule_destroy(dns) == 0);
   CHECK(mlx5dv_dr_rule_destroy(jump) == 0);
@@ -204,13 +228,13 @@ static void eswitch(struct ibv_context* ctx) {
   struct mlx5dv_dr_table *t1 = mlx5dv_dr_table_create(fdb, 1), *root = mlx5dv_dr_table_create(fdb, 0);
   struct match any, mask, from_wire, from_vf1;
   match_init(&any);
-  struct mlx5dv_dr_matcher* all = mlx5dv_dr_matcher_create(root, 0, 0, &any);
+  struct mlx5dv_dr_matcher* all = mlx5dv_dr_matcher_create(root, 0, 0, P(&any));
   struct mlx5dv_dr_action* to_t1 = mlx5dv_dr_action_create_dest_table(t1);
   struct mlx5dv_dr_action* jump_list[] = {to_t1};
-  struct mlx5dv_dr_rule* jump = mlx5dv_dr_rule_create(all, &any, 1, jump_list);
+  struct mlx5dv_dr_rule* jump = mlx5dv_dr_rule_create(all, P(&any), 1, jump_list);
   match_init(&mask);
   set_bits(&mask, MISC_SOURCE_PORT, 16, 0xffff);
-  struct mlx5dv_dr_matcher* by_source = mlx5dv_dr_matcher_create(t1, 0, 1 << 1 /* misc */, &mask);
+  struct mlx5dv_dr_matcher* by_source = mlx5dv_dr_matcher_create(t1, 0, 1 << 1 /* misc */, P(&mask));
   CHECK(jump != NULL && by_source != NULL);
   match_init(&from_wire);
   set_bits(&from_wire, MISC_SOURCE_PORT, 16, 0xffff);
@@ -223,8 +247,8 @@ static void eswitch(struct ibv_context* ctx) {
   CHECK(mlx5dv_dr_action_create_push_vlan(fdb, htonl(0x9100u << 16 | 42)) == NULL && errno == EINVAL);
   CHECK(mlx5dv_dr_action_create_dest_vport(fdb, 0x10000) == NULL && errno == EINVAL);
   struct mlx5dv_dr_action *in_list[] = {to_vf1}, *out_list[] = {vlan, to_wire};
-  struct mlx5dv_dr_rule* in = mlx5dv_dr_rule_create(by_source, &from_wire, 1, in_list);
-  struct mlx5dv_dr_rule* out = mlx5dv_dr_rule_create(by_source, &from_vf1, 2, out_list);
+  struct mlx5dv_dr_rule* in = mlx5dv_dr_rule_create(by_source, P(&from_wire), 1, in_list);
+  struct mlx5dv_dr_rule* out = mlx5dv_dr_rule_create(by_source, P(&from_vf1), 2, out_list);
   CHECK(in != NULL && out != NULL);
 
   uint8_t frame[256], got[256];

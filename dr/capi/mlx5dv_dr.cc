@@ -13,6 +13,7 @@
 #include "dr/capi/errors.h"
 #include "dr/capi/objects.h"
 #include "dr/capi/real_mlx5.h"
+#include "dr/dump.h"
 
 namespace drsim::capi {
 namespace {
@@ -128,6 +129,13 @@ mlx5dv_dr_action* DeviceFreeAction(absl::StatusOr<dr::Action> a, const char* fn,
     action->tag = tag;
   }
   return action;
+}
+
+// rdma-core's dump convention: 0, or a negative errno (-EINVAL for a NULL argument, the write's errno
+// when writing fails).
+int DumpResult(const char* fn, const absl::Status& s) {
+  if (s.ok()) return 0;
+  return -Fail(fn, s);
 }
 
 }  // namespace
@@ -667,6 +675,56 @@ int mlx5dv_dr_aso_other_domain_unlink(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domai
     return real ? real->mlx5dv_dr_aso_other_domain_unlink(devx_obj, dmn) : errno;
   }
   return Fail(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
+}
+
+// ---- Dumps (dr/dump.h; record formats in docs/dump.md) -------------------------------------------------
+
+int mlx5dv_dump_dr_domain(FILE* fout, mlx5dv_dr_domain* domain) {
+  Context* ctx;
+  if (!Ours(domain, Kind::kDomain, &ctx)) {
+    if (domain == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or domain is NULL");
+    const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
+    return real ? real->mlx5dv_dump_dr_domain(fout, domain) : -errno;
+  }
+  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  Lock lock(ctx->mu);
+  return drsim::capi::DumpResult(__func__, dr::DumpDomain(domain->domain, fout));
+}
+
+int mlx5dv_dump_dr_table(FILE* fout, mlx5dv_dr_table* table) {
+  Context* ctx;
+  if (!Ours(table, Kind::kTable, &ctx)) {
+    if (table == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or table is NULL");
+    const RealMlx5* real = drsim::capi::Forward(__func__, table, "table");
+    return real ? real->mlx5dv_dump_dr_table(fout, table) : -errno;
+  }
+  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  Lock lock(ctx->mu);
+  return drsim::capi::DumpResult(__func__, dr::DumpTable(table->table, fout));
+}
+
+int mlx5dv_dump_dr_matcher(FILE* fout, mlx5dv_dr_matcher* matcher) {
+  Context* ctx;
+  if (!Ours(matcher, Kind::kMatcher, &ctx)) {
+    if (matcher == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or matcher is NULL");
+    const RealMlx5* real = drsim::capi::Forward(__func__, matcher, "matcher");
+    return real ? real->mlx5dv_dump_dr_matcher(fout, matcher) : -errno;
+  }
+  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  Lock lock(ctx->mu);
+  return drsim::capi::DumpResult(__func__, dr::DumpMatcher(matcher->matcher, fout));
+}
+
+int mlx5dv_dump_dr_rule(FILE* fout, mlx5dv_dr_rule* rule) {
+  Context* ctx;
+  if (!Ours(rule, Kind::kRule, &ctx)) {
+    if (rule == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or rule is NULL");
+    const RealMlx5* real = drsim::capi::Forward(__func__, rule, "rule");
+    return real ? real->mlx5dv_dump_dr_rule(fout, rule) : -errno;
+  }
+  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  Lock lock(ctx->mu);
+  return drsim::capi::DumpResult(__func__, dr::DumpRule(rule->rule, fout));
 }
 
 }  // extern "C"
