@@ -379,6 +379,38 @@ TEST_F(VerbsSteeringTest, FlowsHoldTheirQpAndTheNicUntilDestroyed) {
   EXPECT_EQ(Count(a), 0);
 }
 
+TEST_F(VerbsSteeringTest, AVfQpSteersInItsOwnFunction) {
+  // The user's FDB sends wire traffic to VF1 (from a level-1 table: root rules take no vport).
+  mlx5dv_dr_domain* fdb = mlx5dv_dr_domain_create(ctx_, MLX5DV_DR_DOMAIN_TYPE_FDB);
+  mlx5dv_dr_table *root = mlx5dv_dr_table_create(fdb, 0), *t1 = mlx5dv_dr_table_create(fdb, 1);
+  hw::MatchParams any;
+  mlx5dv_dr_matcher* all = mlx5dv_dr_matcher_create(root, 0, 0, any.get());
+  mlx5dv_dr_matcher* all_t1 = mlx5dv_dr_matcher_create(t1, 0, 0, any.get());
+  mlx5dv_dr_action* to_t1 = mlx5dv_dr_action_create_dest_table(t1);
+  mlx5dv_dr_action* to_vf1 = mlx5dv_dr_action_create_dest_vport(fdb, 1);
+  mlx5dv_dr_action *jump_list[] = {to_t1}, *vf1_list[] = {to_vf1};
+  mlx5dv_dr_rule* jump = mlx5dv_dr_rule_create(all, any.get(), 1, jump_list);
+  mlx5dv_dr_rule* rule = mlx5dv_dr_rule_create(all_t1, any.get(), 1, vf1_list);
+  ASSERT_TRUE(jump != nullptr && rule != nullptr) << drsim_last_error();
+  FlowAttr dns = UdpFlow(53), pf_dns = UdpFlow(53);
+  Flow(vf_qp_, dns);
+  Flow(qp_, pf_dns);
+  EXPECT_EQ(vf_qp_->context, vf_ctx_);
+  Send(Udp4(53));
+  Send(Udp4(54));
+  EXPECT_EQ(Counts({vf_qp_, qp_}), (V{1, 0}));
+  EXPECT_EQ(Port(1), 0);  // VF1 has steering now: its miss took the NIC_RX default
+  EXPECT_EQ(mlx5dv_dr_rule_destroy(rule), 0);
+  EXPECT_EQ(mlx5dv_dr_rule_destroy(jump), 0);
+  EXPECT_EQ(mlx5dv_dr_matcher_destroy(all_t1), 0);
+  EXPECT_EQ(mlx5dv_dr_matcher_destroy(all), 0);
+  EXPECT_EQ(mlx5dv_dr_action_destroy(to_vf1), 0);
+  EXPECT_EQ(mlx5dv_dr_action_destroy(to_t1), 0);
+  EXPECT_EQ(mlx5dv_dr_table_destroy(t1), 0);
+  EXPECT_EQ(mlx5dv_dr_table_destroy(root), 0);
+  EXPECT_EQ(mlx5dv_dr_domain_destroy(fdb), 0);
+}
+
 TEST_F(VerbsSteeringTest, UnalignedRequestsAreRead) {
   FlowAttr dns = UdpFlow(53);
   const ibv_flow_attr* aligned = dns.get();
