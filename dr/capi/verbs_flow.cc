@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -32,9 +33,12 @@ struct drsim_counters {
 struct drsim_flow {
   ibv_flow flow;
   drsim_qp* qp;
-  drsim_counters* counters;  // nullptr without an ACTION_COUNT spec
-  std::unique_ptr<drsim::capi::VerbsSteering::Flow> steering;
+  drsim_counters* counters;                    // nullptr without an ACTION_COUNT spec
+  drsim::capi::VerbsSteering::Flow* steering;  // owned: handed back to VerbsSteering::Detach
 };
+
+// Users hold pointers to the first member; the structs must be pointer-interconvertible with it.
+static_assert(std::is_standard_layout_v<drsim_counters> && std::is_standard_layout_v<drsim_flow>);
 
 namespace drsim::capi {
 namespace {
@@ -95,7 +99,7 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
   if (!steering.ok()) return Null<ibv_flow>(kFn, steering.status());
 
   static std::atomic<uint32_t> next_handle{1};  // across NICs, which have locks of their own
-  auto* f = new drsim_flow{{}, q, counters, *std::move(steering)};
+  auto* f = new drsim_flow{{}, q, counters, steering->release()};
   f->flow.comp_mask = 0;
   f->flow.context = qp->context;
   f->flow.handle = next_handle.fetch_add(1, std::memory_order_relaxed);
@@ -115,7 +119,7 @@ int DestroyFlow(ibv_flow* flow) {
   Lock lock(ctx->mu);
   auto* f = reinterpret_cast<drsim_flow*>(flow);
   // The flow leaves every entry even when rebuilding a shared one fails (an internal error).
-  absl::Status s = ctx->verbs->Detach(std::move(f->steering));
+  absl::Status s = ctx->verbs->Detach(std::unique_ptr<VerbsSteering::Flow>(f->steering));
   Registry::Get().Remove(flow);
   --ctx->open_objects;
   --f->qp->flows;

@@ -381,6 +381,13 @@ absl::Status AttrReader::Mpls(const uint8_t* p, uint16_t size, uint32_t prev_typ
   }
   *slot = index_;
   // Label, exp (TC), bottom of stack and TTL follow each other in the layout as in the MPLS header.
+  static_assert(
+      static_cast<int>(Field::kOuterFirstMplsTtl) == static_cast<int>(Field::kOuterFirstMplsLabel) + 3 &&
+      static_cast<int>(Field::kInnerFirstMplsTtl) == static_cast<int>(Field::kInnerFirstMplsLabel) + 3 &&
+      static_cast<int>(Field::kOuterFirstMplsOverGreTtl) ==
+          static_cast<int>(Field::kOuterFirstMplsOverGreLabel) + 3 &&
+      static_cast<int>(Field::kOuterFirstMplsOverUdpTtl) ==
+          static_cast<int>(Field::kOuterFirstMplsOverUdpLabel) + 3);
   const uint32_t m = ntohl(mask.label), v = ntohl(val.label);
   const int base = static_cast<int>(label);
   PutRaw(static_cast<Field>(base), m >> 12, v >> 12);
