@@ -93,6 +93,7 @@ class Handle {
 class Table;
 class Matcher;
 class Action;
+class KernelSteering;  // dr/kernel_steering.h: drsim-internal objects of kernel-owned steering
 
 class Domain {
  public:
@@ -121,6 +122,7 @@ class Domain {
  private:
   friend class Table;
   friend class Action;
+  friend class KernelSteering;
   explicit Domain(std::shared_ptr<internal::DomainObj> obj) : obj_(std::move(obj)) {}
   void Release();
   // A domain's memory is shared with its tables (which hold its lock); its reference count is separate.
@@ -141,6 +143,7 @@ class Table {
   internal::TableObj* obj() const { return handle_.get(); }
 
  private:
+  friend class KernelSteering;
   explicit Table(internal::TableObj* obj) : handle_(obj) {}
   internal::Handle<internal::TableObj> handle_;
 };
@@ -270,6 +273,7 @@ class Action {
   internal::ActionObj* obj() const { return handle_.get(); }
 
  private:
+  friend class KernelSteering;
   explicit Action(internal::ActionObj* obj) : handle_(obj) {}
   internal::Handle<internal::ActionObj> handle_;
 };

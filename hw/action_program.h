@@ -50,7 +50,8 @@ enum class Destination : uint8_t {
   kQueue,      // a receive queue
   kTir,        // a TIR: RSS over its queues
   kTable,      // continue in `table`
-  kRootTable,  // continue in the domain's root, from matchers of priority >= `root_priority`
+  kRootTable,  // continue in the domain's merged root: a program from its bypass matchers of priority
+               // >= `root_priority` (RootRank(kBypass, root_priority)); a replica from rank `root_rank`
   kVport,      // FDB: a vport (or the uplink)
   kMeter,      // colour with `meter` into reg_c[meter_reg], then continue in `table`
   kSampler,    // copy 1 in N to `sample`, continue in `table`
@@ -59,8 +60,8 @@ enum class Destination : uint8_t {
 
 inline constexpr uint16_t kWireVport = 0xffff;  // dest vport 0xffff: the uplink
 
-// One destination of a dest array, or the sample path of a sampler: operations on the copy, then where
-// it goes (kNone: nowhere — a counter-only entry).
+// One destination of a dest array or of a kernel flow-table entry (dr/kernel_steering.h), or the sample
+// path of a sampler: operations on the copy, then where it goes (kNone: nowhere — a counter-only entry).
 struct Replica {
   std::vector<Op> ops;
   Destination destination = Destination::kNone;
@@ -68,6 +69,7 @@ struct Replica {
   uint32_t tir = 0;
   const FlowTable* table = nullptr;
   uint16_t vport = 0;
+  uint32_t root_rank = 0;  // kRootTable (kernel entries only): the merged root from this RootRank on
 };
 
 struct ActionProgram {

@@ -5,6 +5,13 @@
 // The driver (dr/) owns all of these objects and keeps them alive while the device can reach them; the
 // device (sim/) only reads them. A FlowTable's chain is already in lookup order: ascending priority, newest
 // first among equal priorities.
+//
+// Root (level-0) tables of one domain type on a function are merged into one lookup order. On hardware
+// they are flow tables of the kernel's steering tree, and rdma-core's root tables share its "bypass"
+// namespace with verbs flows; the kernel also owns tables elsewhere in that tree (sniffer, DONT_TRAP
+// priorities, multicast, leftovers). A root table's RootNamespace says where its matchers go, and
+// RootRank orders the merged root: namespace, then priority (DONT_TRAP just before bypass at equal
+// priority), then newest matcher first.
 #ifndef DRSIM_HW_FLOW_TABLE_H_
 #define DRSIM_HW_FLOW_TABLE_H_
 
@@ -40,11 +47,48 @@ inline bool LookupBefore(const CompiledMatcher& a, const CompiledMatcher& b) {
   return a.sequence > b.sequence;
 }
 
+// The kernel steering namespaces a root table can sit in, in lookup order (Linux mlx5: the sniffer
+// namespaces, then in the bypass namespace the DONT_TRAP priority 2p and the regular priority 2p + 1 of
+// each verbs priority p, its multicast priority, and the leftovers namespace). rdma-core's root tables
+// are kBypass; the others hold verbs flows (dr/kernel_steering.h).
+enum class RootNamespace : uint8_t {
+  kSniffer,    // before all steering
+  kDontTrap,   // priority p: just before kBypass priority p
+  kBypass,     // rdma-core's root tables and verbs NORMAL flows
+  kMulticast,  // after every kBypass priority
+  kLeftovers,  // after everything
+};
+
+// The position of a root matcher of `priority` in namespace `ns` in its merged root: lower is tried
+// first. A walk that re-enters the root "from" a rank skips every matcher of a lower rank.
+constexpr uint32_t RootRank(RootNamespace ns, uint16_t priority) {
+  uint32_t major = 0, minor = 0;
+  switch (ns) {
+    case RootNamespace::kSniffer:
+      break;
+    case RootNamespace::kDontTrap:
+      major = 1;
+      break;
+    case RootNamespace::kBypass:
+      major = 1;
+      minor = 1;
+      break;
+    case RootNamespace::kMulticast:
+      major = 2;
+      break;
+    case RootNamespace::kLeftovers:
+      major = 3;
+      break;
+  }
+  return major << 17 | uint32_t{priority} << 1 | minor;
+}
+
 struct FlowTable {
   uint32_t id = 0;
   uint32_t level = 0;
   mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
-  std::vector<const CompiledMatcher*> chain;  // lookup order
+  std::vector<const CompiledMatcher*> chain;       // lookup order
+  RootNamespace root_ns = RootNamespace::kBypass;  // level 0: where the chain goes in the merged root
 };
 
 }  // namespace drsim::hw

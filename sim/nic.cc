@@ -247,11 +247,16 @@ void Function::TableChanged(const hw::FlowTable* table) {
 void Function::RebuildRoot(mlx5dv_dr_domain_type type) {
   std::vector<RootEntry>& chain = root_chain_[type];
   chain.clear();
+  steered_[type] = false;
   for (const RootTable& r : root_tables_[type]) {
-    for (const hw::CompiledMatcher* m : r.chain) chain.push_back({m, r.table});
+    for (const hw::CompiledMatcher* m : r.chain) {
+      chain.push_back({m, r.table, hw::RootRank(r.table->root_ns, m->priority)});
+      steered_[type] |= r.table->root_ns != hw::RootNamespace::kSniffer;
+    }
   }
   std::stable_sort(chain.begin(), chain.end(), [](const RootEntry& a, const RootEntry& b) {
-    return hw::LookupBefore(*a.matcher, *b.matcher);
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.matcher->sequence > b.matcher->sequence;
   });
 }
 
@@ -481,8 +486,7 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
       if (e.exit == Exit::kQueue) return Deliver(p, fn, e.arg);
       if (e.exit == Exit::kTir) return Deliver(p, fn, PickTirQueue(fn, e.arg, p));
       // No NIC_RX steering at all: the function's own interface takes the frame.
-      if (e.exit == Exit::kDefault && fn.root_chain_[MLX5DV_DR_DOMAIN_TYPE_NIC_RX].empty())
-        return ToPort(p, fn);
+      if (e.exit == Exit::kDefault && !fn.steered_[MLX5DV_DR_DOMAIN_TYPE_NIC_RX]) return ToPort(p, fn);
       return Finish(Fate::kDomainDefault, p);
     case Stage::kNicTx:
       if (e.exit == Exit::kDefault) {
@@ -494,10 +498,12 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
   }
 }
 
-void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary) {
+void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace) {
   if (executor_.Run(r.ops, p.buffer, p.meta, now_ns_)) p.parsed = false;
   switch (r.destination) {
     case hw::Destination::kQueue:
+      // A queue leg on NIC_TX comes only from a kernel sniffer entry: a copy of a sent frame.
+      if (stage == Stage::kNicTx) return Deliver(p, fn, r.queue);
       return Dispatch(p, stage, fn, {Exit::kQueue, r.queue}, false);
     case hw::Destination::kTir:
       return Dispatch(p, stage, fn, {Exit::kTir, r.tir}, false);
@@ -505,6 +511,8 @@ void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& 
       return Dispatch(p, stage, fn, {Exit::kVport, r.vport}, false);
     case hw::Destination::kTable:
       return Run(p, stage, fn, {r.table}, false);
+    case hw::Destination::kRootTable:
+      return Run(p, stage, fn, {nullptr, r.root_rank}, trace);
     case hw::Destination::kDefaultMiss:
       return Dispatch(p, stage, fn, {}, false);
     default:
@@ -513,7 +521,8 @@ void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& 
   }
 }
 
-Nic::DomainExit Nic::Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program) {
+Nic::DomainExit Nic::Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program,
+                               bool trace) {
   const std::vector<hw::Replica>& replicas = *program.replicas;
   // The frame itself takes the first entry with a destination; every other entry gets a copy.
   size_t primary = replicas.size();
@@ -524,12 +533,12 @@ Nic::DomainExit Nic::Replicate(InFlight& p, Stage stage, Function& fn, const hw:
     if (i == primary) continue;
     InFlight copy = p;
     copy.copy = true;
-    RunReplica(copy, stage, fn, replicas[i], /*primary=*/false);
+    RunReplica(copy, stage, fn, replicas[i], /*primary=*/false, /*trace=*/false);
   }
   if (primary == replicas.size()) {
     Finish(Fate::kDropped, p);
   } else {
-    RunReplica(p, stage, fn, replicas[primary], /*primary=*/!p.copy);
+    RunReplica(p, stage, fn, replicas[primary], /*primary=*/!p.copy, trace);
   }
   return {Exit::kDone};
 }
@@ -559,7 +568,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   if (root.empty() && entry.table == nullptr) return {};
   uint32_t key[kMaxKeyWords];
   const hw::FlowTable* table = entry.table;  // nullptr: the merged root
-  uint16_t root_priority = entry.root_priority;
+  uint32_t root_rank = entry.root_rank;
   for (int jumps = 0;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
     if (!p.parsed) {
@@ -578,7 +587,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     };
     if (table == nullptr) {
       for (const Function::RootEntry& e : root) {
-        if (e.matcher->priority < root_priority) continue;
+        if (e.rank < root_rank) continue;
         if (try_matcher(e.matcher)) {
           hit_table = e.table;
           break;
@@ -621,13 +630,13 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       case hw::Destination::kVport:
         return {Exit::kVport, program.vport};
       case hw::Destination::kReplicate:
-        return Replicate(p, stage, fn, program);
+        return Replicate(p, stage, fn, program, trace);
       case hw::Destination::kTable:
         table = program.table;
         break;
       case hw::Destination::kRootTable:
         table = nullptr;
-        root_priority = program.root_priority;
+        root_rank = hw::RootRank(hw::RootNamespace::kBypass, program.root_priority);
         break;
       case hw::Destination::kMeter: {
         auto m = meters_.find(program.meter);
@@ -647,10 +656,10 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         if (++s.seen % s.ratio == 0) {
           InFlight copy = p;
           copy.copy = true;
-          RunReplica(copy, stage, fn, *program.sample, /*primary=*/false);
+          RunReplica(copy, stage, fn, *program.sample, /*primary=*/false, /*trace=*/false);
         }
         table = program.table;
-        root_priority = 0;
+        root_rank = 0;
         break;
       }
     }

@@ -14,7 +14,8 @@
 //                      manager's NIC_RX (frames the PF itself sent go to the wire instead, as its own
 //                      traffic does not loop back to it)
 // With no FDB rules at all the eSwitch passes wire traffic to the PF and vport traffic to the wire.
-// In each domain a frame enters the merged level-0 tables; in a table the matchers are tried in lookup
+// In each domain a frame enters the merged level-0 tables (ordered by hw::RootRank: the kernel's
+// namespaces, then priority, then newest matcher first); in a table the matchers are tried in lookup
 // order, the first hit runs its rule's program for the pipe (operations in the hardware's order, then a
 // destination), a miss takes the domain default. Headers a program changes are parsed again before the
 // next lookup; steering registers, the flow tag and reg_b travel with the frame across tables and
@@ -183,6 +184,7 @@ class Function : public hw::Device {
   struct RootEntry {
     const hw::CompiledMatcher* matcher;
     const hw::FlowTable* table;
+    uint32_t rank;  // hw::RootRank of the matcher in its table's namespace
   };
   // A root table and the copy of its chain taken when its domain last reported a change: other domains'
   // chains may change under their own locks while this function merges them.
@@ -208,6 +210,9 @@ class Function : public hw::Device {
   uint16_t vport_;
   std::vector<RootTable> root_tables_[3];  // per domain type, attach order
   std::vector<RootEntry> root_chain_[3];   // merged lookup order
+  // Per domain type: a root matcher outside the sniffer namespace exists (sniffers copy, they do not
+  // steer: a function whose NIC_RX root holds only sniffers still takes misses on its interface).
+  bool steered_[3] = {false, false, false};
   absl::flat_hash_map<uint32_t, QueueSlot> queues_;
   absl::flat_hash_map<uint32_t, Tir> tirs_;
   std::deque<std::vector<uint8_t>> port_in_;
@@ -265,10 +270,10 @@ class Nic {
   struct InFlight;
   // The domain walks a frame goes through.
   enum class Stage : uint8_t { kFdbRx, kFdbTx, kNicRx, kNicTx };
-  // Where a walk starts: the root (from matchers of priority >= root_priority), or a table.
+  // Where a walk starts: the merged root (from its matchers of hw::RootRank >= root_rank), or a table.
   struct Entry {
     const hw::FlowTable* table = nullptr;
-    uint16_t root_priority = 0;
+    uint32_t root_rank = 0;
   };
   enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kDone };
   struct DomainExit {
@@ -281,8 +286,9 @@ class Nic {
   // Walks the stage's domain; kDone when the frame was already delivered (replication).
   DomainExit WalkDomain(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace);
   // Sends the copies a dest array or sampler makes on from `stage`.
-  DomainExit Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program);
-  void RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary);
+  DomainExit Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program, bool trace);
+  // `trace`: record the path of the frame itself when it goes back into the merged root (kRootTable).
+  void RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace);
   // Follows a destination of a program or a replica.
   void Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace);
   void Deliver(InFlight& p, Function& fn, uint32_t qp_num);

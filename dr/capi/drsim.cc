@@ -12,6 +12,8 @@
 #include "dr/capi/errors.h"
 #include "dr/capi/objects.h"
 #include "dr/capi/real_mlx5.h"
+#include "dr/capi/verbs_flow.h"
+#include "dr/capi/verbs_steering.h"
 #include "sim/meter.h"
 
 namespace drsim::capi {
@@ -107,6 +109,7 @@ ibv_context* drsim_open(unsigned num_vfs) {
     f->vctx.context.num_comp_vectors = 1;
     f->vctx.context.cmd_fd = -1;
     f->vctx.context.async_fd = -1;
+    drsim::capi::InstallVerbsFlowOps(f->vctx);
     f->owner = ctx;
     f->vport = static_cast<uint16_t>(v);
     Registry::Get().Add(&f->vctx.context, Kind::kContext, ctx);
@@ -132,9 +135,11 @@ int drsim_close(ibv_context* ibctx) {
   {
     std::lock_guard<std::recursive_mutex> lock(ctx->mu);
     if (ctx->open_objects > 0) {
-      return Fail(__func__, EBUSY,
-                  absl::StrFormat("%d domain(s), QP(s) or DEVX object(s) of this NIC still exist",
-                                  ctx->open_objects));
+      return Fail(
+          __func__, EBUSY,
+          absl::StrFormat("%d domain(s), QP(s), DEVX object(s), verbs flow(s) or counters of this NIC "
+                          "still exist",
+                          ctx->open_objects));
     }
     for (auto& fn : ctx->functions) Registry::Get().Remove(&fn->vctx.context);
   }
@@ -165,6 +170,9 @@ int drsim_destroy_qp(ibv_qp* qp) {
   drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
   if (q == nullptr) return Fail(__func__, EINVAL, "not a QP drsim_create_qp made");
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
+  if (q->flows > 0) {
+    return Fail(__func__, EBUSY, absl::StrFormat("%d verbs flow(s) are attached to the QP", q->flows));
+  }
   if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok()) return Fail(__func__, s);
   Registry::Get().Remove(qp);
   --ctx->open_objects;

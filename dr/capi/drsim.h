@@ -4,7 +4,9 @@
  * library: every mlx5dv_dr_* and mlx5dv_dump_dr_* function is exported with rdma-core's exact signature
  * and conventions. Only how the program obtains its device, QPs and DEVX objects changes: these drsim_*
  * calls open a software NIC (an eSwitch with the uplink, the PF as vport 0 and num_vfs VFs), make
- * raw-packet QPs, flow counters, TIRs and ASO objects on it, and send and receive frames.
+ * raw-packet QPs, flow counters, TIRs and ASO objects on it, and send and receive frames. Its contexts also
+ * carry verbs' flow steering operations, so ibv_create_flow/ibv_destroy_flow and the ibv_*_counters calls
+ * of <infiniband/verbs.h> work on its QPs and contexts as written (docs/verbs_flow.md).
  *
  * Contexts and objects that do not come from drsim_* calls belong to real hardware: their calls go to
  * rdma-core's libmlx5 (loaded on first use), so one program can drive both.
@@ -36,15 +38,16 @@ struct ibv_context* drsim_open(unsigned num_vfs);
  * function's NIC_RX and NIC_TX domains. It lives as long as the NIC. NULL with EINVAL for another vport. */
 struct ibv_context* drsim_vport_context(struct ibv_context* ctx, uint16_t vport);
 
-/* Closes the NIC of `ctx` (a context drsim_open returned). EBUSY, closing nothing, while domains, QPs or
- * DEVX objects of it exist; EINVAL for another context. */
+/* Closes the NIC of `ctx` (a context drsim_open returned). EBUSY, closing nothing, while domains, QPs, DEVX
+ * objects, verbs flows or verbs counters of it exist; EINVAL for another context. */
 int drsim_close(struct ibv_context* ctx);
 
 /* A raw-packet QP (qp_type IBV_QPT_RAW_PACKET, state RTS) receiving for function `vport`, with a unique
  * qp_num; its receive queue holds up to 4096 frames. EINVAL for an unknown context or vport. */
 struct ibv_qp* drsim_create_qp(struct ibv_context* ctx, uint16_t vport);
 
-/* EBUSY while dest_ibv_qp actions or TIRs use the QP; EINVAL for a QP not made by drsim_create_qp. */
+/* EBUSY while dest_ibv_qp actions, TIRs or verbs flows (ibv_create_flow) use the QP; EINVAL for a QP not
+ * made by drsim_create_qp. */
 int drsim_destroy_qp(struct ibv_qp* qp);
 
 /* A bulk of `bulk` flow counters (1 to 2^23): flow_counter actions take it with offsets 0..bulk-1.

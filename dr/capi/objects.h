@@ -25,9 +25,21 @@
 namespace drsim::capi {
 
 struct Context;
+class VerbsSteering;  // dr/capi/verbs_steering.h
 
 // What a registered pointer is.
-enum class Kind : uint8_t { kContext, kQp, kDevx, kDomain, kTable, kMatcher, kRule, kAction };
+enum class Kind : uint8_t {
+  kContext,
+  kQp,
+  kDevx,
+  kDomain,
+  kTable,
+  kMatcher,
+  kRule,
+  kAction,
+  kFlow,
+  kCounters
+};
 
 // Records pointers of the software NIC's objects, each with its kind and context.
 class Registry {
@@ -72,7 +84,10 @@ struct Context {
   std::recursive_mutex mu;  // held by every C call on this context's objects
   std::unique_ptr<sim::Nic> nic;
   std::vector<std::unique_ptr<drsim_function_context>> functions;  // by vport
-  int open_objects = 0;  // QPs, DEVX objects and domains not yet destroyed: drsim_close is EBUSY until 0
+  // The kernel's tables of verbs flows (made with the first flow); goes before the NIC it programs.
+  std::unique_ptr<VerbsSteering> verbs;
+  // QPs, DEVX objects, domains, verbs flows and counters not yet destroyed: drsim_close is EBUSY until 0.
+  int open_objects = 0;
 
   sim::Function& function(uint16_t vport) { return *nic->function(vport); }
 };
@@ -91,6 +106,7 @@ struct mlx5dv_devx_obj {
 struct drsim_qp {
   ibv_qp qp;
   uint16_t vport;
+  int flows = 0;  // verbs flows attached (ibv_create_flow): drsim_destroy_qp is EBUSY until 0
 };
 
 struct mlx5dv_dr_domain {
