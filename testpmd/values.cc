@@ -55,6 +55,9 @@ absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::stri
 
 absl::StatusOr<absl::uint128> ParseScalar(const Token& token, ValueKind kind, int width,
                                           absl::string_view what) {
+  // testpmd's documentation writes `src last 0` to disable a range: a bare 0 is the zero address.
+  const bool address = kind == ValueKind::kMac || kind == ValueKind::kIpv4 || kind == ValueKind::kIpv6;
+  if (address && token.text == "0") return absl::uint128(0);
   switch (kind) {
     case ValueKind::kUnsigned: {
       absl::StatusOr<uint64_t> v = ParseUnsigned(token, width > 64 ? 64 : width, what);
