@@ -463,8 +463,9 @@ class Lowering {
       hw::MatchBuilder mask, value;
       uint16_t priority = 2;
       if (c.l3) {
-        mask.IpVersion(hw::kOuter, 0xf);
-        value.IpVersion(hw::kOuter, *c.l3 == L3::kIpv4 ? 4 : 6);
+        const uint32_t version = *c.l3 == L3::kIpv4 ? 4 : 6;  // rdma-core: the mask holds the version too
+        mask.IpVersion(hw::kOuter, version);
+        value.IpVersion(hw::kOuter, version);
         priority = 1;
       }
       if (c.l4) {

@@ -302,7 +302,9 @@ class PatternBuilder {
       return Error(item, "a second L3 item at the same header level (a tunnel item must come between)");
     }
     l.l3 = kind;
-    return PutExact(H(Field::kOuterIpVersion), kind == L3::kIpv4 ? 4 : 6, item.pos);
+    // rdma-core's convention: the mask's ip_version is the version itself (4 or 6), not all ones.
+    const uint32_t version = kind == L3::kIpv4 ? 4 : 6;
+    return Put(H(Field::kOuterIpVersion), version, version, item.pos);
   }
 
   absl::Status Ipv4(const Item& item) {

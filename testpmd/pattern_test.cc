@@ -54,7 +54,7 @@ TEST(PatternTest, Ipv4TcpForms) {
   absl::StatusOr<TranslatedPattern> t =
       Translate("eth / ipv4 src is 10.0.0.1 dst spec 10.0.0.0 dst mask 255.255.255.0 / tcp dst is 80");
   ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{0xf, 4}));
+  EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{4, 4}));
   EXPECT_EQ(Get(*t, Field::kOuterSrcIp31_0), (MV{0xffffffff, 0x0a000001}));
   EXPECT_EQ(Get(*t, Field::kOuterDstIp31_0), (MV{0xffffff00, 0x0a000000}));
   EXPECT_EQ(Get(*t, Field::kOuterIpProtocol), (MV{0xff, 6}));
@@ -134,7 +134,7 @@ TEST(PatternTest, VxlanInnerHeaders) {
   EXPECT_EQ(Get(*t, Field::kVxlanVni), (MV{0xffffff, 42}));
   EXPECT_EQ(Get(*t, Field::kInnerDmac47_16), (MV{0xffffffff, 0x00112233}));
   EXPECT_EQ(Get(*t, Field::kInnerDmac15_0), (MV{0xffff, 0x4455}));
-  EXPECT_EQ(Get(*t, Field::kInnerIpVersion), (MV{0xf, 6}));
+  EXPECT_EQ(Get(*t, Field::kInnerIpVersion), (MV{6, 6}));
   EXPECT_EQ(Get(*t, Field::kInnerDstIp127_96), (MV{0xffffffff, 0x20010db8}));
   EXPECT_EQ(Get(*t, Field::kInnerDstIp31_0), (MV{0xffffffff, 1}));
   EXPECT_EQ(Get(*t, Field::kInnerUdpDport), (MV{0xffff, 53}));
@@ -193,7 +193,7 @@ TEST(PatternTest, OtherTunnels) {
   t = Translate("eth / mpls label is 16 / mpls / ipv4");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(Get(*t, Field::kOuterFirstMplsLabel), (MV{0xfffff, 16}));
-  EXPECT_EQ(Get(*t, Field::kInnerIpVersion), (MV{0xf, 4}));
+  EXPECT_EQ(Get(*t, Field::kInnerIpVersion), (MV{4, 4}));
 
   t = Translate("eth / ipv4 / udp / gtp teid is 5 msg_type is 255 / gtp_psc qfi is 9 / ipv4");
   ASSERT_TRUE(t.ok()) << t.status();
