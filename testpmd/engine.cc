@@ -106,16 +106,14 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
   const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
   TESTPMD_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
   flows[id] = std::move(flow);
+  history_.push_back(Command{rule.port_pos, FlowCreateCmd{rule}});
   return id;
 }
 
-absl::StatusOr<std::vector<uint32_t>> FlowEngine::DestroyFlows(uint16_t port,
-                                                               absl::Span<const uint32_t> ids) {
-  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uint32_t> ids) {
   const std::set<uint32_t> wanted(ids.begin(), ids.end());
   std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
   std::vector<uint32_t> destroyed;
-  // testpmd walks its flows newest first.
   for (auto it = flows.rbegin(); it != flows.rend();) {
     if (!wanted.count(it->first)) {
       ++it;
@@ -127,11 +125,20 @@ absl::StatusOr<std::vector<uint32_t>> FlowEngine::DestroyFlows(uint16_t port,
   return destroyed;
 }
 
+absl::StatusOr<std::vector<uint32_t>> FlowEngine::DestroyFlows(uint16_t port,
+                                                               absl::Span<const uint32_t> ids) {
+  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  history_.push_back(
+      Command{SourcePos{}, FlowDestroyCmd{port, std::vector<uint32_t>(ids.begin(), ids.end())}});
+  return EraseFlows(port, ids);
+}
+
 absl::StatusOr<std::vector<uint32_t>> FlowEngine::FlushFlows(uint16_t port) {
   TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
   std::vector<uint32_t> ids;
   for (const auto& [id, flow] : context_->flows[port]) ids.push_back(id);
-  return DestroyFlows(port, ids);
+  history_.push_back(Command{SourcePos{}, FlowFlushCmd{port}});
+  return EraseFlows(port, ids);
 }
 
 absl::StatusOr<std::vector<FlowInfo>> FlowEngine::ListFlows(uint16_t port,
@@ -209,79 +216,80 @@ std::string FlowEngine::FormatCount(const CountResult& count) {
 
 absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
   CommandResult result;
-  bool changes_state = true;
-  absl::Status status =
-      std::visit(Overloaded{
-                     [&](const FlowValidateCmd& c) {
-                       changes_state = false;
-                       TESTPMD_RETURN_IF_ERROR(ValidateFlow(c.rule));
-                       result.text = "Flow rule validated\n";
-                       return absl::OkStatus();
-                     },
-                     [&](const FlowCreateCmd& c) {
-                       TESTPMD_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
-                       result.flow_id = id;
-                       result.text = absl::StrFormat("Flow rule #%d created\n", id);
-                       return absl::OkStatus();
-                     },
-                     [&](const FlowDestroyCmd& c) {
-                       TESTPMD_ASSIGN_OR_RETURN(result.destroyed, DestroyFlows(c.port, c.rule_ids));
-                       for (uint32_t id : result.destroyed)
-                         absl::StrAppendFormat(&result.text, "Flow rule #%d destroyed\n", id);
-                       return absl::OkStatus();
-                     },
-                     [&](const FlowFlushCmd& c) {
-                       TESTPMD_ASSIGN_OR_RETURN(result.destroyed, FlushFlows(c.port));
-                       return absl::OkStatus();
-                     },
-                     [&](const FlowListCmd& c) {
-                       changes_state = false;
-                       TESTPMD_ASSIGN_OR_RETURN(result.flows, ListFlows(c.port, c.groups));
-                       result.text = FormatFlowList(result.flows);
-                       return absl::OkStatus();
-                     },
-                     [&](const FlowQueryCmd& c) {
-                       changes_state = false;
-                       absl::StatusOr<CountResult> count = QueryCount(c.port, c.rule_id);
-                       if (!count.ok()) return WithPos(count.status(), c.action_pos);
-                       result.count = *count;
-                       result.text = FormatCount(*count);
-                       return absl::OkStatus();
-                     },
-                     [&](const SetRawCmd& c) {
-                       TESTPMD_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, RawHeaderBytes(c.items));
-                       (c.decap ? context_->raw_decap : context_->raw_encap)[c.index] =
-                           RawBuffer{std::move(bytes), command.pos};
-                       return absl::OkStatus();
-                     },
-                     [&](const SetSampleActionsCmd& c) {
-                       context_->sample_actions[c.index] = c.actions;
-                       return absl::OkStatus();
-                     },
-                     [&](const SetTunnelCmd& c) {
-                       (c.kind == SetTunnelCmd::Kind::kVxlan ? context_->vxlan : context_->nvgre) = c;
-                       return absl::OkStatus();
-                     },
-                     [&](const AddMeterProfileCmd& c) {
-                       TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
-                       return context_->meters.AddProfile(c, command.pos);
-                     },
-                     [&](const AddMeterPolicyCmd& c) {
-                       TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
-                       return context_->meters.AddPolicy(c, command.pos);
-                     },
-                     [&](const CreateMeterCmd& c) {
-                       TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
-                       return context_->meters.CreateMeter(c, command.pos);
-                     },
-                     [&](const MeterObjectCmd& c) {
-                       TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
-                       return context_->meters.Apply(c, command.pos);
-                     },
-                 },
-                 command.body);
-  if (!status.ok()) return WithPos(status, command.pos);
-  if (changes_state) history_.push_back(command);
+  const Overloaded run{
+      [&](const FlowValidateCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(ValidateFlow(c.rule));
+        result.text = "Flow rule validated\n";
+        return absl::OkStatus();
+      },
+      [&](const FlowCreateCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
+        result.flow_id = id;
+        result.text = absl::StrFormat("Flow rule #%d created\n", id);
+        return absl::OkStatus();
+      },
+      [&](const FlowDestroyCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(result.destroyed, DestroyFlows(c.port, c.rule_ids));
+        for (uint32_t id : result.destroyed)
+          absl::StrAppendFormat(&result.text, "Flow rule #%d destroyed\n", id);
+        return absl::OkStatus();
+      },
+      [&](const FlowFlushCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(result.destroyed, FlushFlows(c.port));
+        return absl::OkStatus();
+      },
+      [&](const FlowListCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(result.flows, ListFlows(c.port, c.groups));
+        result.text = FormatFlowList(result.flows);
+        return absl::OkStatus();
+      },
+      [&](const FlowQueryCmd& c) {
+        absl::StatusOr<CountResult> count = QueryCount(c.port, c.rule_id);
+        if (!count.ok()) return WithPos(count.status(), c.action_pos);
+        result.count = *count;
+        result.text = FormatCount(*count);
+        return absl::OkStatus();
+      },
+      [&](const SetRawCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, RawHeaderBytes(c.items));
+        (c.decap ? context_->raw_decap : context_->raw_encap)[c.index] =
+            RawBuffer{std::move(bytes), command.pos};
+        return absl::OkStatus();
+      },
+      [&](const SetSampleActionsCmd& c) {
+        context_->sample_actions[c.index] = c.actions;
+        return absl::OkStatus();
+      },
+      [&](const SetTunnelCmd& c) {
+        (c.kind == SetTunnelCmd::Kind::kVxlan ? context_->vxlan : context_->nvgre) = c;
+        return absl::OkStatus();
+      },
+      [&](const AddMeterProfileCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.AddProfile(c, command.pos);
+      },
+      [&](const AddMeterPolicyCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.AddPolicy(c, command.pos);
+      },
+      [&](const CreateMeterCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.CreateMeter(c, command.pos);
+      },
+      [&](const MeterObjectCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.Apply(c, command.pos);
+      },
+  };
+  if (absl::Status s = std::visit(run, command.body); !s.ok()) return WithPos(s, command.pos);
+  // Flow commands record themselves (the typed calls do); set and meter commands are recorded here.
+  const bool flow_command = std::holds_alternative<FlowValidateCmd>(command.body) ||
+                            std::holds_alternative<FlowCreateCmd>(command.body) ||
+                            std::holds_alternative<FlowDestroyCmd>(command.body) ||
+                            std::holds_alternative<FlowFlushCmd>(command.body) ||
+                            std::holds_alternative<FlowListCmd>(command.body) ||
+                            std::holds_alternative<FlowQueryCmd>(command.body);
+  if (!flow_command) history_.push_back(command);
   return result;
 }
 

@@ -103,10 +103,12 @@ class FlowEngine {
   FlowEngine(const FlowEngine&) = delete;
   FlowEngine& operator=(const FlowEngine&) = delete;
 
-  // Runs one command. Successful commands that change state are recorded (history()).
+  // Runs one command.
   absl::StatusOr<CommandResult> Execute(const Command& command);
 
-  // The commands that ran successfully and changed state, in order (validate, list and query excluded).
+  // The commands that changed the engine's state, in order (flows created, destroyed or flushed through
+  // Execute or the typed calls, set and meter commands); replaying them on a fresh engine of the same NIC
+  // shape rebuilds the same state (runner.h checks files that way).
   const std::vector<Command>& history() const { return history_; }
 
   // Typed operations (what Execute runs).
@@ -139,6 +141,9 @@ class FlowEngine {
   static std::string FormatCount(const CountResult& count);
 
  private:
+  // Destroys the flows of `port` whose ids are in `ids`, newest first (testpmd's order); returns them.
+  std::vector<uint32_t> EraseFlows(uint16_t port, absl::Span<const uint32_t> ids);
+
   sim::Nic& nic_;
   EngineOptions options_;
   std::unique_ptr<EngineContext> context_;
