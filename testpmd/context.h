@@ -26,12 +26,6 @@ struct Flow {
   FlowObjects objects;
 };
 
-// A raw encap/decap buffer and where it was set.
-struct RawBuffer {
-  std::vector<uint8_t> bytes;
-  SourcePos pos;
-};
-
 class EngineContext {
  public:
   EngineContext(sim::Nic& nic, const EngineOptions& options);
@@ -41,7 +35,7 @@ class EngineContext {
   const EngineOptions options;
   DrObjects objects;
   MeterBook meters;
-  std::map<uint32_t, RawBuffer> raw_encap, raw_decap;
+  std::map<uint32_t, std::vector<uint8_t>> raw_encap, raw_decap;  // set raw_encap / raw_decap buffers
   SetTunnelCmd vxlan, nvgre;
   std::map<uint32_t, std::vector<Action>> sample_actions;
   std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id

@@ -74,10 +74,7 @@ class TableRes {
   TableRes(const TableRes&) = delete;
   TableRes& operator=(const TableRes&) = delete;
 
-  DomainRes& domain() const { return *domain_; }
-  const std::shared_ptr<DomainRes>& domain_ptr() const { return domain_; }
   const dr::Table& table() const { return table_; }
-  uint32_t level() const { return table_.level(); }
   bool root() const { return table_.level() == 0; }
   // The dest_table action into this table, made on first use.
   absl::StatusOr<const dr::Action*> JumpAction();
@@ -105,7 +102,6 @@ class MatcherRes {
   MatcherRes(const MatcherRes&) = delete;
   MatcherRes& operator=(const MatcherRes&) = delete;
 
-  TableRes& table() const { return *table_; }
   const dr::Matcher& matcher() const { return matcher_; }
 
  private:
@@ -120,8 +116,6 @@ class InstalledRule {
   ~InstalledRule();
   InstalledRule(const InstalledRule&) = delete;
   InstalledRule& operator=(const InstalledRule&) = delete;
-
-  const dr::Rule& rule() const { return rule_; }
 
  private:
   std::shared_ptr<MatcherRes> matcher_;
@@ -157,7 +151,6 @@ class DrObjects {
   // The label of DR rule `rule_id`, or "" for a rule the engine did not make.
   std::string RuleLabel(uint32_t rule_id) const;
   const ObjectCounts& counts() const { return counts_; }
-  sim::Nic& nic() const { return nic_; }
 
  private:
   friend class DomainRes;

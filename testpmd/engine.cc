@@ -252,8 +252,7 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
       },
       [&](const SetRawCmd& c) {
         TESTPMD_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, RawHeaderBytes(c.items));
-        (c.decap ? context_->raw_decap : context_->raw_encap)[c.index] =
-            RawBuffer{std::move(bytes), command.pos};
+        (c.decap ? context_->raw_decap : context_->raw_encap)[c.index] = std::move(bytes);
         return absl::OkStatus();
       },
       [&](const SetSampleActionsCmd& c) {

@@ -323,14 +323,14 @@ class Lowering {
       case ActionType::kRawDecap: {
         const bool encap = a.def->type == ActionType::kRawEncap;
         const uint32_t index = Param(a, "index");
-        const std::map<uint32_t, RawBuffer>& buffers = encap ? ctx_.raw_encap : ctx_.raw_decap;
+        const std::map<uint32_t, std::vector<uint8_t>>& buffers = encap ? ctx_.raw_encap : ctx_.raw_decap;
         auto it = buffers.find(index);
-        if (it == buffers.end() || it->second.bytes.empty()) {
+        if (it == buffers.end() || it->second.empty()) {
           return At(a, StatusCode::kInvalidArgument,
                     absl::StrFormat("buffer %d is empty: run `set %s %d ... / end_set` first", index,
                                     encap ? "raw_encap" : "raw_decap", index));
         }
-        return std::optional<std::vector<uint8_t>>(it->second.bytes);
+        return std::optional<std::vector<uint8_t>>(it->second);
       }
       default:
         return std::optional<std::vector<uint8_t>>();

@@ -104,8 +104,8 @@ TEST(ParserTest, EverySupportedItem) {
   const char* items[] = {
       "eth dst is 00:11:22:33:44:55 src is 02:00:00:00:00:01 type is 0x0800 has_vlan is 0",
       "vlan tci is 5 pcp is 1 dei is 0 vid is 10 inner_type is 0x0800 has_more_vlan is 0",
-      "ipv4 version_ihl is 0x45 tos is 4 ttl is 64 proto is 6 src is 1.2.3.4 dst is 5.6.7.8 fragment_offset "
-      "is 0",
+      ("ipv4 version_ihl is 0x45 tos is 4 ttl is 64 proto is 6 src is 1.2.3.4 dst is 5.6.7.8 fragment_offset "
+       "is 0"),
       "ipv6 tc is 1 flow is 5 proto is 17 hop is 64 src is 2001:db8::1 dst is ::1 has_frag_ext is 0",
       "icmp type is 8 code is 0 ident is 1 seq is 2",
       "icmp6 type is 128 code is 0",
@@ -182,8 +182,8 @@ TEST(ParserTest, EverySupportedAction) {
       "set_tag data 0x1234 index 1 mask 0xffff",
       "set_meta data 0x55 mask 0xff",
       "modify_field op set dst_type ipv4_ttl src_type value src_value 0x40 width 8",
-      "modify_field op add dst_type tcp_seq_num dst_level 1 dst_offset 0 src_type value src_value 0x10 "
-      "width 32",
+      ("modify_field op add dst_type tcp_seq_num dst_level 1 dst_offset 0 src_type value src_value 0x10 "
+       "width 32"),
       "sample ratio 2 index 0",
   };
   for (const char* action : actions) {

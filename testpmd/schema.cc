@@ -453,6 +453,5 @@ const ParamDef* FindParam(const ActionDef& def, absl::string_view name) {
 }
 const char* UnsupportedItemReason(absl::string_view name) { return FindReason(kUnsupportedItems, name); }
 const char* UnsupportedActionReason(absl::string_view name) { return FindReason(kUnsupportedActions, name); }
-absl::Span<const absl::string_view> ModifyFieldIds() { return kFieldIds; }
 
 }  // namespace drsim::testpmd

@@ -158,9 +158,6 @@ const ParamDef* FindParam(const ActionDef& def, absl::string_view name);
 const char* UnsupportedItemReason(absl::string_view name);
 const char* UnsupportedActionReason(absl::string_view name);
 
-// rte_flow's modify_field field ids (enum rte_flow_field_id) as testpmd spells them, in enum order.
-absl::Span<const absl::string_view> ModifyFieldIds();
-
 }  // namespace drsim::testpmd
 
 #endif  // DRSIM_TESTPMD_SCHEMA_H_
