@@ -1,19 +1,10 @@
-// Internal to the engine: a flow's actions -> DR actions and rules.
-//
-// rte_flow actions are a set; DR checks an ordered list against a per-domain state machine. The lowering
-// emits each rule's DR actions in one canonical order the state machine accepts in every domain —
-// decapsulation, VLAN pops, one modify-header (all rewrites merged), VLAN pushes, tag, counter,
-// encapsulation, then the destination — and DR checks the rest (its errors are tied back to the testpmd
-// action they name).
-//
-//   drop -> drop; queue -> dest QP; rss -> dest TIR, or a jump into an engine table dispatching by
-//   ip_version/ip_protocol to one TIR per hash-field set (rss.h); jump -> dest_table; port_id /
-//   represented_port -> dest_vport; mark/flag -> tag; count -> a flow counter; vxlan/nvgre/raw
-//   encap/decap -> packet reformats (raw sizes choose L2 or L3 types as mlx5 does); of_push/pop_vlan ->
-//   push/pop VLAN; rewrites -> modify header (modify.h).
-//   meter -> a flow split: [tag the flow id, count, DR flow meter] then the meter's policy table (meters.h);
-//   sample -> a flow split: [count, flow sampler (ratio > 1) or dest array (ratio 1, mirroring, with the
-//   sampled copy's encapsulation)] whose default path is an engine table holding the flow's other actions.
+// Internal to the engine: one flow -> its DR rules. A plain flow is one rule in its group's table, its
+// actions lowered by ActionLowering (action_lowering.h). Two actions split a flow over engine tables:
+//   meter  -> [tag the flow id (default policy only), count, DR flow meter]; the meter's policy table
+//             (meters.h) then drops red and either runs the policy's colour actions or, for mlx5's default
+//             policy, the flow's own green/yellow rules with the flow's other actions;
+//   sample -> [count, flow sampler (ratio > 1) or dest array (ratio 1: mirroring, with the sampled copy's
+//             encapsulation)], the flow's other actions in an engine table every packet continues in.
 // A flow in NIC_RX needs a fate action (mlx5's rule), unless a meter policy decides it.
 //
 // Not thread-safe.
