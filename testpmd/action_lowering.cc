@@ -1,0 +1,442 @@
+#include "testpmd/action_lowering.h"
+
+#include <arpa/inet.h>
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "testpmd/encap.h"
+#include "testpmd/modify.h"
+#include "testpmd/status_macros.h"
+
+namespace drsim::testpmd {
+namespace {
+
+using absl::StatusCode;
+
+// mlx5's largest mark id: the last 16 values of the 24 bits are reserved (MLX5_FLOW_MARK_MAX).
+constexpr uint32_t kMaxMark = 0xffffef;
+// What `flag` sets as the flow tag (MLX5_FLOW_MARK_DEFAULT).
+constexpr uint32_t kFlagMark = 0xffffff;
+
+// DR names the culprit of a rule error as "action[N]"; point at the testpmd action behind entry N.
+absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback) {
+  const absl::string_view msg = s.message();
+  const size_t at = msg.find("action[");
+  size_t index = 0;
+  if (at != absl::string_view::npos) {
+    const size_t end = msg.find(']', at);
+    if (end != absl::string_view::npos && absl::SimpleAtoi(msg.substr(at + 7, end - at - 7), &index) &&
+        index < list.origins.size() && list.origins[index] != nullptr) {
+      const Action& a = *list.origins[index];
+      return ErrorAt(a.pos, s.code(), absl::StrCat(a.def->name, ": DR rejects the rule: ", msg));
+    }
+  }
+  return ErrorAt(fallback, s.code(), absl::StrCat("DR rejects the rule: ", msg));
+}
+
+}  // namespace
+
+absl::Status ActionError(const Action& a, StatusCode code, absl::string_view message) {
+  return ErrorAt(a.pos, code, absl::StrCat(a.def->name, ": ", message));
+}
+
+uint32_t ActionParam(const Action& a, absl::string_view name, uint32_t fallback) {
+  const ActionArg* arg = a.Find(name);
+  return arg == nullptr ? fallback : static_cast<uint32_t>(arg->value.number);
+}
+
+absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
+  Classified c;
+  auto once = [](const Action*& slot, const Action& a, absl::string_view what) -> absl::Status {
+    if (slot != nullptr) {
+      return ErrorAt(a.pos, StatusCode::kInvalidArgument,
+                     absl::StrFormat("a flow takes one %s, and '%s' at %d:%d is one already (mlx5 rejects a "
+                                     "second)",
+                                     what, slot->def->name, slot->pos.line, slot->pos.column));
+    }
+    slot = &a;
+    return absl::OkStatus();
+  };
+  for (const Action& a : actions) {
+    if (a.def->type != ActionType::kVoid) c.last = &a;
+    switch (a.def->type) {
+      case ActionType::kVoid:
+        break;
+      case ActionType::kDrop:
+      case ActionType::kQueue:
+      case ActionType::kRss:
+      case ActionType::kJump:
+      case ActionType::kPortId:
+      case ActionType::kRepresentedPort:
+        TESTPMD_RETURN_IF_ERROR(once(c.fate, a, "fate action"));
+        break;
+      case ActionType::kMeter:
+        TESTPMD_RETURN_IF_ERROR(once(c.meter, a, "meter"));
+        break;
+      case ActionType::kSample:
+        TESTPMD_RETURN_IF_ERROR(once(c.sample, a, "sample"));
+        break;
+      case ActionType::kMark:
+      case ActionType::kFlag:
+        TESTPMD_RETURN_IF_ERROR(once(c.mark, a, "mark or flag"));
+        break;
+      case ActionType::kCount:
+        TESTPMD_RETURN_IF_ERROR(once(c.count, a, "count"));
+        break;
+      case ActionType::kVxlanDecap:
+      case ActionType::kNvgreDecap:
+      case ActionType::kRawDecap:
+        TESTPMD_RETURN_IF_ERROR(once(c.decap, a, "decapsulation"));
+        break;
+      case ActionType::kVxlanEncap:
+      case ActionType::kNvgreEncap:
+      case ActionType::kRawEncap:
+        TESTPMD_RETURN_IF_ERROR(once(c.encap, a, "encapsulation"));
+        break;
+      case ActionType::kOfPushVlan:
+        if (c.pushes.size() == 2)
+          return ActionError(a, StatusCode::kInvalidArgument, "DR pushes at most two VLAN tags");
+        c.pushes.push_back({&a});
+        break;
+      case ActionType::kOfPopVlan:
+        if (c.pops.size() == 2)
+          return ActionError(a, StatusCode::kInvalidArgument, "DR pops at most two VLAN tags");
+        c.pops.push_back(&a);
+        break;
+      case ActionType::kOfSetVlanVid:
+      case ActionType::kOfSetVlanPcp:
+        if (!c.pushes.empty()) {
+          const Action*& slot =
+              a.def->type == ActionType::kOfSetVlanVid ? c.pushes.back().vid : c.pushes.back().pcp;
+          TESTPMD_RETURN_IF_ERROR(once(slot, a, "VID/PCP per pushed tag"));
+        } else {
+          c.rewrites.push_back(&a);
+        }
+        break;
+      default:
+        c.rewrites.push_back(&a);
+        break;
+    }
+  }
+  if (c.meter != nullptr && c.sample != nullptr) {
+    return ActionError(*c.sample, StatusCode::kUnimplemented,
+                       "meter and sample in one flow are not supported");
+  }
+  return c;
+}
+
+// Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, counter (when `with_count`)
+// and encap to `list`, for a rule in a root table when `root`.
+absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, bool root,
+                                          absl::Span<const uint64_t> extra_words, DrList* list) {
+  const uint32_t flags = root ? MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL : 0;
+  Reformats reformats;
+  TESTPMD_RETURN_IF_ERROR(PlanReformats(c, &reformats));
+  if (reformats.decap) TESTPMD_RETURN_IF_ERROR(AddReformat(*reformats.decap, flags, list));
+  for (const Action* pop : c.pops) {
+    absl::StatusOr<dr::Action> a = dr::Action::PopVlan();
+    if (!a.ok()) return Fail(a.status(), pop);
+    list->Add(Own(*std::move(a)), pop);
+  }
+  std::vector<uint64_t> words;
+  const HeaderLayers& layers = c.decap != nullptr && info_.tunnel ? info_.inner : info_.outer;
+  for (const Action* r : c.rewrites) TESTPMD_RETURN_IF_ERROR(AppendModifyWords(*r, layers, &words));
+  words.insert(words.end(), extra_words.begin(), extra_words.end());
+  if (!words.empty()) {
+    const Action* origin = c.rewrites.empty() ? nullptr : c.rewrites.front();
+    absl::StatusOr<dr::Action> modify = dr::Action::ModifyHeader(domain_->domain(), flags, words);
+    if (!modify.ok()) return Fail(modify.status(), origin);
+    list->Add(Own(*std::move(modify)), origin);
+  }
+  for (const PushVlan& p : c.pushes) TESTPMD_RETURN_IF_ERROR(AddPush(p, list));
+  if (c.mark != nullptr) TESTPMD_RETURN_IF_ERROR(AddMark(*c.mark, list));
+  if (with_count && c.count != nullptr) {
+    TESTPMD_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*c.count, &out_->counter));
+    list->Add(counter, c.count);
+  }
+  if (reformats.encap) TESTPMD_RETURN_IF_ERROR(AddReformat(*reformats.encap, flags, list));
+  return absl::OkStatus();
+}
+
+// The DR destination of fate action `fate`. With `single_tir`, an rss that needs a dispatch table is an
+// error (sampled copies take a TIR, not a table).
+absl::StatusOr<const dr::Action*> ActionLowering::Fate(const Action& fate, const std::string& label,
+                                                       bool single_tir) {
+  switch (fate.def->type) {
+    case ActionType::kDrop: {
+      absl::StatusOr<dr::Action> drop = dr::Action::Drop();
+      if (!drop.ok()) return Fail(drop.status(), &fate);
+      return Own(*std::move(drop));
+    }
+    case ActionType::kQueue: {
+      TESTPMD_RETURN_IF_ERROR(NeedIngress(fate));
+      absl::StatusOr<uint32_t> qp = ctx_.QueueNumber(port_, ActionParam(fate, "index"));
+      if (!qp.ok()) return Fail(qp.status(), &fate);
+      absl::StatusOr<dr::Action> dest = dr::Action::DestQp(domain_->function(), *qp);
+      if (!dest.ok()) return Fail(dest.status(), &fate);
+      return Own(*std::move(dest));
+    }
+    case ActionType::kRss:
+      return Rss(fate, label, single_tir);
+    case ActionType::kJump: {
+      const uint32_t group = ActionParam(fate, "group");
+      if (group > kMaxGroup) {
+        return ActionError(fate, StatusCode::kInvalidArgument,
+                           absl::StrFormat("group %d is above %d", group, kMaxGroup));
+      }
+      absl::StatusOr<std::shared_ptr<TableRes>> table = ctx_.objects.GroupTable(domain_, group);
+      if (!table.ok()) return Fail(table.status(), &fate);
+      out_->holds.push_back(*table);
+      absl::StatusOr<const dr::Action*> jump = (*table)->JumpAction();
+      if (!jump.ok()) return Fail(jump.status(), &fate);
+      return *jump;
+    }
+    default: {  // port_id, represented_port
+      if (type() != MLX5DV_DR_DOMAIN_TYPE_FDB) {
+        return ActionError(
+            fate, StatusCode::kInvalidArgument,
+            "sends to an eSwitch port: only transfer rules can (DR's dest_vport exists only in FDB "
+            "domains)");
+      }
+      const uint32_t port =
+          ActionParam(fate, fate.def->type == ActionType::kPortId ? "id" : "ethdev_port_id");
+      absl::StatusOr<uint16_t> vport = ctx_.VportOfPort(port);
+      if (!vport.ok()) return Fail(vport.status(), &fate);
+      absl::StatusOr<dr::Action> dest = dr::Action::DestVport(domain_->domain(), *vport);
+      if (!dest.ok()) return Fail(dest.status(), &fate);
+      return Own(*std::move(dest));
+    }
+  }
+}
+
+// A counter for `count`; its id goes to `id` when given.
+absl::StatusOr<const dr::Action*> ActionLowering::Counter(const Action& count, std::optional<uint32_t>* id) {
+  absl::StatusOr<uint32_t> base = ctx_.nic.AllocateCounters(1);
+  if (!base.ok()) return Fail(base.status(), &count);
+  sim::Nic& nic = ctx_.nic;
+  const uint32_t counter = *base;
+  absl::StatusOr<dr::Action> action = dr::Action::FlowCounter(domain_->function(), counter, 0);
+  if (!action.ok()) {
+    nic.FreeCounters(counter).IgnoreError();
+    return Fail(action.status(), &count);
+  }
+  if (id != nullptr) *id = counter;
+  return Own(*std::move(action), [&nic, counter] { nic.FreeCounters(counter).IgnoreError(); });
+}
+
+absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
+                                    const DrList& list, const std::string& label, SourcePos fallback) {
+  absl::StatusOr<std::unique_ptr<InstalledRule>> rule =
+      ctx_.objects.InsertRule(matcher, value, list.actions, label);
+  if (!rule.ok()) return Blame(rule.status(), list, fallback);
+  out_->rules.push_back(*std::move(rule));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<MatcherRes>> ActionLowering::MatcherIn(const std::shared_ptr<TableRes>& table,
+                                                                      uint16_t priority,
+                                                                      const hw::MatchParams& mask,
+                                                                      SourcePos pos) {
+  absl::StatusOr<std::shared_ptr<MatcherRes>> m = ctx_.objects.Matcher(table, priority, mask);
+  if (!m.ok())
+    return ErrorAt(pos, m.status().code(), absl::StrCat("DR rejects the pattern: ", m.status().message()));
+  return m;
+}
+
+absl::Status ActionLowering::NeedIngress(const Action& a) const {
+  if (type() == MLX5DV_DR_DOMAIN_TYPE_NIC_RX) return absl::OkStatus();
+  return ActionError(a, StatusCode::kInvalidArgument,
+                     "delivers to receive queues: only ingress (NIC_RX) rules can");
+}
+
+const dr::Action* ActionLowering::Own(dr::Action a, std::function<void()> release) {
+  out_->actions.push_back(std::make_unique<OwnedAction>(std::move(a), std::move(release)));
+  return out_->actions.back()->get();
+}
+
+absl::Status ActionLowering::Fail(const absl::Status& s, const Action* origin) const {
+  if (origin == nullptr) return s;
+  return ErrorAt(origin->pos, s.code(), absl::StrCat(origin->def->name, ": ", s.message()));
+}
+
+// The header bytes of a decap/encap action; tunnel decaps have none (nullopt) and count as large.
+absl::StatusOr<std::optional<std::vector<uint8_t>>> ActionLowering::ReformatBytes(const Action& a) {
+  switch (a.def->type) {
+    case ActionType::kVxlanEncap:
+      return std::optional<std::vector<uint8_t>>(TunnelEncapHeader(ctx_.vxlan));
+    case ActionType::kNvgreEncap:
+      return std::optional<std::vector<uint8_t>>(TunnelEncapHeader(ctx_.nvgre));
+    case ActionType::kRawEncap:
+    case ActionType::kRawDecap: {
+      const bool encap = a.def->type == ActionType::kRawEncap;
+      const uint32_t index = ActionParam(a, "index");
+      const std::map<uint32_t, std::vector<uint8_t>>& buffers = encap ? ctx_.raw_encap : ctx_.raw_decap;
+      auto it = buffers.find(index);
+      if (it == buffers.end() || it->second.empty()) {
+        return ActionError(a, StatusCode::kInvalidArgument,
+                           absl::StrFormat("buffer %d is empty: run `set %s %d ... / end_set` first", index,
+                                           encap ? "raw_encap" : "raw_decap", index));
+      }
+      return std::optional<std::vector<uint8_t>>(it->second);
+    }
+    default:
+      return std::optional<std::vector<uint8_t>>();
+  }
+}
+
+// mlx5's choice of reformat types from the decap and encap sizes (MLX5_ENCAPSULATION_DECISION_SIZE).
+absl::Status ActionLowering::PlanReformats(const Classified& c, Reformats* out) {
+  std::optional<std::vector<uint8_t>> decap, encap;
+  if (c.decap != nullptr) {
+    TESTPMD_ASSIGN_OR_RETURN(decap, ReformatBytes(*c.decap));
+  }
+  if (c.encap != nullptr) {
+    TESTPMD_ASSIGN_OR_RETURN(encap, ReformatBytes(*c.encap));
+  }
+  const bool big_decap = c.decap != nullptr && (!decap || decap->size() > kEncapDecisionSize);
+  const bool big_encap = c.encap != nullptr && encap->size() > kEncapDecisionSize;
+  if (c.decap != nullptr && c.encap != nullptr && big_decap != big_encap) {
+    if (big_decap) {  // tunnel off, new L2 header on: L3 decap
+      out->decap = Reformat{MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L3_TUNNEL_TO_L2, *encap, c.encap};
+    } else {  // L2 header off, tunnel on: L3 encap
+      out->encap = Reformat{MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TO_L3_TUNNEL, *encap, c.encap};
+    }
+    return absl::OkStatus();
+  }
+  if (c.decap != nullptr) {
+    if (!big_decap) {
+      return ActionError(
+          *c.decap, StatusCode::kInvalidArgument,
+          absl::StrFormat("a %d-byte decap removes an L2 header only: it needs a raw_encap of a tunnel "
+                          "(L3 encapsulation)",
+                          decap->size()));
+    }
+    out->decap = Reformat{MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TUNNEL_TO_L2, {}, c.decap};
+  }
+  if (c.encap != nullptr) {
+    if (!big_encap) {
+      return ActionError(
+          *c.encap, StatusCode::kInvalidArgument,
+          absl::StrFormat("a %d-byte encap is an L2 header only: it needs a raw_decap of a tunnel "
+                          "(L3 decapsulation)",
+                          encap->size()));
+    }
+    out->encap = Reformat{MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TO_L2_TUNNEL, *encap, c.encap};
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ActionLowering::AddReformat(const Reformat& r, uint32_t flags, DrList* list) {
+  absl::StatusOr<dr::Action> a = dr::Action::PacketReformat(domain_->domain(), flags, r.type, r.data);
+  if (!a.ok()) return Fail(a.status(), r.origin);
+  list->Add(Own(*std::move(a)), r.origin);
+  return absl::OkStatus();
+}
+
+absl::Status ActionLowering::AddPush(const PushVlan& p, DrList* list) {
+  const uint32_t tpid = ActionParam(*p.push, "ethertype");
+  if (tpid != 0x8100 && tpid != 0x88a8) {
+    return ActionError(*p.push, StatusCode::kInvalidArgument,
+                       absl::StrFormat("ethertype 0x%x: DR pushes 0x8100 or 0x88a8 tags", tpid));
+  }
+  // The VID and PCP: of_set_vlan_vid/pcp after the push, else the pattern's vlan item, else 0.
+  const uint32_t vid = p.vid != nullptr ? ActionParam(*p.vid, "vlan_vid") : info_.vlan_vid.value_or(0);
+  const uint32_t pcp = p.pcp != nullptr ? ActionParam(*p.pcp, "vlan_pcp") : info_.vlan_pcp.value_or(0);
+  if (vid > 0xfff) return ActionError(*p.vid, StatusCode::kInvalidArgument, "vlan_vid must be 0..4095");
+  if (pcp > 7) return ActionError(*p.pcp, StatusCode::kInvalidArgument, "vlan_pcp must be 0..7");
+  absl::StatusOr<dr::Action> a = dr::Action::PushVlan(domain_->domain(), htonl(tpid << 16 | pcp << 13 | vid));
+  if (!a.ok()) return Fail(a.status(), p.push);
+  list->Add(Own(*std::move(a)), p.push);
+  return absl::OkStatus();
+}
+
+absl::Status ActionLowering::AddMark(const Action& mark, DrList* list) {
+  if (type() != MLX5DV_DR_DOMAIN_TYPE_NIC_RX) {
+    return ActionError(mark, StatusCode::kInvalidArgument,
+                       "DR's tag action exists only in ingress (NIC_RX) rules");
+  }
+  uint32_t tag = kFlagMark;
+  if (mark.def->type == ActionType::kMark) {
+    tag = ActionParam(mark, "id");
+    if (tag > kMaxMark) {
+      return ActionError(
+          mark, StatusCode::kInvalidArgument,
+          absl::StrFormat("id 0x%x is above 0x%x (mlx5 reserves the last 16 of the 24 bits)", tag, kMaxMark));
+    }
+  }
+  absl::StatusOr<dr::Action> a = dr::Action::Tag(tag);
+  if (!a.ok()) return Fail(a.status(), &mark);
+  list->Add(Own(*std::move(a)), &mark);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const dr::Action*> ActionLowering::Tir(uint64_t hash_fields, const RssPlan& plan,
+                                                      const Action& rss) {
+  std::vector<uint32_t> qps;
+  for (uint16_t q : plan.queues) {
+    absl::StatusOr<uint32_t> qp = ctx_.QueueNumber(port_, q);
+    if (!qp.ok()) return Fail(qp.status(), &rss);
+    qps.push_back(*qp);
+  }
+  sim::Function& fn = domain_->function();
+  absl::StatusOr<uint32_t> tir = fn.CreateTir(std::move(qps), hash_fields, plan.key, plan.symmetry);
+  if (!tir.ok()) return Fail(tir.status(), &rss);
+  const uint32_t number = *tir;
+  absl::StatusOr<dr::Action> dest = dr::Action::DestTir(fn, number);
+  if (!dest.ok()) {
+    fn.DestroyTir(number).IgnoreError();
+    return Fail(dest.status(), &rss);
+  }
+  return Own(*std::move(dest), [&fn, number] { fn.DestroyTir(number).IgnoreError(); });
+}
+
+absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const std::string& label,
+                                                      bool single_tir) {
+  TESTPMD_RETURN_IF_ERROR(NeedIngress(rss));
+  absl::StatusOr<RssPlan> plan = PlanRss(rss, info_.outer, ctx_.options.rx_queues);
+  if (!plan.ok()) return plan.status();
+  if (plan->cases.size() == 1) return Tir(plan->cases.front().hash_fields, *plan, rss);
+  if (single_tir) {
+    return ActionError(
+        rss, StatusCode::kUnimplemented,
+        "these types need one TIR per packet kind (a dispatch table), which a sampled copy cannot "
+        "take: pin the L3/L4 in the pattern or narrow the types");
+  }
+  // A dispatch table: most specific matchers first, one TIR per hash-field set.
+  absl::StatusOr<std::shared_ptr<TableRes>> table = ctx_.objects.HiddenTable(domain_, false);
+  if (!table.ok()) return Fail(table.status(), &rss);
+  out_->holds.push_back(*table);
+  std::map<uint64_t, const dr::Action*> tirs;
+  for (const RssCase& c : plan->cases) {
+    if (!tirs.count(c.hash_fields)) {
+      TESTPMD_ASSIGN_OR_RETURN(tirs[c.hash_fields], Tir(c.hash_fields, *plan, rss));
+    }
+    hw::MatchBuilder mask, value;
+    uint16_t priority = 2;
+    if (c.l3) {
+      const uint32_t version = *c.l3 == L3::kIpv4 ? 4 : 6;  // rdma-core: the mask holds the version too
+      mask.IpVersion(hw::kOuter, version);
+      value.IpVersion(hw::kOuter, version);
+      priority = 1;
+    }
+    if (c.l4) {
+      mask.IpProtocol(hw::kOuter, 0xff);
+      value.IpProtocol(hw::kOuter, *c.l4 == L4::kTcp ? 6 : 17);
+      priority = 0;
+    }
+    TESTPMD_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> m,
+                             MatcherIn(*table, priority, *mask.Build(), rss.pos));
+    DrList list;
+    list.Add(tirs[c.hash_fields], &rss);
+    TESTPMD_RETURN_IF_ERROR(Insert(m, *value.Build(), list, absl::StrCat(label, " rss dispatch"), rss.pos));
+  }
+  absl::StatusOr<const dr::Action*> jump = (*table)->JumpAction();
+  if (!jump.ok()) return Fail(jump.status(), &rss);
+  return *jump;
+}
+
+}  // namespace drsim::testpmd

@@ -1,0 +1,158 @@
+// Internal to the engine: the pieces a flow's actions are lowered with — the actions sorted by role, and
+// ActionLowering, which makes the DR actions of one rule in DR's canonical order and inserts rules.
+//
+// rte_flow actions are a set; DR checks an ordered list against a per-domain state machine. A rule's DR
+// actions are emitted in one order the state machine accepts in every domain — decapsulation, VLAN pops,
+// one modify-header (every rewrite merged, as mlx5 merges them), VLAN pushes, tag, counter,
+// encapsulation, then the destination — and DR checks the rest; its errors naming "action[N]" are tied back
+// to the testpmd action behind entry N.
+//
+//   drop -> drop; queue -> dest QP; rss -> dest TIR, or a jump into an engine table dispatching by
+//   ip_version/ip_protocol to one TIR per hash-field set (rss.h); jump -> dest_table; port_id /
+//   represented_port -> dest_vport; mark/flag -> tag; count -> a flow counter; vxlan/nvgre/raw
+//   encap/decap -> packet reformats (the raw sizes choose L2 or L3 types as mlx5 does); of_push/pop_vlan ->
+//   push/pop VLAN; rewrites -> one modify header (modify.h).
+//
+// Not thread-safe.
+#ifndef DRSIM_TESTPMD_ACTION_LOWERING_H_
+#define DRSIM_TESTPMD_ACTION_LOWERING_H_
+
+#include <infiniband/mlx5dv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "dr/dr.h"
+#include "hw/match_params.h"
+#include "testpmd/ast.h"
+#include "testpmd/context.h"
+#include "testpmd/pattern.h"
+#include "testpmd/rss.h"
+
+namespace drsim::testpmd {
+
+// An error at action `a`, its message prefixed with the action's name.
+absl::Status ActionError(const Action& a, absl::StatusCode code, absl::string_view message);
+
+// The number given for parameter `name` of `a`, or `fallback`.
+uint32_t ActionParam(const Action& a, absl::string_view name, uint32_t fallback = 0);
+
+// A DR action list under construction, with the testpmd action each entry came from (nullptr: the
+// engine's own, like a meter's flow-id tag).
+struct DrList {
+  std::vector<const dr::Action*> actions;
+  std::vector<const Action*> origins;
+  void Add(const dr::Action* a, const Action* origin) {
+    actions.push_back(a);
+    origins.push_back(origin);
+  }
+};
+
+struct PushVlan {
+  const Action* push = nullptr;
+  const Action* vid = nullptr;  // of_set_vlan_vid after the push: the pushed tag's VID
+  const Action* pcp = nullptr;
+};
+
+// The actions of a list, by role.
+struct Classified {
+  const Action* fate = nullptr;  // drop, queue, rss, jump, port_id, represented_port
+  const Action* meter = nullptr;
+  const Action* sample = nullptr;
+  const Action* mark = nullptr;  // mark or flag
+  const Action* count = nullptr;
+  const Action* decap = nullptr;  // vxlan_decap, nvgre_decap, raw_decap
+  const Action* encap = nullptr;  // vxlan_encap, nvgre_encap, raw_encap
+  std::vector<PushVlan> pushes;
+  std::vector<const Action*> pops;
+  std::vector<const Action*> rewrites;  // modify-header actions
+  const Action* last = nullptr;         // the last action that is not void
+};
+
+// Sorts `actions` by role. InvalidArgument (at the action) for a second fate, meter, sample, mark/flag,
+// count, decap or encap, or a third VLAN push/pop, as mlx5 rejects them; Unimplemented for meter with sample.
+absl::StatusOr<Classified> Classify(absl::Span<const Action> actions);
+
+// Makes the DR actions and rules of one flow (or meter policy) in one domain; everything goes to `out`.
+class ActionLowering {
+ public:
+  ActionLowering(EngineContext& ctx, std::shared_ptr<DomainRes> domain, uint16_t port,
+                 const PatternInfo& info, FlowObjects* out)
+      : ctx_(ctx), domain_(std::move(domain)), port_(port), info_(info), out_(out) {}
+
+  mlx5dv_dr_domain_type type() const { return domain_->type(); }
+
+  // Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, counter (when `with_count`)
+  // and encap to `list`, for a rule in a root table when `root`.
+  absl::Status AddModifiers(const Classified& c, bool with_count, bool root,
+                            absl::Span<const uint64_t> extra_words, DrList* list);
+
+  // The DR destination of fate action `fate`. With `single_tir`, an rss that needs a dispatch table is an
+  // error (sampled copies take a TIR, not a table).
+  absl::StatusOr<const dr::Action*> Fate(const Action& fate, const std::string& label, bool single_tir);
+
+  // A counter for `count`; its id goes to `id` when given.
+  absl::StatusOr<const dr::Action*> Counter(const Action& count, std::optional<uint32_t>* id);
+
+  // Inserts a rule of `list`'s actions; a DR error naming an action index points at its testpmd action,
+  // others at `fallback`.
+  absl::Status Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
+                      const DrList& list, const std::string& label, SourcePos fallback);
+
+  // The shared matcher of `table`, `priority` and `mask`; DR's mask errors point at `pos`.
+  absl::StatusOr<std::shared_ptr<MatcherRes>> MatcherIn(const std::shared_ptr<TableRes>& table,
+                                                        uint16_t priority, const hw::MatchParams& mask,
+                                                        SourcePos pos);
+
+  // An error at `a` unless the rule is in a NIC_RX domain.
+  absl::Status NeedIngress(const Action& a) const;
+
+  // Keeps `a` with the flow (`release` runs after it is destroyed); returns it.
+  const dr::Action* Own(dr::Action a, std::function<void()> release = {});
+
+  // `s` at `origin` (when given), prefixed with its name.
+  absl::Status Fail(const absl::Status& s, const Action* origin) const;
+
+ private:
+  struct Reformat {
+    mlx5dv_flow_action_packet_reformat_type type;
+    std::vector<uint8_t> data;
+    const Action* origin;
+  };
+  struct Reformats {
+    std::optional<Reformat> decap, encap;  // at the decap and at the encap position
+  };
+
+  // The header bytes of a decap/encap action; tunnel decaps have none (nullopt) and count as large.
+  absl::StatusOr<std::optional<std::vector<uint8_t>>> ReformatBytes(const Action& a);
+
+  // mlx5's choice of reformat types from the decap and encap sizes (MLX5_ENCAPSULATION_DECISION_SIZE).
+  absl::Status PlanReformats(const Classified& c, Reformats* out);
+
+  absl::Status AddReformat(const Reformat& r, uint32_t flags, DrList* list);
+
+  absl::Status AddPush(const PushVlan& p, DrList* list);
+
+  absl::Status AddMark(const Action& mark, DrList* list);
+
+  absl::StatusOr<const dr::Action*> Tir(uint64_t hash_fields, const RssPlan& plan, const Action& rss);
+
+  absl::StatusOr<const dr::Action*> Rss(const Action& rss, const std::string& label, bool single_tir);
+
+  EngineContext& ctx_;
+  std::shared_ptr<DomainRes> domain_;
+  uint16_t port_;
+  const PatternInfo& info_;
+  FlowObjects* out_;
+};
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_ACTION_LOWERING_H_

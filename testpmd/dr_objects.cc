@@ -1,0 +1,147 @@
+#include "testpmd/dr_objects.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace drsim::testpmd {
+
+DomainRes::DomainRes(sim::Function& function, dr::Domain domain, DrObjects* objects)
+    : function_(function), domain_(std::move(domain)), objects_(objects) {
+  ++objects_->counts_.domains;
+}
+DomainRes::~DomainRes() { --objects_->counts_.domains; }
+
+TableRes::TableRes(std::shared_ptr<DomainRes> domain, dr::Table table, DrObjects* objects)
+    : domain_(std::move(domain)), table_(std::move(table)), objects_(objects) {
+  ++objects_->counts_.tables;
+}
+
+TableRes::~TableRes() {
+  if (default_jump_) {
+    objects_->labels_.erase(default_jump_->rule.id());
+    default_jump_.reset();
+    --objects_->counts_.rules;
+    --objects_->counts_.matchers;
+    --objects_->counts_.tables;
+  }
+  --objects_->counts_.tables;
+}
+
+absl::StatusOr<const dr::Action*> TableRes::JumpAction() {
+  if (!jump_.valid()) {
+    absl::StatusOr<dr::Action> jump = dr::Action::DestTable(table_);
+    if (!jump.ok()) return jump.status();
+    jump_ = *std::move(jump);
+  }
+  return &jump_;
+}
+
+absl::StatusOr<uint32_t> TableRes::AddDefaultJump() {
+  absl::StatusOr<const dr::Action*> jump = JumpAction();
+  if (!jump.ok()) return jump.status();
+  auto d = std::make_unique<DefaultJump>();
+  absl::StatusOr<dr::Table> root = dr::Table::Create(domain_->domain(), 0);
+  if (!root.ok()) return root.status();
+  d->root = *std::move(root);
+  absl::StatusOr<dr::Matcher> all = dr::Matcher::Create(d->root, 0, 0, nullptr);
+  if (!all.ok()) return all.status();
+  d->all = *std::move(all);
+  absl::StatusOr<dr::Rule> rule = dr::Rule::Create(d->all, hw::MatchParams(), {*jump});
+  if (!rule.ok()) return rule.status();
+  d->rule = *std::move(rule);
+  default_jump_ = std::move(d);
+  ++objects_->counts_.tables;
+  ++objects_->counts_.matchers;
+  ++objects_->counts_.rules;
+  return default_jump_->rule.id();
+}
+
+MatcherRes::MatcherRes(std::shared_ptr<TableRes> table, dr::Matcher matcher, DrObjects* objects)
+    : table_(std::move(table)), matcher_(std::move(matcher)), objects_(objects) {
+  ++objects_->counts_.matchers;
+}
+MatcherRes::~MatcherRes() { --objects_->counts_.matchers; }
+
+InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, DrObjects* objects)
+    : matcher_(std::move(matcher)), rule_(std::move(rule)), objects_(objects) {
+  ++objects_->counts_.rules;
+}
+
+InstalledRule::~InstalledRule() {
+  objects_->labels_.erase(rule_.id());
+  --objects_->counts_.rules;
+}
+
+DrObjects::DrObjects(sim::Nic& nic, bool fdb_default_rule) : nic_(nic), fdb_default_rule_(fdb_default_rule) {}
+
+absl::StatusOr<std::shared_ptr<DomainRes>> DrObjects::Domain(mlx5dv_dr_domain_type type, uint16_t vport) {
+  if (type == MLX5DV_DR_DOMAIN_TYPE_FDB) vport = 0;
+  std::weak_ptr<DomainRes>& slot = domains_[{static_cast<int>(type), vport}];
+  if (std::shared_ptr<DomainRes> d = slot.lock()) return d;
+  sim::Function* fn = nic_.function(vport);
+  if (fn == nullptr) return absl::NotFoundError(absl::StrFormat("no function with vport %d", vport));
+  absl::StatusOr<dr::Domain> domain = dr::Domain::Create(*fn, type);
+  if (!domain.ok()) return domain.status();
+  auto d = std::make_shared<DomainRes>(*fn, *std::move(domain), this);
+  slot = d;
+  return d;
+}
+
+uint32_t DrObjects::GroupLevel(mlx5dv_dr_domain_type type, uint32_t group) const {
+  return type == MLX5DV_DR_DOMAIN_TYPE_FDB && fdb_default_rule_ ? group + 1 : group;
+}
+
+absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::GroupTable(const std::shared_ptr<DomainRes>& domain,
+                                                                uint32_t group) {
+  const uint32_t level = GroupLevel(domain->type(), group);
+  std::weak_ptr<TableRes>& slot = tables_[{domain.get(), level}];
+  if (std::shared_ptr<TableRes> t = slot.lock()) return t;
+  absl::StatusOr<dr::Table> table = dr::Table::Create(domain->domain(), level);
+  if (!table.ok()) return table.status();
+  auto t = std::make_shared<TableRes>(domain, *std::move(table), this);
+  if (domain->type() == MLX5DV_DR_DOMAIN_TYPE_FDB && fdb_default_rule_ && group == 0) {
+    absl::StatusOr<uint32_t> rule = t->AddDefaultJump();
+    if (!rule.ok()) return rule.status();
+    labels_[*rule] = "fdb_def_rule (root -> group 0)";
+  }
+  slot = t;
+  return t;
+}
+
+absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::HiddenTable(const std::shared_ptr<DomainRes>& domain,
+                                                                 bool meter_policy) {
+  uint32_t& next = meter_policy ? next_meter_level_ : next_hidden_level_;
+  absl::StatusOr<dr::Table> table = dr::Table::Create(domain->domain(), next++);
+  if (!table.ok()) return table.status();
+  return std::make_shared<TableRes>(domain, *std::move(table), this);
+}
+
+absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared_ptr<TableRes>& table,
+                                                               uint16_t priority,
+                                                               const hw::MatchParams& mask) {
+  const std::string key(reinterpret_cast<const char*>(mask.bytes()), hw::kMatchParamBytes);
+  std::weak_ptr<MatcherRes>& slot = matchers_[{table.get(), priority, key}];
+  if (std::shared_ptr<MatcherRes> m = slot.lock()) return m;
+  absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table->table(), priority, mask);
+  if (!matcher.ok()) return matcher.status();
+  auto m = std::make_shared<MatcherRes>(table, *std::move(matcher), this);
+  slot = m;
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<InstalledRule>> DrObjects::InsertRule(
+    const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
+    absl::Span<const dr::Action* const> actions, std::string label) {
+  absl::StatusOr<dr::Rule> rule = dr::Rule::Create(matcher->matcher(), value, actions);
+  if (!rule.ok()) return rule.status();
+  labels_[rule->id()] = std::move(label);
+  return std::make_unique<InstalledRule>(matcher, *std::move(rule), this);
+}
+
+std::string DrObjects::RuleLabel(uint32_t rule_id) const {
+  auto it = labels_.find(rule_id);
+  return it == labels_.end() ? "" : it->second;
+}
+
+}  // namespace drsim::testpmd

@@ -1,0 +1,174 @@
+// Internal to the engine: the DR objects flows share, owned through shared_ptr so that an object lives as
+// long as a flow (or a meter) uses it and is destroyed in the right order by construction.
+//
+//   DomainRes   a dr::Domain of one function (NIC_RX/NIC_TX of a port, or the PF's FDB)
+//   TableRes    a dr::Table; holds its domain, the dest_table action into it (made on first jump, shared)
+//               and, for the FDB table of user group 0 when mlx5's fdb_def_rule is on, the root table with
+//               the always-hit rule jumping to it
+//   MatcherRes  a dr::Matcher; holds its table. Rules of one (domain, table, priority, mask) share one
+//   InstalledRule  a dr::Rule; holds its matcher and labels the rule for traces (DrObjects::RuleLabel)
+//
+// Members are declared so that destruction goes rule -> matcher -> (jump action) -> table -> domain. The
+// caches keep weak references: an object nobody holds is gone, and the next request makes a new one.
+//
+// Levels: a user group maps to the level of the same number (plus one in the FDB under fdb_def_rule);
+// tables the engine adds for itself (RSS dispatch, sample suffixes, meter policies) take levels from
+// kHiddenLevelBase up, meter policy tables from kMeterLevelBase up so that a meter's next table is always
+// above the rule using it (DR requires it).
+//
+// Not thread-safe: the engine serialises its calls.
+#ifndef DRSIM_TESTPMD_DR_OBJECTS_H_
+#define DRSIM_TESTPMD_DR_OBJECTS_H_
+
+#include <infiniband/mlx5dv.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "dr/dr.h"
+#include "hw/match_params.h"
+#include "sim/nic.h"
+
+namespace drsim::testpmd {
+
+inline constexpr uint32_t kMaxGroup = 0x0ffffffe;
+inline constexpr uint32_t kHiddenLevelBase = 0x10000000;
+inline constexpr uint32_t kMeterLevelBase = 0x70000000;
+
+// Live DR objects the engine made, for tests and tools.
+struct ObjectCounts {
+  int domains = 0;
+  int tables = 0;
+  int matchers = 0;
+  int rules = 0;
+};
+
+class DrObjects;
+
+class DomainRes {
+ public:
+  DomainRes(sim::Function& function, dr::Domain domain, DrObjects* objects);
+  ~DomainRes();
+  DomainRes(const DomainRes&) = delete;
+  DomainRes& operator=(const DomainRes&) = delete;
+
+  sim::Function& function() const { return function_; }
+  const dr::Domain& domain() const { return domain_; }
+  mlx5dv_dr_domain_type type() const { return domain_.type(); }
+
+ private:
+  sim::Function& function_;
+  dr::Domain domain_;
+  DrObjects* objects_;
+};
+
+class TableRes {
+ public:
+  TableRes(std::shared_ptr<DomainRes> domain, dr::Table table, DrObjects* objects);
+  ~TableRes();
+  TableRes(const TableRes&) = delete;
+  TableRes& operator=(const TableRes&) = delete;
+
+  const dr::Table& table() const { return table_; }
+  bool root() const { return table_.level() == 0; }
+  // The dest_table action into this table, made on first use.
+  absl::StatusOr<const dr::Action*> JumpAction();
+  // Makes the FDB root table whose one rule sends everything here (mlx5's fdb_def_rule); returns the rule's
+  // id.
+  absl::StatusOr<uint32_t> AddDefaultJump();
+
+ private:
+  struct DefaultJump {
+    dr::Table root;
+    dr::Matcher all;
+    dr::Rule rule;
+  };
+  std::shared_ptr<DomainRes> domain_;
+  dr::Table table_;
+  dr::Action jump_;
+  std::unique_ptr<DefaultJump> default_jump_;
+  DrObjects* objects_;
+};
+
+class MatcherRes {
+ public:
+  MatcherRes(std::shared_ptr<TableRes> table, dr::Matcher matcher, DrObjects* objects);
+  ~MatcherRes();
+  MatcherRes(const MatcherRes&) = delete;
+  MatcherRes& operator=(const MatcherRes&) = delete;
+
+  const dr::Matcher& matcher() const { return matcher_; }
+
+ private:
+  std::shared_ptr<TableRes> table_;
+  dr::Matcher matcher_;
+  DrObjects* objects_;
+};
+
+class InstalledRule {
+ public:
+  InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, DrObjects* objects);
+  ~InstalledRule();
+  InstalledRule(const InstalledRule&) = delete;
+  InstalledRule& operator=(const InstalledRule&) = delete;
+
+ private:
+  std::shared_ptr<MatcherRes> matcher_;
+  dr::Rule rule_;
+  DrObjects* objects_;
+};
+
+class DrObjects {
+ public:
+  DrObjects(sim::Nic& nic, bool fdb_default_rule);
+  DrObjects(const DrObjects&) = delete;
+  DrObjects& operator=(const DrObjects&) = delete;
+
+  // The domain of `type` on function `vport` (FDB: the PF).
+  absl::StatusOr<std::shared_ptr<DomainRes>> Domain(mlx5dv_dr_domain_type type, uint16_t vport);
+  // The level of user group `group` in a domain of `type`.
+  uint32_t GroupLevel(mlx5dv_dr_domain_type type, uint32_t group) const;
+  // The table of user group `group`.
+  absl::StatusOr<std::shared_ptr<TableRes>> GroupTable(const std::shared_ptr<DomainRes>& domain,
+                                                       uint32_t group);
+  // A new table of the engine's own, above every user level (meter policies above the others).
+  absl::StatusOr<std::shared_ptr<TableRes>> HiddenTable(const std::shared_ptr<DomainRes>& domain,
+                                                        bool meter_policy);
+  // The matcher of `priority` and `mask` in `table`, shared with every rule asking for the same.
+  absl::StatusOr<std::shared_ptr<MatcherRes>> Matcher(const std::shared_ptr<TableRes>& table,
+                                                      uint16_t priority, const hw::MatchParams& mask);
+  // Inserts a rule and labels it (e.g. "port 0 flow 3").
+  absl::StatusOr<std::unique_ptr<InstalledRule>> InsertRule(const std::shared_ptr<MatcherRes>& matcher,
+                                                            const hw::MatchParams& value,
+                                                            absl::Span<const dr::Action* const> actions,
+                                                            std::string label);
+
+  // The label of DR rule `rule_id`, or "" for a rule the engine did not make.
+  std::string RuleLabel(uint32_t rule_id) const;
+  const ObjectCounts& counts() const { return counts_; }
+
+ private:
+  friend class DomainRes;
+  friend class TableRes;
+  friend class MatcherRes;
+  friend class InstalledRule;
+
+  sim::Nic& nic_;
+  bool fdb_default_rule_;
+  uint32_t next_hidden_level_ = kHiddenLevelBase;
+  uint32_t next_meter_level_ = kMeterLevelBase;
+  ObjectCounts counts_;
+  std::map<std::pair<int, uint16_t>, std::weak_ptr<DomainRes>> domains_;
+  std::map<std::pair<const DomainRes*, uint32_t>, std::weak_ptr<TableRes>> tables_;
+  std::map<std::tuple<const TableRes*, uint16_t, std::string>, std::weak_ptr<MatcherRes>> matchers_;
+  std::map<uint32_t, std::string> labels_;
+};
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_DR_OBJECTS_H_

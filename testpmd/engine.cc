@@ -1,0 +1,295 @@
+#include "testpmd/engine.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "testpmd/context.h"
+#include "testpmd/encap.h"
+#include "testpmd/lowering.h"
+#include "testpmd/pattern.h"
+#include "testpmd/status_macros.h"
+
+namespace drsim::testpmd {
+namespace {
+
+using absl::StatusCode;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint32_t id) {
+  if (absl::Status s = ctx.CheckPort(rule.port); !s.ok()) return WithPos(s, rule.port_pos);
+  const FlowAttr& attr = rule.attr;
+  if (!attr.ingress && !attr.egress && !attr.transfer) {
+    return ErrorAt(rule.pattern_pos, StatusCode::kInvalidArgument,
+                   "expected ingress, egress or transfer before 'pattern': a rule needs a direction");
+  }
+  if (attr.ingress && attr.egress && !attr.transfer) {
+    return ErrorAt(rule.pattern_pos, StatusCode::kInvalidArgument,
+                   "a rule is ingress or egress, not both (DR domains are NIC_RX or NIC_TX)");
+  }
+  if (attr.priority > 0xffff) {
+    return ErrorAt(
+        attr.priority_pos, StatusCode::kInvalidArgument,
+        absl::StrFormat("priority %d is above 65535 (a DR matcher priority is 16 bits)", attr.priority));
+  }
+  if (attr.group > kMaxGroup) {
+    return ErrorAt(
+        attr.group_pos, StatusCode::kInvalidArgument,
+        absl::StrFormat("group %d is above %d (higher levels are the engine's own)", attr.group, kMaxGroup));
+  }
+  const mlx5dv_dr_domain_type type = attr.transfer  ? MLX5DV_DR_DOMAIN_TYPE_FDB
+                                     : attr.ingress ? MLX5DV_DR_DOMAIN_TYPE_NIC_RX
+                                                    : MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
+  RuleTarget target;
+  target.port = rule.port;
+  target.priority = static_cast<uint16_t>(attr.priority);
+  target.label = absl::StrFormat("port %d flow %d", rule.port, id);
+  target.pattern_pos = rule.pattern_pos;
+  target.actions_pos = rule.actions_pos;
+  absl::StatusOr<std::shared_ptr<DomainRes>> domain = ctx.objects.Domain(type, rule.port);
+  if (!domain.ok()) return WithPos(domain.status(), rule.pattern_pos);
+  target.domain = *domain;
+  absl::StatusOr<std::shared_ptr<TableRes>> table = ctx.objects.GroupTable(target.domain, attr.group);
+  if (!table.ok()) return WithPos(table.status(), attr.group_pos.known() ? attr.group_pos : rule.pattern_pos);
+  target.table = *table;
+
+  PatternContext pattern_ctx;
+  pattern_ctx.domain = type;
+  pattern_ctx.vport_of_port = [&ctx](uint32_t port) { return ctx.VportOfPort(port); };
+  TESTPMD_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
+
+  auto flow = std::make_unique<Flow>();
+  flow->objects.holds.push_back(target.table);
+  TESTPMD_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));
+  FlowInfo& info = flow->info;
+  info.id = id;
+  info.group = attr.group;
+  info.priority = attr.priority;
+  info.ingress = attr.ingress;
+  info.egress = attr.egress;
+  info.transfer = attr.transfer;
+  for (const Item& item : rule.pattern) {
+    if (item.def->type != ItemType::kVoid) info.items.emplace_back(item.def->list_name);
+  }
+  for (const Action& action : rule.actions) {
+    if (action.def->type != ActionType::kVoid) info.actions.emplace_back(action.def->list_name);
+  }
+  return flow;
+}
+
+}  // namespace
+
+FlowEngine::FlowEngine(sim::Nic& nic, EngineOptions options)
+    : nic_(nic), options_(options), context_(std::make_unique<EngineContext>(nic, options)) {}
+
+FlowEngine::~FlowEngine() = default;
+
+int FlowEngine::num_ports() const { return context_->num_ports(); }
+uint16_t FlowEngine::uplink_port() const { return context_->uplink_port(); }
+
+absl::Status FlowEngine::ValidateFlow(const FlowRule& rule) {
+  absl::StatusOr<std::unique_ptr<Flow>> flow = BuildFlow(*context_, rule, 0);
+  return flow.status();  // the flow, if built, is torn down here
+}
+
+absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
+  std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
+  // testpmd: the newest flow's id + 1 (ids only grow while flows exist).
+  const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
+  TESTPMD_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
+  flows[id] = std::move(flow);
+  history_.push_back(Command{rule.port_pos, FlowCreateCmd{rule}});
+  return id;
+}
+
+std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uint32_t> ids) {
+  const std::set<uint32_t> wanted(ids.begin(), ids.end());
+  std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
+  std::vector<uint32_t> destroyed;
+  for (auto it = flows.rbegin(); it != flows.rend();) {
+    if (!wanted.count(it->first)) {
+      ++it;
+      continue;
+    }
+    destroyed.push_back(it->first);
+    it = std::make_reverse_iterator(flows.erase(std::next(it).base()));
+  }
+  return destroyed;
+}
+
+absl::StatusOr<std::vector<uint32_t>> FlowEngine::DestroyFlows(uint16_t port,
+                                                               absl::Span<const uint32_t> ids) {
+  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  history_.push_back(
+      Command{SourcePos{}, FlowDestroyCmd{port, std::vector<uint32_t>(ids.begin(), ids.end())}});
+  return EraseFlows(port, ids);
+}
+
+absl::StatusOr<std::vector<uint32_t>> FlowEngine::FlushFlows(uint16_t port) {
+  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  std::vector<uint32_t> ids;
+  for (const auto& [id, flow] : context_->flows[port]) ids.push_back(id);
+  history_.push_back(Command{SourcePos{}, FlowFlushCmd{port}});
+  return EraseFlows(port, ids);
+}
+
+absl::StatusOr<std::vector<FlowInfo>> FlowEngine::ListFlows(uint16_t port,
+                                                            absl::Span<const uint32_t> groups) const {
+  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  std::vector<FlowInfo> out;
+  auto it = context_->flows.find(port);
+  if (it == context_->flows.end()) return out;
+  for (const auto& [id, flow] : it->second) {
+    if (groups.empty() || std::find(groups.begin(), groups.end(), flow->info.group) != groups.end()) {
+      out.push_back(flow->info);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const FlowInfo& a, const FlowInfo& b) {
+    return std::tie(a.group, a.priority, a.id) < std::tie(b.group, b.priority, b.id);
+  });
+  return out;
+}
+
+absl::StatusOr<CountResult> FlowEngine::QueryCount(uint16_t port, uint32_t flow_id) const {
+  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  auto flows = context_->flows.find(port);
+  if (flows == context_->flows.end() || !flows->second.count(flow_id)) {
+    return absl::NotFoundError(absl::StrFormat("Flow rule #%d not found", flow_id));
+  }
+  const Flow& flow = *flows->second.at(flow_id);
+  if (!flow.objects.counter) {
+    return absl::InvalidArgumentError(absl::StrFormat("flow rule #%d has no count action to query", flow_id));
+  }
+  CountResult r;
+  TESTPMD_RETURN_IF_ERROR(nic_.QueryCounter(*flow.objects.counter, &r.hits, &r.bytes));
+  return r;
+}
+
+absl::StatusOr<uint32_t> FlowEngine::QueueNumber(uint16_t port, uint16_t index) {
+  return context_->QueueNumber(port, index);
+}
+
+std::optional<QueueRef> FlowEngine::QueueOf(uint32_t qp_num) const {
+  for (const auto& [port, qps] : context_->queues()) {
+    for (size_t i = 0; i < qps.size(); ++i) {
+      if (qps[i] == qp_num) return QueueRef{port, static_cast<uint16_t>(i)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string FlowEngine::DescribeRule(uint32_t rule_id) const { return context_->objects.RuleLabel(rule_id); }
+
+EngineCounts FlowEngine::counts() const {
+  const ObjectCounts& c = context_->objects.counts();
+  EngineCounts out{c.domains, c.tables, c.matchers, c.rules, 0};
+  for (const auto& [port, flows] : context_->flows) out.flows += static_cast<int>(flows.size());
+  return out;
+}
+
+std::string FlowEngine::FormatFlowList(const std::vector<FlowInfo>& flows) {
+  if (flows.empty()) return "";
+  std::string out = "ID\tGroup\tPrio\tAttr\tRule\n";
+  for (const FlowInfo& f : flows) {
+    absl::StrAppendFormat(&out, "%d\t%d\t%d\t%c%c%c\t", f.id, f.group, f.priority, f.ingress ? 'i' : '-',
+                          f.egress ? 'e' : '-', f.transfer ? 't' : '-');
+    for (const std::string& item : f.items) absl::StrAppend(&out, item, " ");
+    absl::StrAppend(&out, "=>");
+    for (const std::string& action : f.actions) absl::StrAppend(&out, " ", action);
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+std::string FlowEngine::FormatCount(const CountResult& count) {
+  return absl::StrFormat("COUNT:\n hits_set: %d\n bytes_set: %d\n hits: %d\n bytes: %d\n",
+                         count.hits_set ? 1 : 0, count.bytes_set ? 1 : 0, count.hits, count.bytes);
+}
+
+absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
+  CommandResult result;
+  const Overloaded run{
+      [&](const FlowValidateCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(ValidateFlow(c.rule));
+        result.text = "Flow rule validated\n";
+        return absl::OkStatus();
+      },
+      [&](const FlowCreateCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
+        result.flow_id = id;
+        result.text = absl::StrFormat("Flow rule #%d created\n", id);
+        return absl::OkStatus();
+      },
+      [&](const FlowDestroyCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(result.destroyed, DestroyFlows(c.port, c.rule_ids));
+        for (uint32_t id : result.destroyed)
+          absl::StrAppendFormat(&result.text, "Flow rule #%d destroyed\n", id);
+        return absl::OkStatus();
+      },
+      [&](const FlowFlushCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(result.destroyed, FlushFlows(c.port));
+        return absl::OkStatus();
+      },
+      [&](const FlowListCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(result.flows, ListFlows(c.port, c.groups));
+        result.text = FormatFlowList(result.flows);
+        return absl::OkStatus();
+      },
+      [&](const FlowQueryCmd& c) {
+        absl::StatusOr<CountResult> count = QueryCount(c.port, c.rule_id);
+        if (!count.ok()) return WithPos(count.status(), c.action_pos);
+        result.count = *count;
+        result.text = FormatCount(*count);
+        return absl::OkStatus();
+      },
+      [&](const SetRawCmd& c) {
+        TESTPMD_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, RawHeaderBytes(c.items));
+        (c.decap ? context_->raw_decap : context_->raw_encap)[c.index] = std::move(bytes);
+        return absl::OkStatus();
+      },
+      [&](const SetSampleActionsCmd& c) {
+        context_->sample_actions[c.index] = c.actions;
+        return absl::OkStatus();
+      },
+      [&](const SetTunnelCmd& c) {
+        (c.kind == SetTunnelCmd::Kind::kVxlan ? context_->vxlan : context_->nvgre) = c;
+        return absl::OkStatus();
+      },
+      [&](const AddMeterProfileCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.AddProfile(c, command.pos);
+      },
+      [&](const AddMeterPolicyCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.AddPolicy(c, command.pos);
+      },
+      [&](const CreateMeterCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.CreateMeter(c, command.pos);
+      },
+      [&](const MeterObjectCmd& c) {
+        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        return context_->meters.Apply(c, command.pos);
+      },
+  };
+  if (absl::Status s = std::visit(run, command.body); !s.ok()) return WithPos(s, command.pos);
+  // Flow commands record themselves (the typed calls do); set and meter commands are recorded here.
+  const bool flow_command = std::holds_alternative<FlowValidateCmd>(command.body) ||
+                            std::holds_alternative<FlowCreateCmd>(command.body) ||
+                            std::holds_alternative<FlowDestroyCmd>(command.body) ||
+                            std::holds_alternative<FlowFlushCmd>(command.body) ||
+                            std::holds_alternative<FlowListCmd>(command.body) ||
+                            std::holds_alternative<FlowQueryCmd>(command.body);
+  if (!flow_command) history_.push_back(command);
+  return result;
+}
+
+}  // namespace drsim::testpmd

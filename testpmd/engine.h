@@ -1,0 +1,155 @@
+// testpmd::FlowEngine — executes testpmd commands (parser.h) against the Direct Rule API on a sim::Nic and
+// owns every DR object it makes.
+//
+// Ports. testpmd port N is function N of the NIC (port 0 = the PF, vport 0; port N = VF N). One more port
+// number, num_vfs + 1 (EngineOptions::uplink_port), names the uplink (the wire) in port_id /
+// represented_port items and actions of transfer rules; it has no queues and takes no ingress/egress rules.
+//
+// Domains and tables. `ingress` rules of port N live in function N's NIC_RX domain, `egress` rules in its
+// NIC_TX domain, `transfer` rules (on any port) in the PF's FDB domain (ingress/egress are ignored with
+// transfer, as mlx5 ignores them). `group G` is the table of level G, made on first use (by a rule or a
+// `jump group G`); group 0 is the root table (level 0) — except in the FDB when fdb_default_rule is set
+// (mlx5's fdb_def_rule_en, its default), where group G is level G + 1 and the FDB root holds one rule
+// jumping to level 1. `priority P` is the matcher priority P (0..65535); rules of one (domain, group,
+// priority, mask) share one matcher. Within a table, matchers are tried by priority, the newest matcher
+// first among equal priorities (rdma-core's order; rte_flow leaves it undefined).
+//
+// Queues. The first use of a port (a rule naming a queue, or QueueNumber) creates EngineOptions::rx_queues
+// receive queues on its function; `queue index Q` and RSS queue Q are the Q-th of them.
+//
+// Flows. Flow ids are per port, assigned as testpmd assigns them (the newest flow's id + 1, 0 first).
+// Each flow owns its DR rules and actions; tables, matchers, meters and jump actions are shared and freed
+// when the last flow using them goes (destroy/flush free rules, then actions, counters and TIRs, then
+// matchers, tables and domains). docs/testpmd.md maps every item and action to DR and lists what is
+// rejected and why. `flow validate` builds the flow and tears it down again.
+//
+// Errors are absl::Status with the source position of the culprit attached (source.h): the item, field,
+// action or parameter at fault, or the command. DR's own errors keep their code and message, prefixed with
+// the testpmd action they concern when DR names an action index.
+//
+// Not thread-safe: one thread drives an engine, and frames must not flow through the NIC while it runs a
+// command. The NIC must outlive the engine.
+#ifndef DRSIM_TESTPMD_ENGINE_H_
+#define DRSIM_TESTPMD_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sim/nic.h"
+#include "testpmd/ast.h"
+
+namespace drsim::testpmd {
+
+struct EngineOptions {
+  uint16_t rx_queues = 16;          // receive queues per port
+  size_t rx_queue_capacity = 4096;  // completions each holds
+  bool fdb_default_rule = true;     // mlx5's fdb_def_rule_en
+};
+
+// One line of `flow list`.
+struct FlowInfo {
+  uint32_t id = 0;
+  uint32_t group = 0;
+  uint32_t priority = 0;
+  bool ingress = false, egress = false, transfer = false;
+  std::vector<std::string> items;    // rte_flow names: "ETH", "IPV4", ...
+  std::vector<std::string> actions;  // "QUEUE", "MARK", ...
+};
+
+// `flow query ... count`.
+struct CountResult {
+  bool hits_set = true;
+  bool bytes_set = true;
+  uint64_t hits = 0;
+  uint64_t bytes = 0;
+};
+
+// What one command did, as data and as the text testpmd prints for it.
+struct CommandResult {
+  std::string text;                  // e.g. "Flow rule #3 created\n"; empty when testpmd prints nothing
+  std::optional<uint32_t> flow_id;   // flow create
+  std::vector<uint32_t> destroyed;   // flow destroy / flush
+  std::vector<FlowInfo> flows;       // flow list
+  std::optional<CountResult> count;  // flow query
+};
+
+// Where a receive queue of the engine belongs.
+struct QueueRef {
+  uint16_t port = 0;
+  uint16_t index = 0;
+};
+
+// Live DR objects the engine made (tables include engine tables such as the FDB root).
+struct EngineCounts {
+  int domains = 0;
+  int tables = 0;
+  int matchers = 0;
+  int rules = 0;
+  int flows = 0;
+};
+
+class EngineContext;
+
+class FlowEngine {
+ public:
+  explicit FlowEngine(sim::Nic& nic, EngineOptions options = {});
+  ~FlowEngine();  // flushes every port, then frees the queues it made
+  FlowEngine(const FlowEngine&) = delete;
+  FlowEngine& operator=(const FlowEngine&) = delete;
+
+  // Runs one command.
+  absl::StatusOr<CommandResult> Execute(const Command& command);
+
+  // The commands that changed the engine's state, in order (flows created, destroyed or flushed through
+  // Execute or the typed calls, set and meter commands); replaying them on a fresh engine of the same NIC
+  // shape rebuilds the same state (runner.h checks files that way).
+  const std::vector<Command>& history() const { return history_; }
+
+  // Typed operations (what Execute runs).
+  absl::Status ValidateFlow(const FlowRule& rule);
+  absl::StatusOr<uint32_t> CreateFlow(const FlowRule& rule);
+  // Destroys the flows of `ids` that exist; returns those destroyed, in the order given.
+  absl::StatusOr<std::vector<uint32_t>> DestroyFlows(uint16_t port, absl::Span<const uint32_t> ids);
+  absl::StatusOr<std::vector<uint32_t>> FlushFlows(uint16_t port);
+  // Flows sorted by group, priority and id; `groups` (if not empty) filters.
+  absl::StatusOr<std::vector<FlowInfo>> ListFlows(uint16_t port, absl::Span<const uint32_t> groups) const;
+  absl::StatusOr<CountResult> QueryCount(uint16_t port, uint32_t flow_id) const;
+
+  // Ports and queues.
+  int num_ports() const;  // the functions: PF and VFs
+  uint16_t uplink_port() const;
+  // The QP number of queue `index` of `port` (creating the port's queues on first use).
+  absl::StatusOr<uint32_t> QueueNumber(uint16_t port, uint16_t index);
+  // The port and index of a queue the engine made, or nullopt.
+  std::optional<QueueRef> QueueOf(uint32_t qp_num) const;
+
+  // What made DR rule `rule_id` ("port 0 flow 3", "port 0 flow 3 rss dispatch", "port 0 meter 1 policy
+  // red", "fdb_def_rule ..."), or "" for a rule the engine did not make. For traces.
+  std::string DescribeRule(uint32_t rule_id) const;
+  EngineCounts counts() const;
+  const EngineOptions& options() const { return options_; }
+  sim::Nic& nic() const { return nic_; }
+
+  // testpmd's text for a flow list and a count query.
+  static std::string FormatFlowList(const std::vector<FlowInfo>& flows);
+  static std::string FormatCount(const CountResult& count);
+
+ private:
+  // Destroys the flows of `port` whose ids are in `ids`, newest first (testpmd's order); returns them.
+  std::vector<uint32_t> EraseFlows(uint16_t port, absl::Span<const uint32_t> ids);
+
+  sim::Nic& nic_;
+  EngineOptions options_;
+  std::unique_ptr<EngineContext> context_;
+  std::vector<Command> history_;
+};
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_ENGINE_H_

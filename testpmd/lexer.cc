@@ -1,0 +1,49 @@
+#include "testpmd/lexer.h"
+
+#include "absl/strings/str_split.h"
+
+namespace drsim::testpmd {
+namespace {
+
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+std::vector<CommandTokens> Lex(absl::string_view text) {
+  std::vector<CommandTokens> commands;
+  CommandTokens current;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    bool continued = false;
+    size_t i = 0;
+    while (i < line.size()) {
+      if (IsBlank(line[i])) {
+        ++i;
+        continue;
+      }
+      if (line[i] == '#') break;  // a comment to the end of the line
+      const size_t start = i;
+      while (i < line.size() && !IsBlank(line[i])) ++i;
+      absl::string_view word = line.substr(start, i - start);
+      // A lone backslash, or one ending the line's last token, joins the next line.
+      size_t rest = i;
+      while (rest < line.size() && IsBlank(line[rest])) ++rest;
+      if (rest == line.size() && word.back() == '\\') {
+        continued = true;
+        word.remove_suffix(1);
+        if (word.empty()) break;
+      }
+      current.tokens.push_back({std::string(word), SourcePos{line_number, static_cast<int>(start) + 1}});
+      current.end = SourcePos{line_number, static_cast<int>(start + word.size()) + 1};
+    }
+    if (!continued && !current.tokens.empty()) {
+      commands.push_back(std::move(current));
+      current = CommandTokens();
+    }
+  }
+  if (!current.tokens.empty()) commands.push_back(std::move(current));
+  return commands;
+}
+
+}  // namespace drsim::testpmd

@@ -1,0 +1,253 @@
+#include "testpmd/parse_elements.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "testpmd/status_macros.h"
+
+namespace drsim::testpmd {
+namespace {
+
+using absl::StatusCode;
+
+std::string FieldNames(const ItemDef& def) {
+  std::vector<absl::string_view> names;
+  for (const FieldDef& f : def.fields) names.push_back(f.name);
+  return absl::StrJoin(names, ", ");
+}
+
+std::string ParamNames(const ActionDef& def) {
+  std::vector<absl::string_view> names;
+  for (const ParamDef& p : def.params) names.push_back(p.name);
+  return absl::StrJoin(names, ", ");
+}
+
+void ApplyFieldOp(Item& item, const FieldDef& field, absl::string_view op, absl::uint128 value,
+                  SourcePos pos) {
+  ItemWord& w = item.words[field.storage];
+  const absl::uint128 bits = Ones(field.width) << field.shift;
+  auto put = [&](absl::uint128& dst, absl::uint128 v) { dst = (dst & ~bits) | ((v << field.shift) & bits); };
+  if (op == "is") {
+    put(w.spec, value);
+    put(w.mask, Ones(field.width));
+    w.spec_set = w.mask_set = true;
+    item.mask_given = true;
+  } else if (op == "spec") {
+    put(w.spec, value);
+    w.spec_set = true;
+  } else if (op == "last") {
+    put(w.last, value);
+    w.last_set = true;
+  } else if (op == "mask") {
+    put(w.mask, value);
+    w.mask_set = true;
+    item.mask_given = true;
+  } else {  // prefix: `value` leading ones
+    const int n = static_cast<int>(absl::Uint128Low64(value));
+    put(w.mask, Ones(field.width) ^ Ones(field.width - n));
+    w.mask_set = true;
+    item.mask_given = true;
+  }
+  w.pos = pos;
+}
+
+absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, const ParamDef& param) {
+  const std::string what = absl::StrFormat("%s parameter '%s'", action.name, param.name);
+  ParamValue v;
+  switch (param.kind) {
+    case ValueKind::kKeyword: {
+      const std::string choices =
+          absl::StrFormat("one of %s for %s", absl::StrJoin(param.keywords, ", "), what);
+      TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(choices));
+      if (std::find(param.keywords.begin(), param.keywords.end(), t->text) == param.keywords.end()) {
+        return ErrorAt(t->pos, StatusCode::kInvalidArgument,
+                       absl::StrFormat("expected %s, found '%s'", choices, t->text));
+      }
+      v.pos = t->pos;
+      v.text = t->text;
+      return v;
+    }
+    case ValueKind::kKeywordList:
+    case ValueKind::kUnsignedList: {
+      const bool keywords = param.kind == ValueKind::kKeywordList;
+      const std::string expected =
+          keywords ? absl::StrFormat("a value of %s (%s) or 'end'", what, absl::StrJoin(param.keywords, ", "))
+                   : absl::StrFormat("a number for %s or 'end'", what);
+      while (true) {
+        TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(expected));
+        if (!v.pos.known()) v.pos = t->pos;
+        if (t->text == "end") return v;
+        ParamValue element;
+        element.pos = t->pos;
+        element.text = t->text;
+        if (keywords) {
+          if (std::find(param.keywords.begin(), param.keywords.end(), t->text) == param.keywords.end()) {
+            return ErrorAt(t->pos, StatusCode::kInvalidArgument,
+                           absl::StrFormat("expected %s, found '%s'", expected, t->text));
+          }
+        } else {
+          TESTPMD_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned(*t, param.width, what));
+          element.number = n;
+        }
+        v.list.push_back(std::move(element));
+      }
+    }
+    case ValueKind::kHex: {
+      TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a hex string for %s", what)));
+      TESTPMD_ASSIGN_OR_RETURN(v.bytes, ParseHex(*t, what));
+      v.pos = t->pos;
+      v.text = t->text;
+      return v;
+    }
+    default: {
+      TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
+      TESTPMD_ASSIGN_OR_RETURN(v.number, ParseScalar(*t, param.kind, param.width, what));
+      v.pos = t->pos;
+      v.text = t->text;
+      return v;
+    }
+  }
+}
+
+// modify_field's parameters come in testpmd's order: op, dst_type, dst_* options, src_type, src_* options
+// (src_value among them), width last.
+absl::Status CheckModifyFieldOrder(const Action& a) {
+  enum Stage { kOp, kDstType, kDst, kSrc, kWidth } stage = kOp;
+  static constexpr absl::string_view kExpected[] = {"'op'", "'dst_type'", "dst_* options or 'src_type'",
+                                                    "src_* options or 'width'", "'/'"};
+  for (const ActionArg& arg : a.args) {
+    absl::string_view n = arg.def->name;
+    bool ok = false;
+    switch (stage) {
+      case kOp:
+        ok = n == "op";
+        break;
+      case kDstType:
+        ok = n == "dst_type";
+        break;
+      case kDst:
+        ok = n == "src_type" || (absl::StartsWith(n, "dst_") && n != "dst_type");
+        break;
+      case kSrc:
+        ok = n == "width" || (absl::StartsWith(n, "src_") && n != "src_type");
+        break;
+      case kWidth:
+        break;
+    }
+    if (!ok) {
+      return ErrorAt(arg.pos, StatusCode::kInvalidArgument,
+                     absl::StrFormat("expected %s in modify_field, found '%s'", kExpected[stage], n));
+    }
+    if (n == "op") {
+      stage = kDstType;
+    } else if (n == "dst_type") {
+      stage = kDst;
+    } else if (n == "src_type") {
+      stage = kSrc;
+    } else if (n == "width") {
+      stage = kWidth;
+    }
+  }
+  if (stage != kWidth) {
+    return ErrorAt(a.pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("modify_field needs op, dst_type, src_type and width, in that order; "
+                                   "expected %s next",
+                                   kExpected[stage]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
+  const std::string expected_item = absl::StrFormat("a pattern item or '%s'", end_word);
+  TESTPMD_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_item));
+  const ItemDef* def = FindItem(name->text);
+  if (def == nullptr) {
+    if (const char* reason = UnsupportedItemReason(name->text)) {
+      return ErrorAt(name->pos, StatusCode::kUnimplemented,
+                     absl::StrFormat("pattern item '%s' is not supported: %s", name->text, reason));
+    }
+    return ErrorAt(name->pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected %s, found '%s'", expected_item, name->text));
+  }
+  Item item;
+  item.def = def;
+  item.pos = name->pos;
+  item.words.resize(def->storage.size());
+  while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
+    const Token& fname = c.Take();
+    const FieldDef* field = FindField(*def, fname.text);
+    if (field == nullptr) {
+      return ErrorAt(fname.pos, StatusCode::kInvalidArgument,
+                     def->fields.empty()
+                         ? absl::StrFormat("expected '/' after item '%s', found '%s'", def->name, fname.text)
+                         : absl::StrFormat("expected a field of item '%s' (%s) or '/', found '%s'", def->name,
+                                           FieldNames(*def), fname.text));
+    }
+    const std::string ops = field->is_only ? "'is'" : "is, spec, last, mask or prefix";
+    const std::string after = absl::StrFormat("%s after '%s'", ops, field->name);
+    TESTPMD_ASSIGN_OR_RETURN(const Token* op, c.Next(after));
+    const bool known_op =
+        op->text == "is" || (!field->is_only && (op->text == "spec" || op->text == "last" ||
+                                                 op->text == "mask" || op->text == "prefix"));
+    if (!known_op) {
+      return ErrorAt(op->pos, StatusCode::kInvalidArgument,
+                     absl::StrFormat("expected %s, found '%s'", after, op->text));
+    }
+    const std::string what = absl::StrFormat("%s field '%s'", def->name, field->name);
+    TESTPMD_ASSIGN_OR_RETURN(const Token* value_token, c.Next(absl::StrFormat("a value for %s", what)));
+    absl::uint128 value;
+    if (op->text == "prefix") {
+      TESTPMD_ASSIGN_OR_RETURN(uint64_t n,
+                               ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what)));
+      if (n > field->width) {
+        return ErrorAt(value_token->pos, StatusCode::kInvalidArgument,
+                       absl::StrFormat("prefix %d is longer than %s (%d bits)", n, what, field->width));
+      }
+      value = n;
+    } else {
+      TESTPMD_ASSIGN_OR_RETURN(value, ParseScalar(*value_token, field->kind, field->width, what));
+    }
+    ApplyFieldOp(item, *field, op->text, value, fname.pos);
+  }
+  return item;
+}
+
+absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
+  const std::string expected_action = absl::StrFormat("an action or '%s'", end_word);
+  TESTPMD_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_action));
+  const ActionDef* def = FindAction(name->text);
+  if (def == nullptr) {
+    if (const char* reason = UnsupportedActionReason(name->text)) {
+      return ErrorAt(name->pos, StatusCode::kUnimplemented,
+                     absl::StrFormat("action '%s' is not supported: %s", name->text, reason));
+    }
+    return ErrorAt(name->pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected %s, found '%s'", expected_action, name->text));
+  }
+  Action a;
+  a.def = def;
+  a.pos = name->pos;
+  while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
+    const Token& pname = c.Take();
+    const ParamDef* param = FindParam(*def, pname.text);
+    if (param == nullptr) {
+      return ErrorAt(
+          pname.pos, StatusCode::kInvalidArgument,
+          def->params.empty()
+              ? absl::StrFormat("expected '/' after action '%s', found '%s'", def->name, pname.text)
+              : absl::StrFormat("expected a parameter of action '%s' (%s) or '/', found '%s'", def->name,
+                                ParamNames(*def), pname.text));
+    }
+    TESTPMD_ASSIGN_OR_RETURN(ParamValue value, ParseParamValue(c, *def, *param));
+    a.args.push_back(ActionArg{param, pname.pos, std::move(value)});
+  }
+  if (def->type == ActionType::kModifyField) {
+    TESTPMD_RETURN_IF_ERROR(CheckModifyFieldOrder(a));
+  }
+  return a;
+}
+
+}  // namespace drsim::testpmd

@@ -1,0 +1,124 @@
+// Internal to the parser: a read position in one command's tokens, and the parsers of pattern items,
+// actions and `/`-separated lists that every command with items or actions shares (parser.h has the
+// grammar).
+//
+// Pure functions over their arguments; thread-safe.
+#ifndef DRSIM_TESTPMD_PARSE_ELEMENTS_H_
+#define DRSIM_TESTPMD_PARSE_ELEMENTS_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "testpmd/ast.h"
+#include "testpmd/lexer.h"
+#include "testpmd/values.h"
+
+namespace drsim::testpmd {
+
+// A read position in one command's tokens.
+class Cursor {
+ public:
+  explicit Cursor(const CommandTokens& tokens) : tokens_(tokens) {}
+
+  bool AtEnd() const { return i_ >= tokens_.tokens.size(); }
+  bool PeekIs(absl::string_view word) const { return !AtEnd() && tokens_.tokens[i_].text == word; }
+  bool PeekIsAny(std::initializer_list<absl::string_view> words) const {
+    for (absl::string_view w : words) {
+      if (PeekIs(w)) return true;
+    }
+    return false;
+  }
+  bool PeekIsNumber() const { return !AtEnd() && absl::ascii_isdigit(tokens_.tokens[i_].text[0]); }
+  // The next token; !AtEnd() is a precondition.
+  const Token& Take() { return tokens_.tokens[i_++]; }
+
+  // An error at the current token (or the end of the line) saying what was expected there.
+  absl::Status Expected(absl::string_view expected) const {
+    if (AtEnd()) {
+      return ErrorAt(tokens_.end, absl::StatusCode::kInvalidArgument,
+                     absl::StrFormat("expected %s at end of line", expected));
+    }
+    const Token& t = tokens_.tokens[i_];
+    return ErrorAt(t.pos, absl::StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected %s, found '%s'", expected, t.text));
+  }
+  // The next token, which must be `word`.
+  absl::Status Expect(absl::string_view word) {
+    if (!PeekIs(word)) return Expected(absl::StrCat("'", word, "'"));
+    ++i_;
+    return absl::OkStatus();
+  }
+  // The next token, whatever it is; an error naming `what` at the end of the line.
+  absl::StatusOr<const Token*> Next(absl::string_view what) {
+    if (AtEnd()) return Expected(what);
+    return &tokens_.tokens[i_++];
+  }
+  // Skips to just past the next `/`, or to the next of `stops` (not consumed) or the end. True when it
+  // stopped at a `/`.
+  bool Recover(std::initializer_list<absl::string_view> stops) {
+    while (!AtEnd()) {
+      if (PeekIsAny(stops)) return false;
+      if (Take().text == "/") return true;
+    }
+    return false;
+  }
+
+ private:
+  const CommandTokens& tokens_;
+  size_t i_ = 0;
+};
+
+// The next token as an unsigned number of at most `width` bits, named `what` in errors.
+template <typename T>
+absl::StatusOr<T> Number(Cursor& c, int width, absl::string_view what) {
+  absl::StatusOr<const Token*> t = c.Next(what);
+  if (!t.ok()) return t.status();
+  absl::StatusOr<uint64_t> v = ParseUnsigned(**t, width, what);
+  if (!v.ok()) return v.status();
+  return static_cast<T>(*v);
+}
+
+// One pattern item, stopping before `/`, `end_word` or the end of the tokens.
+absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word);
+
+// One action, stopping likewise; modify_field's parameters must come in testpmd's order.
+absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word);
+
+// A `/`-separated list ending in `end_word`, of elements parsed by `parse`. Errors inside an element are
+// collected in `errors` and parsing resumes after the next `/`; a word of `stops` ends the list early
+// (after an error). Returns false when the list could not be finished.
+template <typename T, typename ParseFn>
+bool ParseList(Cursor& c, absl::string_view end_word, std::initializer_list<absl::string_view> stops,
+               ParseFn parse, std::vector<T>* out, std::vector<absl::Status>* errors) {
+  while (true) {
+    if (c.PeekIs(end_word)) {
+      c.Take();
+      return true;
+    }
+    absl::StatusOr<T> element = parse(c, end_word);
+    absl::Status status = element.status();
+    if (status.ok()) {
+      out->push_back(*std::move(element));
+      if (c.PeekIs("/")) {
+        c.Take();
+        continue;
+      }
+      status = c.Expected("'/'");
+    }
+    errors->push_back(status);
+    if (c.Recover(stops)) continue;
+    return !c.AtEnd();
+  }
+}
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_PARSE_ELEMENTS_H_

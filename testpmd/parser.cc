@@ -1,0 +1,384 @@
+#include "testpmd/parser.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "testpmd/parse_elements.h"
+#include "testpmd/status_macros.h"
+#include "testpmd/values.h"
+
+namespace drsim::testpmd {
+namespace {
+
+using absl::StatusCode;
+
+// The command must end here.
+absl::Status ExpectEnd(const Cursor& c) { return c.AtEnd() ? absl::OkStatus() : c.Expected("end of line"); }
+
+// Each Parse* below parses the rest of one kind of command into `out`. Structural errors are returned;
+// errors inside pattern and action lists are appended to `errors` (and `out` is then incomplete).
+
+absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRule* rule) {
+  TESTPMD_ASSIGN_OR_RETURN(const Token* port, c.Next("a port id"));
+  TESTPMD_ASSIGN_OR_RETURN(uint64_t port_id, ParseUnsigned(*port, 16, "the port id"));
+  rule->port = static_cast<uint16_t>(port_id);
+  rule->port_pos = port->pos;
+  while (!c.PeekIs("pattern")) {
+    if (c.PeekIs("group") || c.PeekIs("priority")) {
+      const Token& attr = c.Take();
+      TESTPMD_ASSIGN_OR_RETURN(uint32_t value, Number<uint32_t>(c, 32, absl::StrCat("the ", attr.text)));
+      (attr.text == "group" ? rule->attr.group : rule->attr.priority) = value;
+      (attr.text == "group" ? rule->attr.group_pos : rule->attr.priority_pos) = attr.pos;
+    } else if (c.PeekIs("ingress")) {
+      c.Take();
+      rule->attr.ingress = true;
+    } else if (c.PeekIs("egress")) {
+      c.Take();
+      rule->attr.egress = true;
+    } else if (c.PeekIs("transfer")) {
+      c.Take();
+      rule->attr.transfer = true;
+    } else {
+      return c.Expected("group, priority, ingress, egress, transfer or pattern");
+    }
+  }
+  rule->pattern_pos = c.Take().pos;
+  if (!ParseList<Item>(c, "end", {"actions"}, ParseItem, &rule->pattern, errors)) return absl::OkStatus();
+  if (!c.PeekIs("actions")) return c.Expected("'actions'");
+  rule->actions_pos = c.Take().pos;
+  if (!ParseList<Action>(c, "end", {}, ParseAction, &rule->actions, errors)) return absl::OkStatus();
+  return ExpectEnd(c);
+}
+
+absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
+  const std::string subcommands = "validate, create, destroy, flush, list or query after 'flow'";
+  TESTPMD_ASSIGN_OR_RETURN(const Token* sub, c.Next(subcommands));
+  if (sub->text == "validate" || sub->text == "create") {
+    FlowRule rule;
+    TESTPMD_RETURN_IF_ERROR(ParseFlowRule(c, errors, &rule));
+    if (sub->text == "validate") {
+      *out = FlowValidateCmd{std::move(rule)};
+    } else {
+      *out = FlowCreateCmd{std::move(rule)};
+    }
+    return absl::OkStatus();
+  }
+  if (sub->text == "destroy") {
+    FlowDestroyCmd cmd;
+    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    TESTPMD_RETURN_IF_ERROR(c.Expect("rule"));
+    while (true) {
+      TESTPMD_ASSIGN_OR_RETURN(uint32_t id, Number<uint32_t>(c, 32, "a rule id"));
+      cmd.rule_ids.push_back(id);
+      if (!c.PeekIs("rule")) break;
+      c.Take();
+    }
+    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    *out = std::move(cmd);
+    return absl::OkStatus();
+  }
+  if (sub->text == "flush") {
+    FlowFlushCmd cmd;
+    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    *out = cmd;
+    return absl::OkStatus();
+  }
+  if (sub->text == "list") {
+    FlowListCmd cmd;
+    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    while (!c.AtEnd()) {
+      TESTPMD_RETURN_IF_ERROR(c.Expect("group"));
+      TESTPMD_ASSIGN_OR_RETURN(uint32_t group, Number<uint32_t>(c, 32, "a group"));
+      cmd.groups.push_back(group);
+    }
+    *out = std::move(cmd);
+    return absl::OkStatus();
+  }
+  if (sub->text == "query") {
+    FlowQueryCmd cmd;
+    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    TESTPMD_ASSIGN_OR_RETURN(cmd.rule_id, Number<uint32_t>(c, 32, "a rule id"));
+    if (!c.PeekIs("count")) return c.Expected("'count' (the only queryable action)");
+    cmd.action_pos = c.Take().pos;
+    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    *out = cmd;
+    return absl::OkStatus();
+  }
+  return ErrorAt(sub->pos, StatusCode::kInvalidArgument,
+                 absl::StrFormat("expected %s, found '%s'", subcommands, sub->text));
+}
+
+// The `keyword value` pairs of set vxlan / nvgre, in their fixed order.
+absl::Status ParseSetTunnel(Cursor& c, absl::string_view variant, CommandBody* out) {
+  SetTunnelCmd cmd;
+  cmd.kind = absl::StartsWith(variant, "nvgre") ? SetTunnelCmd::Kind::kNvgre : SetTunnelCmd::Kind::kVxlan;
+  cmd.with_vlan = absl::EndsWith(variant, "-with-vlan");
+  cmd.tos_ttl = variant == "vxlan-tos-ttl";
+  std::vector<absl::string_view> keys = {"ip-version"};
+  if (cmd.kind == SetTunnelCmd::Kind::kVxlan) {
+    keys.insert(keys.end(), {"vni", "udp-src", "udp-dst"});
+    if (cmd.tos_ttl) keys.insert(keys.end(), {"ip-tos", "ip-ttl"});
+  } else {
+    keys.push_back("tni");
+  }
+  keys.insert(keys.end(), {"ip-src", "ip-dst"});
+  if (cmd.with_vlan) keys.push_back("vlan-tci");
+  keys.insert(keys.end(), {"eth-src", "eth-dst"});
+  for (absl::string_view key : keys) {
+    TESTPMD_RETURN_IF_ERROR(c.Expect(key));
+    const std::string what = absl::StrFormat("'%s'", key);
+    TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
+    if (key == "ip-version") {
+      if (t->text != "ipv4" && t->text != "ipv6") {
+        return ErrorAt(t->pos, StatusCode::kInvalidArgument,
+                       absl::StrFormat("expected ipv4 or ipv6 for 'ip-version', found '%s'", t->text));
+      }
+      cmd.ipv6 = t->text == "ipv6";
+    } else if (key == "vni" || key == "tni") {
+      TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 24, what));
+      cmd.vni = static_cast<uint32_t>(v);
+    } else if (key == "udp-src" || key == "udp-dst" || key == "vlan-tci") {
+      TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 16, what));
+      (key == "udp-src"   ? cmd.udp_src
+       : key == "udp-dst" ? cmd.udp_dst
+                          : cmd.vlan_tci) = static_cast<uint16_t>(v);
+    } else if (key == "ip-tos" || key == "ip-ttl") {
+      TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 8, what));
+      (key == "ip-tos" ? cmd.ip_tos : cmd.ip_ttl) = static_cast<uint8_t>(v);
+    } else if (key == "ip-src" || key == "ip-dst") {
+      TESTPMD_ASSIGN_OR_RETURN(absl::uint128 ip,
+                               ParseScalar(*t, cmd.ipv6 ? ValueKind::kIpv6 : ValueKind::kIpv4, 128, what));
+      if (cmd.ipv6) {
+        hw::Ipv6Address& a = key == "ip-src" ? cmd.ipv6_src : cmd.ipv6_dst;
+        for (int i = 0; i < 16; ++i) a.bytes[i] = static_cast<uint8_t>(ip >> (8 * (15 - i)));
+      } else {
+        (key == "ip-src" ? cmd.ipv4_src : cmd.ipv4_dst).value = static_cast<uint32_t>(ip);
+      }
+    } else {  // eth-src, eth-dst
+      TESTPMD_ASSIGN_OR_RETURN(absl::uint128 mac, ParseScalar(*t, ValueKind::kMac, 48, what));
+      hw::MacAddress& m = key == "eth-src" ? cmd.eth_src : cmd.eth_dst;
+      for (int i = 0; i < 6; ++i) m.bytes[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
+    }
+  }
+  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  *out = cmd;
+  return absl::OkStatus();
+}
+
+absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
+  const std::string variants =
+      "raw_encap, raw_decap, sample_actions, vxlan, vxlan-with-vlan, vxlan-tos-ttl, nvgre or nvgre-with-vlan "
+      "after 'set'";
+  TESTPMD_ASSIGN_OR_RETURN(const Token* what, c.Next(variants));
+  if (what->text == "raw_encap" || what->text == "raw_decap") {
+    SetRawCmd cmd;
+    cmd.decap = what->text == "raw_decap";
+    if (c.PeekIsNumber()) {
+      TESTPMD_ASSIGN_OR_RETURN(cmd.index, Number<uint32_t>(c, 32, "the index"));
+    }
+    if (!ParseList<Item>(c, "end_set", {}, ParseItem, &cmd.items, errors)) return absl::OkStatus();
+    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    *out = std::move(cmd);
+    return absl::OkStatus();
+  }
+  if (what->text == "sample_actions") {
+    SetSampleActionsCmd cmd;
+    TESTPMD_ASSIGN_OR_RETURN(cmd.index, Number<uint32_t>(c, 32, "the index"));
+    if (!ParseList<Action>(c, "end", {}, ParseAction, &cmd.actions, errors)) return absl::OkStatus();
+    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    *out = std::move(cmd);
+    return absl::OkStatus();
+  }
+  if (what->text == "vxlan" || what->text == "vxlan-with-vlan" || what->text == "vxlan-tos-ttl" ||
+      what->text == "nvgre" || what->text == "nvgre-with-vlan") {
+    return ParseSetTunnel(c, what->text, out);
+  }
+  return ErrorAt(what->pos, StatusCode::kInvalidArgument,
+                 absl::StrFormat("expected %s, found '%s'", variants, what->text));
+}
+
+absl::Status ParseMeterProfile(Cursor& c, CommandBody* out) {
+  AddMeterProfileCmd cmd;
+  const std::string algorithms = "srtcm_rfc2697, trtcm_rfc2698 or trtcm_rfc4115";
+  TESTPMD_ASSIGN_OR_RETURN(const Token* alg, c.Next(algorithms));
+  if (alg->text == "srtcm_rfc2697") {
+    cmd.algorithm = MeterAlgorithm::kSrTcmRfc2697;
+  } else if (alg->text == "trtcm_rfc2698") {
+    cmd.algorithm = MeterAlgorithm::kTrTcmRfc2698;
+  } else if (alg->text == "trtcm_rfc4115") {
+    cmd.algorithm = MeterAlgorithm::kTrTcmRfc4115;
+  } else {
+    return ErrorAt(alg->pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected %s, found '%s'", algorithms, alg->text));
+  }
+  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  TESTPMD_ASSIGN_OR_RETURN(cmd.profile_id, Number<uint32_t>(c, 32, "the profile id"));
+  TESTPMD_ASSIGN_OR_RETURN(cmd.cir, Number<uint64_t>(c, 64, "the cir"));
+  if (cmd.algorithm == MeterAlgorithm::kSrTcmRfc2697) {
+    TESTPMD_ASSIGN_OR_RETURN(cmd.cbs, Number<uint64_t>(c, 64, "the cbs"));
+    TESTPMD_ASSIGN_OR_RETURN(cmd.ebs, Number<uint64_t>(c, 64, "the ebs"));
+  } else {
+    const bool peak = cmd.algorithm == MeterAlgorithm::kTrTcmRfc2698;
+    TESTPMD_ASSIGN_OR_RETURN(cmd.eir, Number<uint64_t>(c, 64, peak ? "the pir" : "the eir"));
+    TESTPMD_ASSIGN_OR_RETURN(cmd.cbs, Number<uint64_t>(c, 64, "the cbs"));
+    TESTPMD_ASSIGN_OR_RETURN(cmd.ebs, Number<uint64_t>(c, 64, peak ? "the pbs" : "the ebs"));
+  }
+  if (!c.AtEnd()) {
+    TESTPMD_ASSIGN_OR_RETURN(cmd.packet_mode, Number<bool>(c, 1, "packet_mode (0 or 1)"));
+  }
+  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  *out = cmd;
+  return absl::OkStatus();
+}
+
+absl::Status ParseMeterPolicy(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
+  AddMeterPolicyCmd cmd;
+  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  TESTPMD_ASSIGN_OR_RETURN(cmd.policy_id, Number<uint32_t>(c, 32, "the policy id"));
+  if (!c.PeekIs("g_actions")) return c.Expected("'g_actions'");
+  struct Colour {
+    absl::string_view keyword;
+    std::vector<Action>* list;
+    SourcePos* pos;
+  };
+  const Colour colours[] = {{"g_actions", &cmd.green, &cmd.green_pos},
+                            {"y_actions", &cmd.yellow, &cmd.yellow_pos},
+                            {"r_actions", &cmd.red, &cmd.red_pos}};
+  for (const Colour& colour : colours) {
+    if (!c.PeekIs(colour.keyword)) continue;
+    *colour.pos = c.Take().pos;
+    if (!ParseList<Action>(c, "end", {"y_actions", "r_actions"}, ParseAction, colour.list, errors)) {
+      return absl::OkStatus();
+    }
+  }
+  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  *out = std::move(cmd);
+  return absl::OkStatus();
+}
+
+absl::Status ParseCreateMeter(Cursor& c, CommandBody* out) {
+  TESTPMD_RETURN_IF_ERROR(c.Expect("port"));
+  TESTPMD_RETURN_IF_ERROR(c.Expect("meter"));
+  CreateMeterCmd cmd;
+  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  TESTPMD_ASSIGN_OR_RETURN(cmd.meter_id, Number<uint32_t>(c, 32, "the meter id"));
+  TESTPMD_ASSIGN_OR_RETURN(const Token* profile, c.Next("the profile id"));
+  TESTPMD_ASSIGN_OR_RETURN(uint64_t profile_id, ParseUnsigned(*profile, 32, "the profile id"));
+  cmd.profile_id = static_cast<uint32_t>(profile_id);
+  cmd.profile_pos = profile->pos;
+  TESTPMD_ASSIGN_OR_RETURN(const Token* policy, c.Next("the policy id"));
+  TESTPMD_ASSIGN_OR_RETURN(uint64_t policy_id, ParseUnsigned(*policy, 32, "the policy id"));
+  cmd.policy_id = static_cast<uint32_t>(policy_id);
+  cmd.policy_pos = policy->pos;
+  TESTPMD_ASSIGN_OR_RETURN(const Token* enable, c.Next("yes or no (meter_enable)"));
+  if (enable->text != "yes" && enable->text != "no") {
+    return ErrorAt(enable->pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected yes or no (meter_enable), found '%s'", enable->text));
+  }
+  cmd.enable = enable->text == "yes";
+  TESTPMD_ASSIGN_OR_RETURN(cmd.stats_mask, Number<uint64_t>(c, 64, "the stats_mask"));
+  TESTPMD_ASSIGN_OR_RETURN(cmd.shared, Number<uint32_t>(c, 32, "shared"));
+  if (!c.AtEnd() && !c.PeekIsNumber()) {
+    const Token& colour = c.Take();
+    const std::string s = absl::AsciiStrToLower(colour.text);
+    if (s != "g" && s != "y" && s != "r") {
+      return ErrorAt(colour.pos, StatusCode::kInvalidArgument,
+                     absl::StrFormat("expected g, y or r (default_input_color), found '%s'", colour.text));
+    }
+    cmd.default_color = s == "g" ? 0 : s == "y" ? 1 : 2;
+  }
+  if (!c.AtEnd()) {
+    const Token& use_pre = c.Take();
+    TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(use_pre, 32, "use_pre_meter_color"));
+    if (v != 0 || !c.AtEnd()) {
+      return ErrorAt(
+          use_pre.pos, StatusCode::kUnimplemented,
+          "use_pre_meter_color and DSCP/VLAN input colour tables are not modelled: a DR flow meter "
+          "colours by its start colour only");
+    }
+  }
+  *out = cmd;
+  return absl::OkStatus();
+}
+
+absl::Status ParseMeterObject(Cursor& c, absl::string_view verb, CommandBody* out) {
+  TESTPMD_RETURN_IF_ERROR(c.Expect("port"));
+  TESTPMD_RETURN_IF_ERROR(c.Expect("meter"));
+  MeterObjectCmd cmd;
+  if (verb == "enable") {
+    cmd.op = MeterObjectCmd::Op::kEnable;
+  } else if (verb == "disable") {
+    cmd.op = MeterObjectCmd::Op::kDisable;
+  } else if (c.PeekIs("profile") || c.PeekIs("policy")) {
+    cmd.op =
+        c.Take().text == "profile" ? MeterObjectCmd::Op::kDeleteProfile : MeterObjectCmd::Op::kDeletePolicy;
+  } else {
+    cmd.op = MeterObjectCmd::Op::kDelete;
+  }
+  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  TESTPMD_ASSIGN_OR_RETURN(cmd.id, Number<uint32_t>(c, 32, "the id"));
+  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  *out = cmd;
+  return absl::OkStatus();
+}
+
+absl::Status ParseBody(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
+  const std::string commands = "a command (flow, set, add, create, enable, disable or del)";
+  TESTPMD_ASSIGN_OR_RETURN(const Token* verb, c.Next(commands));
+  if (verb->text == "flow") return ParseFlow(c, errors, out);
+  if (verb->text == "set") return ParseSet(c, errors, out);
+  if (verb->text == "add") {
+    TESTPMD_RETURN_IF_ERROR(c.Expect("port"));
+    TESTPMD_RETURN_IF_ERROR(c.Expect("meter"));
+    if (!c.PeekIs("profile") && !c.PeekIs("policy")) return c.Expected("'profile' or 'policy'");
+    if (c.Take().text == "profile") return ParseMeterProfile(c, out);
+    return ParseMeterPolicy(c, errors, out);
+  }
+  if (verb->text == "create") return ParseCreateMeter(c, out);
+  if (verb->text == "enable" || verb->text == "disable" || verb->text == "del") {
+    return ParseMeterObject(c, verb->text, out);
+  }
+  return ErrorAt(verb->pos, StatusCode::kInvalidArgument,
+                 absl::StrFormat("expected %s, found '%s'", commands, verb->text));
+}
+
+}  // namespace
+
+ParsedCommand ParseCommand(const CommandTokens& tokens) {
+  ParsedCommand out;
+  Cursor c(tokens);
+  CommandBody body;
+  absl::Status status = ParseBody(c, &out.errors, &body);
+  if (!status.ok()) out.errors.push_back(std::move(status));
+  if (out.errors.empty()) out.command = Command{tokens.tokens.front().pos, std::move(body)};
+  return out;
+}
+
+ParsedText ParseText(absl::string_view text) {
+  ParsedText out;
+  for (const CommandTokens& tokens : Lex(text)) {
+    ParsedCommand parsed = ParseCommand(tokens);
+    if (parsed.command) out.commands.push_back(*std::move(parsed.command));
+    for (absl::Status& e : parsed.errors) out.errors.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::StatusOr<Command> ParseOne(absl::string_view text) {
+  std::vector<CommandTokens> commands = Lex(text);
+  if (commands.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("expected one command, found %d", commands.size()));
+  }
+  ParsedCommand parsed = ParseCommand(commands.front());
+  if (!parsed.errors.empty()) return parsed.errors.front();
+  return *std::move(parsed.command);
+}
+
+}  // namespace drsim::testpmd

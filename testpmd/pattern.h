@@ -1,0 +1,70 @@
+// Pattern items -> a DR matcher mask and rule value (hw::MatchParams), with mlx5's semantics.
+//
+//  - Fields: each item's effective mask is the mask written with is/mask/prefix, or rte_flow's default mask
+//    of the item when only spec was written (rte_flow's rule; `udp dst spec 53` therefore also matches
+//    src 0); an item without spec matches the protocol's presence only. `last` must equal the spec under the
+//    mask, or be 0 (no range): DR matches exact values, so ranges are rejected (Unimplemented), except the
+//    IPv4 fragment_offset idioms that mean "is a fragment".
+//  - Implicit fields, as mlx5 sets them: ipv4/ipv6 -> ip_version, tcp/udp/icmp/icmp6/gre -> ip_protocol,
+//    vxlan/vxlan-gpe/geneve/gtp/ib_bth -> the outer UDP destination port when the udp item left it open,
+//    vlan -> the cvlan/svlan qualifier, gre_key/nvgre -> the GRE K bit, nvgre -> GRE protocol 0x6558, mpls
+//    after udp/gre -> UDP port 6635 / GRE protocol 0x8847.
+//  - Items after a tunnel item (vxlan, vxlan-gpe, geneve, gre, nvgre, mpls, gtp) match inner headers.
+//  - Layer order is checked as mlx5 checks it: an L4 item needs an L3 item of its level, a tunnel its outer
+//    layers, one tunnel level at most; ICMP/ICMPv6 only on the outer level (the layout's ICMP fields are
+//    the outer packet's).
+// docs/testpmd.md lists every field's destination. Errors carry the offending item's or field's position:
+// InvalidArgument for a malformed pattern, Unimplemented for a field DR cannot match.
+//
+// Pure functions; thread-safe.
+#ifndef DRSIM_TESTPMD_PATTERN_H_
+#define DRSIM_TESTPMD_PATTERN_H_
+
+#include <infiniband/mlx5dv.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hw/match_params.h"
+#include "testpmd/ast.h"
+
+namespace drsim::testpmd {
+
+enum class L3 : uint8_t { kNone, kIpv4, kIpv6 };
+enum class L4 : uint8_t { kNone, kTcp, kUdp, kIcmp, kIcmp6 };
+
+// What the pattern pins of one header level.
+struct HeaderLayers {
+  bool eth = false;
+  int vlans = 0;
+  L3 l3 = L3::kNone;
+  L4 l4 = L4::kNone;
+};
+
+struct PatternInfo {
+  HeaderLayers outer, inner;
+  bool tunnel = false;  // items after a tunnel item matched inner headers
+  // The first outer vlan item's VID and PCP, when the pattern gives them exactly (push-VLAN defaults).
+  std::optional<uint16_t> vlan_vid, vlan_pcp;
+};
+
+struct PatternContext {
+  mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+  // The vport of testpmd port `port` for port_id / represented_port items, or an error.
+  std::function<absl::StatusOr<uint16_t>(uint32_t port)> vport_of_port;
+};
+
+struct TranslatedPattern {
+  hw::MatchParams mask;
+  hw::MatchParams value;
+  PatternInfo info;
+};
+
+absl::StatusOr<TranslatedPattern> TranslatePattern(absl::Span<const Item> items, const PatternContext& ctx);
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_PATTERN_H_
