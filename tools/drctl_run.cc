@@ -7,8 +7,10 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 

@@ -1,7 +1,9 @@
 // drctl trace: one frame's path through the NIC, explained.
+#include <algorithm>
 #include <cstdio>
-#include <map>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -52,29 +54,53 @@ std::string FlowSource(const Session& session, const Options& options, const std
   return "";
 }
 
-// Byte ranges where `after` differs from `before` (and any length change).
+// Hex of bytes [from, to) of `b`, at most 48 bytes of it.
+std::string Hex(const std::vector<uint8_t>& b, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to && i < from + 48; ++i) absl::StrAppendFormat(&out, "%02x", b[i]);
+  if (to > from + 48) absl::StrAppend(&out, "...");
+  return out;
+}
+
+// What changed from `before` to `after`. Same length: each differing run of bytes. Otherwise the part
+// between the longest common prefix and suffix (an encapsulation is bytes inserted at 0, a decapsulation
+// bytes removed there, a VLAN push 4 bytes inserted at 12), as offsets of `before`.
 std::string ByteChanges(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after) {
   if (before == after) return "    (unchanged)\n";
   std::string out;
-  if (before.size() != after.size()) {
-    absl::StrAppendFormat(&out, "    length %d -> %d bytes\n", before.size(), after.size());
-  }
-  const size_t n = std::min(before.size(), after.size());
-  for (size_t i = 0; i < n;) {
-    if (before[i] == after[i]) {
-      ++i;
-      continue;
+  if (before.size() == after.size()) {
+    for (size_t i = 0; i < before.size();) {
+      if (before[i] == after[i]) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < before.size() && j - i < 16 && before[j] != after[j]) ++j;
+      absl::StrAppendFormat(&out, "    [%d..%d] %s -> %s\n", i, j - 1, Hex(before, i, j), Hex(after, i, j));
+      i = j;
     }
-    size_t j = i;
-    while (j < n && j - i < 16 && before[j] != after[j]) ++j;
-    std::string was, now;
-    for (size_t k = i; k < j; ++k) {
-      absl::StrAppendFormat(&was, "%02x", before[k]);
-      absl::StrAppendFormat(&now, "%02x", after[k]);
-    }
-    absl::StrAppendFormat(&out, "    [%d..%d] %s -> %s\n", i, j - 1, was, now);
-    i = j;
+    return out;
   }
+  const size_t shortest = std::min(before.size(), after.size());
+  size_t prefix = 0, suffix = 0;
+  while (prefix < shortest && before[prefix] == after[prefix]) ++prefix;
+  while (suffix < shortest - prefix &&
+         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  const size_t b_end = before.size() - suffix, a_end = after.size() - suffix;
+  absl::StrAppendFormat(&out, "    length %d -> %d bytes\n", before.size(), after.size());
+  if (b_end == prefix) {
+    absl::StrAppendFormat(&out, "    %d bytes inserted at %d: %s\n", a_end - prefix, prefix,
+                          Hex(after, prefix, a_end));
+  } else if (a_end == prefix) {
+    absl::StrAppendFormat(&out, "    %d bytes removed at %d: %s\n", b_end - prefix, prefix,
+                          Hex(before, prefix, b_end));
+  } else {
+    absl::StrAppendFormat(&out, "    [%d..%d] %s -> %s (%d bytes)\n", prefix, b_end - 1,
+                          Hex(before, prefix, b_end), Hex(after, prefix, a_end), a_end - prefix);
+  }
+  absl::StrAppendFormat(&out, "    the other %d bytes unchanged\n", prefix + suffix);
   return out;
 }
 
@@ -113,7 +139,7 @@ int TraceFrame(const Options& options, std::ostream& out, std::ostream& err) {
     out << absl::StrFormat(", table level %d:\n", hop.table_level);
     std::optional<hw::MatchParams> mask = session->engine->MatcherMask(hop.matcher_id);
     out << absl::StrFormat("    matcher %d: %s\n", hop.matcher_id,
-                           mask ? MaskFields(*mask) : std::string("(made by the engine's caller)"));
+                           mask ? MaskFields(*mask) : std::string("(one of the engine's own)"));
     const std::string label = session->engine->DescribeRule(hop.rule_id);
     out << absl::StrFormat("    rule %d: %s\n", hop.rule_id,
                            label.empty() ? "(not from the rule file)" : label);
