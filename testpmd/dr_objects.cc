@@ -1,5 +1,7 @@
 #include "testpmd/dr_objects.h"
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -142,6 +144,26 @@ absl::StatusOr<std::unique_ptr<InstalledRule>> DrObjects::InsertRule(
 std::string DrObjects::RuleLabel(uint32_t rule_id) const {
   auto it = labels_.find(rule_id);
   return it == labels_.end() ? "" : it->second;
+}
+
+std::optional<hw::MatchParams> DrObjects::MatcherMask(uint32_t matcher_id) const {
+  for (const auto& [key, weak] : matchers_) {
+    std::shared_ptr<MatcherRes> m = weak.lock();
+    if (m == nullptr || m->matcher().id() != matcher_id) continue;
+    hw::MatchParams mask;
+    const std::string& bytes = std::get<2>(key);
+    std::copy(bytes.begin(), bytes.end(), mask.bytes());
+    return mask;
+  }
+  return std::nullopt;
+}
+
+std::vector<const dr::Domain*> DrObjects::Domains() const {
+  std::vector<const dr::Domain*> out;
+  for (const auto& [key, weak] : domains_) {
+    if (std::shared_ptr<DomainRes> d = weak.lock()) out.push_back(&d->domain());
+  }
+  return out;
 }
 
 }  // namespace drsim::testpmd

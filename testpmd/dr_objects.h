@@ -25,8 +25,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -150,6 +152,10 @@ class DrObjects {
 
   // The label of DR rule `rule_id`, or "" for a rule the engine did not make.
   std::string RuleLabel(uint32_t rule_id) const;
+  // The mask of the live matcher with DR id `matcher_id`, or nullopt for one the engine did not make.
+  std::optional<hw::MatchParams> MatcherMask(uint32_t matcher_id) const;
+  // The live domains, by domain type, then vport.
+  std::vector<const dr::Domain*> Domains() const;
   const ObjectCounts& counts() const { return counts_; }
 
  private:

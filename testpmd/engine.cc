@@ -188,6 +188,12 @@ std::optional<QueueRef> FlowEngine::QueueOf(uint32_t qp_num) const {
 
 std::string FlowEngine::DescribeRule(uint32_t rule_id) const { return context_->objects.RuleLabel(rule_id); }
 
+std::optional<hw::MatchParams> FlowEngine::MatcherMask(uint32_t matcher_id) const {
+  return context_->objects.MatcherMask(matcher_id);
+}
+
+std::vector<const dr::Domain*> FlowEngine::Domains() const { return context_->objects.Domains(); }
+
 EngineCounts FlowEngine::counts() const {
   const ObjectCounts& c = context_->objects.counts();
   EngineCounts out{c.domains, c.tables, c.matchers, c.rules, 0};

@@ -41,6 +41,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "dr/dr.h"
+#include "hw/match_params.h"
 #include "sim/nic.h"
 #include "testpmd/ast.h"
 
@@ -132,6 +134,10 @@ class FlowEngine {
   // What made DR rule `rule_id` ("port 0 flow 3", "port 0 flow 3 rss dispatch", "port 0 meter 1 policy
   // red", "fdb_def_rule ..."), or "" for a rule the engine did not make. For traces.
   std::string DescribeRule(uint32_t rule_id) const;
+  // The mask of DR matcher `matcher_id` if the engine made it (for traces), else nullopt.
+  std::optional<hw::MatchParams> MatcherMask(uint32_t matcher_id) const;
+  // The DR domains the engine holds now (for dumps), by type, then function.
+  std::vector<const dr::Domain*> Domains() const;
   EngineCounts counts() const;
   const EngineOptions& options() const { return options_; }
   sim::Nic& nic() const { return nic_; }

@@ -1,0 +1,159 @@
+#include "tools/drctl_session.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace drsim::tools {
+namespace {
+
+absl::Status Usage(const std::string& why) { return absl::InvalidArgumentError(why); }
+
+bool ParseInt(absl::string_view text, long lo, long hi, long* value) {
+  return absl::SimpleAtoi(text, value) && *value >= lo && *value <= hi;
+}
+
+}  // namespace
+
+const char* Usage() {
+  return "usage:\n"
+         "  drctl validate RULES\n"
+         "  drctl run RULES --pcap IN [--from wire|vport:N] [--out DIR] [--verdicts FILE] [--json]\n"
+         "  drctl trace RULES --pcap IN --frame N\n"
+         "  drctl dump RULES [--stable-ids]\n"
+         "options for every command: --vfs N (VFs of the NIC, default 4), --queues N (receive queues per\n"
+         "port, default 16)\n";
+}
+
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+  Options o;
+  if (args.empty()) return Usage("no command");
+  o.command = args[0];
+  if (o.command != "validate" && o.command != "run" && o.command != "trace" && o.command != "dump") {
+    return Usage(absl::StrFormat("unknown command '%s' (validate, run, trace or dump)", o.command));
+  }
+  std::vector<std::string> positional;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      positional.push_back(a);
+      continue;
+    }
+    // --name=value or --name value.
+    std::string name = a, value;
+    bool has_value = false;
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    auto take = [&]() -> absl::StatusOr<std::string> {
+      if (has_value) return value;
+      if (i + 1 >= args.size()) return Usage(absl::StrFormat("%s needs a value", name));
+      return args[++i];
+    };
+    auto allowed = [&](std::initializer_list<const char*> commands) {
+      for (const char* c : commands) {
+        if (o.command == c) return absl::OkStatus();
+      }
+      return Usage(absl::StrFormat("%s does not apply to '%s'", name, o.command));
+    };
+    absl::Status s;
+    if (name == "--json" || name == "--stable-ids") {
+      if (has_value) return Usage(absl::StrFormat("%s takes no value", name));
+      s = allowed(name == "--json" ? std::initializer_list<const char*>{"run"}
+                                   : std::initializer_list<const char*>{"dump"});
+      (name == "--json" ? o.json : o.stable_ids) = true;
+    } else {
+      absl::StatusOr<std::string> v = take();
+      if (!v.ok()) return v.status();
+      long n;
+      if (name == "--pcap") {
+        s = allowed({"run", "trace"});
+        o.pcap = *v;
+      } else if (name == "--out") {
+        s = allowed({"run"});
+        o.out_dir = *v;
+      } else if (name == "--verdicts") {
+        s = allowed({"run"});
+        o.verdicts = *v;
+      } else if (name == "--from") {
+        s = allowed({"run", "trace"});
+        if (*v == "wire") {
+          o.from_vport.reset();
+        } else if (absl::StartsWith(*v, "vport:") && ParseInt(v->substr(6), 0, 0xfffe, &n)) {
+          o.from_vport = static_cast<int>(n);
+        } else {
+          return Usage(absl::StrFormat("--from '%s': wire or vport:N", *v));
+        }
+      } else if (name == "--frame") {
+        s = allowed({"trace"});
+        if (!ParseInt(*v, 0, 1L << 40, &n))
+          return Usage(absl::StrFormat("--frame '%s': a frame index from 0", *v));
+        o.frame = n;
+      } else if (name == "--vfs") {
+        if (!ParseInt(*v, 0, 1024, &n)) return Usage(absl::StrFormat("--vfs '%s': 0 to 1024", *v));
+        o.vfs = static_cast<int>(n);
+      } else if (name == "--queues") {
+        if (!ParseInt(*v, 1, 1024, &n)) return Usage(absl::StrFormat("--queues '%s': 1 to 1024", *v));
+        o.queues = static_cast<int>(n);
+      } else {
+        return Usage(absl::StrFormat("unknown option %s", name));
+      }
+    }
+    if (!s.ok()) return s;
+  }
+  if (positional.size() != 1) {
+    return Usage(positional.empty() ? "no RULES file"
+                                    : absl::StrFormat("unexpected argument '%s'", positional[1]));
+  }
+  o.rules = positional[0];
+  if ((o.command == "run" || o.command == "trace") && o.pcap.empty()) {
+    return Usage(absl::StrFormat("'%s' needs --pcap IN", o.command));
+  }
+  if (o.command == "trace" && !o.frame.has_value()) return Usage("'trace' needs --frame N");
+  if (o.from_vport.has_value() && *o.from_vport > o.vfs) {
+    return Usage(
+        absl::StrFormat("--from vport:%d: the NIC has vports 0 to %d (--vfs)", *o.from_vport, o.vfs));
+  }
+  return o;
+}
+
+std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status) {
+  std::ifstream in(options.rules);
+  if (!in) {
+    err << "drctl: " << options.rules << ": cannot open the rule file\n";
+    *exit_status = kExitUsage;
+    return nullptr;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto session = std::make_unique<Session>();
+  session->rules_text = text.str();
+  session->nic = std::make_unique<sim::Nic>(options.vfs);
+  testpmd::EngineOptions engine_options;
+  engine_options.rx_queues = static_cast<uint16_t>(options.queues);
+  session->engine = std::make_unique<testpmd::FlowEngine>(*session->nic, engine_options);
+  session->report = testpmd::RunFile(*session->engine, options.rules, session->rules_text);
+  if (!session->report.ok()) {
+    for (const testpmd::Diagnostic& d : session->report.diagnostics) err << d.ToString() << "\n";
+    err << absl::StrFormat("%s: %d error(s)\n", options.rules, session->report.diagnostics.size());
+    *exit_status = kExitRejected;
+    return nullptr;
+  }
+  *exit_status = kExitOk;
+  return session;
+}
+
+std::string SourceLine(const Session& session, int line) {
+  std::vector<absl::string_view> lines = absl::StrSplit(session.rules_text, '\n');
+  if (line < 1 || static_cast<size_t>(line) > lines.size()) return "";
+  return std::string(absl::StripTrailingAsciiWhitespace(lines[line - 1]));
+}
+
+}  // namespace drsim::tools

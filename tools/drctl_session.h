@@ -1,0 +1,60 @@
+// What drctl's commands share: the parsed command line, and a software NIC programmed from a rule file.
+#ifndef DRSIM_TOOLS_DRCTL_SESSION_H_
+#define DRSIM_TOOLS_DRCTL_SESSION_H_
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/nic.h"
+#include "testpmd/engine.h"
+#include "testpmd/runner.h"
+
+namespace drsim::tools {
+
+// Exit statuses (drctl.h).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRejected = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Options {
+  std::string command;  // validate, run, trace, dump
+  std::string rules;
+  std::string pcap;
+  std::optional<int> from_vport;  // nullopt: from the wire
+  std::string out_dir;
+  std::string verdicts;
+  bool json = false;
+  std::optional<long> frame;  // trace
+  bool stable_ids = false;    // dump
+  int vfs = 4;
+  int queues = 16;
+};
+
+// Parses drctl's arguments; InvalidArgument naming the culprit (kExitUsage).
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
+
+// The usage text.
+const char* Usage();
+
+// A NIC with `options.vfs` VFs and a testpmd engine on it that ran the rule file.
+struct Session {
+  std::unique_ptr<sim::Nic> nic;
+  std::unique_ptr<testpmd::FlowEngine> engine;
+  std::string rules_text;
+  testpmd::FileReport report;  // what each command did
+};
+
+// Reads and runs the rule file. On failure, writes the diagnostics (or the read error) to `err` and
+// returns nullptr with *exit_status set.
+std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status);
+
+// The source line (1-based) of the rule file, without its newline; "" past the end.
+std::string SourceLine(const Session& session, int line);
+
+}  // namespace drsim::tools
+
+#endif  // DRSIM_TOOLS_DRCTL_SESSION_H_

@@ -1,0 +1,194 @@
+// drctl end to end, in process: rule files and pcaps in, verdict files, per-destination pcaps, totals,
+// JSON, traces, dumps and every kind of error out.
+#include "tools/drctl.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/frame_builder.h"
+#include "sim/pcap_file.h"
+
+namespace drsim::tools {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir ? dir : "/tmp";
+}
+
+std::string Write(const std::string& name, const std::string& text) {
+  const std::string path = TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result Invoke(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int status = drsim::tools::Drctl(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+sim::FrameSpec Ipv4(const char* src, const char* dst, uint8_t proto, uint16_t dport) {
+  sim::FrameSpec s;
+  s.ipv4_src = *hw::Ipv4Address::Parse(src);
+  s.ipv4_dst = *hw::Ipv4Address::Parse(dst);
+  s.protocol = proto;
+  s.sport = 1234;
+  s.dport = dport;
+  return s;
+}
+
+constexpr char kRules[] = R"(# NIC_RX on port 0: group 0 jumps to group 1.
+flow create 0 ingress pattern end actions jump group 1 / end
+flow create 0 ingress group 1 priority 2 pattern eth / ipv4 src is 10.0.0.1 / tcp dst is 80 / end actions mark id 5 / queue index 1 / count / end
+flow create 0 ingress group 1 priority 3 pattern eth / ipv4 / udp dst is 53 / end actions queue index 2 / end
+flow create 0 ingress group 1 priority 10 pattern end actions drop / end
+)";
+
+class DrctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rules_ = Write("rules.txt", kRules);
+    std::vector<std::vector<uint8_t>> frames = {
+        sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoTcp, 80)),  // 0: mark 5, queue 1
+        sim::BuildFrame(Ipv4("10.0.0.2", "10.0.0.9", sim::kIpProtoTcp, 80)),  // 1: drop
+        sim::BuildFrame(Ipv4("10.0.0.3", "10.0.0.9", sim::kIpProtoUdp, 53)),  // 2: queue 2
+        sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoTcp, 80)),  // 3: mark 5, queue 1
+    };
+    frames_ = frames;
+    pcap_ = TempDir() + "/in.pcap";
+    ASSERT_TRUE(sim::WritePcapFile(pcap_, frames).ok());
+  }
+
+  std::string rules_, pcap_;
+  std::vector<std::vector<uint8_t>> frames_;
+};
+
+TEST_F(DrctlTest, RunWritesVerdictsPcapsAndTotals) {
+  const std::string out_dir = TempDir() + "/out/nested", verdicts = TempDir() + "/verdicts.txt";
+  Result r = Invoke({"run", rules_, "--pcap", pcap_, "--out", out_dir, "--verdicts=" + verdicts});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Read(verdicts), "0 queue:0/1 tag=5\n1 drop\n2 queue:0/2\n3 queue:0/1 tag=5\n");
+  absl::StatusOr<std::vector<sim::PcapFrame>> q1 = sim::ReadPcapFile(out_dir + "/queue-0-1.pcap");
+  ASSERT_TRUE(q1.ok()) << q1.status();
+  ASSERT_EQ(q1->size(), 2u);
+  EXPECT_EQ((*q1)[0].data, frames_[0]);
+  EXPECT_TRUE(sim::ReadPcapFile(out_dir + "/queue-0-2.pcap").ok());
+  EXPECT_FALSE(sim::ReadPcapFile(out_dir + "/wire.pcap").ok());  // nothing went there
+  EXPECT_THAT(r.out, HasSubstr("4 frames"));
+  EXPECT_THAT(r.out, HasSubstr("queue:0/1"));
+  EXPECT_THAT(r.out, HasSubstr("port 0 flow 1"));
+}
+
+TEST_F(DrctlTest, JsonCountsDestinationsAndRules) {
+  Result r = Invoke({"run", rules_, "--pcap", pcap_, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["frames"], 4);
+  EXPECT_EQ(j["destinations"]["queue:0/1"]["frames"], 2);
+  EXPECT_EQ(j["destinations"]["queue:0/2"]["frames"], 1);
+  EXPECT_EQ(j["destinations"]["drop"]["frames"], 1);
+  int flow1_hits = 0;
+  for (const auto& rule : j["rules"]) {
+    if (rule["rule"].get<std::string>().rfind("port 0 flow 1", 0) == 0) flow1_hits = rule["hits"];
+  }
+  EXPECT_EQ(flow1_hits, 2);
+}
+
+TEST_F(DrctlTest, TraceExplainsOneFrame) {
+  Result r = Invoke({"trace", rules_, "--pcap", pcap_, "--frame", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("frame 3"));
+  EXPECT_THAT(r.out, HasSubstr("port 0 NIC_RX, table level 1"));
+  EXPECT_THAT(r.out, HasSubstr("outer.tcp_dport=0xffff"));
+  EXPECT_THAT(r.out, HasSubstr("rules.txt:3: flow create 0 ingress group 1 priority 2"));
+  EXPECT_THAT(r.out, HasSubstr("-> queue:0/1 tag=5"));
+  EXPECT_THAT(r.out, HasSubstr("(unchanged)"));
+  EXPECT_EQ(Invoke({"trace", rules_, "--pcap", pcap_, "--frame", "9"}).status, 2);
+}
+
+TEST_F(DrctlTest, ValidateAndDump) {
+  Result ok = Invoke({"validate", rules_});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("OK"));
+  const std::string bad =
+      Write("bad.txt",
+            "flow create 0 ingress pattern eth / ipv4 src is 10.0.0 / end actions drop / end\n"
+            "flow create 0 ingress pattern eth / sctp / end actions drop / end\n");
+  Result r = Invoke({"validate", bad});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("bad.txt:1:"));
+  EXPECT_THAT(r.err, HasSubstr("bad.txt:2:"));
+  EXPECT_THAT(r.err, HasSubstr("2 error(s)"));
+  EXPECT_EQ(Invoke({"run", bad, "--pcap", pcap_}).status, 1);
+
+  Result d = Invoke({"dump", rules_, "--stable-ids"});
+  ASSERT_EQ(d.status, 0) << d.err;
+  std::vector<std::string> lines = absl::StrSplit(d.out, '\n', absl::SkipEmpty());
+  int rules = 0;
+  for (const std::string& l : lines) rules += l.rfind("3300,", 0) == 0;
+  EXPECT_EQ(rules, 4);
+  // Stable ids are the objects' ids (small numbers, the same on every run of the file), not addresses.
+  EXPECT_THAT(lines[8], ::testing::MatchesRegex("3100,0x[0-9a-f]{1,4},0x[0-9a-f]+00,0,0"));
+  EXPECT_EQ(lines.front().substr(0, 5), "3000,");
+}
+
+TEST_F(DrctlTest, UsageErrorsAreExit2) {
+  EXPECT_EQ(Invoke({}).status, 2);
+  EXPECT_EQ(Invoke({"frobnicate", rules_}).status, 2);
+  EXPECT_EQ(Invoke({"run", rules_}).status, 2);                     // no --pcap
+  EXPECT_EQ(Invoke({"trace", rules_, "--pcap", pcap_}).status, 2);  // no --frame
+  EXPECT_EQ(Invoke({"run", rules_, "--pcap", pcap_, "--from", "port:1"}).status, 2);
+  EXPECT_EQ(Invoke({"run", rules_, "--pcap", pcap_, "--from", "vport:9"}).status, 2);  // 4 VFs
+  EXPECT_EQ(Invoke({"dump", rules_, "--json"}).status, 2);
+  EXPECT_EQ(Invoke({"run", TempDir() + "/missing.txt", "--pcap", pcap_}).status, 2);
+  EXPECT_EQ(Invoke({"run", rules_, "--pcap", TempDir() + "/missing.pcap"}).status, 2);
+  Result help = Invoke({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.out, HasSubstr("drctl run RULES --pcap IN"));
+}
+
+TEST_F(DrctlTest, FromAVportThroughTheEswitch) {
+  // VF1 sends; a transfer rule sends its frames to the wire, after a VLAN push.
+  const std::string rules = Write("fdb.txt",
+                                  "flow create 0 transfer pattern represented_port ethdev_port_id is 1 / end "
+                                  "actions of_push_vlan ethertype 0x8100 / of_set_vlan_vid vlan_vid 7 / "
+                                  "represented_port ethdev_port_id 3 / end\n");
+  const std::string out_dir = TempDir() + "/fdb", verdicts = TempDir() + "/fdb.txt.verdicts";
+  Result r = Invoke({"run", rules, "--vfs", "2", "--pcap", pcap_, "--from", "vport:1", "--out", out_dir,
+                     "--verdicts", verdicts});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Read(verdicts), "0 wire\n1 wire\n2 wire\n3 wire\n");
+  absl::StatusOr<std::vector<sim::PcapFrame>> wire = sim::ReadPcapFile(out_dir + "/wire.pcap");
+  ASSERT_TRUE(wire.ok());
+  ASSERT_EQ(wire->size(), 4u);
+  EXPECT_EQ((*wire)[0].data.size(), frames_[0].size() + 4);
+  // Frames from the wire reach the PF's interface (no NIC_RX steering there).
+  Result w = Invoke({"run", rules, "--vfs", "2", "--pcap", pcap_, "--verdicts", verdicts});
+  ASSERT_EQ(w.status, 0) << w.err;
+  EXPECT_EQ(Read(verdicts), "0 vport:0\n1 vport:0\n2 vport:0\n3 vport:0\n");
+}
+
+}  // namespace
+}  // namespace drsim::tools
