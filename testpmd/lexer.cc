@@ -5,6 +5,8 @@
 namespace drsim::testpmd {
 namespace {
 
+constexpr absl::string_view kPrompt = "testpmd>";
+
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 }  // namespace
@@ -26,6 +28,7 @@ std::vector<CommandTokens> Lex(absl::string_view text) {
       const size_t start = i;
       while (i < line.size() && !IsBlank(line[i])) ++i;
       absl::string_view word = line.substr(start, i - start);
+      if (current.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
       // A lone backslash, or one ending the line's last token, joins the next line.
       size_t rest = i;
       while (rest < line.size() && IsBlank(line[rest])) ++rest;

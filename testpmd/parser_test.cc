@@ -49,6 +49,20 @@ TEST(LexerTest, TokensCommentsAndContinuations) {
   EXPECT_EQ(commands[1].tokens[4].pos, (SourcePos{5, 4}));
 }
 
+TEST(LexerTest, SkipsTestpmdPromptsOnlyWhereACommandStarts) {
+  std::vector<CommandTokens> commands =
+      Lex("testpmd> flow flush 0\n"
+          "testpmd>flow flush 1\n"
+          "flow flush testpmd>\n");
+  ASSERT_THAT(commands, SizeIs(3));
+  ASSERT_THAT(commands[0].tokens, SizeIs(3));
+  EXPECT_EQ(commands[0].tokens[0].text, "flow");
+  EXPECT_EQ(commands[0].tokens[0].pos, (SourcePos{1, 10}));
+  EXPECT_EQ(commands[1].tokens[0].text, "testpmd>flow");  // not a prompt: testpmd prints a blank after it
+  ASSERT_THAT(commands[2].tokens, SizeIs(3));
+  EXPECT_EQ(commands[2].tokens[2].text, "testpmd>");
+}
+
 TEST(ParserTest, AttributesPatternAndActions) {
   FlowRule r = MustParseRule(
       "flow create 3 ingress group 1 priority 2 pattern eth / ipv4 src is 10.0.0.1 dst spec 10.0.0.0 "

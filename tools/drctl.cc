@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
-#include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "dr/dump.h"
 #include "tools/drctl_run.h"
 #include "tools/drctl_session.h"
@@ -11,14 +13,18 @@
 namespace drsim::tools {
 namespace {
 
+// "1 flow", "2 flows".
+std::string Count(size_t n, absl::string_view noun) { return absl::StrCat(n, " ", noun, n == 1 ? "" : "s"); }
+
 int Validate(const Options& options, std::ostream& out, std::ostream& err) {
   int status;
   std::unique_ptr<Session> session = LoadRules(options, err, &status);
   if (session == nullptr) return status;
   const testpmd::EngineCounts c = session->engine->counts();
-  out << absl::StrFormat(
-      "%s: OK, %d commands: %d flows on %d DR rules in %d matchers, %d tables, %d domains\n", options.rules,
-      session->report.outcomes.size(), c.flows, c.rules, c.matchers, c.tables, c.domains);
+  out << options.rules << ": OK, " << Count(session->report.outcomes.size(), "command") << ": "
+      << Count(c.flows, "flow") << " on " << Count(c.rules, "DR rule") << " in "
+      << Count(c.matchers, "matcher") << ", " << Count(c.tables, "table") << ", "
+      << Count(c.domains, "domain") << "\n";
   return kExitOk;
 }
 

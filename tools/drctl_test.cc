@@ -131,7 +131,8 @@ TEST_F(DrctlTest, TraceExplainsOneFrame) {
 TEST_F(DrctlTest, ValidateAndDump) {
   Result ok = Invoke({"validate", rules_});
   EXPECT_EQ(ok.status, 0) << ok.err;
-  EXPECT_THAT(ok.out, HasSubstr("OK"));
+  EXPECT_THAT(ok.out,
+              HasSubstr(": OK, 4 commands: 4 flows on 4 DR rules in 4 matchers, 2 tables, 1 domain\n"));
   const std::string bad =
       Write("bad.txt",
             "flow create 0 ingress pattern eth / ipv4 src is 10.0.0 / end actions drop / end\n"
