@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,13 +24,25 @@ constexpr uint32_t kMaxMark = 0xffffef;
 constexpr uint32_t kFlagMark = 0xffffff;
 
 // DR names the culprit of a rule error as "action[N]"; point at the testpmd action behind entry N.
+// A transfer rule with no port item lands in both FDB pipes (dr_rule_skip); when the TX pipe refuses an
+// action, say how to keep the rule to traffic from the wire.
+std::string WithPipeHint(absl::string_view msg) {
+  if (!absl::StrContains(msg, "FDB (TX pipe")) return std::string(msg);
+  return absl::StrCat(
+      msg,
+      " (a transfer rule without a port item applies to both FDB pipes; "
+      "'represented_port ethdev_port_id is U / ...' with U the uplink port, the number of VFs "
+      "+ 1, keeps it to traffic from the wire)");
+}
+
 absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback) {
-  const absl::string_view msg = s.message();
+  const std::string msg = WithPipeHint(s.message());
   const size_t at = msg.find("action[");
   size_t index = 0;
-  if (at != absl::string_view::npos) {
+  if (at != std::string::npos) {
     const size_t end = msg.find(']', at);
-    if (end != absl::string_view::npos && absl::SimpleAtoi(msg.substr(at + 7, end - at - 7), &index) &&
+    if (end != std::string::npos &&
+        absl::SimpleAtoi(absl::string_view(msg).substr(at + 7, end - at - 7), &index) &&
         index < list.origins.size() && list.origins[index] != nullptr) {
       const Action& a = *list.origins[index];
       return ErrorAt(a.pos, s.code(), absl::StrCat(a.def->name, ": DR rejects the rule: ", msg));

@@ -12,6 +12,7 @@ namespace drsim::testpmd {
 namespace {
 
 using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
 
 std::vector<uint8_t> Slice(const std::vector<uint8_t>& v, size_t from, size_t n = std::string::npos) {
   return std::vector<uint8_t>(v.begin() + from, n == std::string::npos ? v.end() : v.begin() + from + n);
@@ -35,6 +36,18 @@ TEST_F(EngineTest, VxlanDecapToAVf) {
   v = nic_.ReceiveFromWire(Vxlan(200, inner));
   EXPECT_EQ(v.fate, sim::Fate::kPort);
   EXPECT_EQ(v.vport, 0);
+}
+
+TEST_F(EngineTest, UnscopedTransferDecapIsRefusedWithTheWayOut) {
+  // Without a port item the rule is in both FDB pipes, and the TX pipe takes no decap (rdma-core's table).
+  absl::StatusOr<CommandResult> r =
+      Try("flow create 0 transfer pattern eth / ipv4 / udp / vxlan / end actions vxlan_decap / "
+          "represented_port ethdev_port_id 1 / end");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("vxlan_decap: DR rejects the rule"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("'represented_port ethdev_port_id is U / ...' with U the uplink"));
+  EXPECT_EQ(engine_.counts().flows, 0);
 }
 
 TEST_F(EngineTest, VxlanEncapFromAVfToTheWire) {
