@@ -2,12 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <algorithm>
 #include <optional>
 
 #include "absl/strings/match.h"

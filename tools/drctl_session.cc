@@ -3,8 +3,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -150,10 +152,17 @@ std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, in
   return session;
 }
 
-std::string SourceLine(const Session& session, int line) {
+std::string SourceCommand(const Session& session, int line) {
   std::vector<absl::string_view> lines = absl::StrSplit(session.rules_text, '\n');
-  if (line < 1 || static_cast<size_t>(line) > lines.size()) return "";
-  return std::string(absl::StripTrailingAsciiWhitespace(lines[line - 1]));
+  std::string command;
+  if (line < 1) return command;
+  for (size_t i = line - 1; i < lines.size(); ++i) {
+    absl::string_view text = absl::StripAsciiWhitespace(lines[i]);
+    const bool continued = absl::ConsumeSuffix(&text, "\\");
+    absl::StrAppend(&command, command.empty() ? "" : " ", absl::StripTrailingAsciiWhitespace(text));
+    if (!continued) break;
+  }
+  return command;
 }
 
 }  // namespace drsim::tools

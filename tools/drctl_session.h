@@ -52,8 +52,9 @@ struct Session {
 // returns nullptr with *exit_status set.
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status);
 
-// The source line (1-based) of the rule file, without its newline; "" past the end.
-std::string SourceLine(const Session& session, int line);
+// The command of the rule file starting on `line` (1-based), its continuation lines joined by one blank;
+// "" past the end.
+std::string SourceCommand(const Session& session, int line);
 
 }  // namespace drsim::tools
 

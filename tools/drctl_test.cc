@@ -61,7 +61,8 @@ sim::FrameSpec Ipv4(const char* src, const char* dst, uint8_t proto, uint16_t dp
 
 constexpr char kRules[] = R"(# NIC_RX on port 0: group 0 jumps to group 1.
 flow create 0 ingress pattern end actions jump group 1 / end
-flow create 0 ingress group 1 priority 2 pattern eth / ipv4 src is 10.0.0.1 / tcp dst is 80 / end actions mark id 5 / queue index 1 / count / end
+flow create 0 ingress group 1 priority 2 pattern eth / ipv4 src is 10.0.0.1 / tcp dst is 80 / end \
+    actions mark id 5 / queue index 1 / count / end
 flow create 0 ingress group 1 priority 3 pattern eth / ipv4 / udp dst is 53 / end actions queue index 2 / end
 flow create 0 ingress group 1 priority 10 pattern end actions drop / end
 )";
@@ -122,7 +123,9 @@ TEST_F(DrctlTest, TraceExplainsOneFrame) {
   EXPECT_THAT(r.out, HasSubstr("frame 3"));
   EXPECT_THAT(r.out, HasSubstr("port 0 NIC_RX, table level 1"));
   EXPECT_THAT(r.out, HasSubstr("outer.tcp_dport=0xffff"));
-  EXPECT_THAT(r.out, HasSubstr("rules.txt:3: flow create 0 ingress group 1 priority 2"));
+  EXPECT_THAT(r.out,
+              HasSubstr("rules.txt:3: flow create 0 ingress group 1 priority 2 pattern eth / ipv4 src is "
+                        "10.0.0.1 / tcp dst is 80 / end actions mark id 5 / queue index 1 / count / end\n"));
   EXPECT_THAT(r.out, HasSubstr("-> queue:0/1 tag=5"));
   EXPECT_THAT(r.out, HasSubstr("(unchanged)"));
   EXPECT_EQ(Invoke({"trace", rules_, "--pcap", pcap_, "--frame", "9"}).status, 2);

@@ -44,7 +44,7 @@ std::string FlowSource(const Session& session, const Options& options, const std
   if (std::sscanf(label.c_str(), "port %d flow %d", &port, &flow) != 2) return "";
   for (const testpmd::CommandOutcome& o : session.report.outcomes) {
     if (o.result.flow_id == static_cast<uint32_t>(flow)) {
-      const std::string line = SourceLine(session, o.pos.line);
+      const std::string line = SourceCommand(session, o.pos.line);
       // Flow ids are per port: the line must be a create on this port.
       if (line.find(absl::StrFormat("create %d ", port)) != std::string::npos) {
         return absl::StrFormat("%s:%d: %s", options.rules, o.pos.line, line);
