@@ -16,7 +16,8 @@ constexpr uint64_t kIpv4Bits = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
 constexpr uint64_t kIpv6Bits = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
 constexpr uint64_t kTcpBits = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
 constexpr uint64_t kUdpBits = IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
-constexpr uint64_t kModelledBits = kIpv4Bits | kIpv6Bits | kTcpBits | kUdpBits;
+// IBV_RX_HASH_INNER picks the header stack the fields come from (the caller's business); it adds no input.
+constexpr uint64_t kModelledBits = kIpv4Bits | kIpv6Bits | kTcpBits | kUdpBits | IBV_RX_HASH_INNER;
 
 void AppendBytes(std::vector<uint8_t>& out, const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); }
 
@@ -79,7 +80,7 @@ absl::Status CheckFields(const RssHeaderFields& packet, uint64_t fields, RssSymm
     const uint64_t bit = extra & ~(extra - 1);
     return absl::InvalidArgumentError(absl::StrFormat(
         "rx_hash_fields_mask 0x%x: %s (0x%x) is not modelled; only the IPv4/IPv6 address and TCP/UDP port "
-        "bits are",
+        "bits and IBV_RX_HASH_INNER are",
         fields, BitName(bit), bit));
   }
   if ((fields & kIpv4Bits) && (fields & kIpv6Bits)) {

@@ -75,8 +75,10 @@ enum class RssSymmetry : uint8_t {
 };
 
 // The input for a TIR whose rx_hash_fields_mask is `fields` (bits of enum ibv_rx_hash_fields).
+// IBV_RX_HASH_INNER says the fields are the inner headers' of a tunnelled packet: `packet` must then hold
+// those; the bit itself changes nothing here.
 // InvalidArgument, naming the culprit, when:
-//  - `fields` has a bit other than the eight address and port bits (IPSEC_SPI and INNER are not
+//  - `fields` has a bit other than the eight address and port bits and IBV_RX_HASH_INNER (IPSEC_SPI is not
 //    modelled), or selects both IPv4 and IPv6 addresses, or both TCP and UDP ports (verbs.h forbids both);
 //  - the packet lacks a selected field: IPv4 bits on an IPv6 packet (or the reverse), TCP port bits on a
 //    packet whose ip_protocol is not TCP, UDP port bits on one that is not UDP;

@@ -410,7 +410,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Tir(uint64_t hash_fields, cons
 absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const std::string& label,
                                                       bool single_tir) {
   TESTPMD_RETURN_IF_ERROR(NeedIngress(rss));
-  absl::StatusOr<RssPlan> plan = PlanRss(rss, info_.outer, ctx_.options.rx_queues);
+  absl::StatusOr<RssPlan> plan = PlanRss(rss, info_, ctx_.options.rx_queues);
   if (!plan.ok()) return plan.status();
   if (plan->cases.size() == 1) return Tir(plan->cases.front().hash_fields, *plan, rss);
   if (single_tir) {
@@ -429,16 +429,17 @@ absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const s
       TESTPMD_ASSIGN_OR_RETURN(tirs[c.hash_fields], Tir(c.hash_fields, *plan, rss));
     }
     hw::MatchBuilder mask, value;
+    const hw::Headers stack = plan->inner ? hw::kInner : hw::kOuter;
     uint16_t priority = 2;
     if (c.l3) {
       const uint32_t version = *c.l3 == L3::kIpv4 ? 4 : 6;  // rdma-core: the mask holds the version too
-      mask.IpVersion(hw::kOuter, version);
-      value.IpVersion(hw::kOuter, version);
+      mask.IpVersion(stack, version);
+      value.IpVersion(stack, version);
       priority = 1;
     }
     if (c.l4) {
-      mask.IpProtocol(hw::kOuter, 0xff);
-      value.IpProtocol(hw::kOuter, *c.l4 == L4::kTcp ? 6 : 17);
+      mask.IpProtocol(stack, 0xff);
+      value.IpProtocol(stack, *c.l4 == L4::kTcp ? 6 : 17);
       priority = 0;
     }
     TESTPMD_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> m,

@@ -155,6 +155,36 @@ TEST_F(EngineTest, RssSpreadsByToeplitzAndExpandsByProtocol) {
   EXPECT_EQ(engine_.counts().tables, 0);
 }
 
+TEST_F(EngineTest, InnerRssSpreadsOneTunnelByTheInnerFlows) {
+  Run("flow create 0 ingress pattern eth / ipv4 / udp / vxlan / eth / ipv4 / end actions rss level 2 types "
+      "ipv4-tcp end queues 0 1 2 3 end / end");
+  const uint64_t fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_TCP |
+                          IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_INNER;
+  std::set<uint32_t> used;
+  for (uint16_t sport = 1000; sport < 1032; ++sport) {
+    // Every frame has the same outer headers: only the inner TCP flow tells them apart.
+    sim::Verdict v =
+        nic_.ReceiveFromWire(Vxlan(100, Ipv4("10.1.0.1", "10.2.0.2", sim::kIpProtoTcp, sport, 80)));
+    ASSERT_EQ(v.fate, sim::Fate::kQueued);
+    sim::RssHeaderFields f;
+    f.ipv4_src = Ip("10.1.0.1");
+    f.ipv4_dst = Ip("10.2.0.2");
+    f.ip_protocol = 6;
+    f.sport = sport;
+    f.dport = 80;
+    EXPECT_EQ(v.qp_num, Qp(0, *sim::RssHash(f, fields, Mlx5DefaultRssKey()) & 3)) << sport;
+    used.insert(v.qp_num);
+  }
+  EXPECT_GT(used.size(), 1u);
+  // Inner UDP is not asked for: the dispatch, on the inner protocol, leaves it unhashed.
+  EXPECT_EQ(nic_.ReceiveFromWire(Vxlan(100, Ipv4("10.1.0.1", "10.2.0.2", sim::kIpProtoUdp, 7, 80))).qp_num,
+            Qp(0, 0));
+  absl::StatusOr<CommandResult> r =
+      Try("flow create 0 ingress pattern eth / ipv4 / udp / end actions rss level 2 / end");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("no tunnel item"));
+}
+
 TEST_F(EngineTest, TransferRulesUseTheFdbDefaultRuleAndVports) {
   // Group 0 of the FDB is level 1 behind mlx5's fdb_def_rule, so dest_vport works there.
   Run("flow create 0 transfer pattern represented_port ethdev_port_id is 3 / eth / ipv4 dst is 10.0.0.2 / "

@@ -77,7 +77,7 @@ const std::vector<uint8_t>& Mlx5DefaultRssKey() {
   return *key;
 }
 
-absl::StatusOr<RssPlan> PlanRss(const Action& rss, const HeaderLayers& pattern, int rx_queues) {
+absl::StatusOr<RssPlan> PlanRss(const Action& rss, const PatternInfo& info, int rx_queues) {
   RssPlan plan;
   if (const ActionArg* func = rss.Find("func")) {
     if (func->value.text == "simple_xor") {
@@ -87,9 +87,20 @@ absl::StatusOr<RssPlan> PlanRss(const Action& rss, const HeaderLayers& pattern, 
     if (func->value.text == "symmetric_toeplitz") plan.symmetry = sim::RssSymmetry::kOrXor;
   }
   if (const ActionArg* level = rss.Find("level"); level != nullptr && level->value.number > 1) {
-    return ErrorAt(level->value.pos, StatusCode::kUnimplemented,
-                   "RSS level 2 and above (inner headers): the software NIC's TIR hashes outer fields only");
+    if (level->value.number > 2) {
+      return ErrorAt(level->value.pos, StatusCode::kUnimplemented,
+                     absl::StrFormat("RSS level %d: mlx5 hashes the outer headers (level 0 or 1) or those "
+                                     "behind the first tunnel (level 2)",
+                                     level->value.number));
+    }
+    if (!info.tunnel) {
+      return ErrorAt(level->value.pos, StatusCode::kInvalidArgument,
+                     "RSS level 2 hashes the inner headers, and the pattern has no tunnel item (mlx5 refuses "
+                     "inner RSS on flows that do not match a tunnel)");
+    }
+    plan.inner = true;
   }
+  const HeaderLayers& pattern = plan.inner ? info.inner : info.outer;
   Selection s;
   const ActionArg* types = rss.Find("types");
   if (types == nullptr || types->value.list.empty()) {
@@ -138,6 +149,11 @@ absl::StatusOr<RssPlan> PlanRss(const Action& rss, const HeaderLayers& pattern, 
   bool uniform = true;
   for (const RssCase& c : plan.cases) uniform &= c.hash_fields == plan.cases.front().hash_fields;
   if (uniform) plan.cases = {{std::nullopt, std::nullopt, plan.cases.front().hash_fields}};
+  if (plan.inner) {
+    for (RssCase& c : plan.cases) {
+      if (c.hash_fields != 0) c.hash_fields |= IBV_RX_HASH_INNER;
+    }
+  }
 
   // Queues, padded to a power of two by repetition.
   std::vector<uint16_t> queues;

@@ -10,9 +10,11 @@
 //
 // Defaults follow testpmd: types `ip` (testpmd's rss_hf), queues 0..rx_queues-1; and mlx5: its 40-byte
 // default key, Toeplitz. The queue list becomes an RQ indirection table of the next power of two entries,
-// repeating the list as mlx5 does. symmetric_toeplitz hashes with mlx5's symmetric-or-xor. Rejected
-// (Unimplemented): simple_xor, level >= 2 (inner RSS), and types the TIR cannot hash (anything but IPv4/IPv6
-// addresses and TCP/UDP ports).
+// repeating the list as mlx5 does. symmetric_toeplitz hashes with mlx5's symmetric-or-xor. `level 2` hashes
+// the headers behind the pattern's tunnel item (IBV_RX_HASH_INNER; the cases follow the pattern's inner
+// layers and the dispatch matches inner fields); without a tunnel item it is an error, as in mlx5. Rejected
+// (Unimplemented): simple_xor, level > 2, and types the TIR cannot hash (anything but IPv4/IPv6 addresses and
+// TCP/UDP ports).
 //
 // Pure functions; thread-safe.
 #ifndef DRSIM_TESTPMD_RSS_H_
@@ -36,6 +38,7 @@ struct RssCase {
 };
 
 struct RssPlan {
+  bool inner = false;            // level 2: the cases and hash fields are the inner headers
   std::vector<RssCase> cases;    // most specific first; one entry: no dispatch needed
   std::vector<uint16_t> queues;  // queue indices, a power-of-two count
   std::vector<uint8_t> key;
@@ -45,9 +48,9 @@ struct RssPlan {
 // mlx5's default RSS key (mlx5_rss_hash_default_key).
 const std::vector<uint8_t>& Mlx5DefaultRssKey();
 
-// The plan of `rss` on a rule matching `pattern` (outer headers) on a port with `rx_queues` queues.
-// Errors at the action or the offending parameter value.
-absl::StatusOr<RssPlan> PlanRss(const Action& rss, const HeaderLayers& pattern, int rx_queues);
+// The plan of `rss` on a rule matching `pattern` on a port with `rx_queues` queues. Errors at the action or
+// the offending parameter value.
+absl::StatusOr<RssPlan> PlanRss(const Action& rss, const PatternInfo& pattern, int rx_queues);
 
 }  // namespace drsim::testpmd
 

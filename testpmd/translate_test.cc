@@ -190,7 +190,7 @@ TEST(ModifyTest, ModifyField) {
 }
 
 TEST(RssTest, ExpansionCases) {
-  HeaderLayers any;
+  PatternInfo any;
   absl::StatusOr<RssPlan> p = PlanRss(OneAction("rss types ipv4-tcp ipv4 end queues 0 1 2 end"), any, 4);
   ASSERT_TRUE(p.ok()) << p.status();
   const uint64_t v4 = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
@@ -205,7 +205,8 @@ TEST(RssTest, ExpansionCases) {
   EXPECT_EQ(p->key, Mlx5DefaultRssKey());
 
   // Pinned by the pattern: one TIR.
-  HeaderLayers v4_udp{true, 0, L3::kIpv4, L4::kUdp};
+  PatternInfo v4_udp;
+  v4_udp.outer = {true, 0, L3::kIpv4, L4::kUdp};
   p = PlanRss(OneAction("rss types udp l4-dst-only end"), v4_udp, 4);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->cases.size(), 1u);
@@ -221,7 +222,8 @@ TEST(RssTest, ExpansionCases) {
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(PlanRss(OneAction("rss func simple_xor"), any, 4).status().code(),
             absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(PlanRss(OneAction("rss level 2"), any, 4).status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(PlanRss(OneAction("rss level 2"), any, 4).status().message(), HasSubstr("no tunnel item"));
+  EXPECT_EQ(PlanRss(OneAction("rss level 3"), any, 4).status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(PlanRss(OneAction("rss queues 4 end"), any, 4).status().message(), HasSubstr("out of range"));
   EXPECT_THAT(PlanRss(OneAction("rss key 0x1234"), any, 4).status().message(), HasSubstr("40-byte key"));
   p = PlanRss(OneAction("rss key 0x1234 key_len 40 func symmetric_toeplitz"), any, 4);
@@ -229,6 +231,23 @@ TEST(RssTest, ExpansionCases) {
   EXPECT_EQ(p->key.size(), 40u);
   EXPECT_EQ(p->key[1], 0x34);
   EXPECT_EQ(p->symmetry, sim::RssSymmetry::kOrXor);
+}
+
+TEST(RssTest, LevelTwoHashesAndDispatchesOnTheInnerHeaders) {
+  PatternInfo vxlan;  // eth / ipv4 / udp / vxlan / eth / ipv6 / end
+  vxlan.outer = {true, 0, L3::kIpv4, L4::kUdp};
+  vxlan.inner = {true, 0, L3::kIpv6, L4::kNone};
+  vxlan.tunnel = true;
+  absl::StatusOr<RssPlan> p = PlanRss(OneAction("rss level 2 types ipv6-tcp ipv6 end"), vxlan, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->inner);
+  const uint64_t v6 = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
+  const uint64_t tcp = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
+  ASSERT_EQ(p->cases.size(), 2u);  // the inner (v6, tcp) and (v6, any); the outer IPv4/UDP plays no part
+  EXPECT_EQ(p->cases[0].l3, L3::kIpv6);
+  EXPECT_EQ(p->cases[0].l4, L4::kTcp);
+  EXPECT_EQ(p->cases[0].hash_fields, v6 | tcp | IBV_RX_HASH_INNER);
+  EXPECT_EQ(p->cases[1].hash_fields, v6 | IBV_RX_HASH_INNER);
 }
 
 TEST(MeterProfileTest, PrmParameters) {

@@ -252,6 +252,45 @@ TEST_F(AdvancedActionsTest, TirSpreadsFlowsByToeplitzHash) {
   EXPECT_EQ(dr::Action::DestTir(nic_.pf(), 999).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(AdvancedActionsTest, InnerTirHashesTheTunnelledPacket) {
+  std::vector<uint32_t> qps;
+  for (int i = 0; i < 4; ++i) qps.push_back(nic_.pf().CreateQueue(10000));
+  const uint64_t fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_TCP |
+                          IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_INNER;
+  uint32_t tir = *nic_.pf().CreateTir(qps, fields);
+  dr::Action rss = *dr::Action::DestTir(nic_.pf(), tir);
+  dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&rss});
+  std::set<uint32_t> used;
+  for (uint16_t sport = 1000; sport < 1100; ++sport) {
+    // One outer flow (VXLAN from one tunnel endpoint): only the inner headers can spread it.
+    sim::TunnelFrameSpec t;
+    t.outer.ipv4_src = *hw::Ipv4Address::Parse("192.0.2.1");
+    t.outer.ipv4_dst = *hw::Ipv4Address::Parse("192.0.2.2");
+    t.outer.protocol = sim::kIpProtoUdp;
+    t.outer.sport = 5000;
+    t.tunnel.kind = sim::Encap::kVxlan;
+    t.tunnel.vni = 7;
+    t.inner.ipv4_src = *hw::Ipv4Address::Parse("10.1.0.1");
+    t.inner.ipv4_dst = *hw::Ipv4Address::Parse("10.1.0.2");
+    t.inner.protocol = sim::kIpProtoTcp;
+    t.inner.sport = sport;
+    t.inner.dport = 80;
+    sim::Verdict v = nic_.ReceiveFromWire(sim::BuildFrame(t));
+    ASSERT_EQ(v.fate, sim::Fate::kQueued);
+    sim::RssHeaderFields h;
+    h.ipv4_src = t.inner.ipv4_src;
+    h.ipv4_dst = t.inner.ipv4_dst;
+    h.ip_protocol = 6;
+    h.sport = sport;
+    h.dport = 80;
+    EXPECT_EQ(v.qp_num, qps[*sim::RssHash(h, fields) & 3]) << sport;
+    used.insert(v.qp_num);
+  }
+  EXPECT_EQ(used.size(), 4u);
+  // A packet with no inner headers hashes nothing: the first entry of the indirection table.
+  EXPECT_EQ(nic_.ReceiveFromWire(Udp(1, 2, 10)).qp_num, qps[0]);
+}
+
 TEST_F(AdvancedActionsTest, AsoFirstHitAndFlowMeter) {
   uint32_t hits = *nic_.CreateAsoObject(hw::AsoKind::kFirstHit, 0);
   dr::Action first = *dr::Action::Aso(domain_, hits, 7, MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, 3);

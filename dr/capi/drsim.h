@@ -60,8 +60,9 @@ int drsim_counter_query(struct mlx5dv_devx_obj* counters, uint32_t offset, uint6
                         uint64_t* bytes);
 
 /* A TIR (for mlx5dv_dr_action_create_dest_devx_tir) spreading frames over `num_qps` QPs of one function
- * (a power of two, at most 256) by the Toeplitz hash of the outer header fields `rx_hash_fields_mask`
- * (IBV_RX_HASH_* bits; 0 = always the first QP) under `key` (`key_len` bytes, 40 for the usual key; NULL
+ * (a power of two, at most 256) by the Toeplitz hash of the header fields `rx_hash_fields_mask`
+ * (IBV_RX_HASH_* bits, the outer headers' or with IBV_RX_HASH_INNER those behind a tunnel; 0 = always the
+ * first QP) under `key` (`key_len` bytes, 40 for the usual key; NULL
  * and 0 for Microsoft's default key). Destroy with mlx5dv_devx_obj_destroy. */
 struct mlx5dv_devx_obj* drsim_tir_create(struct ibv_context* ctx, struct ibv_qp** qps, size_t num_qps,
                                          uint64_t rx_hash_fields_mask, const uint8_t* key, size_t key_len);
