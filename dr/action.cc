@@ -494,6 +494,10 @@ absl::Status Action::ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_r
 
 uint32_t Action::id() const { return handle_.get() ? handle_.get()->id : 0; }
 
+std::string Action::Describe() const {
+  return handle_.get() ? actions::DescribeAction(handle_.get()->spec) : std::string();
+}
+
 absl::Status Action::Destroy() {
   ActionObj* a = handle_.get();
   if (a == nullptr) return absl::InvalidArgumentError("action handle is empty");

@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -269,6 +270,9 @@ class Action {
   // FailedPrecondition (EBUSY) while rules use the action.
   absl::Status Destroy();
   uint32_t id() const;  // unique in the process (dumps with stable ids print it)
+  // The action and its parameters as DR's messages name them ("tag 0x5", "dest_table 12", ...); "" for an
+  // empty handle.
+  std::string Describe() const;
   bool valid() const { return handle_.get() != nullptr; }
   internal::ActionObj* obj() const { return handle_.get(); }
 

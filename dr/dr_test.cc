@@ -206,7 +206,10 @@ TEST_F(DrTest, RuleProgramsCarryTheActions) {
   EXPECT_EQ(rx.ops[0].arg, 0xdcba98u);  // 24 bits
   EXPECT_EQ(rx.destination, hw::Destination::kQueue);
   EXPECT_EQ(rx.queue, 101u);
-  EXPECT_EQ(device_.queue_refs[101], 1);  // the action's reference; rules reference the action
+  EXPECT_EQ(device_.queue_refs[101], 1);      // the action's reference; rules reference the action
+  EXPECT_EQ(tag.Describe(), "tag 0xdcba98");  // the 24 bits the hardware keeps
+  EXPECT_EQ(qp.Describe(), "dest_ibv_qp 0x65");
+  EXPECT_EQ(Action().Describe(), "");
 }
 
 TEST_F(DrTest, RuleErrorsComeInRdmaCoreOrder) {

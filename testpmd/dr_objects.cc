@@ -21,7 +21,7 @@ TableRes::TableRes(std::shared_ptr<DomainRes> domain, dr::Table table, DrObjects
 
 TableRes::~TableRes() {
   if (default_jump_) {
-    objects_->labels_.erase(default_jump_->rule.id());
+    objects_->notes_.erase(default_jump_->rule.id());
     default_jump_.reset();
     --objects_->counts_.rules;
     --objects_->counts_.matchers;
@@ -71,7 +71,7 @@ InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule,
 }
 
 InstalledRule::~InstalledRule() {
-  objects_->labels_.erase(rule_.id());
+  objects_->notes_.erase(rule_.id());
   --objects_->counts_.rules;
 }
 
@@ -105,7 +105,7 @@ absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::GroupTable(const std::share
   if (domain->type() == MLX5DV_DR_DOMAIN_TYPE_FDB && fdb_default_rule_ && group == 0) {
     absl::StatusOr<uint32_t> rule = t->AddDefaultJump();
     if (!rule.ok()) return rule.status();
-    labels_[*rule] = "fdb_def_rule (root -> group 0)";
+    notes_[*rule] = {"fdb_def_rule (root -> group 0)", {(*t->JumpAction())->Describe()}};
   }
   slot = t;
   return t;
@@ -137,13 +137,20 @@ absl::StatusOr<std::unique_ptr<InstalledRule>> DrObjects::InsertRule(
     absl::Span<const dr::Action* const> actions, std::string label) {
   absl::StatusOr<dr::Rule> rule = dr::Rule::Create(matcher->matcher(), value, actions);
   if (!rule.ok()) return rule.status();
-  labels_[rule->id()] = std::move(label);
+  RuleNote& note = notes_[rule->id()];
+  note.label = std::move(label);
+  for (const dr::Action* a : actions) note.actions.push_back(a->Describe());
   return std::make_unique<InstalledRule>(matcher, *std::move(rule), this);
 }
 
 std::string DrObjects::RuleLabel(uint32_t rule_id) const {
-  auto it = labels_.find(rule_id);
-  return it == labels_.end() ? "" : it->second;
+  auto it = notes_.find(rule_id);
+  return it == notes_.end() ? "" : it->second.label;
+}
+
+std::vector<std::string> DrObjects::RuleActions(uint32_t rule_id) const {
+  auto it = notes_.find(rule_id);
+  return it == notes_.end() ? std::vector<std::string>() : it->second.actions;
 }
 
 std::optional<hw::MatchParams> DrObjects::MatcherMask(uint32_t matcher_id) const {

@@ -152,6 +152,9 @@ class DrObjects {
 
   // The label of DR rule `rule_id`, or "" for a rule the engine did not make.
   std::string RuleLabel(uint32_t rule_id) const;
+  // The DR actions of rule `rule_id` in order, described (dr::Action::Describe); empty for a rule the
+  // engine did not make.
+  std::vector<std::string> RuleActions(uint32_t rule_id) const;
   // The mask of the live matcher with DR id `matcher_id`, or nullopt for one the engine did not make.
   std::optional<hw::MatchParams> MatcherMask(uint32_t matcher_id) const;
   // The live domains, by domain type, then vport.
@@ -172,7 +175,11 @@ class DrObjects {
   std::map<std::pair<int, uint16_t>, std::weak_ptr<DomainRes>> domains_;
   std::map<std::pair<const DomainRes*, uint32_t>, std::weak_ptr<TableRes>> tables_;
   std::map<std::tuple<const TableRes*, uint16_t, std::string>, std::weak_ptr<MatcherRes>> matchers_;
-  std::map<uint32_t, std::string> labels_;
+  struct RuleNote {
+    std::string label;
+    std::vector<std::string> actions;
+  };
+  std::map<uint32_t, RuleNote> notes_;  // by DR rule id
 };
 
 }  // namespace drsim::testpmd

@@ -188,6 +188,10 @@ std::optional<QueueRef> FlowEngine::QueueOf(uint32_t qp_num) const {
 
 std::string FlowEngine::DescribeRule(uint32_t rule_id) const { return context_->objects.RuleLabel(rule_id); }
 
+std::vector<std::string> FlowEngine::RuleActions(uint32_t rule_id) const {
+  return context_->objects.RuleActions(rule_id);
+}
+
 std::optional<hw::MatchParams> FlowEngine::MatcherMask(uint32_t matcher_id) const {
   return context_->objects.MatcherMask(matcher_id);
 }

@@ -134,6 +134,9 @@ class FlowEngine {
   // What made DR rule `rule_id` ("port 0 flow 3", "port 0 flow 3 rss dispatch", "port 0 meter 1 policy
   // red", "fdb_def_rule ..."), or "" for a rule the engine did not make. For traces.
   std::string DescribeRule(uint32_t rule_id) const;
+  // The DR actions of rule `rule_id` in order ("tag 0x5", "dest_ibv_qp 0x100"), empty for a rule the engine
+  // did not make. For traces.
+  std::vector<std::string> RuleActions(uint32_t rule_id) const;
   // The mask of DR matcher `matcher_id` if the engine made it (for traces), else nullopt.
   std::optional<hw::MatchParams> MatcherMask(uint32_t matcher_id) const;
   // The DR domains the engine holds now (for dumps), by type, then function.

@@ -126,6 +126,7 @@ TEST_F(DrctlTest, TraceExplainsOneFrame) {
   EXPECT_THAT(r.out,
               HasSubstr("rules.txt:3: flow create 0 ingress group 1 priority 2 pattern eth / ipv4 src is "
                         "10.0.0.1 / tcp dst is 80 / end actions mark id 5 / queue index 1 / count / end\n"));
+  EXPECT_THAT(r.out, HasSubstr("      actions: tag 0x5, "));
   EXPECT_THAT(r.out, HasSubstr("-> queue:0/1 tag=5"));
   EXPECT_THAT(r.out, HasSubstr("(unchanged)"));
   EXPECT_EQ(Invoke({"trace", rules_, "--pcap", pcap_, "--frame", "9"}).status, 2);

@@ -146,6 +146,9 @@ int TraceFrame(const Options& options, std::ostream& out, std::ostream& err) {
     if (std::string source = FlowSource(*session, options, label); !source.empty()) {
       out << "      " << source << "\n";
     }
+    if (std::vector<std::string> actions = session->engine->RuleActions(hop.rule_id); !actions.empty()) {
+      out << "      actions: " << absl::StrJoin(actions, ", ") << "\n";
+    }
   }
   for (const Arrival& a : arrivals) {
     out << "  -> " << a.destination;
