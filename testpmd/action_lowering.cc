@@ -23,18 +23,16 @@ constexpr uint32_t kMaxMark = 0xffffef;
 // What `flag` sets as the flow tag (MLX5_FLOW_MARK_DEFAULT).
 constexpr uint32_t kFlagMark = 0xffffff;
 
-// DR names the culprit of a rule error as "action[N]"; point at the testpmd action behind entry N.
-// A transfer rule with no port item lands in both FDB pipes (dr_rule_skip); when the TX pipe refuses an
-// action, say how to keep the rule to traffic from the wire.
+// A transfer rule matching a VF as its source is in the FDB's TX pipe only (dr_rule_skip); when that pipe
+// refuses an action, say which rules see the wire's traffic.
 std::string WithPipeHint(absl::string_view msg) {
   if (!absl::StrContains(msg, "FDB (TX pipe")) return std::string(msg);
-  return absl::StrCat(
-      msg,
-      " (a transfer rule without a port item applies to both FDB pipes; "
-      "'represented_port ethdev_port_id is U / ...' with U the uplink port, the number of VFs "
-      "+ 1, keeps it to traffic from the wire)");
+  return absl::StrCat(msg,
+                      " (the rule matches what a VF sends: its port item, or the port that created it; "
+                      "traffic from the wire is port 0's, as in mlx5 switchdev)");
 }
 
+// DR names the culprit of a rule error as "action[N]"; point at the testpmd action behind entry N.
 absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback) {
   const std::string msg = WithPipeHint(s.message());
   const size_t at = msg.find("action[");

@@ -22,18 +22,18 @@ EngineContext::~EngineContext() {
 absl::Status EngineContext::CheckPort(uint32_t port) const {
   if (port < static_cast<uint32_t>(num_ports())) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      port == uplink_port()
-          ? absl::StrFormat("port %d is the uplink: it takes no flow rules and has no queues (use it in "
-                            "port_id / represented_port of transfer rules)",
-                            port)
-          : absl::StrFormat("no port %d: the NIC has ports 0..%d (PF and VFs) and the uplink %d", port,
-                            num_ports() - 1, uplink_port()));
+      absl::StrFormat("no port %d: the NIC has ports 0..%d (0 the PF, N VF N)", port, num_ports() - 1));
 }
 
 absl::StatusOr<uint16_t> EngineContext::VportOfPort(uint32_t port) const {
-  if (port == uplink_port()) return sim::Nic::kWirePort;
   if (absl::Status s = CheckPort(port); !s.ok()) return s;
-  return static_cast<uint16_t>(port);
+  // mlx5 switchdev: the PF's ethdev is the uplink representor, a VF's port its representor.
+  return port == 0 ? sim::Nic::kWirePort : static_cast<uint16_t>(port);
+}
+
+absl::StatusOr<uint16_t> EngineContext::SourceVportOfPort(uint32_t port) const {
+  if (port == kEswManagerPortId || port == kEswManagerEthdevId) return 0;  // the PF function, vport 0
+  return VportOfPort(port);
 }
 
 absl::StatusOr<uint32_t> EngineContext::QueueNumber(uint16_t port, uint32_t index) {

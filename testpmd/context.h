@@ -40,12 +40,20 @@ class EngineContext {
   std::map<uint32_t, std::vector<Action>> sample_actions;
   std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id
 
+  // mlx5's ids of the E-Switch manager in port_id (MLX5_PORT_ESW_MGR) and represented_port
+  // (MLX5_REPRESENTED_PORT_ESW_MGR) items.
+  static constexpr uint32_t kEswManagerPortId = 0xffffffff;
+  static constexpr uint32_t kEswManagerEthdevId = 0xffff;
+
   int num_ports() const { return nic.num_vfs() + 1; }
-  uint16_t uplink_port() const { return static_cast<uint16_t>(num_ports()); }
   // InvalidArgument unless `port` is a function's port.
   absl::Status CheckPort(uint32_t port) const;
-  // The vport of `port` for port_id / represented_port: the function's, or the uplink's (0xffff).
+  // The eSwitch vport testpmd port `port` stands for in transfer rules, as in mlx5 switchdev: port 0 the
+  // uplink (0xffff; the PF's ethdev is the uplink representor), port N VF N's vport.
   absl::StatusOr<uint16_t> VportOfPort(uint32_t port) const;
+  // VportOfPort for port_id / represented_port items, which also take the E-Switch manager's ids: the PF
+  // function's own vport 0 (what the PF itself sends).
+  absl::StatusOr<uint16_t> SourceVportOfPort(uint32_t port) const;
   // The QP number of queue `index` of `port`, creating the port's queues on first use.
   absl::StatusOr<uint32_t> QueueNumber(uint16_t port, uint32_t index);
   const std::map<uint16_t, std::vector<uint32_t>>& queues() const { return queues_; }

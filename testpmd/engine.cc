@@ -63,7 +63,13 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
 
   PatternContext pattern_ctx;
   pattern_ctx.domain = type;
-  pattern_ctx.vport_of_port = [&ctx](uint32_t port) { return ctx.VportOfPort(port); };
+  pattern_ctx.vport_of_port = [&ctx](uint32_t port) { return ctx.SourceVportOfPort(port); };
+  if (type == MLX5DV_DR_DOMAIN_TYPE_FDB) {
+    // mlx5 matches the creating port as the source when the pattern names none.
+    absl::StatusOr<uint16_t> own = ctx.VportOfPort(rule.port);
+    if (!own.ok()) return WithPos(own.status(), rule.pattern_pos);
+    pattern_ctx.implicit_source_vport = *own;
+  }
   TESTPMD_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
 
   auto flow = std::make_unique<Flow>();
@@ -93,7 +99,6 @@ FlowEngine::FlowEngine(sim::Nic& nic, EngineOptions options)
 FlowEngine::~FlowEngine() = default;
 
 int FlowEngine::num_ports() const { return context_->num_ports(); }
-uint16_t FlowEngine::uplink_port() const { return context_->uplink_port(); }
 
 absl::Status FlowEngine::ValidateFlow(const FlowRule& rule) {
   absl::StatusOr<std::unique_ptr<Flow>> flow = BuildFlow(*context_, rule, 0);

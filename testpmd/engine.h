@@ -1,9 +1,12 @@
 // testpmd::FlowEngine — executes testpmd commands (parser.h) against the Direct Rule API on a sim::Nic and
 // owns every DR object it makes.
 //
-// Ports. testpmd port N is function N of the NIC (port 0 = the PF, vport 0; port N = VF N). One more port
-// number, num_vfs + 1 (EngineOptions::uplink_port), names the uplink (the wire) in port_id /
-// represented_port items and actions of transfer rules; it has no queues and takes no ingress/egress rules.
+// Ports. testpmd port N is function N of the NIC (port 0 = the PF, vport 0; port N = VF N): its queues, its
+// ingress and egress rules. In transfer rules a port stands for an eSwitch vport as in mlx5 switchdev, where
+// the PF's ethdev is the uplink representor: port 0 is the uplink (the wire), port N VF N. A transfer rule
+// without a port_id / represented_port item matches its own port as the source (mlx5 adds that match), so
+// rules on port 0 see the wire's traffic (the FDB RX pipe) and rules on port N what VF N sends. The items
+// also take mlx5's E-Switch manager ids (port_id 0xffffffff, represented_port 0xffff): what the PF sends.
 //
 // Domains and tables. `ingress` rules of port N live in function N's NIC_RX domain, `egress` rules in its
 // NIC_TX domain, `transfer` rules (on any port) in the PF's FDB domain (ingress/egress are ignored with
@@ -125,7 +128,6 @@ class FlowEngine {
 
   // Ports and queues.
   int num_ports() const;  // the functions: PF and VFs
-  uint16_t uplink_port() const;
   // The QP number of queue `index` of `port` (creating the port's queues on first use).
   absl::StatusOr<uint32_t> QueueNumber(uint16_t port, uint16_t index);
   // The port and index of a queue the engine made, or nullopt.

@@ -19,7 +19,7 @@ std::vector<uint8_t> Slice(const std::vector<uint8_t>& v, size_t from, size_t n 
 }
 
 TEST_F(EngineTest, VxlanDecapToAVf) {
-  Run("flow create 0 transfer pattern represented_port ethdev_port_id is 3 / eth / ipv4 / udp / vxlan vni is "
+  Run("flow create 0 transfer pattern represented_port ethdev_port_id is 0 / eth / ipv4 / udp / vxlan vni is "
       "100 "
       "/ end actions vxlan_decap / count / represented_port ethdev_port_id 1 / end");
   Run("flow create 1 ingress pattern end actions queue index 0 / end");
@@ -38,23 +38,34 @@ TEST_F(EngineTest, VxlanDecapToAVf) {
   EXPECT_EQ(v.vport, 0);
 }
 
-TEST_F(EngineTest, UnscopedTransferDecapIsRefusedWithTheWayOut) {
-  // Without a port item the rule is in both FDB pipes, and the TX pipe takes no decap (rdma-core's table).
+TEST_F(EngineTest, TransferRulesMatchTheirOwnPortAsTheSource) {
+  // As in mlx5: no port item, so port 0's rule matches the wire (the FDB RX pipe), where decap is legal.
+  Run("flow create 0 transfer pattern eth / ipv4 / udp / vxlan vni is 100 / end actions vxlan_decap / "
+      "represented_port ethdev_port_id 1 / end");
+  Run("flow create 1 ingress pattern end actions queue index 0 / end");
+  const sim::FrameSpec inner = Ipv4("10.1.0.20", "10.1.0.10", sim::kIpProtoTcp, 40000, 80);
+  EXPECT_EQ(nic_.ReceiveFromWire(Vxlan(100, inner)).qp_num, Qp(1, 0));
+  // The same VXLAN frame sent by VF2 is not the wire's: the rule leaves it to the FDB's default, the eSwitch
+  // manager, whose interface takes it (the PF has no ingress rules).
+  const sim::Verdict from_vf2 = nic_.function(2)->Send(Vxlan(100, inner));
+  EXPECT_EQ(from_vf2.fate, sim::Fate::kPort);
+  EXPECT_EQ(from_vf2.vport, 0);
+
+  // Port 1's rule matches what VF1 sends, in the TX pipe, which takes no decap (rdma-core's table).
   absl::StatusOr<CommandResult> r =
-      Try("flow create 0 transfer pattern eth / ipv4 / udp / vxlan / end actions vxlan_decap / "
-          "represented_port ethdev_port_id 1 / end");
+      Try("flow create 1 transfer pattern eth / ipv4 / udp / vxlan / end actions vxlan_decap / "
+          "represented_port ethdev_port_id 2 / end");
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("vxlan_decap: DR rejects the rule"));
-  EXPECT_THAT(r.status().message(),
-              HasSubstr("'represented_port ethdev_port_id is U / ...' with U the uplink"));
-  EXPECT_EQ(engine_.counts().flows, 0);
+  EXPECT_THAT(r.status().message(), HasSubstr("traffic from the wire is port 0's"));
+  EXPECT_EQ(engine_.counts().flows, 2);
 }
 
 TEST_F(EngineTest, VxlanEncapFromAVfToTheWire) {
   Run("set vxlan ip-version ipv4 vni 42 udp-src 4000 udp-dst 4789 ip-src 192.0.2.1 ip-dst 192.0.2.2 eth-src "
       "0c:42:a1:00:00:01 eth-dst 0c:42:a1:00:00:02");
   Run("flow create 0 transfer pattern represented_port ethdev_port_id is 1 / end actions vxlan_encap / "
-      "represented_port ethdev_port_id 3 / end");
+      "represented_port ethdev_port_id 0 / end");
   const std::vector<uint8_t> inner = Tcp("10.1.0.10", "10.1.0.20", 80, 40000);
   EXPECT_EQ(nic_.function(1)->Send(inner).fate, sim::Fate::kWire);
   std::optional<std::vector<uint8_t>> out = nic_.PollWire();
@@ -85,7 +96,7 @@ TEST_F(EngineTest, NvgreEncap) {
   Run("set nvgre ip-version ipv4 tni 77 ip-src 192.0.2.1 ip-dst 192.0.2.2 eth-src 0c:42:a1:00:00:01 eth-dst "
       "0c:42:a1:00:00:02");
   Run("flow create 0 transfer pattern represented_port ethdev_port_id is 2 / end actions nvgre_encap / "
-      "represented_port ethdev_port_id 3 / end");
+      "represented_port ethdev_port_id 0 / end");
   const std::vector<uint8_t> inner = Udp("10.2.0.10", "10.2.0.20", 1, 2);
   ASSERT_EQ(nic_.function(2)->Send(inner).fate, sim::Fate::kWire);
   std::vector<uint8_t> out = *nic_.PollWire();
@@ -100,7 +111,7 @@ TEST_F(EngineTest, RawEncapAndL3Decap) {
   Run("set raw_encap 3 eth dst is 0c:42:a1:00:00:02 src is 0c:42:a1:00:00:01 / ipv4 src is 192.0.2.1 dst is "
       "192.0.2.2 ttl is 9 / udp src is 7 dst is 4789 / vxlan vni is 7 / end_set");
   Run("flow create 0 transfer pattern represented_port ethdev_port_id is 2 / end actions raw_encap index 3 / "
-      "represented_port ethdev_port_id 3 / end");
+      "represented_port ethdev_port_id 0 / end");
   const std::vector<uint8_t> inner = Tcp("10.2.0.10", "10.2.0.20", 1, 2);
   ASSERT_EQ(nic_.function(2)->Send(inner).fate, sim::Fate::kWire);
   std::vector<uint8_t> out = *nic_.PollWire();

@@ -169,7 +169,7 @@ TEST_F(EngineTest, MirrorWithEncapsulationThroughADestArray) {
   // testpmd's documented mirroring: VF1's traffic to VF2, and a VXLAN copy to the wire.
   Run("set vxlan ip-version ipv4 vni 4 udp-src 32 udp-dst 4789 ip-src 127.0.0.1 ip-dst 127.0.0.2 eth-src "
       "11:11:11:11:11:11 eth-dst 22:22:22:22:22:22");
-  Run("set sample_actions 1 vxlan_encap / represented_port ethdev_port_id 3 / end");
+  Run("set sample_actions 1 vxlan_encap / represented_port ethdev_port_id 0 / end");
   Run("flow create 0 transfer pattern represented_port ethdev_port_id is 1 / end actions sample ratio 1 "
       "index 1 / "
       "represented_port ethdev_port_id 2 / end");

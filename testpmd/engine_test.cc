@@ -185,9 +185,24 @@ TEST_F(EngineTest, InnerRssSpreadsOneTunnelByTheInnerFlows) {
   EXPECT_THAT(r.status().message(), HasSubstr("no tunnel item"));
 }
 
+TEST_F(EngineTest, TheEswitchManagerIdsMatchWhatThePfSends) {
+  // mlx5's MLX5_REPRESENTED_PORT_ESW_MGR: the source is the PF function itself, not the uplink port 0 names.
+  Run("flow create 0 transfer pattern represented_port ethdev_port_id is 65535 / end actions "
+      "represented_port ethdev_port_id 1 / end");
+  Run("flow create 1 ingress pattern end actions queue index 2 / end");
+  EXPECT_EQ(nic_.pf().Send(Tcp("10.0.0.1", "10.0.0.2", 1, 2)).qp_num, Qp(1, 2));
+  const sim::Verdict from_wire = nic_.ReceiveFromWire(Tcp("10.0.0.1", "10.0.0.2", 1, 2));
+  EXPECT_EQ(from_wire.fate, sim::Fate::kPort);  // not the PF's: the FDB default, the eSwitch manager
+  EXPECT_EQ(from_wire.vport, 0);
+  Run("flow create 0 transfer pattern port_id id is 0xffffffff / eth / ipv4 / end actions drop / end");
+  EXPECT_FALSE(
+      Try("flow create 0 transfer pattern eth / end actions represented_port ethdev_port_id 65535 / end")
+          .ok());  // a source only, as in mlx5
+}
+
 TEST_F(EngineTest, TransferRulesUseTheFdbDefaultRuleAndVports) {
   // Group 0 of the FDB is level 1 behind mlx5's fdb_def_rule, so dest_vport works there.
-  Run("flow create 0 transfer pattern represented_port ethdev_port_id is 3 / eth / ipv4 dst is 10.0.0.2 / "
+  Run("flow create 0 transfer pattern represented_port ethdev_port_id is 0 / eth / ipv4 dst is 10.0.0.2 / "
       "end "
       "actions represented_port ethdev_port_id 2 / end");
   sim::Verdict v = nic_.ReceiveFromWire(Tcp("10.0.0.1", "10.0.0.2", 1, 2));
@@ -205,7 +220,7 @@ TEST_F(EngineTest, TransferRulesUseTheFdbDefaultRuleAndVports) {
   EXPECT_EQ(engine_.QueueOf(v.qp_num)->index, 3);
 
   // VF1 to the wire, by port_id.
-  Run("flow create 0 transfer pattern port_id id is 1 / end actions port_id id 3 / end");
+  Run("flow create 0 transfer pattern port_id id is 1 / end actions port_id id 0 / end");
   v = nic_.function(1)->Send(Udp("10.9.0.1", "10.9.0.2", 7, 8));
   EXPECT_EQ(v.fate, sim::Fate::kWire);
 }
@@ -247,7 +262,8 @@ TEST_F(EngineTest, SemanticErrorsNameTheCulprit) {
       {"flow create 0 ingress pattern port_id id is 1 / end actions drop / end", "only transfer rules",
        "port_id"},
       {"flow create 9 ingress pattern end actions drop / end", "no port 9", "9"},
-      {"flow create 3 ingress pattern end actions drop / end", "port 3 is the uplink", "3"},
+      {"flow create 3 ingress pattern end actions drop / end",
+       "no port 3: the NIC has ports 0..2 (0 the PF, N VF N)", "3"},
       {"flow create 0 pattern end actions drop / end", "expected ingress, egress or transfer", "pattern"},
       {"flow create 0 ingress priority 70000 pattern end actions drop / end", "priority 70000 is above 65535",
        "priority"},

@@ -1,5 +1,5 @@
-// Test helpers for the engine tests: a NIC with two VFs (ports 0..2, uplink port 3) and an engine on it,
-// commands run from their testpmd text, frames built from short descriptions.
+// Test helpers for the engine tests: a NIC with two VFs (ports 0..2; in transfer rules port 0 is the uplink)
+// and an engine on it, commands run from their testpmd text, frames built from short descriptions.
 #ifndef DRSIM_TESTPMD_ENGINE_TEST_UTIL_H_
 #define DRSIM_TESTPMD_ENGINE_TEST_UTIL_H_
 
@@ -18,8 +18,6 @@ namespace drsim::testpmd {
 
 class EngineTest : public ::testing::Test {
  protected:
-  static constexpr uint16_t kUplink = 3;
-
   // Runs a command that must succeed.
   CommandResult Run(const std::string& text) {
     absl::StatusOr<CommandResult> r = Try(text);

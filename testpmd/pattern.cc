@@ -55,6 +55,10 @@ class PatternBuilder {
       TESTPMD_RETURN_IF_ERROR(CheckSpecAndRanges(item));
       TESTPMD_RETURN_IF_ERROR(WithPos(Translate(i), item.pos));
       if (item.def->type != ItemType::kVoid) previous_ = item.def->type;
+      source_given_ |= item.def->type == ItemType::kPortId || item.def->type == ItemType::kRepresentedPort;
+    }
+    if (ctx_.implicit_source_vport && !source_given_) {
+      TESTPMD_RETURN_IF_ERROR(PutExact(Field::kSourcePort, *ctx_.implicit_source_vport, SourcePos{}));
     }
     return std::move(out_);
   }
@@ -643,7 +647,8 @@ class PatternBuilder {
   const PatternContext& ctx_;
   TranslatedPattern out_;
   ItemType previous_ = ItemType::kVoid;
-  bool svlan_next_ = false;  // the next vlan item's tag is an S-tag (0x88a8)
+  bool source_given_ = false;  // a port_id / represented_port item
+  bool svlan_next_ = false;    // the next vlan item's tag is an S-tag (0x88a8)
 };
 
 }  // namespace

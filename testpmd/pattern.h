@@ -55,6 +55,9 @@ struct PatternContext {
   mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   // The vport of testpmd port `port` for port_id / represented_port items, or an error.
   std::function<absl::StatusOr<uint16_t>(uint32_t port)> vport_of_port;
+  // Transfer rules: the source vport matched when no port_id / represented_port item gives one (mlx5
+  // matches the port that created the rule).
+  std::optional<uint16_t> implicit_source_vport;
 };
 
 struct TranslatedPattern {

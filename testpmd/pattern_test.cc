@@ -1,5 +1,6 @@
 #include "testpmd/pattern.h"
 
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -18,7 +19,8 @@ using hw::GetField;
 using ::testing::HasSubstr;
 
 absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
-                                            mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_FDB) {
+                                            mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_FDB,
+                                            std::optional<uint16_t> implicit_source_vport = std::nullopt) {
   absl::StatusOr<Command> c =
       ParseOne(absl::StrCat("flow create 0 transfer pattern ", pattern, " / end actions drop / end"));
   if (!c.ok()) return c.status();
@@ -28,6 +30,7 @@ absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
     if (port > 2) return absl::InvalidArgumentError("no such port");
     return static_cast<uint16_t>(port);
   };
+  ctx.implicit_source_vport = implicit_source_vport;
   return TranslatePattern(std::get<FlowCreateCmd>(c->body).rule.pattern, ctx);
 }
 
@@ -241,6 +244,13 @@ TEST(PatternTest, SourcePortItems) {
   t = Translate("port_id id is 1", MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
   ASSERT_FALSE(t.ok());
   EXPECT_THAT(t.status().message(), HasSubstr("only transfer rules"));
+  // mlx5's implicit source: the creating port's vport unless an item names one.
+  t = Translate("eth", MLX5DV_DR_DOMAIN_TYPE_FDB, 0xffff);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(Get(*t, Field::kSourcePort), (MV{0xffff, 0xffff}));
+  t = Translate("eth / represented_port ethdev_port_id is 2", MLX5DV_DR_DOMAIN_TYPE_FDB, 0xffff);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(Get(*t, Field::kSourcePort), (MV{0xffff, 2}));
 }
 
 TEST(PatternTest, LayerOrderErrors) {

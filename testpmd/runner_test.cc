@@ -123,7 +123,7 @@ TEST_F(EngineTest, CheckJudgesAFileInTheEnginesState) {
   const std::string file =
       "flow destroy 0 rule 1\n"
       "flow create 0 transfer pattern represented_port ethdev_port_id is 1 / end actions raw_encap index 7 / "
-      "represented_port ethdev_port_id 3 / end\n"
+      "represented_port ethdev_port_id 0 / end\n"
       "flow query 0 1 count\n";
   FileReport check = CheckFile(engine_, "f", file);
   ASSERT_EQ(check.diagnostics.size(), 1u) << Diagnostics(check);

@@ -389,7 +389,7 @@ constexpr ActionDef kActions[] = {
 constexpr std::pair<absl::string_view, const char*> kUnsupportedActions[] = {
     {"passthru", "a DR rule hit ends the table walk; there is no fall-through to later rules"},
     {"skip_cman", "congestion management is not modelled"},
-    {"pf", "legacy action; on the eSwitch use represented_port ethdev_port_id 0"},
+    {"pf", "legacy action; on the eSwitch what no transfer rule takes goes to the PF"},
     {"vf", "legacy action; on the eSwitch use represented_port ethdev_port_id N"},
     {"port_representor",
      "the software NIC has no representor ethdevs: ports are the PCI functions (use represented_port)"},

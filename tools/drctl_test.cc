@@ -179,7 +179,7 @@ TEST_F(DrctlTest, FromAVportThroughTheEswitch) {
   const std::string rules = Write("fdb.txt",
                                   "flow create 0 transfer pattern represented_port ethdev_port_id is 1 / end "
                                   "actions of_push_vlan ethertype 0x8100 / of_set_vlan_vid vlan_vid 7 / "
-                                  "represented_port ethdev_port_id 3 / end\n");
+                                  "represented_port ethdev_port_id 0 / end\n");
   const std::string out_dir = TempDir() + "/fdb", verdicts = TempDir() + "/fdb.txt.verdicts";
   Result r = Invoke({"run", rules, "--vfs", "2", "--pcap", pcap_, "--from", "vport:1", "--out", out_dir,
                      "--verdicts", verdicts});
