@@ -3,9 +3,9 @@
 //
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "bench/flows.h"
 #include "benchmark/benchmark.h"
 #include "dr/dr.h"
 #include "hw/match_params.h"
@@ -28,18 +28,8 @@ hw::MatchParams FiveTupleMask() {
               .Build();
 }
 
-struct Flow {
-  uint32_t src, dst;
-  uint16_t sport, dport;
-};
-
-std::vector<Flow> Flows(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<Flow> flows(n);
-  for (Flow& f : flows) f = {static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()),
-                             static_cast<uint16_t>(rng()), static_cast<uint16_t>(rng())};
-  return flows;
-}
+using bench::Flow;
+using bench::Flows;
 
 hw::MatchParams Value(const Flow& f) {
   return *hw::MatchBuilder()
@@ -83,14 +73,13 @@ void BM_NicLookup(benchmark::State& state) {
   dr::Table root = *dr::Table::Create(domain, 0);
   dr::Matcher matcher = *dr::Matcher::Create(root, 0, FiveTupleMask());
   dr::Action drop = *dr::Action::Drop();
-  std::vector<Flow> flows = Flows(n, 2);
+  std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
   std::vector<dr::Rule> rules;
   for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(matcher, Value(f), {&drop}));
-  // 4096 frames of random flows, sent in bursts of 32.
-  std::mt19937 rng(3);
+  // The trace's frames (bench/flows.h), sent in bursts.
   std::vector<std::vector<uint8_t>> frames;
-  for (int i = 0; i < 4096; ++i) {
-    const Flow& f = flows[rng() % n];
+  for (size_t i : bench::Trace(n, bench::kTraceLength, bench::kTraceSeed)) {
+    const Flow& f = flows[i];
     sim::FrameSpec s;
     s.ipv4_src = {f.src};
     s.ipv4_dst = {f.dst};
@@ -99,17 +88,18 @@ void BM_NicLookup(benchmark::State& state) {
     frames.push_back(sim::BuildFrame(s));
   }
   std::vector<sim::Frame> views(frames.begin(), frames.end());
-  std::vector<sim::Verdict> verdicts(32);
+  std::vector<sim::Verdict> verdicts(bench::kBurst);
   size_t at = 0;
   for (auto _ : state) {
-    if (!nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, 32), absl::MakeSpan(verdicts)).ok()) {
+    if (!nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, bench::kBurst), absl::MakeSpan(verdicts))
+             .ok()) {
       state.SkipWithError("burst rejected");
       break;
     }
-    at = (at + 32) % views.size();
+    at = (at + bench::kBurst) % views.size();
   }
   if (nic.stats().dropped != nic.stats().frames) state.SkipWithError("frames missed their rules");
-  state.SetItemsProcessed(state.iterations() * 32);
+  state.SetItemsProcessed(state.iterations() * bench::kBurst);
 }
 BENCHMARK(BM_NicLookup)->Arg(1000)->Arg(100000)->Arg(1000000);
 
