@@ -3,7 +3,7 @@
 //   @<src ip>/<len> <dst ip>/<len> <sport lo> : <sport hi> <dport lo> : <dport hi> <proto>/<mask>
 //   [<flags>/<mask>]
 // Earlier filters take precedence. DR matches exact values under a mask, so each filter becomes rules
-// under one or more masks: port ranges are split into prefixes (a range covers at most 30 of them). Filter
+// under one or more masks (classbench/dr_acl.h): port ranges are split into prefixes (at most 30). Filter
 // i's rules live in matchers of priority i, so the first filter a packet fits decides. ClassBench files
 // carry no actions: the example accepts on even filters (tag = filter number, to the "accepted" queue) and
 // drops on odd ones and on the final catch-all.
@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "classbench/dr_acl.h"
 #include "classbench/filter.h"
 #include "dr/dr.h"
 #include "examples/demo_support.h"
@@ -30,11 +31,8 @@
 namespace {
 
 using drsim::classbench::Filter;
-using drsim::classbench::PortPrefix;
 using drsim::classbench::PortRange;
 using drsim::examples::Must;
-using drsim::hw::kOuter;
-using drsim::hw::MatchBuilder;
 namespace dr = drsim::dr;
 namespace hw = drsim::hw;
 namespace sim = drsim::sim;
@@ -51,10 +49,6 @@ int main(int argc, char** argv) {
   const std::vector<Filter>& filters = *loaded;
   std::vector<bool> accept(filters.size());
   for (size_t i = 0; i < filters.size(); ++i) accept[i] = i % 2 == 0 && i + 1 < filters.size();
-  if (filters.size() > 0xffff) {
-    absl::FPrintF(stderr, "%s: %d filters; matcher priorities allow 65535\n", path, filters.size());
-    return 2;
-  }
 
   sim::Nic nic;
   const uint32_t accepted_q = nic.pf().CreateQueue(1 << 16);
@@ -67,56 +61,20 @@ int main(int argc, char** argv) {
   dr::Action to_accepted = Must(dr::Action::DestQp(nic.pf(), accepted_q), "dest_qp");
   dr::Action drop = Must(dr::Action::Drop(), "drop");
 
-  std::vector<dr::Matcher> matchers;
   std::vector<dr::Action> tags;
-  std::vector<dr::Rule> rules;
-  for (size_t i = 0; i < filters.size(); ++i) {
-    const Filter& f = filters[i];
+  for (size_t i = 0; i < filters.size(); ++i)
     tags.push_back(Must(dr::Action::Tag(static_cast<uint32_t>(i)), "tag"));
-    std::vector<const dr::Action*> actions = accept[i]
-                                                 ? std::vector<const dr::Action*>{&tags.back(), &to_accepted}
-                                                 : std::vector<const dr::Action*>{&drop};
-    const bool ports = !f.sport.all() || !f.dport.all();
-    const std::vector<PortPrefix> sports = drsim::classbench::RangeToPrefixes(f.sport),
-                                  dports = drsim::classbench::RangeToPrefixes(f.dport);
-    // One matcher per distinct (sport mask, dport mask) of this filter, all at priority i.
-    std::vector<std::pair<std::pair<uint16_t, uint16_t>, size_t>> by_mask;
-    for (const auto& sp : sports) {
-      for (const auto& dp : dports) {
-        MatchBuilder mask, value;
-        mask.IpVersion(kOuter, 4);
-        value.IpVersion(kOuter, 4);
-        if (f.src_mask) mask.Ipv4Src(kOuter, hw::Ipv4Address{f.src_mask}), value.Ipv4Src(kOuter, {f.src});
-        if (f.dst_mask) mask.Ipv4Dst(kOuter, hw::Ipv4Address{f.dst_mask}), value.Ipv4Dst(kOuter, {f.dst});
-        if (f.proto_mask) mask.IpProtocol(kOuter, f.proto_mask), value.IpProtocol(kOuter, f.proto);
-        if (ports) {
-          // TCP and UDP ports share the L4 lookup: the tcp_* fields match UDP too.
-          if (sp.mask) mask.TcpSport(kOuter, sp.mask), value.TcpSport(kOuter, sp.value);
-          if (dp.mask) mask.TcpDport(kOuter, dp.mask), value.TcpDport(kOuter, dp.value);
-        }
-        size_t m = 0;
-        for (; m < by_mask.size(); ++m) {
-          if (by_mask[m].first == std::make_pair(sp.mask, dp.mask)) break;
-        }
-        if (m == by_mask.size()) {
-          matchers.push_back(Must(
-              dr::Matcher::Create(acl, static_cast<uint16_t>(i), Must(mask.Build(), "mask")), "matcher"));
-          by_mask.push_back({{sp.mask, dp.mask}, matchers.size() - 1});
-        }
-        absl::StatusOr<dr::Rule> r =
-            dr::Rule::Create(matchers[by_mask[m].second], Must(value.Build(), "value"), actions);
-        if (!r.ok()) {
-          absl::FPrintF(stderr, "filter %d: %s\n", i, r.status().ToString());
-          return 1;
-        }
-        rules.push_back(*std::move(r));
-        if (!ports) break;
-      }
-      if (!ports) break;
-    }
+  absl::StatusOr<drsim::classbench::DrAcl> installed =
+      drsim::classbench::InstallAcl(acl, filters, [&](size_t i) {
+        return accept[i] ? std::vector<const dr::Action*>{&tags[i], &to_accepted}
+                         : std::vector<const dr::Action*>{&drop};
+      });
+  if (!installed.ok()) {
+    absl::FPrintF(stderr, "%s: %s\n", path, installed.status().ToString());
+    return 1;
   }
-  absl::PrintF("%s: %d filters -> %d DR rules in %d matchers\n", path, filters.size(), rules.size(),
-               matchers.size());
+  absl::PrintF("%s: %d filters -> %d DR rules in %d matchers\n", path, filters.size(),
+               installed->rules.size(), installed->matchers.size());
 
   // Traffic: for each filter, headers drawn inside its ranges; and as many random headers.
   std::mt19937 rng(7);

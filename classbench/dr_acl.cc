@@ -1,0 +1,64 @@
+#include "classbench/dr_acl.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "hw/match_params.h"
+
+namespace drsim::classbench {
+
+absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filter>& filters,
+                                 const std::function<std::vector<const dr::Action*>(size_t)>& actions) {
+  if (filters.size() > 0xffff) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d filters: matcher priorities allow 65535", filters.size()));
+  }
+  using hw::kOuter;
+  DrAcl acl;
+  for (size_t i = 0; i < filters.size(); ++i) {
+    const Filter& f = filters[i];
+    const std::vector<const dr::Action*> list = actions(i);
+    const bool ports = !f.sport.all() || !f.dport.all();
+    const std::vector<PortPrefix> sports = RangeToPrefixes(f.sport), dports = RangeToPrefixes(f.dport);
+    std::vector<std::pair<std::pair<uint16_t, uint16_t>, size_t>> by_mask;  // (port masks) -> matcher
+    for (const PortPrefix& sp : sports) {
+      for (const PortPrefix& dp : dports) {
+        hw::MatchBuilder mask, value;
+        mask.IpVersion(kOuter, 4);
+        value.IpVersion(kOuter, 4);
+        if (f.src_mask) mask.Ipv4Src(kOuter, hw::Ipv4Address{f.src_mask}), value.Ipv4Src(kOuter, {f.src});
+        if (f.dst_mask) mask.Ipv4Dst(kOuter, hw::Ipv4Address{f.dst_mask}), value.Ipv4Dst(kOuter, {f.dst});
+        if (f.proto_mask) mask.IpProtocol(kOuter, f.proto_mask), value.IpProtocol(kOuter, f.proto);
+        if (sp.mask) mask.TcpSport(kOuter, sp.mask), value.TcpSport(kOuter, sp.value);
+        if (dp.mask) mask.TcpDport(kOuter, dp.mask), value.TcpDport(kOuter, dp.value);
+        size_t m = 0;
+        while (m < by_mask.size() && by_mask[m].first != std::make_pair(sp.mask, dp.mask)) ++m;
+        if (m == by_mask.size()) {
+          absl::StatusOr<hw::MatchParams> built = mask.Build();
+          if (!built.ok()) return built.status();
+          absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table, static_cast<uint16_t>(i), *built);
+          if (!matcher.ok()) {
+            return absl::Status(matcher.status().code(),
+                                absl::StrFormat("filter %d: %s", i, matcher.status().message()));
+          }
+          acl.matchers.push_back(*std::move(matcher));
+          by_mask.push_back({{sp.mask, dp.mask}, acl.matchers.size() - 1});
+        }
+        absl::StatusOr<hw::MatchParams> v = value.Build();
+        if (!v.ok()) return v.status();
+        absl::StatusOr<dr::Rule> rule = dr::Rule::Create(acl.matchers[by_mask[m].second], *v, list);
+        if (!rule.ok()) {
+          return absl::Status(rule.status().code(),
+                              absl::StrFormat("filter %d: %s", i, rule.status().message()));
+        }
+        acl.rules.push_back(*std::move(rule));
+        acl.filter_of_rule.push_back(static_cast<uint32_t>(i));
+        if (!ports) break;
+      }
+      if (!ports) break;
+    }
+  }
+  return acl;
+}
+
+}  // namespace drsim::classbench

@@ -1,0 +1,36 @@
+// A ClassBench filter set as Direct Rule rules in one table, so that the first filter a packet fits decides,
+// as FirstMatch does: filter i's rules sit in matchers of priority i, one matcher per distinct pair of
+// port-prefix masks the filter's ranges split into (RangeToPrefixes), every rule carrying filter i's actions.
+// TCP and UDP ports share the L4 lookup (the tcp_* fields also match UDP), so a filter on ports matches
+// either protocol unless its protocol says which.
+//
+// Not thread-safe (DR objects are not shared across threads here).
+#ifndef DRSIM_CLASSBENCH_DR_ACL_H_
+#define DRSIM_CLASSBENCH_DR_ACL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "classbench/filter.h"
+#include "dr/dr.h"
+
+namespace drsim::classbench {
+
+struct DrAcl {
+  std::vector<dr::Matcher> matchers;
+  std::vector<dr::Rule> rules;
+  std::vector<uint32_t> filter_of_rule;  // filter index, parallel to `rules`
+};
+
+// Installs `filters` into `table`; `actions(i)` is filter i's action list (the actions must outlive the
+// rules). InvalidArgument for more than 65535 filters (matcher priorities are 16 bits); DR's errors,
+// prefixed with the filter's index, otherwise. On error the objects made so far are destroyed.
+absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filter>& filters,
+                                 const std::function<std::vector<const dr::Action*>(size_t)>& actions);
+
+}  // namespace drsim::classbench
+
+#endif  // DRSIM_CLASSBENCH_DR_ACL_H_
