@@ -6,15 +6,14 @@
 // runs without hugepages or PCI devices, so any Linux box runs it:
 //
 //   bazel run --config=opt //bench:rte_hash_bench -- --benchmark_format=json
-#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "bench/eal.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
 
@@ -105,20 +104,4 @@ BENCHMARK(BM_RteHashLookupBulk)->Arg(1000)->Arg(100000)->Arg(1000000);
 }  // namespace
 }  // namespace drsim::bench
 
-int main(int argc, char** argv) {
-  // No hugepages, no PCI scan, no shared runtime files: the EAL only provides memory and the hash library.
-  char* eal_args[] = {const_cast<char*>("rte_hash_bench"), const_cast<char*>("--no-huge"),
-                      const_cast<char*>("--no-pci"),       const_cast<char*>("-m"),
-                      const_cast<char*>("2048"),           const_cast<char*>("--no-shconf"),
-                      const_cast<char*>("--no-telemetry"), const_cast<char*>("--log-level=lib.eal:error")};
-  if (rte_eal_init(sizeof(eal_args) / sizeof(eal_args[0]), eal_args) < 0) {
-    std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-    return 1;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  rte_eal_cleanup();
-  return 0;
-}
+int main(int argc, char** argv) { return drsim::bench::RunBenchmarksWithEal(argc, argv, 2048); }

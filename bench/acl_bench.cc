@@ -1,0 +1,300 @@
+// ACL classification (issue #5): a ClassBench-style acl set (classbench/generator.h, or a real ClassBench
+// file with --filters=PATH) through drsim and through DPDK's rte_acl, in one binary, on the same filters and
+// the same trace:
+//   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
+//   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
+//   BM_RteAclBuild/N      rte_acl_add_rules + rte_acl_build of the set (filters/s; rte_acl rebuilds from
+//                         scratch on every change)
+//   BM_RteAclClassify/N   rte_acl_classify of the trace in bursts of 32 (packets/s)
+// Before timing, both classifiers' verdicts on the trace are checked against classbench::FirstMatch; a
+// mismatch skips the bench with an error.
+//
+//   bazel run --config=opt //bench:acl_bench -- [--filters=PATH] [--benchmark_format=json]
+#include <arpa/inet.h>
+#include <rte_acl.h>
+#include <rte_errno.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "bench/eal.h"
+#include "benchmark/benchmark.h"
+#include "classbench/dr_acl.h"
+#include "classbench/filter.h"
+#include "classbench/generator.h"
+#include "dr/dr.h"
+#include "sim/frame_builder.h"
+#include "sim/nic.h"
+
+namespace drsim::bench {
+namespace {
+
+using classbench::Filter;
+using classbench::Header;
+
+constexpr size_t kTrace = 4096;
+constexpr size_t kBurstSize = 32;
+std::string* filters_path = new std::string();  // --filters: a ClassBench file instead of generated sets
+
+// The set of a bench: the file given, or a generated acl set of `n` filters.
+const std::vector<Filter>& FilterSet(size_t n, benchmark::State& state) {
+  static auto* cache = new std::map<size_t, std::vector<Filter>>();
+  std::vector<Filter>& set = (*cache)[n];
+  if (set.empty()) {
+    if (filters_path->empty()) {
+      set = classbench::Generate(classbench::Profile::kAcl, n, 1);
+    } else {
+      absl::StatusOr<std::vector<Filter>> read = classbench::ReadFilterFile(*filters_path);
+      if (!read.ok()) {
+        state.SkipWithError(std::string(read.status().message()).c_str());
+      } else {
+        set = *std::move(read);
+      }
+    }
+  }
+  state.counters["filters"] = static_cast<double>(set.size());
+  return set;
+}
+
+// ---- drsim ----
+
+struct DrSetup {
+  sim::Nic nic;
+  dr::Domain domain;
+  dr::Table root, acl;
+  dr::Matcher all;
+  dr::Action to_acl, drop;
+  dr::Rule jump;
+  classbench::DrAcl installed;
+};
+
+std::unique_ptr<DrSetup> InstallDr(const std::vector<Filter>& set, benchmark::State& state) {
+  auto s = std::make_unique<DrSetup>();
+  s->domain = *dr::Domain::Create(s->nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  s->root = *dr::Table::Create(s->domain, 0);
+  s->acl = *dr::Table::Create(s->domain, 1);
+  s->to_acl = *dr::Action::DestTable(s->acl);
+  s->all = *dr::Matcher::Create(s->root, 0, 0, nullptr);
+  s->jump = *dr::Rule::Create(s->all, hw::MatchParams(), {&s->to_acl});
+  s->drop = *dr::Action::Drop();
+  absl::StatusOr<classbench::DrAcl> acl =
+      classbench::InstallAcl(s->acl, set, [&](size_t) { return std::vector<const dr::Action*>{&s->drop}; });
+  if (!acl.ok()) {
+    state.SkipWithError(std::string(acl.status().message()).c_str());
+    return nullptr;
+  }
+  s->installed = *std::move(acl);
+  return s;
+}
+
+std::vector<uint8_t> FrameOf(const Header& h) {
+  sim::FrameSpec f;
+  f.ipv4_src.value = h.src;
+  f.ipv4_dst.value = h.dst;
+  f.protocol = h.proto;
+  f.sport = h.sport;
+  f.dport = h.dport;
+  return sim::BuildFrame(f);
+}
+
+void BM_DrAclInsert(benchmark::State& state) {
+  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  if (set.empty()) return;
+  size_t rules = 0;
+  for (auto _ : state) {
+    std::unique_ptr<DrSetup> s = InstallDr(set, state);
+    if (s == nullptr) break;
+    rules = s->installed.rules.size();
+    state.PauseTiming();
+    s.reset();
+    state.ResumeTiming();
+  }
+  state.counters["dr_rules"] = static_cast<double>(rules);
+  state.SetItemsProcessed(state.iterations() * set.size());
+}
+BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+void BM_DrAclLookup(benchmark::State& state) {
+  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  if (set.empty()) return;
+  std::unique_ptr<DrSetup> s = InstallDr(set, state);
+  if (s == nullptr) return;
+  const std::vector<Header> trace = classbench::GenerateTrace(set, kTrace, 2);
+  std::vector<std::vector<uint8_t>> frames;
+  for (const Header& h : trace) frames.push_back(FrameOf(h));
+  // Check: the rule each frame hit belongs to the first filter it fits.
+  for (size_t i = 0; i < 256; ++i) {
+    const sim::Verdict v = s->nic.ReceiveFromWire(frames[i]);
+    const uint32_t rule = v.path.empty() ? 0 : v.path.back().rule_id;
+    size_t hit = set.size();
+    for (size_t r = 0; r < s->installed.rules.size(); ++r) {
+      if (s->installed.rules[r].id() == rule) hit = s->installed.filter_of_rule[r];
+    }
+    if (hit != classbench::FirstMatch(set, trace[i]).value_or(set.size())) {
+      state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit,
+                                          classbench::FirstMatch(set, trace[i]).value_or(set.size()))
+                              .c_str());
+      return;
+    }
+  }
+  std::vector<sim::Frame> views(frames.begin(), frames.end());
+  size_t at = 0;
+  for (auto _ : state) {
+    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurstSize)).ok()) {
+      state.SkipWithError("burst rejected");
+      break;
+    }
+    at = (at + kBurstSize) % views.size();
+  }
+  state.SetItemsProcessed(state.iterations() * kBurstSize);
+}
+BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
+
+// ---- rte_acl ----
+
+// rte_acl's input: the five fields, network order, with the protocol first in its own 4-byte group.
+struct AclInput {
+  uint8_t proto;
+  uint32_t src, dst;
+  uint16_t sport, dport;
+};
+
+enum { kProtoField, kSrcField, kDstField, kSportField, kDportField, kNumFields };
+
+const rte_acl_field_def* FieldDefs() {
+  static rte_acl_field_def defs[kNumFields];
+  static bool made = false;
+  if (!made) {
+    defs[kProtoField] = {RTE_ACL_FIELD_TYPE_BITMASK, sizeof(uint8_t), kProtoField, 0,
+                         offsetof(AclInput, proto)};
+    defs[kSrcField] = {RTE_ACL_FIELD_TYPE_MASK, sizeof(uint32_t), kSrcField, 1, offsetof(AclInput, src)};
+    defs[kDstField] = {RTE_ACL_FIELD_TYPE_MASK, sizeof(uint32_t), kDstField, 2, offsetof(AclInput, dst)};
+    defs[kSportField] = {RTE_ACL_FIELD_TYPE_RANGE, sizeof(uint16_t), kSportField, 3,
+                         offsetof(AclInput, sport)};
+    defs[kDportField] = {RTE_ACL_FIELD_TYPE_RANGE, sizeof(uint16_t), kDportField, 3,
+                         offsetof(AclInput, dport)};
+    made = true;
+  }
+  return defs;
+}
+
+RTE_ACL_RULE_DEF(AclRule, kNumFields);
+
+// A built context for `set` (userdata = filter index + 1; earlier filters get higher priority), or nullptr
+// with the bench skipped.
+rte_acl_ctx* BuildAcl(const std::vector<Filter>& set, benchmark::State& state) {
+  rte_acl_param param;
+  std::memset(&param, 0, sizeof(param));
+  param.name = "bench_acl";
+  param.socket_id = SOCKET_ID_ANY;
+  param.rule_size = RTE_ACL_RULE_SZ(kNumFields);
+  param.max_rule_num = static_cast<uint32_t>(set.size());
+  rte_acl_ctx* ctx = rte_acl_create(&param);
+  if (ctx == nullptr) {
+    state.SkipWithError(rte_strerror(rte_errno));
+    return nullptr;
+  }
+  std::vector<AclRule> rules(set.size());
+  for (size_t i = 0; i < set.size(); ++i) {
+    const Filter& f = set[i];
+    AclRule& r = rules[i];
+    std::memset(&r, 0, sizeof(r));
+    r.data.category_mask = 1;
+    r.data.priority = static_cast<int32_t>(set.size() - i);  // the highest priority wins in rte_acl
+    r.data.userdata = static_cast<uint32_t>(i + 1);
+    r.field[kProtoField].value.u8 = f.proto;
+    r.field[kProtoField].mask_range.u8 = f.proto_mask;
+    r.field[kSrcField].value.u32 = f.src;
+    r.field[kSrcField].mask_range.u32 = static_cast<uint32_t>(__builtin_popcount(f.src_mask));
+    r.field[kDstField].value.u32 = f.dst;
+    r.field[kDstField].mask_range.u32 = static_cast<uint32_t>(__builtin_popcount(f.dst_mask));
+    r.field[kSportField].value.u16 = f.sport.lo;
+    r.field[kSportField].mask_range.u16 = f.sport.hi;
+    r.field[kDportField].value.u16 = f.dport.lo;
+    r.field[kDportField].mask_range.u16 = f.dport.hi;
+  }
+  rte_acl_config config;
+  std::memset(&config, 0, sizeof(config));
+  config.num_categories = 1;
+  config.num_fields = kNumFields;
+  std::memcpy(config.defs, FieldDefs(), sizeof(rte_acl_field_def) * kNumFields);
+  if (rte_acl_add_rules(ctx, reinterpret_cast<const rte_acl_rule*>(rules.data()), rules.size()) != 0 ||
+      rte_acl_build(ctx, &config) != 0) {
+    state.SkipWithError("rte_acl_add_rules/rte_acl_build failed");
+    rte_acl_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+void BM_RteAclBuild(benchmark::State& state) {
+  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  if (set.empty()) return;
+  for (auto _ : state) {
+    rte_acl_ctx* ctx = BuildAcl(set, state);
+    if (ctx == nullptr) break;
+    state.PauseTiming();
+    rte_acl_free(ctx);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * set.size());
+}
+BENCHMARK(BM_RteAclBuild)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+void BM_RteAclClassify(benchmark::State& state) {
+  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  if (set.empty()) return;
+  rte_acl_ctx* ctx = BuildAcl(set, state);
+  if (ctx == nullptr) return;
+  const std::vector<Header> trace = classbench::GenerateTrace(set, kTrace, 2);
+  std::vector<AclInput> inputs(trace.size());
+  std::vector<const uint8_t*> data(trace.size());
+  for (size_t i = 0; i < trace.size(); ++i) {
+    inputs[i] = {trace[i].proto, htonl(trace[i].src), htonl(trace[i].dst), htons(trace[i].sport),
+                 htons(trace[i].dport)};
+    data[i] = reinterpret_cast<const uint8_t*>(&inputs[i]);
+  }
+  std::vector<uint32_t> results(trace.size());
+  rte_acl_classify(ctx, data.data(), results.data(), static_cast<uint32_t>(trace.size()), 1);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const size_t expected = classbench::FirstMatch(set, trace[i]).value_or(set.size()) + 1;
+    if (results[i] != expected) {
+      state.SkipWithError(absl::StrFormat("packet %d: rte_acl says filter %d, expected %d", i,
+                                          static_cast<int>(results[i]) - 1, expected - 1)
+                              .c_str());
+      rte_acl_free(ctx);
+      return;
+    }
+  }
+  size_t at = 0;
+  for (auto _ : state) {
+    rte_acl_classify(ctx, data.data() + at, results.data() + at, kBurstSize, 1);
+    at = (at + kBurstSize) % data.size();
+  }
+  state.SetItemsProcessed(state.iterations() * kBurstSize);
+  rte_acl_free(ctx);
+}
+BENCHMARK(BM_RteAclClassify)->Arg(1000)->Arg(10000);
+
+}  // namespace
+}  // namespace drsim::bench
+
+int main(int argc, char** argv) {
+  // --filters=PATH is ours; the rest is Google Benchmark's.
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--filters=", 10) == 0) {
+      *drsim::bench::filters_path = argv[i] + 10;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  return drsim::bench::RunBenchmarksWithEal(rest_argc, rest.data(), 2048);
+}
