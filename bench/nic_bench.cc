@@ -1,5 +1,9 @@
-// First baseline benches (issue #2): rule insertion into one 5-tuple matcher, and frames through the
-// software NIC (parse, one definer extraction, one hashed lookup, action) against N rules.
+// Rule updates and frames through the software NIC on five-tuple rules (bench/flows.h):
+//   BM_RuleInsert/N         dr::Rule::Create of N rules into one matcher (rules/s)
+//   BM_RuleDelete/N         destroying those N rules (rules/s)
+//   BM_RuleInsert16/N       N rules spread over 16 matchers of different masks (source prefixes /17../32)
+//   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
+//   BM_NicLookupJumps/N     the same behind three tables of jumps (all -> UDP -> destination /8 -> 5-tuple)
 //
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 #include <cstdint>
@@ -64,21 +68,77 @@ void BM_RuleInsert(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_RuleInsert)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RuleInsert)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
-void BM_NicLookup(benchmark::State& state) {
+void BM_RuleDelete(benchmark::State& state) {
   const size_t n = state.range(0);
-  sim::Nic nic;
-  dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-  dr::Table root = *dr::Table::Create(domain, 0);
-  dr::Matcher matcher = *dr::Matcher::Create(root, 0, FiveTupleMask());
-  dr::Action drop = *dr::Action::Drop();
-  std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
-  std::vector<dr::Rule> rules;
-  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(matcher, Value(f), {&drop}));
-  // The trace's frames (bench/flows.h), sent in bursts.
+  std::vector<hw::MatchParams> values;
+  for (const Flow& f : Flows(n, 1)) values.push_back(Value(f));
+  for (auto _ : state) {
+    state.PauseTiming();
+    sim::Nic nic;
+    dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+    dr::Table table = *dr::Table::Create(domain, 1);
+    dr::Matcher matcher = *dr::Matcher::Create(table, 0, FiveTupleMask());
+    dr::Action drop = *dr::Action::Drop();
+    std::vector<dr::Rule> rules;
+    rules.reserve(n);
+    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(matcher, v, {&drop}));
+    state.ResumeTiming();
+    for (dr::Rule& r : rules) {
+      if (!r.Destroy().ok()) state.SkipWithError("rule destroy failed");
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_RuleDelete)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+
+// Matcher k (0..15) matches the source under a /(17 + k) prefix, the rest of the five-tuple exactly.
+hw::MatchParams PrefixMask(int k) {
+  return *hw::MatchBuilder()
+              .IpVersion(kOuter, 4)
+              .IpProtocol(kOuter, 0xff)
+              .Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(17 + k))
+              .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
+              .UdpSport(kOuter, 0xffff)
+              .UdpDport(kOuter, 0xffff)
+              .Build();
+}
+
+void BM_RuleInsert16(benchmark::State& state) {
+  const size_t n = state.range(0);
+  std::vector<hw::MatchParams> values;
+  std::vector<Flow> flows = Flows(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    Flow f = flows[i];
+    f.src &= hw::Ipv4Address::PrefixMask(17 + static_cast<int>(i % 16)).value;
+    values.push_back(Value(f));
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    sim::Nic nic;
+    dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+    dr::Table table = *dr::Table::Create(domain, 1);
+    std::vector<dr::Matcher> matchers;
+    for (int k = 0; k < 16; ++k) matchers.push_back(*dr::Matcher::Create(table, 0, PrefixMask(k)));
+    dr::Action drop = *dr::Action::Drop();
+    std::vector<dr::Rule> rules;
+    rules.reserve(n);
+    state.ResumeTiming();
+    for (size_t i = 0; i < n; ++i) rules.push_back(*dr::Rule::Create(matchers[i % 16], values[i], {&drop}));
+    state.PauseTiming();
+    rules.clear();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_RuleInsert16)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+
+// Sends the trace's frames (bench/flows.h) of `flows` through `nic` in bursts, as long as `state` runs; every
+// frame must end in a drop.
+void RunTrace(benchmark::State& state, sim::Nic& nic, const std::vector<Flow>& flows) {
   std::vector<std::vector<uint8_t>> frames;
-  for (size_t i : bench::Trace(n, bench::kTraceLength, bench::kTraceSeed)) {
+  for (size_t i : bench::Trace(flows.size(), bench::kTraceLength, bench::kTraceSeed)) {
     const Flow& f = flows[i];
     sim::FrameSpec s;
     s.ipv4_src = {f.src};
@@ -101,7 +161,52 @@ void BM_NicLookup(benchmark::State& state) {
   if (nic.stats().dropped != nic.stats().frames) state.SkipWithError("frames missed their rules");
   state.SetItemsProcessed(state.iterations() * bench::kBurst);
 }
+
+void BM_NicLookup(benchmark::State& state) {
+  const size_t n = state.range(0);
+  sim::Nic nic;
+  dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  dr::Table root = *dr::Table::Create(domain, 0);
+  dr::Matcher matcher = *dr::Matcher::Create(root, 0, FiveTupleMask());
+  dr::Action drop = *dr::Action::Drop();
+  std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
+  std::vector<dr::Rule> rules;
+  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(matcher, Value(f), {&drop}));
+  RunTrace(state, nic, flows);
+}
 BENCHMARK(BM_NicLookup)->Arg(1000)->Arg(100000)->Arg(1000000);
+
+void BM_NicLookupJumps(benchmark::State& state) {
+  const size_t n = state.range(0);
+  sim::Nic nic;
+  dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  dr::Table root = *dr::Table::Create(domain, 0), by_proto = *dr::Table::Create(domain, 1),
+            by_net = *dr::Table::Create(domain, 2), flows_table = *dr::Table::Create(domain, 3);
+  dr::Action to_proto = *dr::Action::DestTable(by_proto), to_net = *dr::Action::DestTable(by_net),
+             to_flows = *dr::Action::DestTable(flows_table), drop = *dr::Action::Drop();
+  std::vector<dr::Matcher> matchers;
+  std::vector<dr::Rule> rules;
+  matchers.push_back(*dr::Matcher::Create(root, 0, 0, nullptr));
+  rules.push_back(*dr::Rule::Create(matchers.back(), hw::MatchParams(), {&to_proto}));
+  matchers.push_back(*dr::Matcher::Create(
+      by_proto, 0, *hw::MatchBuilder().IpVersion(kOuter, 4).IpProtocol(kOuter, 0xff).Build()));
+  rules.push_back(*dr::Rule::Create(
+      matchers.back(), *hw::MatchBuilder().IpVersion(kOuter, 4).IpProtocol(kOuter, 17).Build(), {&to_net}));
+  // 256 rules, one per destination /8.
+  matchers.push_back(*dr::Matcher::Create(
+      by_net, 0,
+      *hw::MatchBuilder().IpVersion(kOuter, 4).Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(8)).Build()));
+  for (uint32_t net = 0; net < 256; ++net) {
+    rules.push_back(*dr::Rule::Create(
+        matchers.back(), *hw::MatchBuilder().IpVersion(kOuter, 4).Ipv4Dst(kOuter, {net << 24}).Build(),
+        {&to_flows}));
+  }
+  matchers.push_back(*dr::Matcher::Create(flows_table, 0, FiveTupleMask()));
+  std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
+  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(matchers.back(), Value(f), {&drop}));
+  RunTrace(state, nic, flows);
+}
+BENCHMARK(BM_NicLookupJumps)->Arg(1000)->Arg(100000)->Arg(1000000);
 
 }  // namespace
 }  // namespace drsim
