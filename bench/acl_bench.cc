@@ -106,16 +106,18 @@ std::vector<uint8_t> FrameOf(const Header& h) {
 void BM_DrAclInsert(benchmark::State& state) {
   const std::vector<Filter>& set = FilterSet(state.range(0), state);
   if (set.empty()) return;
-  size_t rules = 0;
+  size_t rules = 0, matchers = 0;
   for (auto _ : state) {
     std::unique_ptr<DrSetup> s = InstallDr(set, state);
     if (s == nullptr) break;
     rules = s->installed.rules.size();
+    matchers = s->installed.matchers.size();
     state.PauseTiming();
     s.reset();
     state.ResumeTiming();
   }
   state.counters["dr_rules"] = static_cast<double>(rules);
+  state.counters["matchers"] = static_cast<double>(matchers);
   state.SetItemsProcessed(state.iterations() * set.size());
 }
 BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
