@@ -409,6 +409,14 @@ TEST_F(CApiTest, ObjectsOfAnotherNicOrKindAreRefused) {
   EXPECT_EQ(drsim_recv_qp(reinterpret_cast<ibv_qp*>(drop), nullptr, 0, nullptr), -EINVAL);
   EXPECT_EQ(drsim_recv_port(ctx_, 5, nullptr, 0), -EINVAL);
   EXPECT_EQ(drsim_send(ctx_, -1, f.data(), 13), EINVAL);
+  // An object of another kind is refused here, never handed to libmlx5 (which would read it as its own).
+  EXPECT_EQ(mlx5dv_dr_matcher_destroy(reinterpret_cast<mlx5dv_dr_matcher*>(drop)), EINVAL);
+  EXPECT_NE(std::string(drsim_last_error()).find("matcher is a software-NIC object of another kind"),
+            std::string::npos);
+  errno = 0;
+  EXPECT_EQ(mlx5dv_dr_rule_create(reinterpret_cast<mlx5dv_dr_matcher*>(drop), empty_.get(), 1, drop_list),
+            nullptr);
+  EXPECT_EQ(errno, EINVAL);
 }
 
 }  // namespace

@@ -37,10 +37,15 @@ bool Ours(const void* p, Kind kind, Context** ctx = nullptr) {
   return p != nullptr && Registry::Get().Is(p, kind, ctx);
 }
 
-// For an object that is not the software NIC's: libmlx5, or nullptr after recording why there is none.
+// For an object that is not the software NIC's of the kind a call takes: libmlx5, or nullptr after recording
+// why not (EINVAL for NULL and for a software-NIC object of another kind, which libmlx5 must never see).
 const RealMlx5* Forward(const char* fn, const void* p, const char* what) {
   if (p == nullptr) {
     Fail(fn, EINVAL, absl::StrFormat("%s is NULL", what));
+    return nullptr;
+  }
+  if (Registry::Get().Known(p)) {
+    Fail(fn, EINVAL, absl::StrFormat("%s is a software-NIC object of another kind", what));
     return nullptr;
   }
   const RealMlx5* real = Real();
