@@ -8,7 +8,8 @@
 //                                        actions, where it went and the bytes that changed
 //   drctl dump RULES [--stable-ids]      rdma-core's CSV dump of the domains the rules made
 //
-// Common options: --vfs N (the NIC's VFs, default 4: testpmd ports 0..N; in transfer rules port 0 is the uplink),
+// Common options: --vfs N (the NIC's VFs, default 4: testpmd ports 0..N; in transfer rules port 0 is the
+// uplink),
 // --queues N (receive queues per port, default 16).
 //
 // RULES is a file of testpmd commands (`flow create ...`, `set raw_encap ...`, meter commands; see

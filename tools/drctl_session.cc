@@ -3,13 +3,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "absl/strings/str_join.h"
+#include "testpmd/lexer.h"
 
 namespace drsim::tools {
 namespace {
@@ -153,16 +151,14 @@ std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, in
 }
 
 std::string SourceCommand(const Session& session, int line) {
-  std::vector<absl::string_view> lines = absl::StrSplit(session.rules_text, '\n');
-  std::string command;
-  if (line < 1) return command;
-  for (size_t i = line - 1; i < lines.size(); ++i) {
-    absl::string_view text = absl::StripAsciiWhitespace(lines[i]);
-    const bool continued = absl::ConsumeSuffix(&text, "\\");
-    absl::StrAppend(&command, command.empty() ? "" : " ", absl::StripTrailingAsciiWhitespace(text));
-    if (!continued) break;
+  // The lexer's own reading of the file: continuation lines joined, comments and prompts left out.
+  for (const testpmd::CommandTokens& command : testpmd::Lex(session.rules_text)) {
+    if (command.tokens.front().pos.line != line) continue;
+    std::vector<absl::string_view> words;
+    for (const testpmd::Token& t : command.tokens) words.push_back(t.text);
+    return absl::StrJoin(words, " ");
   }
-  return command;
+  return "";
 }
 
 }  // namespace drsim::tools

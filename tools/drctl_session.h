@@ -52,8 +52,8 @@ struct Session {
 // returns nullptr with *exit_status set.
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status);
 
-// The command of the rule file starting on `line` (1-based), its continuation lines joined by one blank;
-// "" past the end.
+// The command of the rule file starting on `line` (1-based) as the lexer reads it: its words joined by one
+// blank (continuation lines joined, comments left out); "" when no command starts there.
 std::string SourceCommand(const Session& session, int line);
 
 }  // namespace drsim::tools
