@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_format.h"
 #include "bench/eal.h"
+#include "bench/flows.h"
 #include "benchmark/benchmark.h"
 #include "classbench/dr_acl.h"
 #include "classbench/filter.h"
@@ -38,8 +39,7 @@ namespace {
 using classbench::Filter;
 using classbench::Header;
 
-constexpr size_t kTrace = 4096;
-constexpr size_t kBurstSize = 32;
+constexpr uint32_t kAclTraceSeed = 2;  // the ACL trace's seed (bench/flows.h gives its length and bursts)
 std::string* filters_path = new std::string();  // --filters: a ClassBench file instead of generated sets
 
 // The set of a bench: the file given, or a generated acl set of `n` filters.
@@ -127,7 +127,7 @@ void BM_DrAclLookup(benchmark::State& state) {
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
   if (s == nullptr) return;
-  const std::vector<Header> trace = classbench::GenerateTrace(set, kTrace, 2);
+  const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
   std::vector<std::vector<uint8_t>> frames;
   for (const Header& h : trace) frames.push_back(FrameOf(h));
   // Check: the rule each frame hit belongs to the first filter it fits.
@@ -148,13 +148,13 @@ void BM_DrAclLookup(benchmark::State& state) {
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   size_t at = 0;
   for (auto _ : state) {
-    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurstSize)).ok()) {
+    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
       state.SkipWithError("burst rejected");
       break;
     }
-    at = (at + kBurstSize) % views.size();
+    at = (at + kBurst) % views.size();
   }
-  state.SetItemsProcessed(state.iterations() * kBurstSize);
+  state.SetItemsProcessed(state.iterations() * kBurst);
 }
 BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
 
@@ -254,7 +254,7 @@ void BM_RteAclClassify(benchmark::State& state) {
   if (set.empty()) return;
   rte_acl_ctx* ctx = BuildAcl(set, state);
   if (ctx == nullptr) return;
-  const std::vector<Header> trace = classbench::GenerateTrace(set, kTrace, 2);
+  const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
   std::vector<AclInput> inputs(trace.size());
   std::vector<const uint8_t*> data(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -276,10 +276,10 @@ void BM_RteAclClassify(benchmark::State& state) {
   }
   size_t at = 0;
   for (auto _ : state) {
-    rte_acl_classify(ctx, data.data() + at, results.data() + at, kBurstSize, 1);
-    at = (at + kBurstSize) % data.size();
+    rte_acl_classify(ctx, data.data() + at, results.data() + at, kBurst, 1);
+    at = (at + kBurst) % data.size();
   }
-  state.SetItemsProcessed(state.iterations() * kBurstSize);
+  state.SetItemsProcessed(state.iterations() * kBurst);
   rte_acl_free(ctx);
 }
 BENCHMARK(BM_RteAclClassify)->Arg(1000)->Arg(10000);

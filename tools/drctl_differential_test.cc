@@ -133,10 +133,10 @@ std::vector<uint8_t> Build(const Frame& f) {
   return sim::BuildFrame(s);
 }
 
-// The model's verdict line for frame `index`.
-std::string Expected(const std::vector<ModelRule>& rules, size_t index, const Frame& f) {
-  // Matchers in the order DR walks them: ascending priority, and among equal priorities the newest first
-  // (a matcher is created by the first rule with its key; nothing is destroyed here).
+// The matchers in the order DR walks them, each as its first rule's index: ascending priority, and among
+// equal priorities the newest first (a matcher is created by the first rule with its key; nothing is
+// destroyed here).
+std::vector<size_t> MatcherOrder(const std::vector<ModelRule>& rules) {
   std::vector<std::tuple<int, int, size_t>> order;  // (priority, -creation, first rule)
   std::vector<decltype(rules[0].MatcherKey())> keys;
   for (size_t i = 0; i < rules.size(); ++i) {
@@ -147,7 +147,15 @@ std::string Expected(const std::vector<ModelRule>& rules, size_t index, const Fr
     order.emplace_back(rules[i].priority, -static_cast<int>(keys.size()), i);
   }
   std::sort(order.begin(), order.end());
-  for (const auto& [priority, creation, first] : order) {
+  std::vector<size_t> firsts;
+  for (const auto& [priority, creation, first] : order) firsts.push_back(first);
+  return firsts;
+}
+
+// The model's verdict line for frame `index`, given the rules' MatcherOrder.
+std::string Expected(const std::vector<ModelRule>& rules, const std::vector<size_t>& matchers, size_t index,
+                     const Frame& f) {
+  for (size_t first : matchers) {
     // In one matcher, of rules that match (duplicates, necessarily), the oldest wins.
     for (size_t i = first; i < rules.size(); ++i) {
       const ModelRule& r = rules[i];
@@ -191,11 +199,12 @@ TEST(DrctlDifferentialTest, VerdictsAgreeWithABruteForceModel) {
     std::ostringstream out, err;
     ASSERT_EQ(Drctl({"run", rules_path, "--pcap", pcap, "--verdicts", verdicts}, out, err), 0) << err.str();
 
+    const std::vector<size_t> matchers = MatcherOrder(rules);
     std::istringstream lines(ReadFile(verdicts));
     std::string line;
     for (size_t i = 0; i < frames.size(); ++i) {
       ASSERT_TRUE(std::getline(lines, line)) << "seed " << seed << ": no verdict for frame " << i;
-      const std::string expected = Expected(rules, i, frames[i]);
+      const std::string expected = Expected(rules, matchers, i, frames[i]);
       ASSERT_EQ(line, expected) << "seed " << seed << ", rules in " << rules_path;
       hits += expected.find("queue") != std::string::npos;
       ++compared;
