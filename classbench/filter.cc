@@ -123,8 +123,7 @@ absl::StatusOr<std::vector<Filter>> ReadFilterFile(const std::string& path) {
 
 std::string FormatFilter(const Filter& f) {
   auto prefix = [](uint32_t addr, uint32_t mask) {
-    return absl::StrFormat("%d.%d.%d.%d/%d", addr >> 24, (addr >> 16) & 0xff, (addr >> 8) & 0xff, addr & 0xff,
-                           __builtin_popcount(mask));
+    return absl::StrFormat("%s/%d", hw::Ipv4Address{addr}.ToString(), __builtin_popcount(mask));
   };
   return absl::StrFormat("@%s\t%s\t%d : %d\t%d : %d\t0x%02X/0x%02X", prefix(f.src, f.src_mask),
                          prefix(f.dst, f.dst_mask), f.sport.lo, f.sport.hi, f.dport.lo, f.dport.hi, f.proto,

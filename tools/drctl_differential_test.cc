@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "hw/net_addr.h"
 #include "sim/frame_builder.h"
 #include "sim/pcap_file.h"
 #include "tools/drctl.h"
@@ -56,9 +57,7 @@ struct ModelRule {
   }
 };
 
-std::string Ip(uint32_t v) {
-  return absl::StrFormat("%d.%d.%d.%d", v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
-}
+std::string Ip(uint32_t v) { return hw::Ipv4Address{v}.ToString(); }
 
 // The rule as a testpmd command in group 1 (the root jumps there), in one of testpmd's spellings.
 std::string Command(const ModelRule& r, std::mt19937& rng) {
