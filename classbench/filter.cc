@@ -49,8 +49,6 @@ std::vector<Field> SplitFields(absl::string_view line) {
 
 }  // namespace
 
-uint32_t PrefixMask(int len) { return len <= 0 ? 0 : len >= 32 ? ~0u : ~0u << (32 - len); }
-
 absl::StatusOr<Filter> ParseFilterLine(absl::string_view line, absl::string_view file, int line_number) {
   if (line.empty() || line[0] != '@') return Bad(file, line_number, 0, "a filter line starts with '@'");
   const std::vector<Field> fields = SplitFields(line);
@@ -73,7 +71,7 @@ absl::StatusOr<Filter> ParseFilterLine(absl::string_view line, absl::string_view
       return Bad(file, line_number, field.column + parts.first.size() + 1,
                  absl::StrFormat("bad prefix length '%s' (0 to 32)", parts.second));
     }
-    *mask = PrefixMask(len);
+    *mask = hw::Ipv4Address::PrefixMask(len).value;
     *addr = a->value & *mask;
     return absl::OkStatus();
   };

@@ -57,9 +57,6 @@ struct Filter {
   }
 };
 
-// The netmask of a prefix length (0 to 32).
-uint32_t PrefixMask(int len);
-
 // One filter line, with its leading '@'. InvalidArgument "file:line:col: what was expected".
 absl::StatusOr<Filter> ParseFilterLine(absl::string_view line, absl::string_view file, int line_number);
 

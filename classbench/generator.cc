@@ -4,6 +4,7 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
+#include "hw/net_addr.h"
 
 namespace drsim::classbench {
 namespace {
@@ -43,7 +44,7 @@ class Gen {
       *addr = *mask = 0;
       return;
     }
-    *mask = PrefixMask(Int(min_len, 32));
+    *mask = hw::Ipv4Address::PrefixMask(Int(min_len, 32)).value;
     const uint32_t network = 0x0a000000 | (Int(0, 63) << 16);  // 64 /16s of 10.0.0.0/8
     *addr = (network | (Bits() & 0xffff)) & *mask;
   }
