@@ -46,6 +46,20 @@ hw::MatchParams Value(const Flow& f) {
               .Build();
 }
 
+// A NIC with one NIC_RX table of `level` holding one five-tuple matcher, and a drop action for its rules.
+struct FiveTupleTable {
+  explicit FiveTupleTable(uint32_t level)
+      : domain(*dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)),
+        table(*dr::Table::Create(domain, level)),
+        matcher(*dr::Matcher::Create(table, 0, FiveTupleMask())),
+        drop(*dr::Action::Drop()) {}
+  sim::Nic nic;
+  dr::Domain domain;
+  dr::Table table;
+  dr::Matcher matcher;
+  dr::Action drop;
+};
+
 void BM_RuleInsert(benchmark::State& state) {
   const size_t n = state.range(0);
   std::vector<Flow> flows = Flows(n, 1);
@@ -53,15 +67,11 @@ void BM_RuleInsert(benchmark::State& state) {
   for (const Flow& f : flows) values.push_back(Value(f));
   for (auto _ : state) {
     state.PauseTiming();
-    sim::Nic nic;
-    dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-    dr::Table table = *dr::Table::Create(domain, 1);
-    dr::Matcher matcher = *dr::Matcher::Create(table, 0, FiveTupleMask());
-    dr::Action drop = *dr::Action::Drop();
+    FiveTupleTable t(1);
     std::vector<dr::Rule> rules;
     rules.reserve(n);
     state.ResumeTiming();
-    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(matcher, v, {&drop}));
+    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(t.matcher, v, {&t.drop}));
     state.PauseTiming();
     rules.clear();
     state.ResumeTiming();
@@ -76,14 +86,10 @@ void BM_RuleDelete(benchmark::State& state) {
   for (const Flow& f : Flows(n, 1)) values.push_back(Value(f));
   for (auto _ : state) {
     state.PauseTiming();
-    sim::Nic nic;
-    dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-    dr::Table table = *dr::Table::Create(domain, 1);
-    dr::Matcher matcher = *dr::Matcher::Create(table, 0, FiveTupleMask());
-    dr::Action drop = *dr::Action::Drop();
+    FiveTupleTable t(1);
     std::vector<dr::Rule> rules;
     rules.reserve(n);
-    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(matcher, v, {&drop}));
+    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(t.matcher, v, {&t.drop}));
     state.ResumeTiming();
     for (dr::Rule& r : rules) {
       if (!r.Destroy().ok()) state.SkipWithError("rule destroy failed");
@@ -164,15 +170,11 @@ void RunTrace(benchmark::State& state, sim::Nic& nic, const std::vector<Flow>& f
 
 void BM_NicLookup(benchmark::State& state) {
   const size_t n = state.range(0);
-  sim::Nic nic;
-  dr::Domain domain = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-  dr::Table root = *dr::Table::Create(domain, 0);
-  dr::Matcher matcher = *dr::Matcher::Create(root, 0, FiveTupleMask());
-  dr::Action drop = *dr::Action::Drop();
+  FiveTupleTable root(0);
   std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
   std::vector<dr::Rule> rules;
-  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(matcher, Value(f), {&drop}));
-  RunTrace(state, nic, flows);
+  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(root.matcher, Value(f), {&root.drop}));
+  RunTrace(state, root.nic, flows);
 }
 BENCHMARK(BM_NicLookup)->Arg(1000)->Arg(100000)->Arg(1000000);
 
