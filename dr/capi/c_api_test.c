@@ -10,18 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dr/capi/c_check.h"
 #include "dr/capi/drsim.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                      \
-  do {                                                                                                   \
-    if (!(cond)) {                                                                                       \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed (errno %d, last error: %s)\n", __FILE__, __LINE__, #cond, \
-              errno, drsim_last_error());                                                                \
-      ++failures;                                                                                        \
-    }                                                                                                    \
-  } while (0)
 
 /* A match parameter buffer of the full 448 bytes. */
 struct match {
@@ -291,10 +281,5 @@ int main(void) {
   forwards_other_contexts();
   CHECK(drsim_close(ctx) == 0);
   CHECK(drsim_close(ctx) == EINVAL);
-  if (failures) {
-    fprintf(stderr, "%d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("PASS\n");
-  return 0;
+  return check_result();
 }

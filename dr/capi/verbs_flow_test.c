@@ -8,18 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dr/capi/c_check.h"
 #include "dr/capi/drsim.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                      \
-  do {                                                                                                   \
-    if (!(cond)) {                                                                                       \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed (errno %d, last error: %s)\n", __FILE__, __LINE__, #cond, \
-              errno, drsim_last_error());                                                                \
-      ++failures;                                                                                        \
-    }                                                                                                    \
-  } while (0)
 
 /* The man page's flow attribute, type and initializer as written there. The request is passed as programs
  * pass such a packed struct: a pointer to the whole, cast to struct ibv_flow_attr *. */
@@ -214,10 +204,5 @@ int main(void) {
   counters(ctx);
   malformed(ctx);
   CHECK(drsim_close(ctx) == 0);
-  if (failures) {
-    fprintf(stderr, "%d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("PASS\n");
-  return 0;
+  return check_result();
 }
