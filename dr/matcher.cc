@@ -29,8 +29,9 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   auto* m = new MatcherObj;
   m->table = t;
   m->compiled = *std::move(compiled);
-  m->hw = std::make_unique<hw::CompiledMatcher>(internal::NextObjectId(), priority,
-                                                device.NextMatcherSequence(), m->compiled.definer);
+  m->hw =
+      std::make_unique<hw::CompiledMatcher>(internal::NextObjectId(), priority, device.NextMatcherSequence(),
+                                            m->compiled.definer, device.reclaimer());
   // Before the first matcher of equal or higher priority: the newest of equal priorities is tried first.
   // The list is sorted by priority, so a binary search finds the place (tables of 10,000s of matchers).
   auto pos = std::lower_bound(t->matchers.begin(), t->matchers.end(), priority,
@@ -38,6 +39,7 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   size_t index = pos - t->matchers.begin();
   t->matchers.insert(pos, m);
   t->ft.chain.insert(t->ft.chain.begin() + index, m->hw.get());
+  t->ft.PublishChain(device.reclaimer());
   ++t->refs;
   device.TableChanged(&t->ft);
   return Matcher(m);

@@ -14,10 +14,11 @@ uint32_t NextObjectId() {
 void Unref(RuleObj* rule) {
   if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
+  hw::Device* device = matcher->table->domain->device;
   matcher->hw->table.Erase(rule->entry);
   matcher->rules.erase(rule->in_matcher);
   for (ActionObj* action : rule->actions) Unref(action);
-  delete rule;
+  hw::Retire(device->reclaimer(), [rule] { delete rule; });  // a lookup may still hold its record
   Unref(matcher);
 }
 
@@ -25,10 +26,12 @@ void Unref(MatcherObj* matcher) {
   if (--matcher->refs > 0) return;
   TableObj* table = matcher->table;
   auto it = std::find(table->matchers.begin(), table->matchers.end(), matcher);
+  hw::Device* device = table->domain->device;
   table->ft.chain.erase(table->ft.chain.begin() + (it - table->matchers.begin()));
+  table->ft.PublishChain(device->reclaimer());
   table->matchers.erase(it);
-  table->domain->device->TableChanged(&table->ft);
-  delete matcher;
+  device->TableChanged(&table->ft);
+  hw::Retire(device->reclaimer(), [matcher] { delete matcher; });  // lookups may still walk it
   Unref(table);
 }
 
@@ -38,7 +41,8 @@ void Unref(TableObj* table) {
   if (table->ft.level == 0) domain->device->DetachRootTable(&table->ft);
   domain->tables.erase(table->in_domain);
   --domain->refs;
-  delete table;  // the caller's DomainLock keeps the domain alive
+  // Programs jumping here may still be running; the table keeps its domain object alive until freed.
+  hw::Retire(domain->device->reclaimer(), [table] { delete table; });
 }
 
 void Unref(ActionObj* action) {
@@ -75,12 +79,16 @@ void Unref(ActionObj* action) {
         break;
     }
   }
+  // Actions whose data programs point at (modify, reformat, sampler, dest array) have a domain; a lookup
+  // may still be running such a program.
+  hw::Reclaimer* reclaimer = nullptr;
   if (action->referenced_domain != nullptr) {
     std::shared_ptr<DomainObj> domain = std::move(action->referenced_domain);
     std::lock_guard<std::recursive_mutex> lock(domain->mu);
     --domain->refs;
+    reclaimer = domain->device->reclaimer();
   }
-  delete action;
+  hw::Retire(reclaimer, [action] { delete action; });
 }
 
 void ReleaseHandle(TableObj* table) {

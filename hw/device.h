@@ -2,10 +2,11 @@
 // what rdma-core calls an ibv_context). The software NIC's functions (sim::Function) implement it; a
 // recording fake can too, so the driver is testable without a device.
 //
-// Publication contract: the driver mutates a table's chain or a matcher's match table only between calls
-// that the device does not overlap with packet processing (this first cut is single-threaded: do not
-// process packets while changing rules from another thread), and calls TableChanged() after changing a
-// chain so the device can refresh what it derived from it.
+// Publication contract: the device processes packets while the driver changes rules, reading without
+// locks. The driver therefore never changes in place what a lookup may be reading: match tables publish
+// each change atomically (hw/match_table.h), a table's chain is published whole (FlowTable::PublishChain)
+// before TableChanged() tells the device, and everything a lookup can reach — matchers, rule records,
+// action data, tables — is freed through the device's reclaimer(), never directly.
 #ifndef DRSIM_HW_DEVICE_H_
 #define DRSIM_HW_DEVICE_H_
 
@@ -18,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "hw/flow_table.h"
+#include "hw/reclaimer.h"
 
 namespace drsim::hw {
 
@@ -49,6 +51,10 @@ class Device {
   virtual void DetachRootTable(const FlowTable* table) = 0;
   // The chain of `table` changed (a matcher was added or removed).
   virtual void TableChanged(const FlowTable* table) = 0;
+
+  // Where the driver retires what the data path may still be reading; nullptr for a device that never
+  // reads concurrently with the driver (then the driver frees at once).
+  virtual Reclaimer* reclaimer() { return nullptr; }
 
   // A new number for ordering matchers by creation across the whole device.
   virtual uint64_t NextMatcherSequence() = 0;

@@ -4,7 +4,8 @@
 //
 // The driver (dr/) owns all of these objects and keeps them alive while the device can reach them; the
 // device (sim/) only reads them. A FlowTable's chain is already in lookup order: ascending priority, newest
-// first among equal priorities.
+// first among equal priorities. The driver edits `chain` and publishes a copy for the data path
+// (PublishChain), which workers read without locks (hw/reclaimer.h).
 //
 // Root (level-0) tables of one domain type on a function are merged into one lookup order. On hardware
 // they are flow tables of the kernel's steering tree, and rdma-core's root tables share its "bypass"
@@ -23,16 +24,19 @@
 #include "hw/action_program.h"
 #include "hw/definer.h"
 #include "hw/match_table.h"
+#include "hw/reclaimer.h"
 
 namespace drsim::hw {
 
 struct CompiledMatcher {
-  CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer)
+  // `reclaimer`: the device's, where the match table retires what concurrent lookups may still read.
+  CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer,
+                  Reclaimer* reclaimer = nullptr)
       : id(id),
         priority(priority),
         sequence(sequence),
         definer(std::move(definer)),
-        table(this->definer.key_words()) {}
+        table(this->definer.key_words(), reclaimer) {}
 
   uint32_t id;
   uint16_t priority;
@@ -83,12 +87,18 @@ constexpr uint32_t RootRank(RootNamespace ns, uint16_t priority) {
   return major << 17 | uint32_t{priority} << 1 | minor;
 }
 
+using MatcherChain = std::vector<const CompiledMatcher*>;
+
 struct FlowTable {
   uint32_t id = 0;
   uint32_t level = 0;
   mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
-  std::vector<const CompiledMatcher*> chain;       // lookup order
+  MatcherChain chain;                              // lookup order; the driver's copy
   RootNamespace root_ns = RootNamespace::kBypass;  // level 0: where the chain goes in the merged root
+  Published<MatcherChain> published_chain;         // what lookups walk
+
+  // Makes the current `chain` the one lookups walk; the old copy is freed through `reclaimer`.
+  void PublishChain(Reclaimer* reclaimer) { published_chain.Publish(chain, reclaimer); }
 };
 
 }  // namespace drsim::hw

@@ -24,9 +24,25 @@ size_t NextPowerOfTwo(size_t n) {
 
 }  // namespace
 
-MatchTable::MatchTable(size_t key_words)
-    : key_words_(key_words), stride_(key_words + sizeof(const RuleRecord*) / sizeof(uint32_t)) {
-  Rebuild(1);
+MatchTable::BucketArray::BucketArray(size_t count) : mask(count - 1), buckets(new Bucket[count]) {
+  for (size_t i = 0; i < count; ++i) {
+    for (std::atomic<uint64_t>& slot : buckets[i].slot) slot.store(kEmptySlot, std::memory_order_relaxed);
+    buckets[i].overflow.store(0, std::memory_order_relaxed);
+  }
+}
+
+MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer)
+    : key_words_(key_words),
+      stride_(key_words + sizeof(const RuleRecord*) / sizeof(uint32_t)),
+      reclaimer_(reclaimer),
+      buckets_(new BucketArray(1)),
+      directory_(new ChunkDirectory(4)) {}
+
+MatchTable::~MatchTable() {
+  ChunkDirectory* directory = directory_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < chunks_; ++i) delete[] directory->chunks[i];
+  delete directory;
+  delete buckets_.load(std::memory_order_relaxed);
 }
 
 uint64_t MatchTable::Hash(const uint32_t* key) const {
@@ -41,14 +57,15 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
   return Mix(h + kMul2);
 }
 
+const uint32_t* MatchTable::RecordKey(uint32_t record) const {
+  const ChunkDirectory* directory = directory_.load(std::memory_order_acquire);
+  return directory->chunks[record >> kChunkShift] + (record & (kRecordsPerChunk - 1)) * stride_;
+}
+
 const RuleRecord* MatchTable::RecordRule(uint32_t record) const {
   const RuleRecord* rule;
   std::memcpy(&rule, RecordKey(record) + key_words_, sizeof rule);
   return rule;
-}
-
-void MatchTable::SetRecordRule(uint32_t record, const RuleRecord* rule) {
-  std::memcpy(RecordKey(record) + key_words_, &rule, sizeof rule);
 }
 
 bool MatchTable::KeyEquals(uint32_t record, const uint32_t* key) const {
@@ -57,82 +74,115 @@ bool MatchTable::KeyEquals(uint32_t record, const uint32_t* key) const {
 }
 
 bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
-  const uint16_t sig = Signature(hash);
-  size_t b = hash & bucket_mask_;
-  for (size_t probes = 0; probes <= bucket_mask_; ++probes) {
-    const Bucket& bk = buckets_[b];
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  const uint32_t sig = Signature(hash);
+  size_t b = hash & array.mask;
+  for (size_t probes = 0; probes <= array.mask; ++probes) {
+    const Bucket& bk = array.buckets[b];
     for (int s = 0; s < kSlotsPerBucket; ++s) {
-      if (bk.sig[s] == sig && bk.record[s] != kNone && KeyEquals(bk.record[s], key)) {
+      const uint64_t v = bk.slot[s].load(std::memory_order_acquire);
+      if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(SlotRecord(v), key)) {
         *bucket = b;
         *slot = s;
         return true;
       }
     }
-    if (bk.overflow == 0) return false;
-    b = (b + 1) & bucket_mask_;
+    if (bk.overflow.load(std::memory_order_acquire) == 0) return false;
+    b = (b + 1) & array.mask;
   }
   return false;
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
-  size_t bucket;
-  int slot;
-  if (!FindSlot(key, hash, &bucket, &slot)) return nullptr;
-  return RecordRule(buckets_[bucket].record[slot]);
+  // As FindSlot, but reading the array once: a concurrent Rebuild may publish another.
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  const uint32_t sig = Signature(hash);
+  size_t b = hash & array.mask;
+  for (size_t probes = 0; probes <= array.mask; ++probes) {
+    const Bucket& bk = array.buckets[b];
+    for (int s = 0; s < kSlotsPerBucket; ++s) {
+      const uint64_t v = bk.slot[s].load(std::memory_order_acquire);
+      if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(SlotRecord(v), key)) {
+        return RecordRule(SlotRecord(v));
+      }
+    }
+    if (bk.overflow.load(std::memory_order_acquire) == 0) return nullptr;
+    b = (b + 1) & array.mask;
+  }
+  return nullptr;
+}
+
+void MatchTable::Prefetch(uint64_t hash) const {
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  __builtin_prefetch(&array.buckets[hash & array.mask]);
+}
+
+uint32_t MatchTable::TakeRecord() {
+  if (!retired_records_.empty() &&
+      (reclaimer_ == nullptr || reclaimer_->Safe(retired_records_.front().first))) {
+    const uint32_t record = retired_records_.front().second;
+    retired_records_.pop_front();
+    return record;
+  }
+  const uint32_t record = static_cast<uint32_t>(meta_.size());
+  if ((record >> kChunkShift) == chunks_) {
+    ChunkDirectory* directory = directory_.load(std::memory_order_relaxed);
+    if (chunks_ == directory->capacity) {
+      // A larger directory with the same chunks; readers holding the old one still find every record
+      // they can have seen.
+      auto* larger = new ChunkDirectory(directory->capacity * 2);
+      std::copy(directory->chunks.get(), directory->chunks.get() + chunks_, larger->chunks.get());
+      directory_.store(larger, std::memory_order_release);
+      Retire(reclaimer_, [directory] { delete directory; });
+      directory = larger;
+    }
+    directory->chunks[chunks_++] = new uint32_t[kRecordsPerChunk * stride_];
+  }
+  meta_.push_back({});
+  return record;
 }
 
 uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord* rule, uint64_t hash) {
-  uint32_t record;
-  if (!free_records_.empty()) {
-    record = free_records_.back();
-    free_records_.pop_back();
-  } else {
-    record = static_cast<uint32_t>(meta_.size());
-    meta_.push_back({});
-    records_.resize(records_.size() + stride_);
-  }
-  if (key_words_ != 0) std::memcpy(RecordKey(record), key, key_words_ * sizeof(uint32_t));
-  SetRecordRule(record, rule);
+  const uint32_t record = TakeRecord();
+  uint32_t* words = MutableRecordKey(record);
+  if (key_words_ != 0) std::memcpy(words, key, key_words_ * sizeof(uint32_t));
+  std::memcpy(words + key_words_, &rule, sizeof rule);
   meta_[record] = {hash, kNone, true};
   ++live_records_;
   return record;
 }
 
-bool MatchTable::Place(uint32_t record, uint64_t hash) {
-  size_t b = hash & bucket_mask_;
-  for (size_t probes = 0; probes <= bucket_mask_; ++probes) {
-    Bucket& bk = buckets_[b];
+bool MatchTable::Place(BucketArray& array, uint32_t record, uint64_t hash) {
+  size_t b = hash & array.mask;
+  for (size_t probes = 0; probes <= array.mask; ++probes) {
+    Bucket& bk = array.buckets[b];
     for (int s = 0; s < kSlotsPerBucket; ++s) {
-      if (bk.record[s] == kNone) {
-        bk.record[s] = record;
-        bk.sig[s] = Signature(hash);
-        // Every bucket passed on the way now has one more key beyond it.
-        for (size_t p = hash & bucket_mask_; p != b; p = (p + 1) & bucket_mask_) ++buckets_[p].overflow;
+      if (SlotRecord(bk.slot[s].load(std::memory_order_relaxed)) == kNone) {
+        // Every bucket passed on the way now has one more key beyond it; then the record goes live.
+        for (size_t p = hash & array.mask; p != b; p = (p + 1) & array.mask) {
+          array.buckets[p].overflow.fetch_add(1, std::memory_order_release);
+        }
+        bk.slot[s].store(SlotValue(hash, record), std::memory_order_release);
         return true;
       }
     }
-    b = (b + 1) & bucket_mask_;
+    b = (b + 1) & array.mask;
   }
   return false;
 }
 
 void MatchTable::Rebuild(size_t buckets) {
-  std::unique_ptr<Bucket[]> old = std::move(buckets_);
-  size_t old_count = old ? bucket_mask_ + 1 : 0;
-  buckets_.reset(new Bucket[buckets]);
-  for (size_t i = 0; i < buckets; ++i) {
-    std::memset(buckets_[i].sig, 0, sizeof buckets_[i].sig);
-    std::fill(std::begin(buckets_[i].record), std::end(buckets_[i].record), kNone);
-    buckets_[i].overflow = 0;
-  }
-  bucket_mask_ = buckets - 1;
+  BucketArray* old = buckets_.load(std::memory_order_relaxed);
+  auto* array = new BucketArray(buckets);
   // Re-place every primary record; duplicate chains hang off their primary and move with it.
-  for (size_t i = 0; i < old_count; ++i) {
-    for (int s = 0; s < kSlotsPerBucket; ++s) {
-      uint32_t record = old[i].record[s];
-      if (record != kNone) Place(record, meta_[record].hash);
+  for (size_t i = 0; i <= old->mask; ++i) {
+    for (const std::atomic<uint64_t>& slot : old->buckets[i].slot) {
+      const uint32_t record = SlotRecord(slot.load(std::memory_order_relaxed));
+      if (record != kNone) Place(*array, record, meta_[record].hash);
     }
   }
+  buckets_.store(array, std::memory_order_release);
+  Retire(reclaimer_, [old] { delete old; });
 }
 
 void MatchTable::Reserve(size_t rules) {
@@ -145,16 +195,18 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, const RuleRecord* rul
   size_t bucket;
   int slot;
   if (FindSlot(key, hash, &bucket, &slot)) {
-    // Duplicate: queue behind the existing rules with this key.
+    // Duplicate: queue behind the existing rules with this key (not visible to lookups).
     uint32_t record = AllocateRecord(key, rule, hash);
-    uint32_t tail = buckets_[bucket].record[slot];
+    const BucketArray& array = *buckets_.load(std::memory_order_relaxed);
+    uint32_t tail = SlotRecord(array.buckets[bucket].slot[slot].load(std::memory_order_relaxed));
     while (meta_[tail].next_duplicate != kNone) tail = meta_[tail].next_duplicate;
     meta_[tail].next_duplicate = record;
     return record;
   }
   if (!fixed_size_ && (distinct_keys_ + 1) * 4 > slot_capacity() * 3) Rebuild(bucket_count() * 2);
   uint32_t record = AllocateRecord(key, rule, hash);
-  while (!Place(record, hash)) Rebuild(bucket_count() * 2);  // only a full fixed-size table gets here
+  // Only a full fixed-size table fails to place.
+  while (!Place(*buckets_.load(std::memory_order_relaxed), record, hash)) Rebuild(bucket_count() * 2);
   ++distinct_keys_;
   return record;
 }
@@ -166,16 +218,18 @@ void MatchTable::Erase(Handle handle) {
   int slot;
   // The key of `handle` is the key of its chain's primary, which is always placed.
   FindSlot(RecordKey(handle), hash, &bucket, &slot);
-  Bucket& bk = buckets_[bucket];
-  uint32_t primary = bk.record[slot];
+  BucketArray& array = *buckets_.load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& slot_word = array.buckets[bucket].slot[slot];
+  const uint32_t primary = SlotRecord(slot_word.load(std::memory_order_relaxed));
   if (primary == handle) {
-    uint32_t next = meta_[handle].next_duplicate;
+    const uint32_t next = meta_[handle].next_duplicate;
     if (next != kNone) {
-      bk.record[slot] = next;  // the next-oldest duplicate takes over the slot
+      slot_word.store(SlotValue(hash, next), std::memory_order_release);  // the next-oldest takes over
     } else {
-      bk.record[slot] = kNone;
-      bk.sig[slot] = 0;
-      for (size_t p = hash & bucket_mask_; p != bucket; p = (p + 1) & bucket_mask_) --buckets_[p].overflow;
+      slot_word.store(kEmptySlot, std::memory_order_release);
+      for (size_t p = hash & array.mask; p != bucket; p = (p + 1) & array.mask) {
+        array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
+      }
       --distinct_keys_;
     }
   } else {
@@ -184,7 +238,8 @@ void MatchTable::Erase(Handle handle) {
     meta_[prev].next_duplicate = meta_[handle].next_duplicate;
   }
   meta_[handle] = {0, kNone, false};
-  free_records_.push_back(handle);
+  // A reader may still hold the record: it is reused only once none can.
+  retired_records_.emplace_back(reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, handle);
   --live_records_;
 }
 

@@ -2,24 +2,34 @@
 // 32-bit words per table); each key maps to the rules inserted with it, oldest first.
 //
 // Layout, built for the lookup path:
-//  - buckets are one cache line: 8 slots of (16-bit signature, 32-bit record index) and an overflow count;
-//    a key lives in its home bucket or, when that is full, in the next ones (linear probing over buckets;
-//    the overflow count of each bucket passed says whether a lookup must continue past it);
-//  - records are contiguous (key words, then the rule pointer), so a hit costs the bucket line and one
-//    record line; the 16-bit signature filters other keys before any key compare.
+//  - buckets are one cache line: 7 slots, each one 64-bit word (32-bit signature, 32-bit record index),
+//    and an overflow count; a key lives in its home bucket or, when that is full, in the next ones (linear
+//    probing over buckets; the overflow count of each bucket passed says whether a lookup must continue
+//    past it);
+//  - records (key words, then the rule pointer) sit in chunks of kRecordsPerChunk, so a hit costs the
+//    bucket line and one record line, and the 32-bit signature filters other keys before any key compare.
 //
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
 // winning until it is erased. The table grows by doubling at 3/4 load; it never loses or reorders rules.
 // A fixed-size table (set_layout without RESIZABLE) keeps its size until it is completely full.
 //
-// Not thread-safe: callers serialise mutations, and lookups must not run concurrently with them.
+// Concurrency: one writer at a time (the caller serialises Insert, Erase, Reserve), any number of
+// concurrent Find()s inside read sections of `reclaimer` (hw/reclaimer.h). A writer fills a record before
+// publishing it with one store of its slot, so a reader finds a rule completely or not at all; growing
+// builds a new bucket array and publishes it whole; erased records and replaced arrays are reused or
+// freed only once no reader can still hold them. Without a reclaimer, Find() must not overlap writes.
 #ifndef DRSIM_HW_MATCH_TABLE_H_
 #define DRSIM_HW_MATCH_TABLE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
+
+#include "hw/reclaimer.h"
 
 namespace drsim::hw {
 
@@ -28,21 +38,26 @@ struct RuleRecord;
 class MatchTable {
  public:
   using Handle = uint32_t;
+  static constexpr int kSlotsPerBucket = 7;
 
-  explicit MatchTable(size_t key_words);
+  // `reclaimer`: where replaced arrays and erased records wait for readers (nullptr: no concurrent readers).
+  explicit MatchTable(size_t key_words, Reclaimer* reclaimer = nullptr);
+  ~MatchTable();
   MatchTable(const MatchTable&) = delete;
   MatchTable& operator=(const MatchTable&) = delete;
 
   size_t key_words() const { return key_words_; }
   size_t size() const { return live_records_; }  // rules, duplicates included
   size_t distinct_keys() const { return distinct_keys_; }
-  size_t bucket_count() const { return bucket_mask_ + 1; }
+  size_t bucket_count() const { return buckets_.load(std::memory_order_relaxed)->mask + 1; }
   size_t slot_capacity() const { return bucket_count() * kSlotsPerBucket; }
 
   uint64_t Hash(const uint32_t* key) const;
 
   // The rule that wins for `key` (the oldest inserted with it), or nullptr. `hash` must be Hash(key).
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
+  // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
+  void Prefetch(uint64_t hash) const;
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
 
   // Adds `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
@@ -61,13 +76,26 @@ class MatchTable {
   bool fixed_size() const { return fixed_size_; }
 
  private:
-  static constexpr int kSlotsPerBucket = 8;
   static constexpr uint32_t kNone = 0xffffffffu;
+  static constexpr uint64_t kEmptySlot = kNone;  // signature 0, no record
+  static constexpr int kChunkShift = 10;
+  static constexpr uint32_t kRecordsPerChunk = 1u << kChunkShift;
 
   struct alignas(64) Bucket {
-    uint16_t sig[kSlotsPerBucket];
-    uint32_t record[kSlotsPerBucket];  // kNone = empty
-    uint32_t overflow;                 // keys whose probe passed this bucket
+    std::atomic<uint64_t> slot[kSlotsPerBucket];  // signature << 32 | record; record kNone = empty
+    std::atomic<uint32_t> overflow;               // keys whose probe passed this bucket
+  };
+  struct BucketArray {
+    explicit BucketArray(size_t count);
+    size_t mask;
+    std::unique_ptr<Bucket[]> buckets;
+  };
+  // The record chunks; replaced by a larger copy when full (chunk pointers are written before any record
+  // of their chunk is published, and never change).
+  struct ChunkDirectory {
+    explicit ChunkDirectory(size_t capacity) : capacity(capacity), chunks(new uint32_t*[capacity]) {}
+    size_t capacity;
+    std::unique_ptr<uint32_t*[]> chunks;
   };
   // Control-path bookkeeping of a record, kept apart from the lookup-path records.
   struct Meta {
@@ -76,27 +104,35 @@ class MatchTable {
     bool live;
   };
 
-  uint32_t* RecordKey(uint32_t record) { return &records_[record * stride_]; }
-  const uint32_t* RecordKey(uint32_t record) const { return &records_[record * stride_]; }
+  static uint32_t Signature(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
+  static uint64_t SlotValue(uint64_t hash, uint32_t record) {
+    return uint64_t{Signature(hash)} << 32 | record;
+  }
+  static uint32_t SlotRecord(uint64_t slot) { return static_cast<uint32_t>(slot); }
+
+  const uint32_t* RecordKey(uint32_t record) const;
+  uint32_t* MutableRecordKey(uint32_t record) { return const_cast<uint32_t*>(RecordKey(record)); }
   const RuleRecord* RecordRule(uint32_t record) const;
-  void SetRecordRule(uint32_t record, const RuleRecord* rule);
   bool KeyEquals(uint32_t record, const uint32_t* key) const;
-  static uint16_t Signature(uint64_t hash) { return static_cast<uint16_t>(hash >> 48); }
 
   uint32_t AllocateRecord(const uint32_t* key, const RuleRecord* rule, uint64_t hash);
+  // A record for AllocateRecord: a retired one no reader can see any more, or a new one.
+  uint32_t TakeRecord();
   // Bucket index and slot of the primary record holding `key`, or false.
   bool FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const;
-  // Places a primary record (distinct key) in the first free slot from its home bucket; false when full.
-  bool Place(uint32_t record, uint64_t hash);
+  // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false
+  // when full.
+  static bool Place(BucketArray& array, uint32_t record, uint64_t hash);
   void Rebuild(size_t buckets);
 
   size_t key_words_;
   size_t stride_;  // 32-bit words per record: key, then the rule pointer (2 words)
-  std::unique_ptr<Bucket[]> buckets_;
-  size_t bucket_mask_ = 0;
-  std::vector<uint32_t> records_;
+  Reclaimer* reclaimer_;
+  std::atomic<BucketArray*> buckets_;
+  std::atomic<ChunkDirectory*> directory_;
+  size_t chunks_ = 0;  // chunks allocated (the directory's first entries)
   std::vector<Meta> meta_;
-  std::vector<uint32_t> free_records_;
+  std::deque<std::pair<uint64_t, uint32_t>> retired_records_;  // (reclaimer stamp, record), oldest first
   size_t live_records_ = 0;
   size_t distinct_keys_ = 0;
   bool fixed_size_ = false;

@@ -3,6 +3,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -122,10 +123,10 @@ TEST(MatchTableTest, RandomizedAgainstModel) {
 
 TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {
   TableModel m(2);
-  m.table().Reserve(48);  // 8 buckets
+  m.table().Reserve(8 * MatchTable::kSlotsPerBucket * 3 / 4);  // 8 buckets
   m.table().set_fixed_size(true);
   size_t buckets = m.table().bucket_count();
-  for (uint32_t i = 0; i < buckets * 8; ++i) m.Insert({i, 0});
+  for (uint32_t i = 0; i < buckets * MatchTable::kSlotsPerBucket; ++i) m.Insert({i, 0});
   EXPECT_EQ(m.table().bucket_count(), buckets);  // 100% full, no growth yet
   m.Verify({{99999, 0}});
   m.Insert({12345, 1});  // no slot left: grows rather than failing
@@ -137,9 +138,55 @@ TEST(MatchTableTest, ReserveNeverShrinks) {
   MatchTable t(1);
   t.Reserve(1 << 12);
   size_t big = t.bucket_count();
-  EXPECT_GE(big * 8 * 3 / 4, size_t{1} << 12);
+  EXPECT_GE(big * MatchTable::kSlotsPerBucket * 3 / 4, size_t{1} << 12);
   t.Reserve(4);
   EXPECT_EQ(t.bucket_count(), big);
+}
+
+// Lookups on other threads while one writer inserts, erases and grows the table: a lookup returns the rule
+// of its own key or nothing, and keys that are never erased are always found.
+TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
+  constexpr uint32_t kStable = 64, kChurn = 4096;
+  Reclaimer reclaimer;
+  MatchTable table(2, &reclaimer);
+  std::vector<RuleRecord> rules(kStable + kChurn);
+  for (uint32_t k = 0; k < rules.size(); ++k) rules[k].rule_id = k;
+  for (uint32_t k = 0; k < kStable; ++k) table.Insert(Key{k, ~k}.data(), &rules[k]);
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      Reclaimer::Reader reader(&reclaimer);
+      uint32_t x = t + 1;
+      while (!stop.load(std::memory_order_relaxed)) {
+        reader.Enter();
+        for (int i = 0; i < 32; ++i) {
+          x = x * 1664525u + 1013904223u;
+          const uint32_t k = (x >> 8) % (kStable + kChurn);
+          const RuleRecord* r = table.Find(Key{k, ~k}.data());
+          if ((r != nullptr && r->rule_id != k) || (r == nullptr && k < kStable)) ++errors;
+        }
+        reader.Leave();
+      }
+    });
+  }
+  std::vector<MatchTable::Handle> handles(kChurn);
+  std::vector<bool> in(kChurn);
+  uint32_t x = 99;
+  for (int op = 0; op < 200000; ++op) {
+    x = x * 1664525u + 1013904223u;
+    const uint32_t i = (x >> 8) % kChurn, k = kStable + i;
+    if (in[i]) {
+      table.Erase(handles[i]);
+    } else {
+      handles[i] = table.Insert(Key{k, ~k}.data(), &rules[k]);
+    }
+    in[i] = !in[i];
+  }
+  stop = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(errors.load(), 0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 namespace drsim::sim {
 
 absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (log_range > 16) {
     return absl::InvalidArgumentError(absl::StrFormat("ASO object log_range %d: at most 16", log_range));
   }
@@ -26,6 +27,7 @@ absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
 }
 
 absl::Status AsoBank::Destroy(uint32_t object) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(object);
   if (it == objects_.end()) return absl::NotFoundError(absl::StrFormat("no ASO object %d", object));
   if (it->second.references > 0) {
@@ -37,6 +39,7 @@ absl::Status AsoBank::Destroy(uint32_t object) {
 }
 
 absl::Status AsoBank::ConfigureFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(object);
   if (it == objects_.end() || it->second.kind != hw::AsoKind::kFlowMeter) {
     return absl::NotFoundError(absl::StrFormat("no ASO flow meter object %d", object));
@@ -51,6 +54,7 @@ absl::Status AsoBank::ConfigureFlowMeter(uint32_t object, uint32_t offset, const
 }
 
 absl::StatusOr<hw::AsoContext> AsoBank::Retain(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(object);
   if (it == objects_.end()) return absl::NotFoundError(absl::StrFormat("no ASO object %d", object));
   if (offset >= it->second.count) {
@@ -62,17 +66,20 @@ absl::StatusOr<hw::AsoContext> AsoBank::Retain(uint32_t object, uint32_t offset)
 }
 
 void AsoBank::Release(uint32_t object) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(object);
   if (it != objects_.end()) --it->second.references;
 }
 
 MeterColor AsoBank::MarkFlowMeter(uint32_t context, MeterColor initial, uint64_t now_ns, uint32_t l2_bytes,
                                   uint32_t ip_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (!meter_configured_[context]) return MeterColor::kGreen;
   return meters_[context].Mark(now_ns, l2_bytes, ip_bytes, initial);
 }
 
 bool AsoBank::FirstHit(uint32_t context, bool set) {
+  std::lock_guard<std::mutex> lock(mu_);
   const bool was = hits_[context];
   if (set) hits_[context] = true;
   return was;

@@ -4,13 +4,14 @@
 //  - first-hit objects: 512 one-bit contexts per line, recording whether a flow was seen.
 // An aso action reads or updates one context and writes the result to a steering register.
 //
-// Thread-safety: creation and configuration are serialised by the owner; the data path updates contexts
-// from one thread.
+// Thread-safety: every call may come from any thread (a lock serialises them: the data path reaches it
+// only for packets that hit aso actions).
 #ifndef DRSIM_SIM_ASO_H_
 #define DRSIM_SIM_ASO_H_
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,6 +52,7 @@ class AsoBank {
     uint32_t count;  // contexts
     int references = 0;
   };
+  std::mutex mu_;
   std::map<uint32_t, Object> objects_;  // by id
   uint32_t next_id_ = 1;
   std::vector<TokenMeter> meters_;  // flow-meter contexts

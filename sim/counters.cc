@@ -4,13 +4,31 @@
 
 namespace drsim::sim {
 
+CounterBank::CounterBank() : chunks_(new std::atomic<Counter*>[kMaxChunks]) {
+  for (uint32_t i = 0; i < kMaxChunks; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+CounterBank::~CounterBank() {
+  for (uint32_t i = 0; i < kMaxChunks; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
+}
+
 absl::StatusOr<uint32_t> CounterBank::Allocate(uint32_t bulk) {
   if (bulk == 0 || bulk > (1u << 23)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("flow counter bulk of %d: must be 1..%d", bulk, 1 << 23));
   }
-  const uint32_t base = static_cast<uint32_t>(counters_.size());
-  counters_.resize(counters_.size() + bulk);
+  if (bulk > kMaxCounters - next_id_) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("flow counter bulk of %d: %d of the device's %d counter ids are left", bulk,
+                        kMaxCounters - next_id_, kMaxCounters));
+  }
+  const uint32_t base = next_id_;
+  next_id_ += bulk;
+  for (uint32_t chunk = base >> kChunkShift; chunk <= (next_id_ - 1) >> kChunkShift; ++chunk) {
+    if (chunks_[chunk].load(std::memory_order_relaxed) == nullptr) {
+      chunks_[chunk].store(new Counter[kChunkSize], std::memory_order_release);
+    }
+  }
   bulks_[base] = {bulk, 0};
   return base;
 }
@@ -47,8 +65,8 @@ void CounterBank::Release(uint32_t id) {
 
 absl::Status CounterBank::Query(uint32_t id, uint64_t* packets, uint64_t* bytes) const {
   if (!BulkOf(id)) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
-  *packets = counters_[id].packets.load(std::memory_order_relaxed);
-  *bytes = counters_[id].bytes.load(std::memory_order_relaxed);
+  *packets = At(id).packets.load(std::memory_order_relaxed);
+  *bytes = At(id).bytes.load(std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

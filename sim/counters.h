@@ -1,15 +1,16 @@
 // Flow counters of the software NIC: allocated in bulks (as DEVX flow-counter objects are), addressed
 // by id = bulk base + offset, shared by any number of rules, counting packets and bytes.
 //
-// Thread-safety: allocation and freeing are serialised by the owner; Add() and Query() may run
-// concurrently with each other (relaxed atomics).
+// Thread-safety: allocation and freeing are serialised by the owner; Add() and Query() may run on any
+// thread, concurrently with each other and with allocation (counters are atomic and never move: they sit
+// in fixed chunks, so no increment is lost).
 #ifndef DRSIM_SIM_COUNTERS_H_
 #define DRSIM_SIM_COUNTERS_H_
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -19,7 +20,15 @@ namespace drsim::sim {
 
 class CounterBank {
  public:
-  // A bulk of `bulk` counters (1..2^23); returns its base id. InvalidArgument for a bad size.
+  static constexpr uint32_t kMaxCounters = 1u << 26;  // ids ever allocated (they are not reused)
+
+  CounterBank();
+  ~CounterBank();
+  CounterBank(const CounterBank&) = delete;
+  CounterBank& operator=(const CounterBank&) = delete;
+
+  // A bulk of `bulk` counters (1..2^23); returns its base id. InvalidArgument for a bad size,
+  // ResourceExhausted once kMaxCounters ids have been handed out.
   absl::StatusOr<uint32_t> Allocate(uint32_t bulk);
   // Frees the bulk starting at `base`: NotFound if there is none, FailedPrecondition (EBUSY) while
   // actions reference one of its counters.
@@ -30,7 +39,7 @@ class CounterBank {
 
   // Counts one packet of `bytes` bytes. `id` must be retained.
   void Add(uint32_t id, uint64_t bytes) {
-    Counter& c = counters_[id];
+    Counter& c = At(id);
     c.packets.fetch_add(1, std::memory_order_relaxed);
     c.bytes.fetch_add(bytes, std::memory_order_relaxed);
   }
@@ -46,10 +55,18 @@ class CounterBank {
     uint32_t size;
     int references = 0;
   };
+  static constexpr int kChunkShift = 12;
+  static constexpr uint32_t kChunkSize = 1u << kChunkShift;
+  static constexpr uint32_t kMaxChunks = kMaxCounters / kChunkSize;
+
   // The base id of the bulk holding `id`, if any.
   std::optional<uint32_t> BulkOf(uint32_t id) const;
+  Counter& At(uint32_t id) const {
+    return chunks_[id >> kChunkShift].load(std::memory_order_acquire)[id & (kChunkSize - 1)];
+  }
 
-  std::deque<Counter> counters_;    // by id; a deque keeps references stable as it grows
+  std::unique_ptr<std::atomic<Counter*>[]> chunks_;  // kMaxChunks, allocated as ids are handed out
+  uint32_t next_id_ = 0;
   std::map<uint32_t, Bulk> bulks_;  // by base id
 };
 

@@ -39,6 +39,7 @@ const char* FateName(Fate fate) {
 // A frame being processed, with what travels with it. Copies (dest array, sampler) report into the
 // original frame's verdict.
 struct Nic::InFlight {
+  Worker* worker = nullptr;
   PacketBuffer buffer;
   PacketMeta meta;
   hw::HeaderVector hv;
@@ -54,6 +55,7 @@ uint32_t Function::CreateQueue(size_t capacity) {
   std::lock_guard<std::mutex> lock(nic_->control_mu_);
   uint32_t qp_num = nic_->next_qp_num_++;
   queues_[qp_num].queue = std::make_unique<RxQueue>(qp_num, capacity);
+  PublishQueues();
   return qp_num;
 }
 
@@ -68,13 +70,23 @@ absl::Status Function::DestroyQueue(uint32_t qp_num) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "queue %d is the destination of %d dest_ibv_qp action(s)", qp_num, it->second.retains));
   }
+  RxQueue* queue = it->second.queue.release();
   queues_.erase(it);
+  PublishQueues();
+  hw::Retire(&nic_->reclaimer_, [queue] { delete queue; });  // a worker may be delivering to it
   return absl::OkStatus();
 }
 
-RxQueue* Function::queue(uint32_t qp_num) {
-  auto it = queues_.find(qp_num);
-  return it == queues_.end() ? nullptr : it->second.queue.get();
+void Function::PublishQueues() {
+  QueueIndex index;
+  for (const auto& [qp_num, slot] : queues_) index[qp_num] = slot.queue.get();
+  queue_index_.Publish(std::move(index), &nic_->reclaimer_);
+}
+
+RxQueue* Function::queue(uint32_t qp_num) const {
+  const QueueIndex& index = queue_index_.Read();
+  auto it = index.find(qp_num);
+  return it == index.end() ? nullptr : it->second;
 }
 
 absl::Status Function::RetainQueue(uint32_t qp_num) {
@@ -129,35 +141,45 @@ absl::StatusOr<uint32_t> Function::CreateTir(std::vector<uint32_t> queues, uint6
   }
   for (uint32_t q : queues) ++queues_[q].retains;  // the TIR keeps its queues
   const uint32_t tir = nic_->next_object_++;
-  tirs_[tir] = {std::move(queues), hash_fields, std::vector<uint8_t>(key.begin(), key.end()), symmetry, 0};
+  TirIndex tirs = tirs_.Read();
+  tirs[tir] = {std::move(queues), hash_fields, std::vector<uint8_t>(key.begin(), key.end()), symmetry};
+  tirs_.Publish(std::move(tirs), &nic_->reclaimer_);
+  tir_retains_[tir] = 0;
   return tir;
 }
 
 absl::Status Function::DestroyTir(uint32_t tir) {
   std::lock_guard<std::mutex> lock(nic_->control_mu_);
-  auto it = tirs_.find(tir);
-  if (it == tirs_.end()) return absl::NotFoundError(absl::StrFormat("no TIR %d on vport %d", tir, vport_));
-  if (it->second.retains > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("TIR %d is the destination of %d dest_devx_tir action(s)", tir, it->second.retains));
+  auto it = tir_retains_.find(tir);
+  if (it == tir_retains_.end()) {
+    return absl::NotFoundError(absl::StrFormat("no TIR %d on vport %d", tir, vport_));
   }
-  for (uint32_t q : it->second.queues) --queues_[q].retains;
-  tirs_.erase(it);
+  if (it->second > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("TIR %d is the destination of %d dest_devx_tir action(s)", tir, it->second));
+  }
+  tir_retains_.erase(it);
+  TirIndex tirs = tirs_.Read();
+  for (uint32_t q : tirs.at(tir).queues) --queues_[q].retains;
+  tirs.erase(tir);
+  tirs_.Publish(std::move(tirs), &nic_->reclaimer_);
   return absl::OkStatus();
 }
 
 absl::Status Function::RetainTir(uint32_t tir) {
   std::lock_guard<std::mutex> lock(nic_->control_mu_);
-  auto it = tirs_.find(tir);
-  if (it == tirs_.end()) return absl::NotFoundError(absl::StrFormat("no TIR %d on vport %d", tir, vport_));
-  ++it->second.retains;
+  auto it = tir_retains_.find(tir);
+  if (it == tir_retains_.end()) {
+    return absl::NotFoundError(absl::StrFormat("no TIR %d on vport %d", tir, vport_));
+  }
+  ++it->second;
   return absl::OkStatus();
 }
 
 void Function::ReleaseTir(uint32_t tir) {
   std::lock_guard<std::mutex> lock(nic_->control_mu_);
-  auto it = tirs_.find(tir);
-  if (it != tirs_.end()) --it->second.retains;
+  auto it = tir_retains_.find(tir);
+  if (it != tir_retains_.end()) --it->second;
 }
 
 absl::StatusOr<uint32_t> Function::CreateMeter(absl::Span<const uint8_t> params, bool active) {
@@ -208,6 +230,8 @@ void Function::ReleaseAso(uint32_t object) {
   nic_->aso_.Release(object);
 }
 
+hw::Reclaimer* Function::reclaimer() { return &nic_->reclaimer_; }
+
 hw::DeviceInfo Function::Describe() const {
   hw::DeviceInfo info;
   info.name = vport_ == 0 ? "drsim_pf" : absl::StrFormat("drsim_vf%d", vport_);
@@ -246,25 +270,23 @@ void Function::TableChanged(const hw::FlowTable* table) {
 }
 
 void Function::RebuildRoot(mlx5dv_dr_domain_type type) {
-  std::vector<RootEntry>& chain = root_chain_[type];
-  chain.clear();
-  steered_[type] = false;
+  Root root;
   for (const RootTable& r : root_tables_[type]) {
     for (const hw::CompiledMatcher* m : r.chain) {
-      chain.push_back({m, r.table, hw::RootRank(r.table->root_ns, m->priority)});
-      steered_[type] |= r.table->root_ns != hw::RootNamespace::kSniffer;
+      root.entries.push_back({m, r.table, hw::RootRank(r.table->root_ns, m->priority)});
+      root.steered |= r.table->root_ns != hw::RootNamespace::kSniffer;
     }
   }
-  std::stable_sort(chain.begin(), chain.end(), [](const RootEntry& a, const RootEntry& b) {
+  std::stable_sort(root.entries.begin(), root.entries.end(), [](const RootEntry& a, const RootEntry& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
     return a.matcher->sequence > b.matcher->sequence;
   });
+  root_[type].Publish(std::move(root), &nic_->reclaimer_);
 }
 
 absl::Status Function::Send(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
                             uint32_t sqn) {
-  return nic_->Process(frames, verdicts, trace, vport_, sqn,
-                       [this](Nic::InFlight& p, bool t) { nic_->Run(p, Nic::Stage::kNicTx, *this, {}, t); });
+  return nic_->own_worker_->Send(*this, frames, verdicts, trace, sqn);
 }
 
 Verdict Function::Send(Frame frame) {
@@ -279,9 +301,94 @@ Nic::Nic(int num_vfs) {
   const int vfs = std::clamp(num_vfs, 0, 4094);
   for (int v = 0; v <= vfs; ++v)
     functions_.push_back(std::make_unique<Function>(this, static_cast<uint16_t>(v)));
+  own_worker_.reset(new Worker(*this));  // the first reader slot is always free
 }
 
 Nic::~Nic() = default;
+
+void Nic::set_time_ns(uint64_t ns) {
+  uint64_t now = now_ns_.load(std::memory_order_relaxed);
+  while (now < ns && !now_ns_.compare_exchange_weak(now, ns, std::memory_order_relaxed)) {
+  }
+}
+
+namespace {
+
+void AddStats(const NicStats& s, NicStats* total) {
+  total->frames += s.frames;
+  total->queued += s.queued;
+  total->dropped += s.dropped;
+  total->domain_default += s.domain_default;
+  total->queue_full += s.queue_full;
+  total->table_loops += s.table_loops;
+  total->to_wire += s.to_wire;
+  total->to_port += s.to_port;
+}
+
+}  // namespace
+
+NicStats Nic::stats() const {
+  std::lock_guard<std::mutex> lock(workers_mu_);
+  NicStats total = retired_stats_;
+  for (const Worker* w : workers_) AddStats(w->stats(), &total);
+  return total;
+}
+
+// ---- Worker --------------------------------------------------------------------------------------
+
+Worker::Worker(Nic& nic) : nic_(nic), reader_(&nic.reclaimer_), executor_(&nic.counters_, &nic.aso_) {
+  std::lock_guard<std::mutex> lock(nic.workers_mu_);
+  nic.workers_.push_back(this);
+}
+
+absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(Nic& nic) {
+  std::unique_ptr<Worker> w(new Worker(nic));
+  if (!w->reader_.valid()) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("a NIC runs at most %d workers", hw::Reclaimer::kMaxReaders));
+  }
+  return w;
+}
+
+Worker::~Worker() {
+  std::lock_guard<std::mutex> lock(nic_.workers_mu_);
+  AddStats(stats(), &nic_.retired_stats_);
+  nic_.workers_.erase(std::find(nic_.workers_.begin(), nic_.workers_.end(), this));
+}
+
+NicStats Worker::stats() const {
+  auto get = [&](Fate f) { return fates_[static_cast<int>(f)].load(std::memory_order_relaxed); };
+  NicStats s;
+  s.frames = frames_.load(std::memory_order_relaxed);
+  s.queued = get(Fate::kQueued);
+  s.dropped = get(Fate::kDropped);
+  s.domain_default = get(Fate::kDomainDefault);
+  s.queue_full = get(Fate::kQueueFull);
+  s.table_loops = get(Fate::kTableLoop);
+  s.to_wire = get(Fate::kWire);
+  s.to_port = get(Fate::kPort);
+  return s;
+}
+
+void Worker::Count(Fate fate) {
+  // Only this worker's thread writes: a load and a store, no read-modify-write.
+  std::atomic<uint64_t>& c = fates_[static_cast<int>(fate)];
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+absl::Status Worker::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
+                                     bool trace) {
+  return nic_.Process(*this, frames, verdicts, trace, Nic::kWirePort, 0, [this](Nic::InFlight& p, bool t) {
+    nic_.Run(p, Nic::Stage::kFdbRx, nic_.pf(), {}, t);
+  });
+}
+
+absl::Status Worker::Send(Function& from, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
+                          bool trace, uint32_t sqn) {
+  return nic_.Process(
+      *this, frames, verdicts, trace, from.vport(), sqn,
+      [this, &from](Nic::InFlight& p, bool t) { nic_.Run(p, Nic::Stage::kNicTx, from, {}, t); });
+}
 
 Function* Nic::function(uint32_t vport) {
   return vport < functions_.size() ? functions_[vport].get() : nullptr;
@@ -292,7 +399,8 @@ absl::StatusOr<uint32_t> Nic::AllocateCounters(uint32_t bulk) {
   return counters_.Allocate(bulk);
 }
 
-absl::Status Nic::QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes) const {
+absl::Status Nic::QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes) {
+  std::lock_guard<std::mutex> lock(control_mu_);
   return counters_.Query(counter_id, packets, bytes);
 }
 
@@ -317,6 +425,7 @@ absl::Status Nic::DestroyAsoObject(uint32_t object) {
 }
 
 std::optional<std::vector<uint8_t>> Function::PollPort() {
+  std::lock_guard<std::mutex> lock(port_mu_);
   if (port_in_.empty()) return std::nullopt;
   std::vector<uint8_t> f = std::move(port_in_.front());
   port_in_.pop_front();
@@ -324,6 +433,7 @@ std::optional<std::vector<uint8_t>> Function::PollPort() {
 }
 
 std::optional<std::vector<uint8_t>> Nic::PollWire() {
+  std::lock_guard<std::mutex> lock(wire_mu_);
   if (wire_out_.empty()) return std::nullopt;
   std::vector<uint8_t> f = std::move(wire_out_.front());
   wire_out_.pop_front();
@@ -331,16 +441,23 @@ std::optional<std::vector<uint8_t>> Nic::PollWire() {
 }
 
 template <typename Start>
-absl::Status Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
-                          uint16_t source, uint32_t sqn, Start start) {
+absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
+                          bool trace, uint16_t source, uint32_t sqn, Start start) {
   if (!verdicts.empty() && verdicts.size() != frames.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%d verdicts for %d frames: pass one per frame, or none", verdicts.size(), frames.size()));
   }
   InFlight p;
+  p.worker = &worker;
   Verdict scratch;
+  // One read section per burst: what the driver retires meanwhile waits at most a burst.
+  worker.reader_.Enter();
   for (size_t i = 0; i < frames.size(); ++i) {
-    ++stats_.frames;
+    if (i != 0 && i % kBurst == 0) {
+      worker.reader_.Leave();
+      worker.reader_.Enter();
+    }
+    worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     p.buffer.Borrow(frames[i].data(), frames[i].size());  // copied in only if an action rewrites it
     p.meta = PacketMeta();
     p.meta.source_port = source;
@@ -354,12 +471,12 @@ absl::Status Nic::Process(absl::Span<const Frame> frames, absl::Span<Verdict> ve
     p.verdict->copies.clear();
     start(p, trace);
   }
+  worker.reader_.Leave();
   return absl::OkStatus();
 }
 
 absl::Status Nic::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace) {
-  return Process(frames, verdicts, trace, kWirePort, 0,
-                 [this](InFlight& p, bool t) { Run(p, Stage::kFdbRx, pf(), {}, t); });
+  return own_worker_->ReceiveFromWire(frames, verdicts, trace);
 }
 
 Verdict Nic::ReceiveFromWire(Frame frame) {
@@ -380,37 +497,18 @@ void Nic::Finish(Fate fate, InFlight& p, uint16_t vport, uint32_t qp_num) {
   } else {
     static_cast<Delivery&>(*p.verdict) = d;
   }
-  switch (fate) {
-    case Fate::kQueued:
-      ++stats_.queued;
-      break;
-    case Fate::kDropped:
-      ++stats_.dropped;
-      break;
-    case Fate::kDomainDefault:
-      ++stats_.domain_default;
-      break;
-    case Fate::kQueueFull:
-      ++stats_.queue_full;
-      break;
-    case Fate::kTableLoop:
-      ++stats_.table_loops;
-      break;
-    case Fate::kWire:
-      ++stats_.to_wire;
-      break;
-    case Fate::kPort:
-      ++stats_.to_port;
-      break;
-  }
+  p.worker->Count(fate);
 }
 
 void Nic::ToWire(InFlight& p) {
-  if (wire_out_.size() >= kMaxWireBacklog) {
-    wire_out_.pop_front();
-    ++wire_out_discarded_;
+  {
+    std::lock_guard<std::mutex> lock(wire_mu_);
+    if (wire_out_.size() >= kMaxWireBacklog) {
+      wire_out_.pop_front();
+      ++wire_out_discarded_;
+    }
+    wire_out_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
   }
-  wire_out_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
   Finish(Fate::kWire, p);
 }
 
@@ -422,16 +520,19 @@ void Nic::Deliver(InFlight& p, Function& fn, uint32_t qp_num) {
 }
 
 void Nic::ToPort(InFlight& p, Function& fn) {
-  if (fn.port_in_.size() >= Function::kMaxPortBacklog) {
-    fn.port_in_.pop_front();
-    ++fn.port_in_discarded_;
+  {
+    std::lock_guard<std::mutex> lock(fn.port_mu_);
+    if (fn.port_in_.size() >= Function::kMaxPortBacklog) {
+      fn.port_in_.pop_front();
+      ++fn.port_in_discarded_;
+    }
+    fn.port_in_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
   }
-  fn.port_in_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
   Finish(Fate::kPort, p, fn.vport());
 }
 
 uint32_t Nic::PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const {
-  const Function::Tir& t = fn.tirs_.at(tir);
+  const Function::Tir& t = fn.tirs_.Read().at(tir);
   using hw::Field;
   // IBV_RX_HASH_INNER: the tunnelled packet's inner headers (all zero, so no hash, on a plain packet).
   const hw::Headers stack = (t.hash_fields & IBV_RX_HASH_INNER) ? hw::kInner : hw::kOuter;
@@ -492,12 +593,14 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
       if (e.exit == Exit::kQueue) return Deliver(p, fn, e.arg);
       if (e.exit == Exit::kTir) return Deliver(p, fn, PickTirQueue(fn, e.arg, p));
       // No NIC_RX steering at all: the function's own interface takes the frame.
-      if (e.exit == Exit::kDefault && !fn.steered_[MLX5DV_DR_DOMAIN_TYPE_NIC_RX]) return ToPort(p, fn);
+      if (e.exit == Exit::kDefault && !fn.root_[MLX5DV_DR_DOMAIN_TYPE_NIC_RX].Read().steered) {
+        return ToPort(p, fn);
+      }
       return Finish(Fate::kDomainDefault, p);
     case Stage::kNicTx:
       if (e.exit == Exit::kDefault) {
         // NIC_TX allows: on to the eSwitch (with no FDB steering at all, straight to the wire).
-        if (pf().root_chain_[MLX5DV_DR_DOMAIN_TYPE_FDB].empty()) return ToWire(p);
+        if (pf().root_[MLX5DV_DR_DOMAIN_TYPE_FDB].Read().entries.empty()) return ToWire(p);
         return Run(p, Stage::kFdbTx, pf(), {}, trace);
       }
       return Finish(Fate::kDropped, p);
@@ -505,7 +608,7 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
 }
 
 void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace) {
-  if (executor_.Run(r.ops, p.buffer, p.meta, now_ns_)) p.parsed = false;
+  if (p.worker->executor_.Run(r.ops, p.buffer, p.meta, time_ns())) p.parsed = false;
   switch (r.destination) {
     case hw::Destination::kQueue:
       // A queue leg on NIC_TX comes only from a kernel sniffer entry: a copy of a sent frame.
@@ -549,6 +652,18 @@ Nic::DomainExit Nic::Replicate(InFlight& p, Stage stage, Function& fn, const hw:
   return {Exit::kDone};
 }
 
+MeterColor Nic::MarkMeter(uint32_t meter, uint32_t l2_bytes, uint32_t ip_bytes) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  auto m = meters_.find(meter);
+  return m == meters_.end() ? MeterColor::kGreen : m->second.Mark(time_ns(), l2_bytes, ip_bytes);
+}
+
+bool Nic::SampleNext(uint32_t sampler) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  auto it = samplers_.find(sampler);
+  return it != samplers_.end() && ++it->second.seen % it->second.ratio == 0;
+}
+
 Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace) {
   mlx5dv_dr_domain_type type;
   hw::Pipe pipe;
@@ -570,7 +685,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       pipe = hw::kTxPipe;
       break;
   }
-  const std::vector<Function::RootEntry>& root = fn.root_chain_[type];
+  const std::vector<Function::RootEntry>& root = fn.root_[type].Read().entries;
   if (root.empty() && entry.table == nullptr) return {};
   uint32_t key[kMaxKeyWords];
   const hw::FlowTable* table = entry.table;  // nullptr: the merged root
@@ -600,7 +715,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         }
       }
     } else {
-      for (const hw::CompiledMatcher* m : table->chain) {
+      for (const hw::CompiledMatcher* m : table->published_chain.Read()) {
         if (try_matcher(m)) break;
       }
     }
@@ -622,7 +737,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     if (hit == nullptr) return {};
 
     const hw::ActionProgram& program = hit->program[pipe];
-    if (executor_.Run(program.ops, p.buffer, p.meta, now_ns_)) p.parsed = false;
+    if (p.worker->executor_.Run(program.ops, p.buffer, p.meta, time_ns())) p.parsed = false;
     switch (program.destination) {
       case hw::Destination::kNone:
       case hw::Destination::kDefaultMiss:
@@ -645,12 +760,9 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         root_rank = hw::RootRank(hw::RootNamespace::kBypass, program.root_priority);
         break;
       case hw::Destination::kMeter: {
-        auto m = meters_.find(program.meter);
         const size_t ip_bytes = p.layers.l3 ? p.buffer.size() - p.layers.l3 : p.buffer.size();
-        const MeterColor c = m == meters_.end()
-                                 ? MeterColor::kGreen
-                                 : m->second.Mark(now_ns_, static_cast<uint32_t>(p.buffer.size()),
-                                                  static_cast<uint32_t>(ip_bytes));
+        const MeterColor c =
+            MarkMeter(program.meter, static_cast<uint32_t>(p.buffer.size()), static_cast<uint32_t>(ip_bytes));
         uint32_t& reg = p.meta.reg_c[program.meter_reg];
         reg = (reg & ~0xffu) | static_cast<uint32_t>(c);
         p.parsed = false;  // the next lookup sees the colour
@@ -658,8 +770,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         break;
       }
       case hw::Destination::kSampler: {
-        Sampler& s = samplers_[program.sampler];
-        if (++s.seen % s.ratio == 0) {
+        if (SampleNext(program.sampler)) {
           InFlight copy = p;
           copy.copy = true;
           RunReplica(copy, stage, fn, *program.sample, /*primary=*/false, /*trace=*/false);

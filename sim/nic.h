@@ -23,9 +23,13 @@
 //
 // Every frame gets a Verdict saying what happened and, when asked for, the path it took.
 //
-// Thread-safety: the control side (queues, counters, the hw::Device calls dr:: makes) is serialised by a
-// lock, so functions may be programmed from several threads. The data path does not synchronise with it
-// yet: do not process frames while rules change, and process on one thread at a time.
+// Threads: frames are processed by Workers, one per thread (Nic::ReceiveFromWire and Function::Send use
+// the NIC's built-in worker, so one thread at a time calls those), while any other thread changes rules,
+// queues, TIRs and counters. Workers read the compiled state without locks; the driver publishes every
+// change atomically and frees what it replaced through the NIC's reclaimer (hw/reclaimer.h) once no
+// worker can still see it, so a frame sees each rule completely or not at all. Counters are atomic, so
+// no hit is lost; receive queues, the wire and the ports take frames from any number of workers. The
+// control side (the hw::Device calls dr:: makes, queues, counters) is serialised by a lock.
 #ifndef DRSIM_SIM_NIC_H_
 #define DRSIM_SIM_NIC_H_
 
@@ -49,6 +53,7 @@
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/match_layout.h"
+#include "hw/reclaimer.h"
 #include "sim/action_executor.h"
 #include "sim/aso.h"
 #include "sim/counters.h"
@@ -127,8 +132,8 @@ class Function : public hw::Device {
   uint32_t CreateQueue(size_t capacity = 4096);
   // FailedPrecondition (EBUSY) while dest_ibv_qp actions target it; NotFound for a number it does not own.
   absl::Status DestroyQueue(uint32_t qp_num);
-  // This function's queue with `qp_num`, or nullptr.
-  RxQueue* queue(uint32_t qp_num);
+  // This function's queue with `qp_num`, or nullptr. Valid until the queue is destroyed.
+  RxQueue* queue(uint32_t qp_num) const;
 
   // A TIR spreading frames over `queues` (of this function; a power-of-two count, as an RQ indirection
   // table) by the Toeplitz hash of the outer header fields `hash_fields` (IBV_RX_HASH_* bits; 0 = always
@@ -151,13 +156,14 @@ class Function : public hw::Device {
   // receive) because the function has no NIC_RX steering — no level-0 matcher in any NIC_RX domain on it.
   // The last kMaxPortBacklog frames are kept; older ones are discarded.
   std::optional<std::vector<uint8_t>> PollPort();
-  // The frame PollPort would return, left in place; nullptr when none.
+  // The frame PollPort would return, left in place; nullptr when none. Not while workers run.
   const std::vector<uint8_t>* PeekPort() const { return port_in_.empty() ? nullptr : &port_in_.front(); }
   static constexpr size_t kMaxPortBacklog = 4096;
 
   // hw::Device
   // "drsim_pf" or "drsim_vf<N>", firmware "0.0.0" (there is none), vhca id = vport, one port.
   hw::DeviceInfo Describe() const override;
+  hw::Reclaimer* reclaimer() override;
   void AttachRootTable(const hw::FlowTable* table) override;
   void DetachRootTable(const hw::FlowTable* table) override;
   void TableChanged(const hw::FlowTable* table) override;
@@ -186,11 +192,18 @@ class Function : public hw::Device {
     const hw::FlowTable* table;
     uint32_t rank;  // hw::RootRank of the matcher in its table's namespace
   };
+  // The merged root of one domain type, as workers read it.
+  struct Root {
+    std::vector<RootEntry> entries;  // lookup order
+    // A root matcher outside the sniffer namespace exists (sniffers copy, they do not steer: a function
+    // whose NIC_RX root holds only sniffers still takes misses on its interface).
+    bool steered = false;
+  };
   // A root table and the copy of its chain taken when its domain last reported a change: other domains'
   // chains may change under their own locks while this function merges them.
   struct RootTable {
     const hw::FlowTable* table;
-    std::vector<const hw::CompiledMatcher*> chain;
+    hw::MatcherChain chain;
   };
   struct QueueSlot {
     std::unique_ptr<RxQueue> queue;
@@ -201,23 +214,30 @@ class Function : public hw::Device {
     uint64_t hash_fields;
     std::vector<uint8_t> key;
     RssSymmetry symmetry;
-    int retains = 0;
   };
+  using QueueIndex = absl::flat_hash_map<uint32_t, RxQueue*>;
+  using TirIndex = absl::flat_hash_map<uint32_t, Tir>;
 
   void RebuildRoot(mlx5dv_dr_domain_type type);
+  // Publishes the queues as workers see them (control lock held).
+  void PublishQueues();
 
   Nic* nic_;
   uint16_t vport_;
+  // Control side, under the NIC's control lock.
   std::vector<RootTable> root_tables_[3];  // per domain type, attach order
-  std::vector<RootEntry> root_chain_[3];   // merged lookup order
-  // Per domain type: a root matcher outside the sniffer namespace exists (sniffers copy, they do not
-  // steer: a function whose NIC_RX root holds only sniffers still takes misses on its interface).
-  bool steered_[3] = {false, false, false};
   absl::flat_hash_map<uint32_t, QueueSlot> queues_;
-  absl::flat_hash_map<uint32_t, Tir> tirs_;
+  absl::flat_hash_map<uint32_t, int> tir_retains_;
+  // What workers read.
+  hw::Published<Root> root_[3];  // per domain type
+  hw::Published<QueueIndex> queue_index_;
+  hw::Published<TirIndex> tirs_;
+  std::mutex port_mu_;  // port_in_
   std::deque<std::vector<uint8_t>> port_in_;
   uint64_t port_in_discarded_ = 0;
 };
+
+class Worker;
 
 class Nic {
  public:
@@ -227,6 +247,7 @@ class Nic {
 
   // A NIC with the PF and `num_vfs` VFs (vports 1..num_vfs; at most 4094).
   explicit Nic(int num_vfs = 0);
+  // Every Worker must be gone first.
   ~Nic();
 
   Function& pf() { return *functions_[0]; }
@@ -234,9 +255,10 @@ class Nic {
   Function* function(uint32_t vport);
   int num_vfs() const { return static_cast<int>(functions_.size()) - 1; }
 
-  // Processes frames arriving from the wire, in bursts. `verdicts` (same size as `frames`, or empty)
-  // receives each frame's verdict; `trace` also records the path. InvalidArgument, with nothing
-  // processed, when `verdicts` is neither empty nor as long as `frames`.
+  // Processes frames arriving from the wire on the NIC's built-in worker (one thread at a time; see
+  // Worker for more). `verdicts` (same size as `frames`, or empty) receives each frame's verdict; `trace`
+  // also records the path. InvalidArgument, with nothing processed, when `verdicts` is neither empty nor
+  // as long as `frames`.
   absl::Status ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {},
                                bool trace = false);
   // One frame, traced.
@@ -245,13 +267,13 @@ class Nic {
   // The oldest frame sent out of the uplink, if any (up to 65536 are kept; older ones are counted and
   // discarded).
   std::optional<std::vector<uint8_t>> PollWire();
-  // The frame PollWire would return, left in place; nullptr when none.
+  // The frame PollWire would return, left in place; nullptr when none. Not while workers run.
   const std::vector<uint8_t>* PeekWire() const { return wire_out_.empty() ? nullptr : &wire_out_.front(); }
 
   // Flow counters: a bulk of `bulk` counters (its base id), their values, and freeing a bulk
   // (FailedPrecondition while flow_counter actions use it).
   absl::StatusOr<uint32_t> AllocateCounters(uint32_t bulk);
-  absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes) const;
+  absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes);
   absl::Status FreeCounters(uint32_t base);
 
   // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h.
@@ -260,13 +282,15 @@ class Nic {
   absl::Status DestroyAsoObject(uint32_t object);
 
   // The NIC's clock, which meters run on: frames processed now arrive at `ns`. It only moves forward.
-  void set_time_ns(uint64_t ns) { now_ns_ = std::max(now_ns_, ns); }
-  uint64_t time_ns() const { return now_ns_; }
+  void set_time_ns(uint64_t ns);
+  uint64_t time_ns() const { return now_ns_.load(std::memory_order_relaxed); }
 
-  const NicStats& stats() const { return stats_; }
+  // Frame counts of every worker, summed (exact once workers are idle).
+  NicStats stats() const;
 
  private:
   friend class Function;
+  friend class Worker;
   struct InFlight;
   // The domain walks a frame goes through.
   enum class Stage : uint8_t { kFdbRx, kFdbTx, kNicRx, kNicTx };
@@ -298,11 +322,16 @@ class Nic {
   // kPort.
   void Finish(Fate fate, InFlight& p, uint16_t vport = 0, uint32_t qp_num = 0);
   uint32_t PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const;
-  // Runs `frames` from `start` (the first stage), one at a time.
+  // Stateful destinations shared by all workers (under control_mu_).
+  MeterColor MarkMeter(uint32_t meter, uint32_t l2_bytes, uint32_t ip_bytes);
+  bool SampleNext(uint32_t sampler);
+  // Runs `frames` from `start` (the first stage) on `worker`, one at a time.
   template <typename Start>
-  absl::Status Process(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts, bool trace,
-                       uint16_t source, uint32_t sqn, Start start);
+  absl::Status Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
+                       bool trace, uint16_t source, uint32_t sqn, Start start);
 
+  // First, so it is destroyed last: its pending frees may be anything the driver retired.
+  hw::Reclaimer reclaimer_;
   std::mutex control_mu_;  // serialises the control side (a std::mutex: ThreadSanitizer sees it)
   std::vector<std::unique_ptr<Function>> functions_;
   uint32_t next_qp_num_ = 0x100;
@@ -316,11 +345,48 @@ class Nic {
     uint64_t seen = 0;
   };
   absl::flat_hash_map<uint32_t, Sampler> samplers_;
-  ActionExecutor executor_{&counters_, &aso_};
-  uint64_t now_ns_ = 0;
+  std::atomic<uint64_t> now_ns_{0};
+  std::mutex wire_mu_;  // wire_out_
   std::deque<std::vector<uint8_t>> wire_out_;
   uint64_t wire_out_discarded_ = 0;
-  NicStats stats_;
+  mutable std::mutex workers_mu_;  // workers_, retired_stats_
+  std::vector<const Worker*> workers_;
+  NicStats retired_stats_;              // of workers already destroyed
+  std::unique_ptr<Worker> own_worker_;  // ReceiveFromWire, Function::Send
+};
+
+// A thread's share of the NIC's data path. Each thread that processes frames concurrently with others
+// uses its own Worker; any number may run at once, on the same or different functions, while other
+// threads change the steering. A worker sees each rule completely or not at all, and the memory of a
+// deleted rule stays valid while it may still be using it.
+class Worker {
+ public:
+  // ResourceExhausted beyond hw::Reclaimer::kMaxReaders workers on one NIC.
+  static absl::StatusOr<std::unique_ptr<Worker>> Create(Nic& nic);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // As Nic::ReceiveFromWire and Function::Send, on this worker.
+  absl::Status ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {},
+                               bool trace = false);
+  absl::Status Send(Function& from, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts = {},
+                    bool trace = false, uint32_t sqn = 0);
+
+  // What this worker processed.
+  NicStats stats() const;
+
+ private:
+  friend class Nic;
+  explicit Worker(Nic& nic);
+  void Count(Fate fate);
+
+  Nic& nic_;
+  hw::Reclaimer::Reader reader_;
+  ActionExecutor executor_;
+  // Written only by the worker's thread, read by Nic::stats() from any.
+  std::atomic<uint64_t> frames_{0};
+  std::atomic<uint64_t> fates_[7] = {};  // by Fate
 };
 
 }  // namespace drsim::sim

@@ -2,13 +2,15 @@
 // carries the frame, its length and the flow tag of the rule that steered it, as an mlx5 CQE does.
 // Bounded: a full queue drops the frame (counted), as a NIC with no posted receive buffers does.
 //
-// Not thread-safe: one thread enqueues (the NIC's data path) and polls at a time.
+// Thread-safe: any number of workers enqueue while the application polls (a lock per queue). Front()
+// points into the queue: use it only while nothing else touches the queue.
 #ifndef DRSIM_SIM_RX_QUEUE_H_
 #define DRSIM_SIM_RX_QUEUE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -27,10 +29,10 @@ class RxQueue {
   RxQueue(uint32_t qp_num, size_t capacity) : qp_num_(qp_num), capacity_(capacity) {}
 
   uint32_t qp_num() const { return qp_num_; }
-  size_t size() const { return ring_.size(); }
+  size_t size() const;
   size_t capacity() const { return capacity_; }
-  uint64_t received() const { return received_; }
-  uint64_t dropped_full() const { return dropped_full_; }
+  uint64_t received() const;
+  uint64_t dropped_full() const;
 
   // Enqueues a copy of the frame; false (and counted) when the queue is full.
   bool Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag, uint32_t flow_table_metadata = 0);
@@ -42,6 +44,7 @@ class RxQueue {
  private:
   uint32_t qp_num_;
   size_t capacity_;
+  mutable std::mutex mu_;
   std::deque<RxCompletion> ring_;
   uint64_t received_ = 0;
   uint64_t dropped_full_ = 0;
