@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/five_tuple.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
 #include "dr/dr.h"
@@ -21,50 +22,16 @@ namespace {
 
 using hw::kOuter;
 
-hw::MatchParams FiveTupleMask() {
-  return *hw::MatchBuilder()
-              .IpVersion(kOuter, 4)
-              .IpProtocol(kOuter, 0xff)
-              .Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(32))
-              .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
-              .UdpSport(kOuter, 0xffff)
-              .UdpDport(kOuter, 0xffff)
-              .Build();
-}
-
+using bench::FiveTupleMask;
+using bench::FiveTupleTable;
 using bench::Flow;
 using bench::Flows;
-
-hw::MatchParams Value(const Flow& f) {
-  return *hw::MatchBuilder()
-              .IpVersion(kOuter, 4)
-              .IpProtocol(kOuter, 17)
-              .Ipv4Src(kOuter, {f.src})
-              .Ipv4Dst(kOuter, {f.dst})
-              .UdpSport(kOuter, f.sport)
-              .UdpDport(kOuter, f.dport)
-              .Build();
-}
-
-// A NIC with one NIC_RX table of `level` holding one five-tuple matcher, and a drop action for its rules.
-struct FiveTupleTable {
-  explicit FiveTupleTable(uint32_t level)
-      : domain(*dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)),
-        table(*dr::Table::Create(domain, level)),
-        matcher(*dr::Matcher::Create(table, 0, FiveTupleMask())),
-        drop(*dr::Action::Drop()) {}
-  sim::Nic nic;
-  dr::Domain domain;
-  dr::Table table;
-  dr::Matcher matcher;
-  dr::Action drop;
-};
 
 void BM_RuleInsert(benchmark::State& state) {
   const size_t n = state.range(0);
   std::vector<Flow> flows = Flows(n, 1);
   std::vector<hw::MatchParams> values;
-  for (const Flow& f : flows) values.push_back(Value(f));
+  for (const Flow& f : flows) values.push_back(bench::FiveTupleValue(f));
   for (auto _ : state) {
     state.PauseTiming();
     FiveTupleTable t(1);
@@ -83,7 +50,7 @@ BENCHMARK(BM_RuleInsert)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::
 void BM_RuleDelete(benchmark::State& state) {
   const size_t n = state.range(0);
   std::vector<hw::MatchParams> values;
-  for (const Flow& f : Flows(n, 1)) values.push_back(Value(f));
+  for (const Flow& f : Flows(n, 1)) values.push_back(bench::FiveTupleValue(f));
   for (auto _ : state) {
     state.PauseTiming();
     FiveTupleTable t(1);
@@ -118,7 +85,7 @@ void BM_RuleInsert16(benchmark::State& state) {
   for (size_t i = 0; i < n; ++i) {
     Flow f = flows[i];
     f.src &= hw::Ipv4Address::PrefixMask(17 + static_cast<int>(i % 16)).value;
-    values.push_back(Value(f));
+    values.push_back(bench::FiveTupleValue(f));
   }
   for (auto _ : state) {
     state.PauseTiming();
@@ -143,16 +110,7 @@ BENCHMARK(BM_RuleInsert16)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisec
 // Sends the trace's frames (bench/flows.h) of `flows` through `nic` in bursts, as long as `state` runs; every
 // frame must end in a drop.
 void RunTrace(benchmark::State& state, sim::Nic& nic, const std::vector<Flow>& flows) {
-  std::vector<std::vector<uint8_t>> frames;
-  for (size_t i : bench::Trace(flows.size(), bench::kTraceLength, bench::kTraceSeed)) {
-    const Flow& f = flows[i];
-    sim::FrameSpec s;
-    s.ipv4_src = {f.src};
-    s.ipv4_dst = {f.dst};
-    s.sport = f.sport;
-    s.dport = f.dport;
-    frames.push_back(sim::BuildFrame(s));
-  }
+  std::vector<std::vector<uint8_t>> frames = bench::TraceFrames(flows);
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   std::vector<sim::Verdict> verdicts(bench::kBurst);
   size_t at = 0;
@@ -173,7 +131,8 @@ void BM_NicLookup(benchmark::State& state) {
   FiveTupleTable root(0);
   std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
   std::vector<dr::Rule> rules;
-  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(root.matcher, Value(f), {&root.drop}));
+  for (const Flow& f : flows)
+    rules.push_back(*dr::Rule::Create(root.matcher, bench::FiveTupleValue(f), {&root.drop}));
   RunTrace(state, root.nic, flows);
 }
 BENCHMARK(BM_NicLookup)->Arg(1000)->Arg(100000)->Arg(1000000);
@@ -205,7 +164,8 @@ void BM_NicLookupJumps(benchmark::State& state) {
   }
   matchers.push_back(*dr::Matcher::Create(flows_table, 0, FiveTupleMask()));
   std::vector<Flow> flows = Flows(n, bench::kRuleSeed);
-  for (const Flow& f : flows) rules.push_back(*dr::Rule::Create(matchers.back(), Value(f), {&drop}));
+  for (const Flow& f : flows)
+    rules.push_back(*dr::Rule::Create(matchers.back(), bench::FiveTupleValue(f), {&drop}));
   RunTrace(state, nic, flows);
 }
 BENCHMARK(BM_NicLookupJumps)->Arg(1000)->Arg(100000)->Arg(1000000);

@@ -1,0 +1,51 @@
+#include "bench/five_tuple.h"
+
+#include "sim/frame_builder.h"
+
+namespace drsim::bench {
+
+using hw::kOuter;
+
+hw::MatchParams FiveTupleMask() {
+  return *hw::MatchBuilder()
+              .IpVersion(kOuter, 4)
+              .IpProtocol(kOuter, 0xff)
+              .Ipv4Src(kOuter, hw::Ipv4Address::PrefixMask(32))
+              .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
+              .UdpSport(kOuter, 0xffff)
+              .UdpDport(kOuter, 0xffff)
+              .Build();
+}
+
+hw::MatchParams FiveTupleValue(const Flow& f) {
+  return *hw::MatchBuilder()
+              .IpVersion(kOuter, 4)
+              .IpProtocol(kOuter, 17)
+              .Ipv4Src(kOuter, {f.src})
+              .Ipv4Dst(kOuter, {f.dst})
+              .UdpSport(kOuter, f.sport)
+              .UdpDport(kOuter, f.dport)
+              .Build();
+}
+
+std::vector<std::vector<uint8_t>> TraceFrames(const std::vector<Flow>& flows) {
+  std::vector<std::vector<uint8_t>> frames;
+  for (size_t i : Trace(flows.size(), kTraceLength, kTraceSeed)) {
+    const Flow& f = flows[i];
+    sim::FrameSpec s;
+    s.ipv4_src = {f.src};
+    s.ipv4_dst = {f.dst};
+    s.sport = f.sport;
+    s.dport = f.dport;
+    frames.push_back(sim::BuildFrame(s));
+  }
+  return frames;
+}
+
+FiveTupleTable::FiveTupleTable(uint32_t level)
+    : domain(*dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)),
+      table(*dr::Table::Create(domain, level)),
+      matcher(*dr::Matcher::Create(table, 0, FiveTupleMask())),
+      drop(*dr::Action::Drop()) {}
+
+}  // namespace drsim::bench

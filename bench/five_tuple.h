@@ -1,0 +1,35 @@
+// The software NIC set up the way the lookup benches use it: one NIC_RX table holding one five-tuple
+// matcher whose rules drop (bench/flows.h flows), and the trace of those flows as frames.
+#ifndef DRSIM_BENCH_FIVE_TUPLE_H_
+#define DRSIM_BENCH_FIVE_TUPLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "bench/flows.h"
+#include "dr/dr.h"
+#include "hw/match_params.h"
+#include "sim/nic.h"
+
+namespace drsim::bench {
+
+// ip_version 4, ip_protocol, both IPv4 addresses and both UDP ports, all bits.
+hw::MatchParams FiveTupleMask();
+// The rule value matching `f` (UDP).
+hw::MatchParams FiveTupleValue(const Flow& f);
+// UDP frames of the trace (kTraceLength frames, kTraceSeed) over `flows`.
+std::vector<std::vector<uint8_t>> TraceFrames(const std::vector<Flow>& flows);
+
+// A NIC with one NIC_RX table of `level` holding one five-tuple matcher, and a drop action for its rules.
+struct FiveTupleTable {
+  explicit FiveTupleTable(uint32_t level);
+  sim::Nic nic;
+  dr::Domain domain;
+  dr::Table table;
+  dr::Matcher matcher;
+  dr::Action drop;
+};
+
+}  // namespace drsim::bench
+
+#endif  // DRSIM_BENCH_FIVE_TUPLE_H_
