@@ -3,9 +3,9 @@
 //   BM_WorkerScaling/N/threads:T   T threads, each with its own sim::Worker, send the trace in bursts of
 //                                  32 through a matcher of N rules; items/s is the total over threads
 //   BM_LookupUnderChurn/N/R        one worker sends the trace through N rules while a control thread
-//                                  inserts and deletes R rules/s (0: as fast as it can; other flows, same
-//                                  matcher); counters:
-//                                  updates_per_second achieved, hits (every trace frame must stay a hit)
+//                                  inserts and deletes R rules/s (0: as fast as it can) of other flows in
+//                                  the same matcher; counter updates_per_second: the rate achieved. Every
+//                                  trace frame must hit its rule throughout, or the run reports an error.
 //
 //   bazel run --config=opt //bench:worker_bench -- --benchmark_counters_tabular=true
 #include <atomic>
