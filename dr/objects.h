@@ -17,6 +17,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "actions/action_compiler.h"
 #include "hw/device.h"
 #include "hw/flow_table.h"
@@ -65,7 +66,7 @@ struct RuleObj {
   hw::MatchTable::Handle entry = 0;
   bool skip_rx = false;  // FDB: the pipes the rule is not in (actions::RuleContext)
   bool skip_tx = false;
-  std::vector<ActionObj*> actions;
+  absl::InlinedVector<ActionObj*, 4> actions;
   std::list<RuleObj*>::iterator in_matcher;
 };
 

@@ -1,6 +1,7 @@
 #include <array>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "dr/dr.h"
 #include "dr/objects.h"
@@ -21,12 +22,12 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   internal::DomainObj* d = t->domain.get();
 
   hw::CompiledMatcher& hwm = *m->hw;
-  std::vector<uint32_t> key(hwm.definer.key_words());
+  uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
   uint8_t normalized[hw::kMatchParamBytes];
-  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key.data(), normalized); !s.ok()) return s;
+  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key, normalized); !s.ok()) return s;
 
-  std::vector<const actions::ActionSpec*> specs;
-  std::vector<ActionObj*> objs;
+  absl::InlinedVector<const actions::ActionSpec*, 8> specs;
+  absl::InlinedVector<ActionObj*, 8> objs;
   for (size_t i = 0; i < actions.size(); ++i) {
     if (actions[i] == nullptr || !actions[i]->valid()) {
       return absl::InvalidArgumentError(absl::StrFormat("action[%d] is null or an empty handle", i));
@@ -51,7 +52,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   if (!programs.ok()) return programs.status();
 
   if (!d->allow_duplicates && t->ft.level != 0) {
-    if (const hw::RuleRecord* existing = hwm.table.Find(key.data())) {
+    if (const hw::RuleRecord* existing = hwm.table.Find(key)) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
           existing->rule_id, hwm.id));
@@ -63,11 +64,11 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   rule->record.program[hw::kRxPipe] = std::move((*programs)[hw::kRxPipe]);
   rule->record.program[hw::kTxPipe] = std::move((*programs)[hw::kTxPipe]);
   rule->record.rule_id = internal::NextObjectId();
-  rule->entry = hwm.table.Insert(key.data(), &rule->record);
+  rule->entry = hwm.table.Insert(key, &rule->record);
   rule->skip_rx = context.skip_rx;
   rule->skip_tx = context.skip_tx;
   rule->in_matcher = m->rules.insert(m->rules.end(), rule);
-  rule->actions = std::move(objs);
+  rule->actions.assign(objs.begin(), objs.end());
   for (ActionObj* a : rule->actions) a->refs.fetch_add(1, std::memory_order_relaxed);
   ++m->refs;
   return Rule(rule);

@@ -117,6 +117,16 @@ void MatchTable::Prefetch(uint64_t hash) const {
   __builtin_prefetch(&array.buckets[hash & array.mask]);
 }
 
+void MatchTable::PrefetchRecords(uint64_t hash) const {
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  const Bucket& bk = array.buckets[hash & array.mask];
+  for (const std::atomic<uint64_t>& slot : bk.slot) {
+    const uint64_t v = slot.load(std::memory_order_acquire);
+    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone)
+      __builtin_prefetch(RecordKey(SlotRecord(v)));
+  }
+}
+
 uint32_t MatchTable::TakeRecord() {
   if (!retired_records_.empty() &&
       (reclaimer_ == nullptr || reclaimer_->Safe(retired_records_.front().first))) {

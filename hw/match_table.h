@@ -58,6 +58,8 @@ class MatchTable {
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   void Prefetch(uint64_t hash) const;
+  // Starts loading the records the home bucket of `hash` holds under its signature (after Prefetch).
+  void PrefetchRecords(uint64_t hash) const;
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
 
   // Adds `rule` under `key`; an older rule with the same key keeps precedence. Never fails.

@@ -46,7 +46,11 @@ struct Nic::InFlight {
   PacketLayers layers;
   bool parsed = false;
   Verdict* verdict = nullptr;  // the original frame's
-  bool copy = false;           // a copy: its outcome goes to verdict->copies
+  // The first lookup, done ahead by Process for the whole burst: the walk's first lookup, if in this
+  // matcher, takes its result.
+  const hw::CompiledMatcher* looked_up = nullptr;
+  const hw::RuleRecord* looked_up_hit = nullptr;
+  bool copy = false;  // a copy: its outcome goes to verdict->copies
 };
 
 // ---- Function ------------------------------------------------------------------------------------
@@ -378,16 +382,12 @@ void Worker::Count(Fate fate) {
 
 absl::Status Worker::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
                                      bool trace) {
-  return nic_.Process(*this, frames, verdicts, trace, Nic::kWirePort, 0, [this](Nic::InFlight& p, bool t) {
-    nic_.Run(p, Nic::Stage::kFdbRx, nic_.pf(), {}, t);
-  });
+  return nic_.Process(*this, frames, verdicts, trace, Nic::kWirePort, 0, Nic::Stage::kFdbRx, nic_.pf());
 }
 
 absl::Status Worker::Send(Function& from, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
                           bool trace, uint32_t sqn) {
-  return nic_.Process(
-      *this, frames, verdicts, trace, from.vport(), sqn,
-      [this, &from](Nic::InFlight& p, bool t) { nic_.Run(p, Nic::Stage::kNicTx, from, {}, t); });
+  return nic_.Process(*this, frames, verdicts, trace, from.vport(), sqn, Nic::Stage::kNicTx, from);
 }
 
 Function* Nic::function(uint32_t vport) {
@@ -440,38 +440,74 @@ std::optional<std::vector<uint8_t>> Nic::PollWire() {
   return f;
 }
 
-template <typename Start>
+const hw::CompiledMatcher* Nic::FirstMatcher(Stage stage, Function& fn) {
+  auto first = [](const Function& f, mlx5dv_dr_domain_type type) -> const hw::CompiledMatcher* {
+    const std::vector<Function::RootEntry>& root = f.root_[type].Read().entries;
+    return root.empty() ? nullptr : root.front().matcher;
+  };
+  switch (stage) {
+    case Stage::kFdbRx:
+      if (const hw::CompiledMatcher* m = first(pf(), MLX5DV_DR_DOMAIN_TYPE_FDB)) return m;
+      return first(pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+    case Stage::kNicTx:
+      if (const hw::CompiledMatcher* m = first(fn, MLX5DV_DR_DOMAIN_TYPE_NIC_TX)) return m;
+      return first(pf(), MLX5DV_DR_DOMAIN_TYPE_FDB);
+    default:
+      return nullptr;
+  }
+}
+
 absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
-                          bool trace, uint16_t source, uint32_t sqn, Start start) {
+                          bool trace, uint16_t source, uint32_t sqn, Stage stage, Function& fn) {
   if (!verdicts.empty() && verdicts.size() != frames.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%d verdicts for %d frames: pass one per frame, or none", verdicts.size(), frames.size()));
   }
-  InFlight p;
-  p.worker = &worker;
-  Verdict scratch;
-  // One read section per burst: what the driver retires meanwhile waits at most a burst.
-  worker.reader_.Enter();
-  for (size_t i = 0; i < frames.size(); ++i) {
-    if (i != 0 && i % kBurst == 0) {
-      worker.reader_.Leave();
-      worker.reader_.Enter();
+  InFlight burst[kBurst];
+  Verdict scratch[kBurst];
+  uint32_t keys[kBurst][kMaxKeyWords];
+  uint64_t hashes[kBurst];
+  for (size_t at = 0; at < frames.size(); at += kBurst) {
+    const size_t n = std::min(kBurst, frames.size() - at);
+    // One read section per burst: what the driver retires meanwhile waits at most a burst.
+    worker.reader_.Enter();
+    worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    for (size_t j = 0; j < n; ++j) {
+      InFlight& p = burst[j];
+      p.worker = &worker;
+      p.buffer.Borrow(frames[at + j].data(), frames[at + j].size());  // copied in only if rewritten
+      p.meta = PacketMeta();
+      p.meta.source_port = source;
+      p.meta.source_sqn = sqn;
+      p.copy = false;
+      p.verdict = verdicts.empty() ? &scratch[j] : &verdicts[at + j];
+      static_cast<Delivery&>(*p.verdict) = Delivery();
+      p.verdict->path.clear();
+      p.verdict->copies.clear();
+      // Parsed now, as the first lookup would: the walk finds it done.
+      p.layers = ParsePacket(p.buffer.data(), p.buffer.size(), p.meta.source_port, &p.hv);
+      LoadMetadata(p.meta, &p.hv);
+      p.parsed = true;
+      p.looked_up = nullptr;
     }
-    worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    p.buffer.Borrow(frames[i].data(), frames[i].size());  // copied in only if an action rewrites it
-    p.meta = PacketMeta();
-    p.meta.source_port = source;
-    p.meta.source_sqn = sqn;
-    p.parsed = false;
-    p.copy = false;
-    p.verdict = verdicts.empty() ? &scratch : &verdicts[i];
-    // Reset in place: the vectors keep their capacity from one frame to the next.
-    static_cast<Delivery&>(*p.verdict) = Delivery();
-    p.verdict->path.clear();
-    p.verdict->copies.clear();
-    start(p, trace);
+    // The first lookup of every frame, overlapped: hash all, load their buckets, then their records, then
+    // their rules, so the walk below finds them in cache instead of waiting on each miss in turn.
+    if (const hw::CompiledMatcher* m = FirstMatcher(stage, fn)) {
+      for (size_t j = 0; j < n; ++j) {
+        m->definer.Extract(burst[j].hv.bytes, keys[j]);
+        hashes[j] = m->table.Hash(keys[j]);
+        m->table.Prefetch(hashes[j]);
+      }
+      for (size_t j = 0; j < n; ++j) m->table.PrefetchRecords(hashes[j]);
+      for (size_t j = 0; j < n; ++j) {
+        burst[j].looked_up = m;
+        burst[j].looked_up_hit = m->table.Find(keys[j], hashes[j]);
+        if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit);
+      }
+    }
+    for (size_t j = 0; j < n; ++j) Run(burst[j], stage, fn, {}, trace);
+    worker.reader_.Leave();
   }
-  worker.reader_.Leave();
   return absl::OkStatus();
 }
 
@@ -696,13 +732,19 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       p.layers = ParsePacket(p.buffer.data(), p.buffer.size(), p.meta.source_port, &p.hv);
       LoadMetadata(p.meta, &p.hv);
       p.parsed = true;
+      p.looked_up = nullptr;
     }
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;
     const hw::FlowTable* hit_table = table;
     auto try_matcher = [&](const hw::CompiledMatcher* m) {
-      m->definer.Extract(p.hv.bytes, key);
-      hit = m->table.Find(key);
+      if (m == p.looked_up) {
+        hit = p.looked_up_hit;  // the burst's first lookup (Process), made on these same headers
+      } else {
+        m->definer.Extract(p.hv.bytes, key);
+        hit = m->table.Find(key);
+      }
+      p.looked_up = nullptr;
       hit_matcher = m;
       return hit != nullptr;
     };

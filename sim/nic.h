@@ -325,10 +325,12 @@ class Nic {
   // Stateful destinations shared by all workers (under control_mu_).
   MeterColor MarkMeter(uint32_t meter, uint32_t l2_bytes, uint32_t ip_bytes);
   bool SampleNext(uint32_t sampler);
-  // Runs `frames` from `start` (the first stage) on `worker`, one at a time.
-  template <typename Start>
+  // The matcher every frame entering at `stage` on `fn` is looked up in first, if any (inside a read
+  // section).
+  const hw::CompiledMatcher* FirstMatcher(Stage stage, Function& fn);
+  // Runs `frames` on `worker` from `stage` on `fn`, in bursts of kBurst whose first lookups overlap.
   absl::Status Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
-                       bool trace, uint16_t source, uint32_t sqn, Start start);
+                       bool trace, uint16_t source, uint32_t sqn, Stage stage, Function& fn);
 
   // First, so it is destroyed last: its pending frees may be anything the driver retired.
   hw::Reclaimer reclaimer_;

@@ -455,7 +455,10 @@ void ParseUdpPayload(const Ctx& c, size_t udp, size_t off) {
 }  // namespace
 
 PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
-  std::memset(hv->bytes, 0, sizeof hv->bytes);
+  // Cleared a cache line at a time, which compiles to vector stores; one memset of the whole vector
+  // becomes `rep stos`, whose stores the field updates below then stall on.
+  static_assert(sizeof hv->bytes % 64 == 0);
+  for (size_t line = 0; line < sizeof hv->bytes; line += 64) std::memset(hv->bytes + line, 0, 64);
   hw::SetField(hv->bytes, Field::kSourcePort, source_port);
   PacketLayers layers;
   if (frame == nullptr) return layers;
