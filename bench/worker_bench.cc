@@ -1,7 +1,8 @@
 // The software NIC on several threads, and while rules change (bench/five_tuple.h: one matcher of
 // five-tuple rules that drop, the shared trace):
-//   BM_WorkerScaling/N/threads:T   T threads, each with its own sim::Worker, send the trace in bursts of
-//                                  32 through a matcher of N rules; items/s is the total over threads
+//   BM_WorkerScaling/N/threads:T   T threads, each with its own sim::Worker, send their share of the
+//                                  trace (sim::SpreadByRss: the Toeplitz hash of the five-tuple) in bursts
+//                                  of 32 through a matcher of N rules; items/s is the total over threads
 //   BM_LookupUnderChurn/N/R        one worker sends the trace through N rules while a control thread
 //                                  inserts and deletes R rules/s (0: as fast as it can) of other flows in
 //                                  the same matcher; counter updates_per_second: the rate achieved. Every
@@ -20,6 +21,7 @@
 #include "benchmark/benchmark.h"
 #include "dr/dr.h"
 #include "sim/nic.h"
+#include "sim/rss.h"
 
 namespace drsim {
 namespace {
@@ -51,16 +53,17 @@ struct Loaded {
   std::vector<sim::Frame> views;
 };
 
-// Sends bursts of the trace from `offset` on `worker` while `state` runs; false if a frame missed.
-bool SendTrace(benchmark::State& state, sim::Worker& worker, const Loaded& l, size_t offset) {
+// Sends bursts of `frames` (a multiple of kBurst) round and round on `worker` while `state` runs; false if
+// a frame missed.
+bool SendFrames(benchmark::State& state, sim::Worker& worker, const std::vector<sim::Frame>& frames) {
   std::vector<sim::Verdict> verdicts(bench::kBurst);
-  size_t at = offset % l.views.size();
+  size_t at = 0;
   bool all_hit = true;
   for (auto _ : state) {
-    (void)worker.ReceiveFromWire(absl::MakeConstSpan(l.views).subspan(at, bench::kBurst),
+    (void)worker.ReceiveFromWire(absl::MakeConstSpan(frames).subspan(at, bench::kBurst),
                                  absl::MakeSpan(verdicts));
     for (const sim::Verdict& v : verdicts) all_hit &= v.fate == sim::Fate::kDropped;
-    at = (at + bench::kBurst) % l.views.size();
+    at = (at + bench::kBurst) % frames.size();
   }
   state.SetItemsProcessed(state.iterations() * bench::kBurst);
   return all_hit;
@@ -83,9 +86,12 @@ Loaded& SharedLoaded(size_t rules, std::unique_ptr<sim::Worker>* worker) {
 void BM_WorkerScaling(benchmark::State& state) {
   std::unique_ptr<sim::Worker> worker;
   const Loaded& l = SharedLoaded(state.range(0), &worker);
-  if (!SendTrace(state, *worker, l, state.thread_index() * l.views.size() / state.threads())) {
-    state.SkipWithError("a frame missed its rule");
-  }
+  // The thread's share of the trace, as RSS spreads it over the workers (whole bursts of it).
+  const std::vector<std::vector<size_t>> shares = sim::SpreadByRss(l.views, state.threads());
+  std::vector<sim::Frame> share;
+  for (size_t i : shares[state.thread_index()]) share.push_back(l.views[i]);
+  share.resize(share.size() / bench::kBurst * bench::kBurst);
+  if (!SendFrames(state, *worker, share)) state.SkipWithError("a frame missed its rule");
 }
 
 void BM_LookupUnderChurn(benchmark::State& state) {
@@ -117,7 +123,7 @@ void BM_LookupUnderChurn(benchmark::State& state) {
     }
   });
   const auto start = std::chrono::steady_clock::now();
-  const bool all_hit = SendTrace(state, *worker, l, 0);
+  const bool all_hit = SendFrames(state, *worker, l.views);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const uint64_t done = updates.load();
   stop = true;

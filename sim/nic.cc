@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "hw/match_params.h"
 #include "sim/packet_parser.h"
+#include "sim/rss.h"
 
 namespace drsim::sim {
 namespace {
@@ -569,23 +570,8 @@ void Nic::ToPort(InFlight& p, Function& fn) {
 
 uint32_t Nic::PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const {
   const Function::Tir& t = fn.tirs_.Read().at(tir);
-  using hw::Field;
   // IBV_RX_HASH_INNER: the tunnelled packet's inner headers (all zero, so no hash, on a plain packet).
-  const hw::Headers stack = (t.hash_fields & IBV_RX_HASH_INNER) ? hw::kInner : hw::kOuter;
-  auto get = [&](Field outer) { return hw::GetField(p.hv.bytes, hw::HeaderField(stack, outer)); };
-  auto bytes = [&](Field outer) {
-    return p.hv.bytes + hw::Info(hw::HeaderField(stack, outer)).abs_bit() / 8;
-  };
-  RssHeaderFields f;
-  f.ip_version = static_cast<int>(get(Field::kOuterIpVersion));
-  f.ipv4_src.value = get(Field::kOuterSrcIp31_0);
-  f.ipv4_dst.value = get(Field::kOuterDstIp31_0);
-  std::memcpy(f.ipv6_src.bytes.data(), bytes(Field::kOuterSrcIp127_96), 16);
-  std::memcpy(f.ipv6_dst.bytes.data(), bytes(Field::kOuterDstIp127_96), 16);
-  f.ip_protocol = static_cast<uint8_t>(get(Field::kOuterIpProtocol));
-  const bool tcp = f.ip_protocol == 6;
-  f.sport = static_cast<uint16_t>(get(tcp ? Field::kOuterTcpSport : Field::kOuterUdpSport));
-  f.dport = static_cast<uint16_t>(get(tcp ? Field::kOuterTcpDport : Field::kOuterUdpDport));
+  const RssHeaderFields f = RssFieldsOf(p.hv, (t.hash_fields & IBV_RX_HASH_INNER) != 0);
   uint32_t hash = 0;
   if (t.hash_fields != 0 && (f.ip_version == 4 || f.ip_version == 6)) {
     hash = RssHash(f, t.hash_fields, t.key, t.symmetry).value_or(0);  // a frame lacking a field hashes to 0
