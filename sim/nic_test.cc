@@ -59,8 +59,8 @@ TEST(NicTest, WithoutAnySteeringThePfInterfaceTakesWireTraffic) {
 TEST(NicTest, WalksTablesAndDeliversWithTag) {
   Nic nic;
   uint32_t q = nic.pf().CreateQueue(2);
-  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
-  hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto m0 = PortMatcher(10, 0, 1);
   auto m1 = PortMatcher(11, 0, 2);
   hw::RuleRecord jump = Rule(100, hw::Destination::kTable, 0, &t1);
@@ -116,8 +116,8 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
 TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
   Nic nic;
   uint32_t qa = nic.pf().CreateQueue(), qb = nic.pf().CreateQueue();
-  hw::FlowTable r1{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
-  hw::FlowTable r2{2, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable r1{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  hw::FlowTable r2{2, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto older = PortMatcher(10, 3, 1);
   auto newer = PortMatcher(11, 3, 2);
   hw::RuleRecord to_a = Rule(1, hw::Destination::kQueue, qa);
@@ -141,8 +141,8 @@ TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
 
 TEST(NicTest, JumpLoopsAreCut) {
   Nic nic;
-  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
-  hw::FlowTable t{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  hw::FlowTable t{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto m0 = PortMatcher(10, 0, 1);
   auto m1 = PortMatcher(11, 0, 2);
   hw::RuleRecord to_t = Rule(1, hw::Destination::kTable, 0, &t);
@@ -163,7 +163,7 @@ TEST(NicTest, JumpLoopsAreCut) {
 TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   Nic nic;
   uint32_t q = nic.pf().CreateQueue(1000);
-  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}};
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto m = PortMatcher(10, 0, 1);
   hw::RuleRecord deliver = Rule(1, hw::Destination::kQueue, q);
   AddRule(*m, 80, &deliver);
