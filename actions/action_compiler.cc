@@ -270,6 +270,8 @@ std::string DescribeAction(const ActionSpec& a) {
     case T::kTag:
       return absl::StrFormat("%s 0x%x", name, a.tag);
     case T::kQp:
+      // rdma-core's dest_devx_tir is a QP-type action too; name what it targets.
+      if (a.is_tir) return absl::StrFormat("dest_devx_tir %d", a.tir);
       return absl::StrFormat("%s 0x%x", name, a.qp_num);
     case T::kFt:
       return absl::StrFormat("%s %d", name, a.table ? a.table->id : 0);

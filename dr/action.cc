@@ -161,6 +161,13 @@ absl::StatusOr<Action> Action::PacketReformat(const Domain& domain, uint32_t fla
   }
   const bool decap = type == MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TUNNEL_TO_L2 ||
                      type == MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L3_TUNNEL_TO_L2;
+  // rdma-core passes an empty encapsulation on to the device, whose firmware refuses a reformat context
+  // of no bytes; refuse it here, where the message can say why.
+  if (!decap && data.empty()) {
+    return absl::InvalidArgumentError(
+        "packet_reformat: an encapsulation (L2_TO_L2_TUNNEL, L2_TO_L3_TUNNEL) needs the header bytes to "
+        "prepend; data is empty");
+  }
   if (decap && d->type == MLX5DV_DR_DOMAIN_TYPE_NIC_TX) {
     return absl::InvalidArgumentError("packet_reformat: NIC_TX domains take only encapsulation types");
   }

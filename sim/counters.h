@@ -20,7 +20,7 @@ namespace drsim::sim {
 
 class CounterBank {
  public:
-  static constexpr uint32_t kMaxCounters = 1u << 26;  // ids ever allocated (they are not reused)
+  static constexpr uint32_t kMaxCounters = 1u << 24;  // ids ever allocated (they are not reused)
 
   CounterBank();
   ~CounterBank();

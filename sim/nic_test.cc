@@ -56,6 +56,13 @@ TEST(NicTest, WithoutAnySteeringThePfInterfaceTakesWireTraffic) {
   EXPECT_EQ(nic.pf().PollPort(), std::nullopt);
 }
 
+TEST(NicTest, AnEmptyFrameIsAFrameWithNoHeaders) {
+  Nic nic;
+  Verdict v = nic.ReceiveFromWire(std::vector<uint8_t>{});
+  EXPECT_EQ(v.fate, Fate::kPort);
+  EXPECT_EQ(nic.pf().PollPort(), std::vector<uint8_t>{});
+}
+
 TEST(NicTest, WalksTablesAndDeliversWithTag) {
   Nic nic;
   uint32_t q = nic.pf().CreateQueue(2);

@@ -10,7 +10,7 @@ void PacketBuffer::Insert(size_t offset, const uint8_t* bytes, size_t n) {
   } else {
     storage_.insert(storage_.begin() + begin_ + offset, n, 0);
   }
-  std::memcpy(storage_.data() + begin_ + offset, bytes, n);
+  if (n != 0) std::memcpy(storage_.data() + begin_ + offset, bytes, n);
 }
 
 void PacketBuffer::Erase(size_t offset, size_t n) {

@@ -21,7 +21,7 @@ class PacketBuffer {
 
   // Copies `len` bytes from `data` into the buffer.
   void Assign(const uint8_t* data, size_t len) {
-    borrowed_ = nullptr;
+    borrowed_ = false;
     storage_.resize(kHeadroom + len);
     if (len) std::memcpy(storage_.data() + kHeadroom, data, len);
     begin_ = kHeadroom;
@@ -30,11 +30,12 @@ class PacketBuffer {
   // the buffer refers to them. The first change (mutable_data, Insert, Erase) copies them in. Frames
   // that no action rewrites are never copied.
   void Borrow(const uint8_t* data, size_t len) {
-    borrowed_ = data;
+    borrowed_ = true;
+    borrowed_data_ = data;  // null for an empty frame
     borrowed_len_ = len;
   }
-  const uint8_t* data() const { return borrowed_ != nullptr ? borrowed_ : storage_.data() + begin_; }
-  size_t size() const { return borrowed_ != nullptr ? borrowed_len_ : storage_.size() - begin_; }
+  const uint8_t* data() const { return borrowed_ ? borrowed_data_ : storage_.data() + begin_; }
+  size_t size() const { return borrowed_ ? borrowed_len_ : storage_.size() - begin_; }
   // The bytes, to change in place (copied in first when borrowed).
   uint8_t* mutable_data() {
     Own();
@@ -48,12 +49,13 @@ class PacketBuffer {
 
  private:
   void Own() {
-    if (borrowed_ != nullptr) Assign(borrowed_, borrowed_len_);
+    if (borrowed_) Assign(borrowed_data_, borrowed_len_);
   }
 
   std::vector<uint8_t> storage_;
   size_t begin_ = kHeadroom;
-  const uint8_t* borrowed_ = nullptr;  // when set, the frame is these borrowed_len_ bytes
+  bool borrowed_ = false;  // the frame is the borrowed_len_ bytes at borrowed_data_, not in storage_
+  const uint8_t* borrowed_data_ = nullptr;
   size_t borrowed_len_ = 0;
 };
 

@@ -194,6 +194,8 @@ TEST(ReformatChecksTest, CreationErrorsFollowRdmaCore) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(dr::Action::PacketReformat(tx, 0, kL2Encap, absl::Span<const uint8_t>(gre.data(), 0))),
             absl::StatusCode::kInvalidArgument);  // data without a size
+  EXPECT_EQ(code(dr::Action::PacketReformat(tx, 0, kL2Encap, {})),
+            absl::StatusCode::kInvalidArgument);  // an encapsulation of nothing
   EXPECT_TRUE(dr::Action::PacketReformat(fdb, 0, kL3Decap, l2).ok());
   EXPECT_TRUE(dr::Action::PacketReformat(fdb, 0, kL2Encap, gre).ok());
   // A reformat action holds its domain.
