@@ -15,24 +15,13 @@
 #include <vector>
 
 #include "dr/capi/drsim.h"
+#include "fuzz/fuzz_input.h"
 
 namespace {
 
+using drsim::fuzz::FuzzInput;
+
 constexpr int kSlots = 6;
-
-// Reads the input a byte at a time; zeros once it runs out.
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool done() const { return at_ >= size_; }
-  uint8_t Byte() { return at_ < size_ ? data_[at_++] : 0; }
-  int Below(int n) { return Byte() % n; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t at_ = 0;
-};
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -101,7 +90,7 @@ int FreeSlot(T* const (&slots)[kSlots]) {
   return -1;
 }
 
-void Step(State& s, Input& in) {
+void Step(State& s, FuzzInput& in) {
   errno = 0;
   switch (in.Below(12)) {
     case 0: {  // domain (out-of-range types are c_api_test.c's: C++ cannot pass one without UB)
@@ -240,7 +229,7 @@ void Step(State& s, Input& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Input in(data, size);
+  FuzzInput in(data, size);
   State s;
   for (Nic& nic : s.nics) {
     nic.ctx = drsim_open(1);

@@ -145,8 +145,19 @@ int ReferenceClassifier::Lookup(int t, const uint8_t* fields) const {
   return -1;
 }
 
+bool ReferenceClassifier::Steered() const {
+  for (const Matcher& m : matchers_) {
+    if (m.alive && table_levels_[m.table] == 0) return true;
+  }
+  return false;
+}
+
 RefVerdict ReferenceClassifier::Classify(const uint8_t* fields) const {
   RefVerdict v;
+  if (!Steered()) {
+    v.fate = sim::Fate::kPort;
+    return v;
+  }
   int table = -1;  // the root
   for (int jumps = 0;; ++jumps) {
     if (jumps > sim::Nic::kMaxTableJumps) {

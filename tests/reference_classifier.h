@@ -4,7 +4,8 @@
 // hardware's whole-field rules (ip_version as the L3 type, the VLAN qualifier pair, TCP/UDP ports as one
 // L4 port field, source_sqn whole). The walk: root = the matchers of all level-0 tables, by ascending
 // priority and newest first; the oldest matching rule of the first matching matcher wins; tag, then
-// destination; a miss or a rule without a destination takes the NIC_RX default (drop).
+// destination; a miss or a rule without a destination takes the NIC_RX default (drop). With no matcher in
+// any level-0 table the function is not steered: every frame goes to its own interface (kPort, no path).
 #ifndef DRSIM_TESTS_REFERENCE_CLASSIFIER_H_
 #define DRSIM_TESTS_REFERENCE_CLASSIFIER_H_
 
@@ -70,6 +71,8 @@ class ReferenceClassifier {
 
   // Does `fields` (a packet or a value) equal `value` under matcher m's mask, the hardware way?
   bool Matches(const Matcher& m, const uint8_t* fields, const uint8_t* value) const;
+  // Is there a live matcher in a level-0 table?
+  bool Steered() const;
   // The winning rule in table `t` (or the root when t < 0), or -1.
   int Lookup(int t, const uint8_t* fields) const;
 

@@ -1,0 +1,362 @@
+#include "tests/differential_model.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "hw/match_layout.h"
+#include "sim/packet_parser.h"
+#include "tests/packet_model.h"
+
+namespace drsim::testing {
+
+using hw::Field;
+using hw::MatchParams;
+
+namespace {
+
+std::string DescribeVlans(const std::vector<sim::VlanTag>& vlans) {
+  std::vector<std::string> tags;
+  for (const sim::VlanTag& t : vlans) tags.push_back(absl::StrFormat("%04x/%04x", t.tpid, t.tci));
+  return absl::StrCat("[", absl::StrJoin(tags, " "), "]");
+}
+
+std::string DescribeL3(const sim::FrameSpec& s) {
+  switch (s.l3) {
+    case sim::L3Kind::kIpv4:
+      return absl::StrFormat("ipv4 %s>%s", s.ipv4_src.ToString(), s.ipv4_dst.ToString());
+    case sim::L3Kind::kIpv6:
+      return absl::StrFormat("ipv6 %s>%s", s.ipv6_src.ToString(), s.ipv6_dst.ToString());
+    default:
+      return absl::StrFormat("none ethertype=0x%04x", s.ethertype);
+  }
+}
+
+std::string DescribePath(const std::vector<uint32_t>& path) {
+  return absl::StrCat("[", absl::StrJoin(path, ", "), "]");
+}
+
+std::string DescribeVerdict(sim::Fate fate, uint32_t qp_num, bool has_flow_tag, uint32_t flow_tag,
+                            const std::vector<uint32_t>& path) {
+  return absl::StrFormat("%s qp 0x%x tag %s path %s", sim::FateName(fate), qp_num,
+                         has_flow_tag ? absl::StrFormat("0x%x", flow_tag) : "none", DescribePath(path));
+}
+
+// The fields where two match buffers differ, each with both values.
+std::string FieldDifferences(const uint8_t* got, const uint8_t* want) {
+  std::vector<std::string> diffs;
+  for (size_t i = 0; i < hw::kNumFields; ++i) {
+    const Field f = hw::FieldAt(i);
+    if (hw::GetField(got, f) != hw::GetField(want, f)) {
+      diffs.push_back(absl::StrFormat("%s parsed 0x%x, modelled 0x%x", hw::Info(f).name, hw::GetField(got, f),
+                                      hw::GetField(want, f)));
+    }
+  }
+  return absl::StrJoin(diffs, "; ");
+}
+
+std::string DescribeActions(const std::vector<const dr::Action*>& list) {
+  std::vector<std::string> names;
+  for (const dr::Action* a : list) names.push_back(a->Describe());
+  return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
+}
+
+}  // namespace
+
+std::string Describe(const sim::FrameSpec& s) {
+  return absl::StrFormat("vlans=%s l3=%s proto=%d sport=%d dport=%d frag=%d/%d ext=%d",
+                         DescribeVlans(s.vlans), DescribeL3(s), s.protocol, s.sport, s.dport,
+                         s.more_fragments, s.fragment_offset, s.ipv6_extensions.size());
+}
+
+std::string Describe(const sim::TunnelFrameSpec& t) {
+  if (t.tunnel.kind == sim::Encap::kNone) return Describe(t.outer);
+  return absl::StrFormat("outer {%s} tunnel %d {%s}", Describe(t.outer), static_cast<int>(t.tunnel.kind),
+                         Describe(t.inner));
+}
+
+std::string DescribeFields(const MatchParams& params) {
+  std::vector<std::string> fields;
+  for (size_t i = 0; i < hw::kNumFields; ++i) {
+    const Field f = hw::FieldAt(i);
+    if (const uint32_t v = hw::GetField(params.bytes(), f); v != 0) {
+      fields.push_back(absl::StrFormat("%s=0x%x", hw::Info(f).name, v));
+    }
+  }
+  return absl::StrJoin(fields, " ");
+}
+
+MatchParams ValueFor(const MatchParams& mask, const MatchParams& fields) {
+  MatchParams v;
+  const uint8_t* m = mask.bytes();
+  for (size_t i = 0; i < hw::kNumFields; ++i) {
+    const Field f = hw::FieldAt(i);
+    const uint32_t fm = hw::GetField(m, f);
+    if (fm == 0) continue;
+    uint32_t pv = hw::GetField(fields.bytes(), f);
+    auto port_pair = [&](Field tcp, Field udp) {
+      if (f == tcp || f == udp) pv = hw::GetField(fields.bytes(), tcp) | hw::GetField(fields.bytes(), udp);
+    };
+    port_pair(Field::kOuterTcpSport, Field::kOuterUdpSport);
+    port_pair(Field::kOuterTcpDport, Field::kOuterUdpDport);
+    port_pair(Field::kInnerTcpSport, Field::kInnerUdpSport);
+    port_pair(Field::kInnerTcpDport, Field::kInnerUdpDport);
+    hw::SetField(v.bytes(), f, pv & fm);
+  }
+  hw::SetField(v.bytes(), Field::kOuterIpVersion, hw::GetField(m, Field::kOuterIpVersion));
+  hw::SetField(v.bytes(), Field::kInnerIpVersion, hw::GetField(m, Field::kInnerIpVersion));
+  return v;
+}
+
+const char* ActionShapeName(ActionShape shape) {
+  switch (shape) {
+    case ActionShape::kQueue:
+      return "queue";
+    case ActionShape::kTagQueue:
+      return "tag+queue";
+    case ActionShape::kDrop:
+      return "drop";
+    case ActionShape::kTag:
+      return "tag";
+    case ActionShape::kTagJump:
+      return "tag+jump";
+    case ActionShape::kJump:
+      return "jump";
+    case ActionShape::kDefaultMiss:
+      return "default_miss";
+    case ActionShape::kNone:
+      return "none";
+    case ActionShape::kQueueTag:
+      return "queue+tag";
+    case ActionShape::kTagTag:
+      return "tag+tag";
+  }
+  return "?";
+}
+
+NicRxModel::NicRxModel(int queues, const std::vector<uint32_t>& tags)
+    : domain_(*dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {
+  for (int q = 0; q < queues; ++q) {
+    qps_.push_back(nic_.pf().CreateQueue(1 << 16));
+    queue_actions_.push_back(*dr::Action::DestQp(nic_.pf(), qps_.back()));
+  }
+  // A flow tag is the tag's low 24 bits, the width of a CQE's.
+  for (uint32_t tag : tags) tags_.emplace_back(*dr::Action::Tag(tag), tag & 0xffffff);
+  drop_ = *dr::Action::Drop();
+  miss_ = *dr::Action::DefaultMiss();
+}
+
+absl::Status NicRxModel::SetAllowDuplicates(bool allow) {
+  if (absl::Status s = domain_.AllowDuplicateRules(allow); !s.ok()) {
+    return absl::InternalError(absl::StrFormat("AllowDuplicateRules(%d) failed: %s", allow, s.ToString()));
+  }
+  allow_duplicates_ = allow;
+  return absl::OkStatus();
+}
+
+int NicRxModel::AddTable(uint32_t level) {
+  const int index = num_tables();
+  tables_.push_back({*dr::Table::Create(domain_, level), ref_.AddTable(level)});
+  if (level != 0) jumps_.push_back({*dr::Action::DestTable(tables_.back().table), index});
+  return index;
+}
+
+absl::StatusOr<int> NicRxModel::AddMatcher(int table, uint16_t priority, const MatchParams& mask) {
+  const Table& t = tables_[table];
+  absl::StatusOr<dr::Matcher> m = dr::Matcher::Create(t.table, priority, mask.criteria(), mask.get());
+  if (!m.ok()) {
+    return absl::InternalError(
+        absl::StrFormat("matcher in table %d (level %d), priority %d, mask {%s}: the driver rejected a valid "
+                        "mask: %s",
+                        table, t.table.level(), priority, DescribeFields(mask), m.status().ToString()));
+  }
+  const int ref = ref_.AddMatcher(t.ref, priority, mask.criteria(), mask.bytes());
+  matchers_.push_back({*std::move(m), ref, table, mask, {}});
+  return num_matchers() - 1;
+}
+
+void NicRxModel::Resolve(const RuleActions& actions, uint32_t level, std::vector<const dr::Action*>* list,
+                         RefAction* ref, absl::StatusCode* expect) const {
+  auto tag = [&](size_t i) {
+    const auto& [action, flow_tag] = tags_[i % tags_.size()];
+    list->push_back(&action);
+    ref->set_tag = true;
+    ref->tag = flow_tag;
+  };
+  auto queue = [&] {
+    const size_t q = actions.queue % qps_.size();
+    list->push_back(&queue_actions_[q]);
+    ref->dest = RefAction::Dest::kQueue;
+    ref->queue = qps_[q];
+  };
+  auto jump = [&] {
+    const Jump& j = jumps_[actions.jump % jumps_.size()];
+    list->push_back(&j.action);
+    ref->dest = RefAction::Dest::kTable;
+    ref->table = tables_[j.table].ref;
+  };
+  *expect = absl::StatusCode::kOk;
+  switch (actions.shape) {
+    case ActionShape::kQueue:
+      queue();
+      break;
+    case ActionShape::kTagQueue:
+      tag(actions.tag);
+      queue();
+      break;
+    case ActionShape::kDrop:
+      list->push_back(&drop_);
+      ref->dest = RefAction::Dest::kDrop;
+      break;
+    case ActionShape::kTag:
+      tag(actions.tag);
+      break;
+    case ActionShape::kTagJump:
+      tag(actions.tag);
+      jump();
+      break;
+    case ActionShape::kJump:
+      jump();
+      break;
+    case ActionShape::kDefaultMiss:
+      list->push_back(&miss_);
+      ref->dest = RefAction::Dest::kDefaultMiss;
+      break;
+    case ActionShape::kNone:
+      break;
+    case ActionShape::kQueueTag:
+      queue();
+      tag(actions.tag);
+      // Root tables take the kernel path: no action-order state machine there.
+      if (level != 0) *expect = absl::StatusCode::kUnimplemented;
+      break;
+    case ActionShape::kTagTag:
+      tag(actions.tag);
+      tag(actions.tag + 1);
+      *expect = absl::StatusCode::kInvalidArgument;
+      break;
+  }
+}
+
+absl::StatusOr<int> NicRxModel::AddRule(int matcher, const MatchParams& value, const RuleActions& actions) {
+  Matcher& m = matchers_[matcher];
+  const uint32_t level = tables_[m.table].table.level();
+  std::vector<const dr::Action*> list;
+  RefAction ref_action;
+  absl::StatusCode expect;
+  Resolve(actions, level, &list, &ref_action, &expect);
+  if (!m.matcher.valid()) {
+    expect = absl::StatusCode::kInvalidArgument;  // the handle of a destroyed matcher is empty
+  } else if (expect == absl::StatusCode::kOk && !allow_duplicates_ && level != 0 &&
+             ref_.FindDuplicate(m.ref, value.bytes()) != 0) {
+    expect = absl::StatusCode::kAlreadyExists;
+  }
+  absl::StatusOr<dr::Rule> r = dr::Rule::Create(m.matcher, value, list);
+  if (r.status().code() != expect) {
+    return absl::InternalError(absl::StrFormat(
+        "rule in matcher %d (table level %d%s), value {%s}, actions %s: the driver returned %s, the model "
+        "expected %s",
+        matcher, level, m.matcher.valid() ? "" : ", destroyed", DescribeFields(value), DescribeActions(list),
+        r.status().ToString(), absl::StatusCodeToString(expect)));
+  }
+  if (!r.ok()) return -1;
+  const uint32_t id = r->id();
+  rules_.push_back({*std::move(r), ref_.AddRule(m.ref, value.bytes(), ref_action, id), matcher, id});
+  m.values.push_back(value);
+  return num_rules() - 1;
+}
+
+absl::Status NicRxModel::DestroyRule(int rule) {
+  Rule& r = rules_[rule];
+  const bool alive = r.rule.valid();
+  const absl::Status s = r.rule.Destroy();
+  const absl::StatusCode expect = alive ? absl::StatusCode::kOk : absl::StatusCode::kInvalidArgument;
+  if (s.code() != expect) {
+    return absl::InternalError(absl::StrFormat(
+        "destroying rule %d (id %d%s): the driver returned %s, the model "
+        "expected %s",
+        rule, r.id, alive ? "" : ", destroyed", s.ToString(), absl::StatusCodeToString(expect)));
+  }
+  if (alive) ref_.RemoveRule(r.ref);
+  return absl::OkStatus();
+}
+
+bool NicRxModel::HasRules(int matcher) const {
+  for (const Rule& r : rules_) {
+    if (r.matcher == matcher && r.rule.valid()) return true;
+  }
+  return false;
+}
+
+absl::Status NicRxModel::DestroyMatcher(int matcher) {
+  Matcher& m = matchers_[matcher];
+  const bool alive = m.matcher.valid();
+  const absl::StatusCode expect = !alive              ? absl::StatusCode::kInvalidArgument
+                                  : HasRules(matcher) ? absl::StatusCode::kFailedPrecondition
+                                                      : absl::StatusCode::kOk;
+  const absl::Status s = m.matcher.Destroy();
+  if (s.code() != expect || (expect == absl::StatusCode::kFailedPrecondition && !m.matcher.valid())) {
+    return absl::InternalError(absl::StrFormat(
+        "destroying matcher %d (%s): the driver returned %s%s, the model expected %s", matcher,
+        !alive              ? "destroyed"
+        : HasRules(matcher) ? "with rules"
+                            : "empty",
+        s.ToString(), m.matcher.valid() ? "" : " and emptied the handle", absl::StatusCodeToString(expect)));
+  }
+  if (expect == absl::StatusCode::kOk) ref_.RemoveMatcher(m.ref);
+  return absl::OkStatus();
+}
+
+std::vector<int> NicRxModel::LiveRules() const {
+  std::vector<int> live;
+  for (int i = 0; i < num_rules(); ++i) {
+    if (rules_[i].rule.valid()) live.push_back(i);
+  }
+  return live;
+}
+
+absl::StatusOr<std::vector<RefVerdict>> NicRxModel::Classify(absl::Span<const sim::TunnelFrameSpec> specs) {
+  std::vector<std::vector<uint8_t>> frames;
+  for (const sim::TunnelFrameSpec& spec : specs) frames.push_back(sim::BuildFrame(spec));
+  const std::vector<sim::Frame> views(frames.begin(), frames.end());
+  std::vector<sim::Verdict> verdicts(frames.size());
+  if (absl::Status s = nic_.ReceiveFromWire(views, absl::MakeSpan(verdicts), /*trace=*/true); !s.ok()) {
+    return absl::InternalError(
+        absl::StrFormat("ReceiveFromWire of %d frames failed: %s", frames.size(), s.ToString()));
+  }
+  std::vector<RefVerdict> wants;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const MatchParams expected = ExpectedFields(specs[i]);
+    hw::HeaderVector parsed;
+    sim::ParsePacket(frames[i].data(), frames[i].size(), 0xffff, &parsed);
+    if (std::memcmp(parsed.bytes, expected.bytes(), hw::kMatchParamBytes) != 0) {
+      return absl::InternalError(
+          absl::StrFormat("frame %d (%s): the parser disagrees with the packet model: %s", i,
+                          Describe(specs[i]), FieldDifferences(parsed.bytes, expected.bytes())));
+    }
+    RefVerdict want = ref_.Classify(expected.bytes());
+    const sim::Verdict& got = verdicts[i];
+    std::vector<uint32_t> got_path;
+    for (const sim::Hop& h : got.path) got_path.push_back(h.rule_id);
+    if (got.fate != want.fate || got.qp_num != want.qp_num || got.has_flow_tag != want.has_flow_tag ||
+        got.flow_tag != want.flow_tag || got_path != want.rule_path) {
+      return absl::InternalError(absl::StrFormat(
+          "frame %d (%s) fields {%s}: the NIC says %s; the reference says %s", i, Describe(specs[i]),
+          DescribeFields(expected),
+          DescribeVerdict(got.fate, got.qp_num, got.has_flow_tag, got.flow_tag, got_path),
+          DescribeVerdict(want.fate, want.qp_num, want.has_flow_tag, want.flow_tag, want.rule_path)));
+    }
+    wants.push_back(std::move(want));
+  }
+  for (uint32_t q : qps_) {
+    while (nic_.pf().queue(q)->Poll()) {
+    }
+  }
+  while (nic_.pf().PollPort()) {
+  }
+  return wants;
+}
+
+}  // namespace drsim::testing
