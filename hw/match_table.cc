@@ -73,8 +73,8 @@ bool MatchTable::KeyEquals(uint32_t record, const uint32_t* key) const {
   return key_words_ == 0 || std::memcmp(RecordKey(record), key, key_words_ * sizeof(uint32_t)) == 0;
 }
 
-bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
-  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
+                           int* slot) const {
   const uint32_t sig = Signature(hash);
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
@@ -84,32 +84,24 @@ bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, in
       if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(SlotRecord(v), key)) {
         *bucket = b;
         *slot = s;
-        return true;
+        return SlotRecord(v);
       }
     }
-    if (bk.overflow.load(std::memory_order_acquire) == 0) return false;
+    if (bk.overflow.load(std::memory_order_acquire) == 0) return kNone;
     b = (b + 1) & array.mask;
   }
-  return false;
+  return kNone;
+}
+
+bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
+  return Probe(*buckets_.load(std::memory_order_acquire), key, hash, bucket, slot) != kNone;
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
-  // As FindSlot, but reading the array once: a concurrent Rebuild may publish another.
-  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
-  const uint32_t sig = Signature(hash);
-  size_t b = hash & array.mask;
-  for (size_t probes = 0; probes <= array.mask; ++probes) {
-    const Bucket& bk = array.buckets[b];
-    for (int s = 0; s < kSlotsPerBucket; ++s) {
-      const uint64_t v = bk.slot[s].load(std::memory_order_acquire);
-      if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(SlotRecord(v), key)) {
-        return RecordRule(SlotRecord(v));
-      }
-    }
-    if (bk.overflow.load(std::memory_order_acquire) == 0) return nullptr;
-    b = (b + 1) & array.mask;
-  }
-  return nullptr;
+  size_t bucket;
+  int slot;
+  const uint32_t record = Probe(*buckets_.load(std::memory_order_acquire), key, hash, &bucket, &slot);
+  return record == kNone ? nullptr : RecordRule(record);
 }
 
 void MatchTable::Prefetch(uint64_t hash) const {

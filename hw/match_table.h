@@ -120,6 +120,10 @@ class MatchTable {
   uint32_t AllocateRecord(const uint32_t* key, const RuleRecord* rule, uint64_t hash);
   // A record for AllocateRecord: a retired one no reader can see any more, or a new one.
   uint32_t TakeRecord();
+  // The primary record holding `key` in `array` (a concurrent Rebuild may publish another: callers load
+  // the array once), its bucket index and slot; kNone when absent.
+  uint32_t Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
+                 int* slot) const;
   // Bucket index and slot of the primary record holding `key`, or false.
   bool FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const;
   // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false
