@@ -3,6 +3,8 @@
 // the same trace:
 //   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
 //   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
+//   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
+//                         an iteration); every trace frame is checked against FirstMatch afterwards
 //   BM_RteAclBuild/N      rte_acl_add_rules + rte_acl_build of the set (filters/s; rte_acl rebuilds from
 //                         scratch on every change)
 //   BM_RteAclClassify/N   rte_acl_classify of the trace in bursts of 32 (packets/s)
@@ -122,29 +124,35 @@ void BM_DrAclInsert(benchmark::State& state) {
 }
 BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
+// Checks the first `count` frames of `trace` through `s`: the rule each hits must belong to the first
+// filter the header fits (classbench::FirstMatch). False, with the bench skipped, on a mismatch.
+bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector<Header>& trace, size_t count,
+                   benchmark::State& state) {
+  for (size_t i = 0; i < count && i < trace.size(); ++i) {
+    const sim::Verdict v = s.nic.ReceiveFromWire(FrameOf(trace[i]));
+    const uint32_t rule = v.path.empty() ? 0 : v.path.back().rule_id;
+    size_t hit = set.size();
+    for (size_t r = 0; r < s.installed.rules.size(); ++r) {
+      if (s.installed.rules[r].id() == rule) hit = s.installed.filter_of_rule[r];
+    }
+    const size_t want = classbench::FirstMatch(set, trace[i]).value_or(set.size());
+    if (hit != want) {
+      state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit, want).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 void BM_DrAclLookup(benchmark::State& state) {
   const std::vector<Filter>& set = FilterSet(state.range(0), state);
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
   if (s == nullptr) return;
   const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+  if (!CheckVerdicts(*s, set, trace, 256, state)) return;
   std::vector<std::vector<uint8_t>> frames;
   for (const Header& h : trace) frames.push_back(FrameOf(h));
-  // Check: the rule each frame hit belongs to the first filter it fits.
-  for (size_t i = 0; i < 256; ++i) {
-    const sim::Verdict v = s->nic.ReceiveFromWire(frames[i]);
-    const uint32_t rule = v.path.empty() ? 0 : v.path.back().rule_id;
-    size_t hit = set.size();
-    for (size_t r = 0; r < s->installed.rules.size(); ++r) {
-      if (s->installed.rules[r].id() == rule) hit = s->installed.filter_of_rule[r];
-    }
-    if (hit != classbench::FirstMatch(set, trace[i]).value_or(set.size())) {
-      state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit,
-                                          classbench::FirstMatch(set, trace[i]).value_or(set.size()))
-                              .c_str());
-      return;
-    }
-  }
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   size_t at = 0;
   for (auto _ : state) {
@@ -157,6 +165,35 @@ void BM_DrAclLookup(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBurst);
 }
 BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
+
+// Incremental updates of the installed set: each iteration deletes one of its DR rules and puts it back
+// (two updates; the rule's matcher stays). Afterwards every trace frame must still hit its first filter.
+void BM_DrAclRuleUpdate(benchmark::State& state) {
+  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  if (set.empty()) return;
+  std::unique_ptr<DrSetup> s = InstallDr(set, state);
+  if (s == nullptr) return;
+  classbench::DrAcl& acl = s->installed;
+  const std::vector<const dr::Action*> actions = {&s->drop};
+  size_t r = 0;
+  for (auto _ : state) {
+    if (!acl.rules[r].Destroy().ok()) {
+      state.SkipWithError("rule destroy failed");
+      break;
+    }
+    absl::StatusOr<dr::Rule> again =
+        dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions);
+    if (!again.ok()) {
+      state.SkipWithError(std::string(again.status().message()).c_str());
+      break;
+    }
+    acl.rules[r] = *std::move(again);
+    r = (r + 7919) % acl.rules.size();  // a prime stride: every rule in turn, not in table order
+  }
+  state.SetItemsProcessed(state.iterations() * 2);
+  CheckVerdicts(*s, set, classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed), kTraceLength, state);
+}
+BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
 
 // ---- rte_acl ----
 

@@ -53,6 +53,8 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
         }
         acl.rules.push_back(*std::move(rule));
         acl.filter_of_rule.push_back(static_cast<uint32_t>(i));
+        acl.matcher_of_rule.push_back(static_cast<uint32_t>(by_mask[m].second));
+        acl.value_of_rule.push_back(*std::move(v));
         if (!ports) break;
       }
       if (!ports) break;

@@ -16,13 +16,18 @@
 #include "absl/status/statusor.h"
 #include "classbench/filter.h"
 #include "dr/dr.h"
+#include "hw/match_params.h"
 
 namespace drsim::classbench {
 
 struct DrAcl {
   std::vector<dr::Matcher> matchers;
   std::vector<dr::Rule> rules;
-  std::vector<uint32_t> filter_of_rule;  // filter index, parallel to `rules`
+  // Parallel to `rules`: the filter index, the matcher (index in `matchers`) and the value of each, so a
+  // rule can be removed and put back.
+  std::vector<uint32_t> filter_of_rule;
+  std::vector<uint32_t> matcher_of_rule;
+  std::vector<hw::MatchParams> value_of_rule;
 };
 
 // Installs `filters` into `table`; `actions(i)` is filter i's action list (the actions must outlive the

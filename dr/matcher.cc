@@ -39,7 +39,7 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   size_t index = pos - t->matchers.begin();
   t->matchers.insert(pos, m);
   t->ft.chain.insert(t->ft.chain.begin() + index, m->hw.get());
-  t->ft.PublishChain(device.reclaimer());
+  t->ft.LinkMatcher(index);
   ++t->refs;
   device.TableChanged(&t->ft);
   return Matcher(m);

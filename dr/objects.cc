@@ -27,8 +27,7 @@ void Unref(MatcherObj* matcher) {
   TableObj* table = matcher->table;
   auto it = std::find(table->matchers.begin(), table->matchers.end(), matcher);
   hw::Device* device = table->domain->device;
-  table->ft.chain.erase(table->ft.chain.begin() + (it - table->matchers.begin()));
-  table->ft.PublishChain(device->reclaimer());
+  table->ft.UnlinkMatcher(it - table->matchers.begin());
   table->matchers.erase(it);
   device->TableChanged(&table->ft);
   hw::Retire(device->reclaimer(), [matcher] { delete matcher; });  // lookups may still walk it

@@ -4,8 +4,11 @@
 //
 // The driver (dr/) owns all of these objects and keeps them alive while the device can reach them; the
 // device (sim/) only reads them. A FlowTable's chain is already in lookup order: ascending priority, newest
-// first among equal priorities. The driver edits `chain` and publishes a copy for the data path
-// (PublishChain), which workers read without locks (hw/reclaimer.h).
+// first among equal priorities. Lookups walk it as a linked list (first_matcher(), then each matcher's
+// next), as hardware steering links matchers by their miss addresses: the driver links a matcher in and
+// out with one release store each (LinkMatcher, UnlinkMatcher), so workers walk it without locks while
+// it changes, and an unlinked matcher is retired, not freed, while a walk may still be on it
+// (hw/reclaimer.h).
 //
 // Root (level-0) tables of one domain type on a function are merged into one lookup order. On hardware
 // they are flow tables of the kernel's steering tree, and rdma-core's root tables share its "bypass"
@@ -38,11 +41,15 @@ struct CompiledMatcher {
         definer(std::move(definer)),
         table(this->definer.key_words(), reclaimer) {}
 
+  // The matcher after this one in its table's lookup order (FlowTable::LinkMatcher writes it).
+  const CompiledMatcher* next_matcher() const { return next.load(std::memory_order_acquire); }
+
   uint32_t id;
   uint16_t priority;
   uint64_t sequence;  // creation order across the device; newer matchers are tried first on equal priority
   Definer definer;
   MatchTable table;
+  mutable std::atomic<const CompiledMatcher*> next{nullptr};  // lookup links, written by the driver
 };
 
 // Lookup order of matchers: ascending priority, then newest first.
@@ -93,12 +100,32 @@ struct FlowTable {
   uint32_t id = 0;
   uint32_t level = 0;
   mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
-  MatcherChain chain;                              // lookup order; the driver's copy
-  RootNamespace root_ns = RootNamespace::kBypass;  // level 0: where the chain goes in the merged root
-  Published<MatcherChain> published_chain;         // what lookups walk
+  MatcherChain chain;                                  // lookup order; the driver's copy
+  RootNamespace root_ns = RootNamespace::kBypass;      // level 0: where the chain goes in the merged root
+  std::atomic<const CompiledMatcher*> first{nullptr};  // what lookups walk: chain[0], then next links
 
-  // Makes the current `chain` the one lookups walk; the old copy is freed through `reclaimer`.
-  void PublishChain(Reclaimer* reclaimer) { published_chain.Publish(chain, reclaimer); }
+  // The first matcher lookups try (then each one's next_matcher()), or nullptr.
+  const CompiledMatcher* first_matcher() const { return first.load(std::memory_order_acquire); }
+
+  // Links chain[index], just inserted into `chain`, into the walk: it points at its successor, then its
+  // predecessor points at it (the release store that makes it visible).
+  void LinkMatcher(size_t index) {
+    const CompiledMatcher* m = chain[index];
+    m->next.store(index + 1 < chain.size() ? chain[index + 1] : nullptr, std::memory_order_relaxed);
+    (index == 0 ? first : chain[index - 1]->next).store(m, std::memory_order_release);
+  }
+  // Takes chain[index] out of the walk and out of `chain`. A walk already on it goes on to its successor,
+  // so the matcher must be retired, not freed.
+  void UnlinkMatcher(size_t index) {
+    const CompiledMatcher* after = index + 1 < chain.size() ? chain[index + 1] : nullptr;
+    (index == 0 ? first : chain[index - 1]->next).store(after, std::memory_order_release);
+    chain.erase(chain.begin() + index);
+  }
+  // Links the whole `chain` in order: for a table no lookup can reach yet.
+  void LinkAll() {
+    for (size_t i = chain.size(); i-- > 0;) LinkMatcher(i);
+    if (chain.empty()) first.store(nullptr, std::memory_order_release);
+  }
 };
 
 }  // namespace drsim::hw

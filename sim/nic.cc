@@ -743,7 +743,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         }
       }
     } else {
-      for (const hw::CompiledMatcher* m : table->published_chain.Read()) {
+      for (const hw::CompiledMatcher* m = table->first_matcher(); m != nullptr; m = m->next_matcher()) {
         if (try_matcher(m)) break;
       }
     }

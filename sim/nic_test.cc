@@ -78,9 +78,9 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
   AddRule(*m0, 54, &drop);
   AddRule(*m1, 53, &deliver);
   root.chain = {m0.get()};
-  root.PublishChain(nullptr);
+  root.LinkAll();
   t1.chain = {m1.get()};
-  t1.PublishChain(nullptr);
+  t1.LinkAll();
   nic.pf().AttachRootTable(&root);
 
   std::vector<uint8_t> f53 = UdpFrame(53), f54 = UdpFrame(54), f55 = UdpFrame(55);
@@ -132,9 +132,9 @@ TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
   AddRule(*older, 7, &to_a);
   AddRule(*newer, 7, &to_b);
   r1.chain = {older.get()};
-  r1.PublishChain(nullptr);
+  r1.LinkAll();
   r2.chain = {newer.get()};
-  r2.PublishChain(nullptr);
+  r2.LinkAll();
   nic.pf().AttachRootTable(&r1);
   nic.pf().AttachRootTable(&r2);
   std::vector<uint8_t> f = UdpFrame(7);
@@ -157,9 +157,9 @@ TEST(NicTest, JumpLoopsAreCut) {
   AddRule(*m0, 9, &to_t);
   AddRule(*m1, 9, &again);
   root.chain = {m0.get()};
-  root.PublishChain(nullptr);
+  root.LinkAll();
   t.chain = {m1.get()};
-  t.PublishChain(nullptr);
+  t.LinkAll();
   nic.pf().AttachRootTable(&root);
   std::vector<uint8_t> f = UdpFrame(9);
   Verdict v = nic.ReceiveFromWire(f);
@@ -175,7 +175,7 @@ TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   hw::RuleRecord deliver = Rule(1, hw::Destination::kQueue, q);
   AddRule(*m, 80, &deliver);
   root.chain = {m.get()};
-  root.PublishChain(nullptr);
+  root.LinkAll();
   nic.pf().AttachRootTable(&root);
   std::vector<std::vector<uint8_t>> frames;
   for (int i = 0; i < 100; ++i) frames.push_back(UdpFrame(i % 2 ? 80 : 81));
