@@ -48,7 +48,7 @@ def main(argv):
     runs = load(argv[2:])
     if not runs:
         sys.exit("plot.py: no lookup benchmarks (%s) in %s" % (", ".join(SERIES), " ".join(argv[2:])))
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(8, 6.5))
     for family, label in SERIES.items():
         if family not in runs:
             continue
@@ -61,7 +61,8 @@ def main(argv):
     ax.set_ylabel("million packets / lookups per second")
     ax.set_title("Lookup rate against rule count, one core")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    # Below the axes: the lines cross every corner of the plot.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize="small")
     fig.tight_layout()
     fig.savefig(argv[1], dpi=110)
     print("wrote %s" % argv[1])
