@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "bench/eal.h"
 #include "bench/flows.h"
@@ -128,13 +129,14 @@ BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 // filter the header fits (classbench::FirstMatch). False, with the bench skipped, on a mismatch.
 bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector<Header>& trace, size_t count,
                    benchmark::State& state) {
+  absl::flat_hash_map<uint32_t, size_t> filter_of_rule_id;
+  for (size_t r = 0; r < s.installed.rules.size(); ++r) {
+    filter_of_rule_id[s.installed.rules[r].id()] = s.installed.filter_of_rule[r];
+  }
   for (size_t i = 0; i < count && i < trace.size(); ++i) {
     const sim::Verdict v = s.nic.ReceiveFromWire(FrameOf(trace[i]));
-    const uint32_t rule = v.path.empty() ? 0 : v.path.back().rule_id;
-    size_t hit = set.size();
-    for (size_t r = 0; r < s.installed.rules.size(); ++r) {
-      if (s.installed.rules[r].id() == rule) hit = s.installed.filter_of_rule[r];
-    }
+    auto it = filter_of_rule_id.find(v.path.empty() ? 0 : v.path.back().rule_id);
+    const size_t hit = it == filter_of_rule_id.end() ? set.size() : it->second;
     const size_t want = classbench::FirstMatch(set, trace[i]).value_or(set.size());
     if (hit != want) {
       state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit, want).c_str());
