@@ -206,5 +206,28 @@ TEST(NicTest, QueuesReferencedByActionsCannotBeDestroyed) {
   EXPECT_EQ(nic.pf().RetainQueue(q).code(), absl::StatusCode::kNotFound);
 }
 
+// Workers: each counts what it processed; the NIC's stats sum them, those of destroyed workers included.
+// Their number is bounded by the reclaimer's reader slots (the NIC's built-in worker holds one).
+TEST(NicTest, WorkersCountTheirFramesAndAreBounded) {
+  Nic nic;
+  std::unique_ptr<Worker> w = *Worker::Create(nic);
+  std::vector<uint8_t> f = UdpFrame(1);
+  std::vector<Frame> burst(3, f);
+  ASSERT_TRUE(w->ReceiveFromWire(burst).ok());
+  ASSERT_TRUE(nic.ReceiveFromWire(burst).ok());
+  EXPECT_EQ(w->stats().frames, 3u);
+  EXPECT_EQ(w->stats().to_port, 3u);
+  EXPECT_EQ(nic.stats().frames, 6u);
+  w.reset();
+  EXPECT_EQ(nic.stats().frames, 6u);
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (size_t i = 1; i < hw::Reclaimer::kMaxReaders; ++i) workers.push_back(*Worker::Create(nic));
+  absl::StatusOr<std::unique_ptr<Worker>> one_more = Worker::Create(nic);
+  EXPECT_EQ(one_more.status().code(), absl::StatusCode::kResourceExhausted);
+  workers.pop_back();
+  EXPECT_TRUE(Worker::Create(nic).ok());
+}
+
 }  // namespace
 }  // namespace drsim::sim
