@@ -52,6 +52,23 @@ struct Nic::InFlight {
   const hw::CompiledMatcher* looked_up = nullptr;
   const hw::RuleRecord* looked_up_hit = nullptr;
   bool copy = false;  // a copy: its outcome goes to verdict->copies
+
+  // Parses the frame as it is now, with its metadata, for the lookups that follow.
+  void Parse() {
+    layers = ParsePacket(buffer.data(), buffer.size(), meta.source_port, &hv);
+    LoadMetadata(meta, &hv);
+    parsed = true;
+    looked_up = nullptr;
+  }
+};
+
+// A worker's frames in flight, and the keys and hashes of their first lookups. Kept by the worker, so
+// packet buffers and verdicts keep their capacity from one burst to the next.
+struct Nic::Burst {
+  InFlight frames[kBurst];
+  Verdict scratch[kBurst];  // the verdicts when the caller takes none
+  uint32_t keys[kBurst][kMaxKeyWords];
+  uint64_t hashes[kBurst];
 };
 
 // ---- Function ------------------------------------------------------------------------------------
@@ -341,7 +358,11 @@ NicStats Nic::stats() const {
 
 // ---- Worker --------------------------------------------------------------------------------------
 
-Worker::Worker(Nic& nic) : nic_(nic), reader_(&nic.reclaimer_), executor_(&nic.counters_, &nic.aso_) {
+Worker::Worker(Nic& nic)
+    : nic_(nic),
+      reader_(&nic.reclaimer_),
+      executor_(&nic.counters_, &nic.aso_),
+      burst_(std::make_unique<Nic::Burst>()) {
   std::lock_guard<std::mutex> lock(nic.workers_mu_);
   nic.workers_.push_back(this);
 }
@@ -464,10 +485,9 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     return absl::InvalidArgumentError(absl::StrFormat(
         "%d verdicts for %d frames: pass one per frame, or none", verdicts.size(), frames.size()));
   }
-  InFlight burst[kBurst];
-  Verdict scratch[kBurst];
-  uint32_t keys[kBurst][kMaxKeyWords];
-  uint64_t hashes[kBurst];
+  InFlight* burst = worker.burst_->frames;
+  auto& keys = worker.burst_->keys;
+  uint64_t* hashes = worker.burst_->hashes;
   for (size_t at = 0; at < frames.size(); at += kBurst) {
     const size_t n = std::min(kBurst, frames.size() - at);
     // One read section per burst: what the driver retires meanwhile waits at most a burst.
@@ -481,20 +501,21 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.meta.source_port = source;
       p.meta.source_sqn = sqn;
       p.copy = false;
-      p.verdict = verdicts.empty() ? &scratch[j] : &verdicts[at + j];
+      p.verdict = verdicts.empty() ? &worker.burst_->scratch[j] : &verdicts[at + j];
+      // Reset in place: the vectors keep their capacity from one frame to the next.
       static_cast<Delivery&>(*p.verdict) = Delivery();
       p.verdict->path.clear();
       p.verdict->copies.clear();
-      // Parsed now, as the first lookup would: the walk finds it done.
-      p.layers = ParsePacket(p.buffer.data(), p.buffer.size(), p.meta.source_port, &p.hv);
-      LoadMetadata(p.meta, &p.hv);
-      p.parsed = true;
+      p.parsed = false;
       p.looked_up = nullptr;
     }
-    // The first lookup of every frame, overlapped: hash all, load their buckets, then their records, then
-    // their rules, so the walk below finds them in cache instead of waiting on each miss in turn.
+    // The first lookup of every frame, overlapped: parse all and hash their keys, load their buckets, then
+    // their records, then their rules, so the walk below finds them in cache instead of waiting on each
+    // miss in turn. (Parsed as the first lookup would: the walk finds it done. Without a first lookup no
+    // frame is parsed unless something later looks it up.)
     if (const hw::CompiledMatcher* m = FirstMatcher(stage, fn)) {
       for (size_t j = 0; j < n; ++j) {
+        burst[j].Parse();
         m->definer.Extract(burst[j].hv.bytes, keys[j]);
         hashes[j] = m->table.Hash(keys[j]);
         m->table.Prefetch(hashes[j]);
@@ -714,12 +735,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   uint32_t root_rank = entry.root_rank;
   for (int jumps = 0;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
-    if (!p.parsed) {
-      p.layers = ParsePacket(p.buffer.data(), p.buffer.size(), p.meta.source_port, &p.hv);
-      LoadMetadata(p.meta, &p.hv);
-      p.parsed = true;
-      p.looked_up = nullptr;
-    }
+    if (!p.parsed) p.Parse();
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;
     const hw::FlowTable* hit_table = table;

@@ -292,6 +292,7 @@ class Nic {
   friend class Function;
   friend class Worker;
   struct InFlight;
+  struct Burst;  // a worker's scratch for one burst
   // The domain walks a frame goes through.
   enum class Stage : uint8_t { kFdbRx, kFdbTx, kNicRx, kNicTx };
   // Where a walk starts: the merged root (from its matchers of hw::RootRank >= root_rank), or a table.
@@ -386,9 +387,10 @@ class Worker {
   Nic& nic_;
   hw::Reclaimer::Reader reader_;
   ActionExecutor executor_;
+  std::unique_ptr<Nic::Burst> burst_;  // reused from one call to the next
   // Written only by the worker's thread, read by Nic::stats() from any.
   std::atomic<uint64_t> frames_{0};
-  std::atomic<uint64_t> fates_[7] = {};  // by Fate
+  std::atomic<uint64_t> fates_[static_cast<int>(Fate::kPort) + 1] = {};  // by Fate (kPort is the last)
 };
 
 }  // namespace drsim::sim
