@@ -42,6 +42,21 @@ std::vector<std::vector<uint8_t>> TraceFrames(const std::vector<Flow>& flows) {
   return frames;
 }
 
+bool SendDroppedBursts(benchmark::State& state, sim::Worker& worker, absl::Span<const sim::Frame> frames) {
+  std::vector<sim::Verdict> verdicts(kBurst);
+  size_t at = 0;
+  bool accepted = true, all_dropped = true;
+  for (auto _ : state) {
+    accepted &= worker.ReceiveFromWire(frames.subspan(at, kBurst), absl::MakeSpan(verdicts)).ok();
+    for (const sim::Verdict& v : verdicts) all_dropped &= v.fate == sim::Fate::kDropped;
+    at = (at + kBurst) % frames.size();
+  }
+  state.SetItemsProcessed(state.iterations() * kBurst);
+  if (!accepted) state.SkipWithError("a burst was refused");
+  if (!all_dropped) state.SkipWithError("a frame missed its rule");
+  return accepted && all_dropped;
+}
+
 FiveTupleTable::FiveTupleTable(uint32_t level)
     : domain(*dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)),
       table(*dr::Table::Create(domain, level)),

@@ -1,12 +1,15 @@
 // The software NIC set up the way the lookup benches use it: one NIC_RX table holding one five-tuple
-// matcher whose rules drop (bench/flows.h flows), and the trace of those flows as frames.
+// matcher whose rules drop (bench/flows.h flows), the trace of those flows as frames, and the timed loop
+// that sends them in bursts.
 #ifndef DRSIM_BENCH_FIVE_TUPLE_H_
 #define DRSIM_BENCH_FIVE_TUPLE_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "bench/flows.h"
+#include "benchmark/benchmark.h"
 #include "dr/dr.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
@@ -19,6 +22,11 @@ hw::MatchParams FiveTupleMask();
 hw::MatchParams FiveTupleValue(const Flow& f);
 // UDP frames of the trace (kTraceLength frames, kTraceSeed) over `flows`.
 std::vector<std::vector<uint8_t>> TraceFrames(const std::vector<Flow>& flows);
+
+// Sends `frames` (a multiple of kBurst of them) in bursts, round and round, on `worker` while `state` runs
+// and reports items/s. Every frame must be dropped by its rule; false when one was not (or a burst was
+// refused), after telling `state` so.
+bool SendDroppedBursts(benchmark::State& state, sim::Worker& worker, absl::Span<const sim::Frame> frames);
 
 // A NIC with one NIC_RX table of `level` holding one five-tuple matcher, and a drop action for its rules.
 struct FiveTupleTable {

@@ -7,6 +7,7 @@
 //
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "bench/five_tuple.h"
@@ -110,20 +111,10 @@ BENCHMARK(BM_RuleInsert16)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisec
 // Sends the trace's frames (bench/flows.h) of `flows` through `nic` in bursts, as long as `state` runs; every
 // frame must end in a drop.
 void RunTrace(benchmark::State& state, sim::Nic& nic, const std::vector<Flow>& flows) {
-  std::vector<std::vector<uint8_t>> frames = bench::TraceFrames(flows);
-  std::vector<sim::Frame> views(frames.begin(), frames.end());
-  std::vector<sim::Verdict> verdicts(bench::kBurst);
-  size_t at = 0;
-  for (auto _ : state) {
-    if (!nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, bench::kBurst), absl::MakeSpan(verdicts))
-             .ok()) {
-      state.SkipWithError("burst rejected");
-      break;
-    }
-    at = (at + bench::kBurst) % views.size();
-  }
-  if (nic.stats().dropped != nic.stats().frames) state.SkipWithError("frames missed their rules");
-  state.SetItemsProcessed(state.iterations() * bench::kBurst);
+  const std::vector<std::vector<uint8_t>> frames = bench::TraceFrames(flows);
+  const std::vector<sim::Frame> views(frames.begin(), frames.end());
+  std::unique_ptr<sim::Worker> worker = *sim::Worker::Create(nic);
+  bench::SendDroppedBursts(state, *worker, views);
 }
 
 void BM_NicLookup(benchmark::State& state) {
