@@ -1,7 +1,8 @@
 #include "hw/match_table.h"
 
-#include <algorithm>
 #include <cstring>
+
+#include "hw/lookup_memory.h"
 
 namespace drsim::hw {
 namespace {
@@ -24,24 +25,28 @@ size_t NextPowerOfTwo(size_t n) {
 
 }  // namespace
 
-MatchTable::BucketArray::BucketArray(size_t count) : mask(count - 1), buckets(new Bucket[count]) {
+MatchTable::BucketArray::BucketArray(size_t count)
+    : mask(count - 1), buckets(static_cast<Bucket*>(AllocateLookupMemory(count * sizeof(Bucket)))) {
   for (size_t i = 0; i < count; ++i) {
+    new (&buckets[i]) Bucket;
     for (std::atomic<uint64_t>& slot : buckets[i].slot) slot.store(kEmptySlot, std::memory_order_relaxed);
     buckets[i].overflow.store(0, std::memory_order_relaxed);
   }
+}
+
+MatchTable::BucketArray::~BucketArray() {
+  FreeLookupMemory(buckets, (mask + 1) * sizeof(Bucket));  // Bucket is trivially destructible
 }
 
 MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer)
     : key_words_(key_words),
       stride_(key_words + sizeof(const RuleRecord*) / sizeof(uint32_t)),
       reclaimer_(reclaimer),
-      buckets_(new BucketArray(1)),
-      directory_(new ChunkDirectory(4)) {}
+      buckets_(new BucketArray(1)) {}
 
 MatchTable::~MatchTable() {
-  ChunkDirectory* directory = directory_.load(std::memory_order_relaxed);
-  for (size_t i = 0; i < chunks_; ++i) delete[] directory->chunks[i];
-  delete directory;
+  for (int c = 0; c < chunk_count_; ++c)
+    FreeLookupMemory(chunks_[c].load(std::memory_order_relaxed), ChunkBytes(c));
   delete buckets_.load(std::memory_order_relaxed);
 }
 
@@ -58,8 +63,8 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
 }
 
 const uint32_t* MatchTable::RecordKey(uint32_t record) const {
-  const ChunkDirectory* directory = directory_.load(std::memory_order_acquire);
-  return directory->chunks[record >> kChunkShift] + (record & (kRecordsPerChunk - 1)) * stride_;
+  const int chunk = ChunkOf(record);
+  return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
 }
 
 const RuleRecord* MatchTable::RecordRule(uint32_t record) const {
@@ -127,18 +132,9 @@ uint32_t MatchTable::TakeRecord() {
     return record;
   }
   const uint32_t record = static_cast<uint32_t>(meta_.size());
-  if ((record >> kChunkShift) == chunks_) {
-    ChunkDirectory* directory = directory_.load(std::memory_order_relaxed);
-    if (chunks_ == directory->capacity) {
-      // A larger directory with the same chunks; readers holding the old one still find every record
-      // they can have seen.
-      auto* larger = new ChunkDirectory(directory->capacity * 2);
-      std::copy(directory->chunks.get(), directory->chunks.get() + chunks_, larger->chunks.get());
-      directory_.store(larger, std::memory_order_release);
-      Retire(reclaimer_, [directory] { delete directory; });
-      directory = larger;
-    }
-    directory->chunks[chunks_++] = new uint32_t[kRecordsPerChunk * stride_];
+  if (ChunkOf(record) == chunk_count_) {
+    void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
+    chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
   }
   meta_.push_back({});
   return record;

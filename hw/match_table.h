@@ -6,8 +6,11 @@
 //    and an overflow count; a key lives in its home bucket or, when that is full, in the next ones (linear
 //    probing over buckets; the overflow count of each bucket passed says whether a lookup must continue
 //    past it);
-//  - records (key words, then the rule pointer) sit in chunks of kRecordsPerChunk, so a hit costs the
-//    bucket line and one record line, and the 32-bit signature filters other keys before any key compare.
+//  - records (key words, then the rule pointer) sit in chunks that double in size (8 records, then 16,
+//    32, ...), so a matcher holding a handful of rules costs a few hundred bytes while a hit costs the
+//    bucket line and one record line; the 32-bit signature filters other keys before any key compare.
+//    Bucket arrays and chunks of 2 MiB or more are backed by transparent huge pages where the kernel
+//    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses.
 //
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
 // winning until it is erased. The table grows by doubling at 3/4 load; it never loses or reorders rules.
@@ -25,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <utility>
 #include <vector>
 
@@ -80,8 +82,12 @@ class MatchTable {
  private:
   static constexpr uint32_t kNone = 0xffffffffu;
   static constexpr uint64_t kEmptySlot = kNone;  // signature 0, no record
-  static constexpr int kChunkShift = 10;
-  static constexpr uint32_t kRecordsPerChunk = 1u << kChunkShift;
+  // Chunk c holds records [ChunkBase(c), ChunkBase(c + 1)): 8 << c of them.
+  static constexpr int kFirstChunkShift = 3;
+  static constexpr int kMaxChunks = 30;  // enough for every 32-bit record index
+  static int ChunkOf(uint32_t record) { return 31 - __builtin_clz((record >> kFirstChunkShift) + 1); }
+  static uint32_t ChunkBase(int chunk) { return ((1u << chunk) - 1) << kFirstChunkShift; }
+  size_t ChunkBytes(int chunk) const { return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t); }
 
   struct alignas(64) Bucket {
     std::atomic<uint64_t> slot[kSlotsPerBucket];  // signature << 32 | record; record kNone = empty
@@ -89,15 +95,9 @@ class MatchTable {
   };
   struct BucketArray {
     explicit BucketArray(size_t count);
+    ~BucketArray();
     size_t mask;
-    std::unique_ptr<Bucket[]> buckets;
-  };
-  // The record chunks; replaced by a larger copy when full (chunk pointers are written before any record
-  // of their chunk is published, and never change).
-  struct ChunkDirectory {
-    explicit ChunkDirectory(size_t capacity) : capacity(capacity), chunks(new uint32_t*[capacity]) {}
-    size_t capacity;
-    std::unique_ptr<uint32_t*[]> chunks;
+    Bucket* buckets;
   };
   // Control-path bookkeeping of a record, kept apart from the lookup-path records.
   struct Meta {
@@ -135,8 +135,9 @@ class MatchTable {
   size_t stride_;  // 32-bit words per record: key, then the rule pointer (2 words)
   Reclaimer* reclaimer_;
   std::atomic<BucketArray*> buckets_;
-  std::atomic<ChunkDirectory*> directory_;
-  size_t chunks_ = 0;  // chunks allocated (the directory's first entries)
+  // Record chunks; each pointer is written before any record of its chunk is published, and never changes.
+  std::atomic<uint32_t*> chunks_[kMaxChunks] = {};
+  int chunk_count_ = 0;  // chunks allocated (the first entries)
   std::vector<Meta> meta_;
   std::deque<std::pair<uint64_t, uint32_t>> retired_records_;  // (reclaimer stamp, record), oldest first
   size_t live_records_ = 0;
