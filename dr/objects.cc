@@ -3,8 +3,21 @@
 #include <algorithm>
 
 #include "dr/dr.h"
+#include "hw/lookup_memory.h"
 
 namespace drsim::dr::internal {
+
+namespace {
+
+hw::SlabPool& RulePool() {
+  static auto* pool = new hw::SlabPool(sizeof(RuleObj));  // never destroyed: rules may outlive statics
+  return *pool;
+}
+
+}  // namespace
+
+void* RuleObj::operator new(size_t /*sizeof(RuleObj)*/) { return RulePool().Allocate(); }
+void RuleObj::operator delete(void* p) { RulePool().Free(p); }
 
 uint32_t NextObjectId() {
   static std::atomic<uint32_t> next{1};

@@ -68,6 +68,10 @@ struct RuleObj {
   bool skip_tx = false;
   absl::InlinedVector<ActionObj*, 4> actions;
   std::list<RuleObj*>::iterator in_matcher;
+
+  // Rules live packed in huge-page slabs (hw::SlabPool): every lookup that hits one reads its record.
+  static void* operator new(size_t size);
+  static void operator delete(void* p);
 };
 
 struct ActionObj {
