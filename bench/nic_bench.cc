@@ -1,5 +1,7 @@
 // Rule updates and frames through the software NIC on five-tuple rules (bench/flows.h):
-//   BM_RuleInsert/N         dr::Rule::Create of N rules into one matcher (rules/s)
+//   BM_RuleInsert/N         dr::Rule::Create of N rules into one matcher (rules/s), the table growing
+//   BM_RuleInsertSized/N    the same into a matcher sized for N rules beforehand (set_layout's rule-count
+//                           hint, RESIZABLE), as rte_hash_bench's table is created for N keys
 //   BM_RuleDelete/N         destroying those N rules (rules/s)
 //   BM_RuleInsert16/N       N rules spread over 16 matchers of different masks (source prefixes /17../32)
 //   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
@@ -8,8 +10,10 @@
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "bench/five_tuple.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
@@ -28,7 +32,8 @@ using bench::FiveTupleTable;
 using bench::Flow;
 using bench::Flows;
 
-void BM_RuleInsert(benchmark::State& state) {
+// `sized`: the matcher is told to expect n rules first.
+void InsertRules(benchmark::State& state, bool sized) {
   const size_t n = state.range(0);
   std::vector<Flow> flows = Flows(n, 1);
   std::vector<hw::MatchParams> values;
@@ -36,6 +41,15 @@ void BM_RuleInsert(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     FiveTupleTable t(1);
+    if (sized) {
+      mlx5dv_dr_matcher_layout layout = {};
+      layout.flags = MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE;
+      while ((size_t{1} << layout.log_num_of_rules_hint) < n) ++layout.log_num_of_rules_hint;
+      if (absl::Status s = t.matcher.SetLayout(layout); !s.ok()) {
+        state.SkipWithError(std::string(s.message()).c_str());
+        return;
+      }
+    }
     std::vector<dr::Rule> rules;
     rules.reserve(n);
     state.ResumeTiming();
@@ -46,7 +60,12 @@ void BM_RuleInsert(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
+
+void BM_RuleInsert(benchmark::State& state) { InsertRules(state, /*sized=*/false); }
 BENCHMARK(BM_RuleInsert)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+
+void BM_RuleInsertSized(benchmark::State& state) { InsertRules(state, /*sized=*/true); }
+BENCHMARK(BM_RuleInsertSized)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 void BM_RuleDelete(benchmark::State& state) {
   const size_t n = state.range(0);
