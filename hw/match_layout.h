@@ -101,20 +101,9 @@ inline uint32_t GetField(const uint8_t* buf, Field f) {
   return (word >> fi.shift()) & fi.max_value();
 }
 
-// Writes a field; bits of `value` above the field's width are dropped. A whole byte, half-word or word is
-// stored directly (no read of the word around it, which would stall on the stores just made next to it);
-// with a constant `f` the choice folds away.
+// Writes a field; bits of `value` above the field's width are dropped.
 inline void SetField(uint8_t* buf, Field f, uint32_t value) {
   const FieldInfo& fi = Info(f);
-  if (fi.abs_bit() % 8 == 0) {
-    uint8_t* at = buf + fi.abs_bit() / 8;
-    if (fi.width == 8) {
-      *at = static_cast<uint8_t>(value);
-      return;
-    }
-    if (fi.width == 16) return StoreBe16(at, static_cast<uint16_t>(value));
-    if (fi.width == 32) return StoreBe32(at, value);
-  }
   uint8_t* p = buf + fi.word_offset();
   uint32_t mask = fi.max_value() << fi.shift();
   uint32_t word = LoadBe32(p);

@@ -78,7 +78,18 @@ struct Ctx {
   void Put(Field f, size_t off, size_t n) const {
     std::memcpy(hv->bytes + hw::Info(f).abs_bit() / 8, p + off, n);
   }
-  void Set(Field f, uint32_t v) const { hw::SetField(hv->bytes, f, v); }
+  // Writes a field. A whole byte or half-word is stored directly: reading the word around it back would
+  // stall on the narrower stores just made next to it (f is a constant wherever this is inlined).
+  void Set(Field f, uint32_t v) const {
+    const hw::FieldInfo& fi = hw::Info(f);
+    if (fi.abs_bit() % 8 == 0 && fi.width == 8) {
+      hv->bytes[fi.abs_bit() / 8] = static_cast<uint8_t>(v);
+    } else if (fi.abs_bit() % 8 == 0 && fi.width == 16) {
+      hw::StoreBe16(hv->bytes + fi.abs_bit() / 8, static_cast<uint16_t>(v));
+    } else {
+      hw::SetField(hv->bytes, f, v);
+    }
+  }
 };
 
 // Where one stack's IP packet and its L4 header are (0 = absent).
