@@ -119,6 +119,62 @@ absl::StatusOr<std::vector<Filter>> ReadFilterFile(const std::string& path) {
   return filters;
 }
 
+absl::StatusOr<Header> ParseTraceLine(absl::string_view line, absl::string_view file, int line_number) {
+  struct Limit {
+    const char* name;
+    uint64_t max;
+  };
+  static constexpr Limit kFields[] = {
+      {"source address", 0xffffffff},
+      {"destination address", 0xffffffff},
+      {"source port", 0xffff},
+      {"destination port", 0xffff},
+      {"protocol", 0xff},
+  };
+  uint64_t values[5];
+  size_t i = 0;
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  for (size_t f = 0; f < 5; ++f) {
+    while (i < line.size() && blank(line[i])) ++i;
+    const size_t start = i;
+    while (i < line.size() && !blank(line[i])) ++i;
+    const absl::string_view text = line.substr(start, i - start);
+    if (text.empty()) {
+      return Bad(file, line_number, start,
+                 absl::StrFormat("expected the %s (a trace line is: src dst sport dport proto [filter])",
+                                 kFields[f].name));
+    }
+    if (!absl::SimpleAtoi(text, &values[f]) || values[f] > kFields[f].max) {
+      return Bad(
+          file, line_number, start,
+          absl::StrFormat("bad %s '%s' (a decimal number up to %d)", kFields[f].name, text, kFields[f].max));
+    }
+  }
+  Header h;
+  h.src = static_cast<uint32_t>(values[0]);
+  h.dst = static_cast<uint32_t>(values[1]);
+  h.sport = static_cast<uint16_t>(values[2]);
+  h.dport = static_cast<uint16_t>(values[3]);
+  h.proto = static_cast<uint8_t>(values[4]);
+  return h;
+}
+
+absl::StatusOr<std::vector<Header>> ReadTraceFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
+  std::vector<Header> headers;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (absl::StripAsciiWhitespace(line).empty() || line[0] == '#') continue;
+    absl::StatusOr<Header> h = ParseTraceLine(line, path, n);
+    if (!h.ok()) return h.status();
+    headers.push_back(*h);
+  }
+  if (headers.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s: no headers", path));
+  return headers;
+}
+
 std::string FormatFilter(const Filter& f) {
   auto prefix = [](uint32_t addr, uint32_t mask) {
     return absl::StrFormat("%s/%d", hw::Ipv4Address{addr}.ToString(), __builtin_popcount(mask));

@@ -76,6 +76,35 @@ TEST(FilterTest, ReadsFilesAndFindsTheFirstMatch) {
   EXPECT_EQ(ReadFilterFile(path + ".missing").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(FilterTest, ReadsClassBenchTraces) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/trace.txt";
+  // trace_generator's format: addresses as integers, then ports and protocol, then the filter drawn from.
+  std::ofstream(path) << "167838211\t3232235777\t1024\t80\t6\t12\n"
+                         "# comment\n"
+                         "\n"
+                         "1 2 3 4 17\r\n";
+  absl::StatusOr<std::vector<Header>> trace = ReadTraceFile(path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->size(), 2u);
+  EXPECT_EQ((*trace)[0].src, 0x0a010203u);
+  EXPECT_EQ((*trace)[0].dst, 0xc0a80101u);
+  EXPECT_EQ((*trace)[0].sport, 1024);
+  EXPECT_EQ((*trace)[0].dport, 80);
+  EXPECT_EQ((*trace)[0].proto, 6);
+  EXPECT_EQ((*trace)[1].proto, 17);
+
+  EXPECT_THAT(ParseTraceLine("1 2 70000 4 6", "t", 3).status().message(),
+              HasSubstr("t:3:5: bad source port '70000'"));
+  EXPECT_THAT(ParseTraceLine("1 2 3 4", "t", 9).status().message(),
+              HasSubstr("t:9:8: expected the protocol"));
+  EXPECT_THAT(ParseTraceLine("1 x 3 4 6", "t", 1).status().message(),
+              HasSubstr("t:1:3: bad destination address 'x'"));
+  std::ofstream(path) << "# only a comment\n";
+  EXPECT_THAT(ReadTraceFile(path).status().message(), HasSubstr("no headers"));
+  EXPECT_EQ(ReadTraceFile(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(FilterTest, RangeToPrefixesCoversExactly) {
   std::mt19937 rng(1);
   std::vector<PortRange> ranges = {{0, 0xffff}, {0, 0}, {0xffff, 0xffff}, {1, 0xfffe}, {1024, 65535}};

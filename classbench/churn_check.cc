@@ -1,0 +1,255 @@
+#include "classbench/churn_check.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
+#include "classbench/dr_acl.h"
+#include "dr/dr.h"
+#include "hw/reclaimer.h"
+#include "sim/frame_builder.h"
+#include "sim/nic.h"
+
+namespace drsim::classbench {
+namespace {
+
+constexpr size_t kBurst = 32;
+constexpr uint32_t kNoFilter = 0xffffffff;
+constexpr uint64_t kChurnLog = 1 << 12;  // churns a burst may overlap and still be checked
+
+// What the parser sees of `h`: ports only in TCP and UDP frames.
+Header AsParsed(Header h) {
+  if (h.proto != 6 && h.proto != 17) h.sport = h.dport = 0;
+  return h;
+}
+
+std::vector<uint8_t> FrameOf(const Header& h) {
+  sim::FrameSpec f;
+  f.ipv4_src.value = h.src;
+  f.ipv4_dst.value = h.dst;
+  f.protocol = h.proto;
+  f.sport = h.sport;
+  f.dport = h.dport;
+  return sim::BuildFrame(f);
+}
+
+// A header's first filter, and the first one after it (what the frame hits while the first is churned).
+struct Expected {
+  uint32_t first = kNoFilter;
+  uint32_t second = kNoFilter;
+};
+
+Expected ExpectedOf(const std::vector<Filter>& filters, const Header& h) {
+  Expected e;
+  for (size_t i = 0; i < filters.size(); ++i) {
+    if (!filters[i].Matches(h)) continue;
+    if (e.first == kNoFilter) {
+      e.first = static_cast<uint32_t>(i);
+    } else {
+      e.second = static_cast<uint32_t>(i);
+      break;
+    }
+  }
+  return e;
+}
+
+// Filter i's rules carry tag i + 1.
+uint32_t FilterOf(const sim::Verdict& v) { return v.has_flow_tag ? v.flow_tag - 1 : kNoFilter; }
+
+std::string Describe(uint32_t filter) {
+  return filter == kNoFilter ? std::string("no filter") : absl::StrFormat("filter %d", filter);
+}
+
+// The control thread's progress, as workers read it: churn s (0-based) removes and restores filter
+// log[s % kChurnLog]; `started` counts churns begun, `finished` churns whose filter is whole again.
+struct ChurnState {
+  std::atomic<uint64_t> started{0};
+  std::atomic<uint64_t> finished{0};
+  std::atomic<uint32_t> log[kChurnLog] = {};
+  std::atomic<bool> stop{false};
+};
+
+class Checker {
+ public:
+  Checker(const std::vector<Filter>& filters, const std::vector<Header>& trace,
+          const ChurnCheckOptions& options)
+      : options_(options) {
+    for (const Header& h : trace) {
+      const Header parsed = AsParsed(h);
+      frames_.push_back(FrameOf(parsed));
+      expected_.push_back(ExpectedOf(filters, parsed));
+    }
+    views_.assign(frames_.begin(), frames_.end());
+  }
+
+  // Frame `index` ended as `verdict`; the churns [from, to) may have overlapped its lookup.
+  void Check(size_t index, const sim::Verdict& verdict, const ChurnState* churn, uint64_t from, uint64_t to) {
+    const Expected& e = expected_[index];
+    const uint32_t got = FilterOf(verdict);
+    if (got == e.first) return;
+    if (churn != nullptr && e.first != kNoFilter && got == e.second) {
+      for (uint64_t s = from; s < to; ++s) {
+        if (churn->log[s % kChurnLog].load(std::memory_order_relaxed) == e.first) return;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++mismatches_;
+    if (examples_.size() < options_.max_reported) {
+      examples_.push_back(
+          absl::StrFormat("trace line %d: %s, expected %s%s", index + 1, Describe(got), Describe(e.first),
+                          e.first == kNoFilter || churn == nullptr
+                              ? ""
+                              : absl::StrFormat(" (or %s while it was churned)", Describe(e.second))));
+    }
+  }
+
+  // Sends frames index % workers == shard in bursts until `churn.stop`, checking each verdict.
+  absl::Status RunWorker(sim::Nic& nic, int shard, ChurnState& churn, uint64_t* frames, uint64_t* unchecked) {
+    absl::StatusOr<std::unique_ptr<sim::Worker>> worker = sim::Worker::Create(nic);
+    if (!worker.ok()) return worker.status();
+    std::vector<size_t> mine;
+    for (size_t i = shard; i < views_.size(); i += options_.workers) mine.push_back(i);
+    if (mine.empty()) return absl::OkStatus();
+    std::vector<sim::Frame> burst;
+    std::vector<sim::Verdict> verdicts(kBurst);
+    size_t at = 0;
+    while (!churn.stop.load(std::memory_order_relaxed)) {
+      burst.clear();
+      std::vector<size_t> indices;
+      for (size_t n = 0; n < kBurst; ++n, at = (at + 1) % mine.size()) {
+        burst.push_back(views_[mine[at]]);
+        indices.push_back(mine[at]);
+      }
+      const uint64_t from = churn.finished.load(std::memory_order_acquire);
+      if (absl::Status s = (*worker)->ReceiveFromWire(burst, absl::MakeSpan(verdicts)); !s.ok()) return s;
+      const uint64_t to = churn.started.load(std::memory_order_acquire);
+      for (size_t n = 0; n < burst.size(); ++n) Check(indices[n], verdicts[n], &churn, from, to);
+      // Log entries read above may have been reused by later churns: then the burst is not bounded.
+      if (churn.started.load(std::memory_order_acquire) - from > kChurnLog) {
+        *unchecked += burst.size();
+      } else {
+        *frames += burst.size();
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Every frame once, nothing churning: each must hit exactly its first filter.
+  absl::Status FinalPass(sim::Nic& nic, uint64_t* frames) {
+    std::vector<sim::Verdict> verdicts(views_.size());
+    if (absl::Status s = nic.ReceiveFromWire(views_, absl::MakeSpan(verdicts)); !s.ok()) return s;
+    for (size_t i = 0; i < views_.size(); ++i) Check(i, verdicts[i], nullptr, 0, 0);
+    *frames += views_.size();
+    return absl::OkStatus();
+  }
+
+  uint64_t mismatches() const { return mismatches_; }
+  std::vector<std::string> examples() const { return examples_; }
+
+ private:
+  const ChurnCheckOptions& options_;
+  std::vector<std::vector<uint8_t>> frames_;
+  std::vector<sim::Frame> views_;
+  std::vector<Expected> expected_;
+  std::mutex mu_;
+  uint64_t mismatches_ = 0;
+  std::vector<std::string> examples_;
+};
+
+}  // namespace
+
+absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filters,
+                                               const std::vector<Header>& trace,
+                                               const ChurnCheckOptions& options) {
+  if (filters.empty()) return absl::InvalidArgumentError("the filter set is empty");
+  if (trace.empty()) return absl::InvalidArgumentError("the trace is empty");
+  if (options.workers < 1 || options.workers >= static_cast<int>(hw::Reclaimer::kMaxReaders)) {
+    return absl::InvalidArgumentError(absl::StrFormat("workers = %d: 1 to %d", options.workers,
+                                                      static_cast<int>(hw::Reclaimer::kMaxReaders) - 1));
+  }
+  Checker checker(filters, trace, options);
+
+  // The NIC first, so it goes last. Frames enter NIC_RX's root, which jumps to the ACL table.
+  sim::Nic nic;
+  absl::StatusOr<dr::Domain> domain = dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  if (!domain.ok()) return domain.status();
+  dr::Table root = *dr::Table::Create(*domain, 0);
+  dr::Table acl_table = *dr::Table::Create(*domain, 1);
+  dr::Action to_acl = *dr::Action::DestTable(acl_table);
+  dr::Matcher all = *dr::Matcher::Create(root, 0, 0, nullptr);
+  dr::Rule jump = *dr::Rule::Create(all, hw::MatchParams(), {&to_acl});
+  dr::Action drop = *dr::Action::Drop();
+  std::vector<dr::Action> tags;
+  for (size_t i = 0; i < filters.size(); ++i) {
+    absl::StatusOr<dr::Action> tag = dr::Action::Tag(static_cast<uint32_t>(i + 1));
+    if (!tag.ok()) return tag.status();
+    tags.push_back(*std::move(tag));
+  }
+  auto actions_of = [&](size_t filter) { return std::vector<const dr::Action*>{&tags[filter], &drop}; };
+  absl::StatusOr<DrAcl> installed = InstallAcl(acl_table, filters, actions_of);
+  if (!installed.ok()) return installed.status();
+  DrAcl& acl = *installed;
+  std::vector<std::vector<size_t>> rules_of_filter(filters.size());
+  for (size_t r = 0; r < acl.rules.size(); ++r) rules_of_filter[acl.filter_of_rule[r]].push_back(r);
+
+  ChurnCheckReport report;
+  ChurnState churn;
+  std::vector<absl::Status> worker_status(options.workers);
+  std::vector<uint64_t> frames(options.workers), unchecked(options.workers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < options.workers; ++w) {
+    threads.emplace_back([&, w] {
+      worker_status[w] = checker.RunWorker(nic, w, churn, &frames[w], &unchecked[w]);
+      if (!worker_status[w].ok()) churn.stop.store(true);
+    });
+  }
+
+  // The control thread: remove one filter's rules, put them back, next filter.
+  absl::Status control;
+  std::mt19937 rng(options.seed);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.seconds);
+  for (uint64_t s = 0; control.ok() && !churn.stop.load() && std::chrono::steady_clock::now() < end; ++s) {
+    const uint32_t k = static_cast<uint32_t>(rng() % filters.size());
+    churn.log[s % kChurnLog].store(k, std::memory_order_relaxed);
+    churn.started.store(s + 1, std::memory_order_release);
+    for (size_t r : rules_of_filter[k]) {
+      if (control = acl.rules[r].Destroy(); !control.ok()) break;
+      ++report.rule_updates;
+    }
+    for (size_t r : rules_of_filter[k]) {
+      if (!control.ok()) break;
+      absl::StatusOr<dr::Rule> again =
+          dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions_of(k));
+      if (!again.ok()) {
+        control = again.status();
+        break;
+      }
+      acl.rules[r] = *std::move(again);
+      ++report.rule_updates;
+    }
+    churn.finished.store(s + 1, std::memory_order_release);
+    ++report.filter_churns;
+  }
+  churn.stop.store(true);
+  for (std::thread& t : threads) t.join();
+  if (!control.ok()) return control;
+  for (const absl::Status& s : worker_status) {
+    if (!s.ok()) return s;
+  }
+  for (int w = 0; w < options.workers; ++w) {
+    report.frames += frames[w];
+    report.unchecked += unchecked[w];
+  }
+  if (absl::Status s = checker.FinalPass(nic, &report.frames); !s.ok()) return s;
+  report.mismatches = checker.mismatches();
+  report.examples = checker.examples();
+  return report;
+}
+
+}  // namespace drsim::classbench

@@ -1,0 +1,50 @@
+// The ACL churn check: a ClassBench filter set installed as DR rules (dr_acl.h) on a software NIC, a trace
+// sent through it by worker threads while a control thread keeps deleting one filter's rules and putting
+// them back, and every frame's verdict compared with classbench::FirstMatch, a plain scan that shares no
+// code with the NIC.
+//
+// A frame is looked up at one instant, when at most one filter (the one being churned) is missing some of
+// its rules. So a frame whose first filter is f must end with f's tag, or, only if f was churned while its
+// burst ran, with the tag of the first filter after f it fits (or no tag when there is none). Workers
+// bracket each burst with the control thread's churn counters to know which filters that can be. After
+// the churn stops, one more pass must give every frame exactly its first filter.
+//
+// Frames are IPv4 with the header's protocol; only TCP (6) and UDP (17) frames carry ports, so for other
+// protocols the model sees ports 0, as the NIC's parser does.
+#ifndef DRSIM_CLASSBENCH_CHURN_CHECK_H_
+#define DRSIM_CLASSBENCH_CHURN_CHECK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "classbench/filter.h"
+
+namespace drsim::classbench {
+
+struct ChurnCheckOptions {
+  int workers = 2;           // frame-processing threads, each with its own sim::Worker
+  double seconds = 2;        // how long the control thread churns
+  uint32_t seed = 1;         // which filters are churned, in what order
+  size_t max_reported = 10;  // mismatches described in the report
+};
+
+struct ChurnCheckReport {
+  uint64_t frames = 0;         // verdicts checked, the final pass included
+  uint64_t unchecked = 0;      // frames whose burst overlapped too many churns to bound (not compared)
+  uint64_t filter_churns = 0;  // filters deleted and put back
+  uint64_t rule_updates = 0;   // DR rule deletes plus inserts
+  uint64_t mismatches = 0;
+  std::vector<std::string> examples;  // the first mismatches, described
+};
+
+// Runs the check. InvalidArgument for an empty set or trace, fewer than 1 or more workers than the NIC
+// allows, or a set InstallAcl refuses; the report otherwise (mismatches > 0 is a failed check).
+absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filters,
+                                               const std::vector<Header>& trace,
+                                               const ChurnCheckOptions& options);
+
+}  // namespace drsim::classbench
+
+#endif  // DRSIM_CLASSBENCH_CHURN_CHECK_H_
