@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -39,26 +40,6 @@ std::vector<uint8_t> FrameOf(const Header& h) {
   return sim::BuildFrame(f);
 }
 
-// A header's first filter, and the first one after it (what the frame hits while the first is churned).
-struct Expected {
-  uint32_t first = kNoFilter;
-  uint32_t second = kNoFilter;
-};
-
-Expected ExpectedOf(const std::vector<Filter>& filters, const Header& h) {
-  Expected e;
-  for (size_t i = 0; i < filters.size(); ++i) {
-    if (!filters[i].Matches(h)) continue;
-    if (e.first == kNoFilter) {
-      e.first = static_cast<uint32_t>(i);
-    } else {
-      e.second = static_cast<uint32_t>(i);
-      break;
-    }
-  }
-  return e;
-}
-
 // Filter i's rules carry tag i + 1.
 uint32_t FilterOf(const sim::Verdict& v) { return v.has_flow_tag ? v.flow_tag - 1 : kNoFilter; }
 
@@ -79,33 +60,27 @@ class Checker {
  public:
   Checker(const std::vector<Filter>& filters, const std::vector<Header>& trace,
           const ChurnCheckOptions& options)
-      : options_(options) {
+      : filters_(filters), options_(options) {
     for (const Header& h : trace) {
-      const Header parsed = AsParsed(h);
-      frames_.push_back(FrameOf(parsed));
-      expected_.push_back(ExpectedOf(filters, parsed));
+      headers_.push_back(AsParsed(h));
+      frames_.push_back(FrameOf(headers_.back()));
+      const std::optional<size_t> first = FirstMatch(filters, headers_.back());
+      first_.push_back(first ? static_cast<uint32_t>(*first) : kNoFilter);
     }
     views_.assign(frames_.begin(), frames_.end());
   }
 
-  // Frame `index` ended as `verdict`; the churns [from, to) may have overlapped its lookup.
+  // Frame `index` ended as `verdict`; the churns [from, to) of `churn` may have overlapped its walk.
   void Check(size_t index, const sim::Verdict& verdict, const ChurnState* churn, uint64_t from, uint64_t to) {
-    const Expected& e = expected_[index];
     const uint32_t got = FilterOf(verdict);
-    if (got == e.first) return;
-    if (churn != nullptr && e.first != kNoFilter && got == e.second) {
-      for (uint64_t s = from; s < to; ++s) {
-        if (churn->log[s % kChurnLog].load(std::memory_order_relaxed) == e.first) return;
-      }
-    }
+    if (got == first_[index]) return;
+    if (churn != nullptr && Explained(index, got, *churn, from, to)) return;
     std::lock_guard<std::mutex> lock(mu_);
     ++mismatches_;
     if (examples_.size() < options_.max_reported) {
-      examples_.push_back(
-          absl::StrFormat("trace line %d: %s, expected %s%s", index + 1, Describe(got), Describe(e.first),
-                          e.first == kNoFilter || churn == nullptr
-                              ? ""
-                              : absl::StrFormat(" (or %s while it was churned)", Describe(e.second))));
+      examples_.push_back(absl::StrFormat(
+          "trace line %d: %s, expected %s%s", index + 1, Describe(got), Describe(first_[index]),
+          churn == nullptr ? "" : " (filters churned meanwhile do not explain it)"));
     }
   }
 
@@ -150,13 +125,34 @@ class Checker {
   }
 
   uint64_t mismatches() const { return mismatches_; }
+
+  // Whether `got` is what a walk can find while the churned filters are missing, each at the moment the
+  // walk passes its matcher: `got` fits the header (or is no filter), and every filter before it that the
+  // header fits was churned during the burst.
+  bool Explained(size_t index, uint32_t got, const ChurnState& churn, uint64_t from, uint64_t to) const {
+    const Header& h = headers_[index];
+    auto churned = [&](uint32_t filter) {
+      for (uint64_t s = from; s < to; ++s) {
+        if (churn.log[s % kChurnLog].load(std::memory_order_relaxed) == filter) return true;
+      }
+      return false;
+    };
+    for (uint32_t i = 0; i < filters_.size(); ++i) {
+      if (!filters_[i].Matches(h)) continue;
+      if (i == got) return true;
+      if (!churned(i)) return false;
+    }
+    return got == kNoFilter;
+  }
   std::vector<std::string> examples() const { return examples_; }
 
  private:
+  const std::vector<Filter>& filters_;
   const ChurnCheckOptions& options_;
+  std::vector<Header> headers_;  // as parsed
   std::vector<std::vector<uint8_t>> frames_;
   std::vector<sim::Frame> views_;
-  std::vector<Expected> expected_;
+  std::vector<uint32_t> first_;  // the model's verdict of each
   std::mutex mu_;
   uint64_t mismatches_ = 0;
   std::vector<std::string> examples_;

@@ -3,11 +3,13 @@
 // them back, and every frame's verdict compared with classbench::FirstMatch, a plain scan that shares no
 // code with the NIC.
 //
-// A frame is looked up at one instant, when at most one filter (the one being churned) is missing some of
-// its rules. So a frame whose first filter is f must end with f's tag, or, only if f was churned while its
-// burst ran, with the tag of the first filter after f it fits (or no tag when there is none). Workers
-// bracket each burst with the control thread's churn counters to know which filters that can be. After
-// the churn stops, one more pass must give every frame exactly its first filter.
+// A walk passes the table's matchers one after another while filters come and go, so it can miss each
+// filter being churned at the moment it passes that filter's matcher (a rule is seen whole or not at all,
+// never half). A frame whose burst overlapped churns may therefore end with any filter the header fits
+// (or none) as long as every filter before it that the header fits was churned during the burst; without
+// churn, only its first filter. Workers bracket each burst with the control thread's churn counters to
+// know which filters those are. After the churn stops, one more pass must give every frame exactly its
+// first filter.
 //
 // Frames are IPv4 with the header's protocol; only TCP (6) and UDP (17) frames carry ports, so for other
 // protocols the model sees ports 0, as the NIC's parser does.
