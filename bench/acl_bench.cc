@@ -32,8 +32,8 @@
 #include "classbench/dr_acl.h"
 #include "classbench/filter.h"
 #include "classbench/generator.h"
+#include "classbench/header_frame.h"
 #include "dr/dr.h"
-#include "sim/frame_builder.h"
 #include "sim/nic.h"
 
 namespace drsim::bench {
@@ -96,16 +96,6 @@ std::unique_ptr<DrSetup> InstallDr(const std::vector<Filter>& set, benchmark::St
   return s;
 }
 
-std::vector<uint8_t> FrameOf(const Header& h) {
-  sim::FrameSpec f;
-  f.ipv4_src.value = h.src;
-  f.ipv4_dst.value = h.dst;
-  f.protocol = h.proto;
-  f.sport = h.sport;
-  f.dport = h.dport;
-  return sim::BuildFrame(f);
-}
-
 void BM_DrAclInsert(benchmark::State& state) {
   const std::vector<Filter>& set = FilterSet(state.range(0), state);
   if (set.empty()) return;
@@ -134,10 +124,10 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
     filter_of_rule_id[s.installed.rules[r].id()] = s.installed.filter_of_rule[r];
   }
   for (size_t i = 0; i < count && i < trace.size(); ++i) {
-    const sim::Verdict v = s.nic.ReceiveFromWire(FrameOf(trace[i]));
+    const sim::Verdict v = s.nic.ReceiveFromWire(classbench::FrameOf(trace[i]));
     auto it = filter_of_rule_id.find(v.path.empty() ? 0 : v.path.back().rule_id);
     const size_t hit = it == filter_of_rule_id.end() ? set.size() : it->second;
-    const size_t want = classbench::FirstMatch(set, trace[i]).value_or(set.size());
+    const size_t want = classbench::FirstMatch(set, classbench::AsParsed(trace[i])).value_or(set.size());
     if (hit != want) {
       state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit, want).c_str());
       return false;
@@ -154,7 +144,7 @@ void BM_DrAclLookup(benchmark::State& state) {
   const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
   if (!CheckVerdicts(*s, set, trace, 256, state)) return;
   std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : trace) frames.push_back(FrameOf(h));
+  for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   size_t at = 0;
   for (auto _ : state) {

@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "classbench/dr_acl.h"
+#include "classbench/header_frame.h"
 #include "dr/dr.h"
 #include "hw/reclaimer.h"
-#include "sim/frame_builder.h"
 #include "sim/nic.h"
 
 namespace drsim::classbench {
@@ -23,22 +23,6 @@ namespace {
 constexpr size_t kBurst = 32;
 constexpr uint32_t kNoFilter = 0xffffffff;
 constexpr uint64_t kChurnLog = 1 << 12;  // churns a burst may overlap and still be checked
-
-// What the parser sees of `h`: ports only in TCP and UDP frames.
-Header AsParsed(Header h) {
-  if (h.proto != 6 && h.proto != 17) h.sport = h.dport = 0;
-  return h;
-}
-
-std::vector<uint8_t> FrameOf(const Header& h) {
-  sim::FrameSpec f;
-  f.ipv4_src.value = h.src;
-  f.ipv4_dst.value = h.dst;
-  f.protocol = h.proto;
-  f.sport = h.sport;
-  f.dport = h.dport;
-  return sim::BuildFrame(f);
-}
 
 // Filter i's rules carry tag i + 1.
 uint32_t FilterOf(const sim::Verdict& v) { return v.has_flow_tag ? v.flow_tag - 1 : kNoFilter; }
