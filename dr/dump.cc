@@ -250,7 +250,7 @@ void Dumper::MatcherRecords(const MatcherObj& m) {
 
 void Dumper::MatcherSubtree(const MatcherObj& m) {
   MatcherRecords(m);
-  for (const RuleObj* r : m.rules) {
+  for (const RuleObj* r = m.first_rule; r != nullptr; r = r->next_in_matcher) {
     if (!w_.ok()) return;
     RuleRecords(*r);
   }

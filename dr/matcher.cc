@@ -78,7 +78,7 @@ absl::Status Matcher::Destroy() {
   DomainLock lock(m->table->domain);  // held across the check and the release
   if (m->refs > 1) {
     return absl::FailedPreconditionError(
-        absl::StrFormat("matcher %d still holds %d rule(s); destroy them first", m->hw->id, m->rules.size()));
+        absl::StrFormat("matcher %d still holds %d rule(s); destroy them first", m->hw->id, m->rule_count));
   }
   handle_.Reset();
   return absl::OkStatus();

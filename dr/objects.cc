@@ -29,7 +29,11 @@ void Unref(RuleObj* rule) {
   MatcherObj* matcher = rule->matcher;
   hw::Device* device = matcher->table->domain->device;
   matcher->hw->table.Erase(rule->entry);
-  matcher->rules.erase(rule->in_matcher);
+  (rule->prev_in_matcher ? rule->prev_in_matcher->next_in_matcher : matcher->first_rule) =
+      rule->next_in_matcher;
+  (rule->next_in_matcher ? rule->next_in_matcher->prev_in_matcher : matcher->last_rule) =
+      rule->prev_in_matcher;
+  --matcher->rule_count;
   for (ActionObj* action : rule->actions) Unref(action);
   hw::Retire(device->reclaimer(), [rule] { delete rule; });  // a lookup may still hold its record
   Unref(matcher);

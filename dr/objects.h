@@ -56,7 +56,10 @@ struct MatcherObj {
   int refs = 1;  // the handle and each rule
   matcher::CompiledMask compiled;
   std::unique_ptr<hw::CompiledMatcher> hw;
-  std::list<RuleObj*> rules;  // creation order
+  // Its rules in creation order, linked through the rules themselves (no node to allocate per rule).
+  RuleObj* first_rule = nullptr;
+  RuleObj* last_rule = nullptr;
+  size_t rule_count = 0;
 };
 
 struct RuleObj {
@@ -67,7 +70,8 @@ struct RuleObj {
   bool skip_rx = false;  // FDB: the pipes the rule is not in (actions::RuleContext)
   bool skip_tx = false;
   absl::InlinedVector<ActionObj*, 4> actions;
-  std::list<RuleObj*>::iterator in_matcher;
+  RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
+  RuleObj* next_in_matcher = nullptr;
 
   // Rules live packed in huge-page slabs (hw::SlabPool): every lookup that hits one reads its record.
   static void* operator new(size_t size);

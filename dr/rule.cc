@@ -67,7 +67,10 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   rule->entry = hwm.table.Insert(key, &rule->record);
   rule->skip_rx = context.skip_rx;
   rule->skip_tx = context.skip_tx;
-  rule->in_matcher = m->rules.insert(m->rules.end(), rule);
+  rule->prev_in_matcher = m->last_rule;
+  (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
+  m->last_rule = rule;
+  ++m->rule_count;
   rule->actions.assign(objs.begin(), objs.end());
   for (ActionObj* a : rule->actions) a->refs.fetch_add(1, std::memory_order_relaxed);
   ++m->refs;
