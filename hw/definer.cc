@@ -1,11 +1,7 @@
 #include "hw/definer.h"
 
 #include <array>
-#include <mutex>
-#include <string>
-#include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "hw/match_layout.h"
 
 namespace drsim::hw {
@@ -27,14 +23,6 @@ Definer Definer::FromMask(const uint8_t* mask, absl::Span<const Fold> folds) {
   for (uint32_t w = 0; w < kWords; ++w) {
     if (masks[w] != 0) d.words_.push_back({4 * w, fold_from[w], masks[w]});
   }
-  // Words are three 32-bit fields, no padding: their bytes name the definer exactly.
-  static_assert(sizeof(Word) == 3 * sizeof(uint32_t));
-  std::string name(reinterpret_cast<const char*>(d.words_.data()), d.words_.size() * sizeof(Word));
-  static std::mutex mu;
-  static auto* classes = new absl::flat_hash_map<std::string, uint32_t>();  // never freed: ids stay unique
-  std::lock_guard<std::mutex> lock(mu);
-  d.class_id_ =
-      classes->try_emplace(std::move(name), static_cast<uint32_t>(classes->size() + 1)).first->second;
   return d;
 }
 

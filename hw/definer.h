@@ -47,11 +47,6 @@ class Definer {
   // Byte offsets (into the 448-byte layout) of the words the key is made of, in key order.
   std::vector<size_t> word_offsets() const;
 
-  // The same nonzero number for every definer FromMask made with the same words (offsets, folds and
-  // masks), and for no other, for the life of the process; 0 for a default-constructed one. A lookup
-  // walking matchers of equal definers extracts and hashes the key once.
-  uint32_t class_id() const { return class_id_; }
-
  private:
   struct Word {
     uint32_t offset;     // byte offset of the word in the layout
@@ -59,7 +54,6 @@ class Definer {
     uint32_t mask;       // in memory (network) byte order, like the loaded word
   };
   std::vector<Word> words_;
-  uint32_t class_id_ = 0;
 };
 
 }  // namespace drsim::hw

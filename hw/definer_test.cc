@@ -59,23 +59,3 @@ TEST(DefinerTest, FoldedWordsCompareAsOne) {
 
 }  // namespace
 }  // namespace drsim::hw
-
-namespace drsim::hw {
-namespace {
-
-TEST(DefinerTest, EqualDefinersShareAClassAndOnlyThey) {
-  MatchParams mask = *MatchBuilder().IpVersion(kOuter, 0xf).TcpDport(kOuter, 0xff00).Build();
-  MatchParams same = *MatchBuilder().IpVersion(kOuter, 0xf).TcpDport(kOuter, 0xff00).Build();
-  MatchParams narrower = *MatchBuilder().IpVersion(kOuter, 0xf).TcpDport(kOuter, 0xf000).Build();
-  const uint32_t tcp_word = Info(Field::kOuterTcpDport).word_offset();
-  const uint32_t udp_word = Info(Field::kOuterUdpDport).word_offset();
-  const Definer a = Definer::FromMask(mask.bytes());
-  EXPECT_NE(a.class_id(), 0u);
-  EXPECT_EQ(Definer::FromMask(same.bytes()).class_id(), a.class_id());
-  EXPECT_NE(Definer::FromMask(narrower.bytes()).class_id(), a.class_id());  // same words, other mask bits
-  EXPECT_NE(Definer::FromMask(mask.bytes(), {{tcp_word, udp_word}}).class_id(), a.class_id());  // a fold
-  EXPECT_EQ(Definer().class_id(), 0u);
-}
-
-}  // namespace
-}  // namespace drsim::hw

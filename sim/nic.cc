@@ -731,15 +731,11 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   const std::vector<Function::RootEntry>& root = fn.root_[type].Read().entries;
   if (root.empty() && entry.table == nullptr) return {};
   uint32_t key[kMaxKeyWords];
-  uint64_t key_hash = 0;
   const hw::FlowTable* table = entry.table;  // nullptr: the merged root
   uint32_t root_rank = entry.root_rank;
   for (int jumps = 0;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
     if (!p.parsed) p.Parse();
-    // The definer class `key` and `key_hash` were made with: matchers of equal masks in a row (an ACL's
-    // many priorities) reuse them. Anew in each table, as a hit's actions may change the headers.
-    uint32_t key_class = 0;
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;
     const hw::FlowTable* hit_table = table;
@@ -747,13 +743,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       if (m == p.looked_up) {
         hit = p.looked_up_hit;  // the burst's first lookup (Process), made on these same headers
       } else {
-        const uint32_t cls = m->definer.class_id();
-        if (cls == 0 || cls != key_class) {
-          m->definer.Extract(p.hv.bytes, key);
-          key_hash = m->table.Hash(key);
-          key_class = cls;
-        }
-        hit = m->table.Find(key, key_hash);
+        m->definer.Extract(p.hv.bytes, key);
+        hit = m->table.Find(key);
       }
       p.looked_up = nullptr;
       hit_matcher = m;
