@@ -87,7 +87,9 @@ class MatchTable {
   static constexpr int kMaxChunks = 30;  // enough for every 32-bit record index
   static int ChunkOf(uint32_t record) { return 31 - __builtin_clz((record >> kFirstChunkShift) + 1); }
   static uint32_t ChunkBase(int chunk) { return ((1u << chunk) - 1) << kFirstChunkShift; }
-  size_t ChunkBytes(int chunk) const { return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t); }
+  size_t ChunkBytes(int chunk) const {
+    return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t);
+  }
 
   struct alignas(64) Bucket {
     std::atomic<uint64_t> slot[kSlotsPerBucket];  // signature << 32 | record; record kNone = empty
@@ -96,6 +98,8 @@ class MatchTable {
   struct BucketArray {
     explicit BucketArray(size_t count);
     ~BucketArray();
+    BucketArray(const BucketArray&) = delete;
+    BucketArray& operator=(const BucketArray&) = delete;
     size_t mask;
     Bucket* buckets;
   };
