@@ -47,6 +47,25 @@ std::vector<Field> SplitFields(absl::string_view line) {
   return fields;
 }
 
+// Every line of `path` but blank and '#' ones, through `parse(line, path, line_number)`. NotFound when
+// the file cannot be read; the first parse error; InvalidArgument "no <what>" for a file without items.
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> ReadItems(const std::string& path, const char* what, Parse parse) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
+  std::vector<T> items;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (absl::StripAsciiWhitespace(line).empty() || line[0] == '#') continue;
+    absl::StatusOr<T> item = parse(line, path, n);
+    if (!item.ok()) return item.status();
+    items.push_back(*std::move(item));
+  }
+  if (items.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s: no %s", path, what));
+  return items;
+}
+
 }  // namespace
 
 absl::StatusOr<Filter> ParseFilterLine(absl::string_view line, absl::string_view file, int line_number) {
@@ -104,19 +123,7 @@ absl::StatusOr<Filter> ParseFilterLine(absl::string_view line, absl::string_view
 }
 
 absl::StatusOr<std::vector<Filter>> ReadFilterFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::vector<Filter> filters;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (absl::StripAsciiWhitespace(line).empty() || line[0] == '#') continue;
-    absl::StatusOr<Filter> f = ParseFilterLine(line, path, n);
-    if (!f.ok()) return f.status();
-    filters.push_back(*f);
-  }
-  if (filters.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s: no filters", path));
-  return filters;
+  return ReadItems<Filter>(path, "filters", ParseFilterLine);
 }
 
 absl::StatusOr<Header> ParseTraceLine(absl::string_view line, absl::string_view file, int line_number) {
@@ -160,19 +167,7 @@ absl::StatusOr<Header> ParseTraceLine(absl::string_view line, absl::string_view 
 }
 
 absl::StatusOr<std::vector<Header>> ReadTraceFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::vector<Header> headers;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (absl::StripAsciiWhitespace(line).empty() || line[0] == '#') continue;
-    absl::StatusOr<Header> h = ParseTraceLine(line, path, n);
-    if (!h.ok()) return h.status();
-    headers.push_back(*h);
-  }
-  if (headers.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s: no headers", path));
-  return headers;
+  return ReadItems<Header>(path, "headers", ParseTraceLine);
 }
 
 std::string FormatFilter(const Filter& f) {
