@@ -13,6 +13,7 @@
 #include "sim/meter.h"
 #include "sim/nic.h"
 #include "sim/toeplitz.h"
+#include "tests/udp_frame.h"
 
 namespace drsim {
 namespace {
@@ -22,14 +23,7 @@ using hw::MatchBuilder;
 using hw::MatchParams;
 
 std::vector<uint8_t> Udp(uint16_t sport, uint16_t dport, size_t payload = 1000) {
-  sim::FrameSpec s;
-  s.ipv4_src = *hw::Ipv4Address::Parse("10.0.0.1");
-  s.ipv4_dst = *hw::Ipv4Address::Parse("10.0.0.2");
-  s.protocol = sim::kIpProtoUdp;
-  s.sport = sport;
-  s.dport = dport;
-  s.payload_len = payload;
-  return sim::BuildFrame(s);
+  return tests::UdpFrame(sport, dport, payload);
 }
 
 uint64_t Packets(sim::Nic& nic, uint32_t counter) {

@@ -14,6 +14,7 @@
 #include "hw/modify_header.h"
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
+#include "tests/udp_frame.h"
 
 namespace drsim {
 namespace {
@@ -23,14 +24,7 @@ using hw::MatchBuilder;
 using hw::MatchParams;
 
 std::vector<uint8_t> Udp(uint16_t sport, uint16_t dport, size_t payload = 0) {
-  sim::FrameSpec s;
-  s.ipv4_src = *hw::Ipv4Address::Parse("10.0.0.1");
-  s.ipv4_dst = *hw::Ipv4Address::Parse("10.0.0.2");
-  s.protocol = sim::kIpProtoUdp;
-  s.sport = sport;
-  s.dport = dport;
-  s.payload_len = payload;
-  return sim::BuildFrame(s);
+  return tests::UdpFrame(sport, dport, payload);
 }
 
 mlx5dv_flow_match_parameters* P(MatchParams& p) { return p.get(); }
