@@ -4,9 +4,10 @@
 //
 // Publication contract: the device processes packets while the driver changes rules, reading without
 // locks. The driver therefore never changes in place what a lookup may be reading: match tables publish
-// each change atomically (hw/match_table.h), a matcher is linked into or out of its table's chain with one store (FlowTable::LinkMatcher)
-// before TableChanged() tells the device, and everything a lookup can reach — matchers, rule records,
-// action data, tables — is freed through the device's reclaimer(), never directly.
+// each change atomically (hw/match_table.h), a matcher is linked into or out of its table's chain with
+// one store (FlowTable::LinkMatcher, UnlinkMatcher) before TableChanged() tells the device, and
+// everything a lookup can reach — matchers, rule records, action data, tables — is freed through the
+// device's reclaimer(), never directly.
 #ifndef DRSIM_HW_DEVICE_H_
 #define DRSIM_HW_DEVICE_H_
 
