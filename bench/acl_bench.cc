@@ -29,6 +29,7 @@
 #include "bench/eal.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
+#include "classbench/acl_nic.h"
 #include "classbench/dr_acl.h"
 #include "classbench/filter.h"
 #include "classbench/generator.h"
@@ -68,26 +69,17 @@ const std::vector<Filter>& FilterSet(size_t n, benchmark::State& state) {
 // ---- drsim ----
 
 struct DrSetup {
-  sim::Nic nic;
-  dr::Domain domain;
-  dr::Table root, acl;
-  dr::Matcher all;
-  dr::Action to_acl, drop;
-  dr::Rule jump;
+  classbench::AclNic net;
+  sim::Nic& nic = net.nic;
+  dr::Action drop;
   classbench::DrAcl installed;
 };
 
 std::unique_ptr<DrSetup> InstallDr(const std::vector<Filter>& set, benchmark::State& state) {
   auto s = std::make_unique<DrSetup>();
-  s->domain = *dr::Domain::Create(s->nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-  s->root = *dr::Table::Create(s->domain, 0);
-  s->acl = *dr::Table::Create(s->domain, 1);
-  s->to_acl = *dr::Action::DestTable(s->acl);
-  s->all = *dr::Matcher::Create(s->root, 0, 0, nullptr);
-  s->jump = *dr::Rule::Create(s->all, hw::MatchParams(), {&s->to_acl});
   s->drop = *dr::Action::Drop();
-  absl::StatusOr<classbench::DrAcl> acl =
-      classbench::InstallAcl(s->acl, set, [&](size_t) { return std::vector<const dr::Action*>{&s->drop}; });
+  absl::StatusOr<classbench::DrAcl> acl = classbench::InstallAcl(
+      s->net.acl, set, [&](size_t) { return std::vector<const dr::Action*>{&s->drop}; });
   if (!acl.ok()) {
     state.SkipWithError(std::string(acl.status().message()).c_str());
     return nullptr;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
+#include "classbench/acl_nic.h"
 #include "classbench/dr_acl.h"
 #include "classbench/header_frame.h"
 #include "dr/dr.h"
@@ -155,15 +156,8 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
   }
   Checker checker(filters, trace, options);
 
-  // The NIC first, so it goes last. Frames enter NIC_RX's root, which jumps to the ACL table.
-  sim::Nic nic;
-  absl::StatusOr<dr::Domain> domain = dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-  if (!domain.ok()) return domain.status();
-  dr::Table root = *dr::Table::Create(*domain, 0);
-  dr::Table acl_table = *dr::Table::Create(*domain, 1);
-  dr::Action to_acl = *dr::Action::DestTable(acl_table);
-  dr::Matcher all = *dr::Matcher::Create(root, 0, 0, nullptr);
-  dr::Rule jump = *dr::Rule::Create(all, hw::MatchParams(), {&to_acl});
+  AclNic setup;  // first, so it goes last
+  sim::Nic& nic = setup.nic;
   dr::Action drop = *dr::Action::Drop();
   std::vector<dr::Action> tags;
   for (size_t i = 0; i < filters.size(); ++i) {
@@ -172,7 +166,7 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     tags.push_back(*std::move(tag));
   }
   auto actions_of = [&](size_t filter) { return std::vector<const dr::Action*>{&tags[filter], &drop}; };
-  absl::StatusOr<DrAcl> installed = InstallAcl(acl_table, filters, actions_of);
+  absl::StatusOr<DrAcl> installed = InstallAcl(setup.acl, filters, actions_of);
   if (!installed.ok()) return installed.status();
   DrAcl& acl = *installed;
   std::vector<std::vector<size_t>> rules_of_filter(filters.size());
