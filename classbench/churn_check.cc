@@ -77,11 +77,12 @@ class Checker {
     for (size_t i = shard; i < views_.size(); i += options_.workers) mine.push_back(i);
     if (mine.empty()) return absl::OkStatus();
     std::vector<sim::Frame> burst;
+    std::vector<size_t> indices;  // of the burst's frames in the trace
     std::vector<sim::Verdict> verdicts(kBurst);
     size_t at = 0;
     while (!churn.stop.load(std::memory_order_relaxed)) {
       burst.clear();
-      std::vector<size_t> indices;
+      indices.clear();
       for (size_t n = 0; n < kBurst; ++n, at = (at + 1) % mine.size()) {
         burst.push_back(views_[mine[at]]);
         indices.push_back(mine[at]);
