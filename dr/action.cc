@@ -20,7 +20,6 @@ constexpr size_t kMaxEncapBytes = 128;
 
 ActionObj* NewAction(ActionType type) {
   auto* a = new ActionObj;
-  a->id = internal::NextObjectId();
   a->spec.type = type;
   return a;
 }

@@ -144,8 +144,8 @@ TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
   const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
   ASSERT_NE(hit, nullptr);
   EXPECT_EQ(hit->rule_id, r.id());
-  EXPECT_EQ(hit->program[hw::kRxPipe].destination, hw::Destination::kTable);
-  EXPECT_EQ(hit->program[hw::kRxPipe].table->id, t.id());
+  EXPECT_EQ(hit->program(hw::kRxPipe).destination, hw::Destination::kTable);
+  EXPECT_EQ(hit->program(hw::kRxPipe).table->id, t.id());
 
   EXPECT_TRUE(r.Destroy().ok());
   EXPECT_EQ(Lookup(*device_.roots[0], m.id(), v), nullptr);
@@ -200,7 +200,7 @@ TEST_F(DrTest, RuleProgramsCarryTheActions) {
   Rule r = *Rule::Create(m, v, {&tag, &qp});
   const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
   ASSERT_NE(hit, nullptr);
-  const hw::ActionProgram& rx = hit->program[hw::kRxPipe];
+  const hw::ActionProgram& rx = hit->program(hw::kRxPipe);
   ASSERT_EQ(rx.ops.size(), 1u);
   EXPECT_EQ(rx.ops[0].code, hw::OpCode::kTag);
   EXPECT_EQ(rx.ops[0].arg, 0xdcba98u);  // 24 bits
@@ -210,6 +210,63 @@ TEST_F(DrTest, RuleProgramsCarryTheActions) {
   EXPECT_EQ(tag.Describe(), "tag 0xdcba98");  // the 24 bits the hardware keeps
   EXPECT_EQ(qp.Describe(), "dest_ibv_qp 0x65");
   EXPECT_EQ(Action().Describe(), "");
+}
+
+// Consecutive rules of a matcher with the same actions share one compiled program; other actions, or the
+// same ones after a different list, get their own, each carrying its own actions.
+TEST_F(DrTest, RulesWithTheSameActionsShareTheirPrograms) {
+  Table root = *Table::Create(domain_, 0);
+  Matcher m = *Matcher::Create(root, 0, SmacMask());
+  Action tag1 = *Action::Tag(1);
+  Action tag2 = *Action::Tag(2);
+  Action qp = *Action::DestQp(device_, 101);
+  const char* macs[] = {"00:00:00:00:00:01", "00:00:00:00:00:02", "00:00:00:00:00:03", "00:00:00:00:00:04",
+                        "00:00:00:00:00:05"};
+  std::vector<std::vector<const Action*>> lists = {
+      {&tag1, &qp}, {&tag1, &qp}, {&tag2, &qp}, {&qp, &tag1}, {&tag1, &qp}};
+  std::vector<Rule> rules;
+  std::vector<const hw::RuleRecord*> hits;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    rules.push_back(*Rule::Create(m, Smac(macs[i]), lists[i]));
+    hits.push_back(Lookup(*device_.roots[0], m.id(), Smac(macs[i])));
+    ASSERT_NE(hits.back(), nullptr);
+    EXPECT_EQ(hits.back()->rule_id, rules.back().id());
+  }
+  EXPECT_EQ(hits[0]->programs, hits[1]->programs);
+  EXPECT_NE(hits[1]->programs, hits[2]->programs);
+  EXPECT_NE(hits[2]->programs, hits[3]->programs);  // the same actions listed in another order
+  EXPECT_NE(hits[3]->programs, hits[4]->programs);
+  const uint32_t expected_tag[] = {1, 1, 2, 1, 1};
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const hw::ActionProgram& rx = hits[i]->program(hw::kRxPipe);
+    ASSERT_EQ(rx.ops.size(), 1u);
+    EXPECT_EQ(rx.ops[0].arg, expected_tag[i]) << "rule " << i;
+    EXPECT_EQ(rx.queue, 101u);
+  }
+  // The shared program outlives the first rule using it.
+  ASSERT_TRUE(rules[0].Destroy().ok());
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), Smac(macs[1]))->program(hw::kRxPipe).ops[0].arg, 1u);
+}
+
+// FDB rules on source_port sit in one pipe each (the wire's in RX, a vport's in TX): the same actions
+// compile to different programs for them.
+TEST_F(DrTest, FdbRulesOfDifferentPipesDoNotShareAProgram) {
+  Domain fdb = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_FDB);
+  Table root = *Table::Create(fdb, 0);
+  Matcher m = *Matcher::Create(root, 0, *MatchBuilder().SourcePort(0xffff).Build());
+  Action drop = *Action::Drop();
+  const MatchParams wire = *MatchBuilder().SourcePort(hw::kWireVport).Build();
+  const MatchParams vport = *MatchBuilder().SourcePort(1).Build();
+  Rule from_wire = *Rule::Create(m, wire, {&drop});
+  Rule from_vport = *Rule::Create(m, vport, {&drop});
+  const hw::RuleRecord* w = Lookup(*device_.roots[0], m.id(), wire);
+  const hw::RuleRecord* v = Lookup(*device_.roots[0], m.id(), vport);
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(w->program(hw::kRxPipe).destination, hw::Destination::kDrop);
+  EXPECT_EQ(w->program(hw::kTxPipe).destination, hw::Destination::kNone);
+  EXPECT_EQ(v->program(hw::kRxPipe).destination, hw::Destination::kNone);
+  EXPECT_EQ(v->program(hw::kTxPipe).destination, hw::Destination::kDrop);
 }
 
 TEST_F(DrTest, RuleErrorsComeInRdmaCoreOrder) {

@@ -60,12 +60,21 @@ struct MatcherObj {
   RuleObj* first_rule = nullptr;
   RuleObj* last_rule = nullptr;
   size_t rule_count = 0;
+  // The programs the last rule was compiled to, and what they were compiled from (its actions' ids and
+  // the pipes it skips): a rule with the same actions shares them instead of compiling its own.
+  struct {
+    absl::InlinedVector<uint32_t, 4> action_ids;
+    bool skip_rx = false;
+    bool skip_tx = false;
+    std::shared_ptr<const hw::PipePrograms> programs;
+  } last_compiled;
 };
 
 struct RuleObj {
   MatcherObj* matcher = nullptr;
   int refs = 1;  // the handle
-  hw::RuleRecord record;
+  uint32_t id = 0;
+  std::shared_ptr<const hw::PipePrograms> programs;  // the match table's record points to them
   hw::MatchTable::Handle entry = 0;
   bool skip_rx = false;  // FDB: the pipes the rule is not in (actions::RuleContext)
   bool skip_tx = false;
@@ -73,14 +82,14 @@ struct RuleObj {
   RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
   RuleObj* next_in_matcher = nullptr;
 
-  // Rules live packed in huge-page slabs (hw::SlabPool): every lookup that hits one reads its record.
+  // Rules live packed in huge-page slabs (hw::SlabPool), as a million of them are made in a row.
   static void* operator new(size_t size);
   static void operator delete(void* p);
 };
 
 struct ActionObj {
-  uint32_t id = 0;
-  std::atomic<int> refs{1};  // the handle and each rule, dest array or sampler using it
+  const uint32_t id = NextObjectId();  // rules compiled from it recognise it by this (dr/rule.cc)
+  std::atomic<int> refs{1};            // the handle and each rule, dest array or sampler using it
   actions::ActionSpec spec;
   TableObj* referenced_table = nullptr;          // dest table, dest root table, meter/sampler next table
   hw::Device* device = nullptr;                  // the device holding the object behind the action

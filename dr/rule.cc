@@ -13,6 +13,27 @@ using internal::DomainLock;
 using internal::MatcherObj;
 using internal::RuleObj;
 
+namespace {
+
+// The programs `matcher` last compiled, if they were compiled from the same actions in the same context
+// (the matcher fixes all of it but the pipes skipped); otherwise nullptr. An action's id is never reused,
+// unlike its address, so a match means the very same action objects.
+std::shared_ptr<const hw::PipePrograms> SharedPrograms(const MatcherObj& matcher,
+                                                       const actions::RuleContext& context,
+                                                       absl::Span<ActionObj* const> actions) {
+  const auto& last = matcher.last_compiled;
+  if (last.programs == nullptr || last.skip_rx != context.skip_rx || last.skip_tx != context.skip_tx ||
+      last.action_ids.size() != actions.size()) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i]->id != last.action_ids[i]) return nullptr;
+  }
+  return last.programs;
+}
+
+}  // namespace
+
 absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_match_parameters* value,
                                   absl::Span<const Action* const> actions) {
   MatcherObj* m = matcher.obj();
@@ -48,11 +69,22 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     context.skip_rx = !wire;
     context.skip_tx = wire;
   }
-  absl::StatusOr<std::array<hw::ActionProgram, 2>> programs = actions::CompileActions(context, specs);
-  if (!programs.ok()) return programs.status();
+  const uint64_t hash = hwm.table.Hash(key);
+  hwm.table.Prefetch(hash);  // loads while the actions compile
+  std::shared_ptr<const hw::PipePrograms> programs = SharedPrograms(*m, context, objs);
+  if (programs == nullptr) {
+    absl::StatusOr<hw::PipePrograms> compiled = actions::CompileActions(context, specs);
+    if (!compiled.ok()) return compiled.status();
+    programs = std::make_shared<const hw::PipePrograms>(std::move(*compiled));
+    m->last_compiled.action_ids.clear();
+    for (const ActionObj* a : objs) m->last_compiled.action_ids.push_back(a->id);
+    m->last_compiled.skip_rx = context.skip_rx;
+    m->last_compiled.skip_tx = context.skip_tx;
+    m->last_compiled.programs = programs;
+  }
 
   if (!d->allow_duplicates && t->ft.level != 0) {
-    if (const hw::RuleRecord* existing = hwm.table.Find(key)) {
+    if (const hw::RuleRecord* existing = hwm.table.Find(key, hash)) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
           existing->rule_id, hwm.id));
@@ -61,10 +93,9 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
 
   auto* rule = new RuleObj;
   rule->matcher = m;
-  rule->record.program[hw::kRxPipe] = std::move((*programs)[hw::kRxPipe]);
-  rule->record.program[hw::kTxPipe] = std::move((*programs)[hw::kTxPipe]);
-  rule->record.rule_id = internal::NextObjectId();
-  rule->entry = hwm.table.Insert(key, &rule->record);
+  rule->id = internal::NextObjectId();
+  rule->programs = std::move(programs);
+  rule->entry = hwm.table.Insert(key, hash, hw::RuleRecord{rule->programs.get(), rule->id});
   rule->skip_rx = context.skip_rx;
   rule->skip_tx = context.skip_tx;
   rule->prev_in_matcher = m->last_rule;
@@ -83,6 +114,6 @@ absl::Status Rule::Destroy() {
   return absl::OkStatus();
 }
 
-uint32_t Rule::id() const { return handle_.get() ? handle_.get()->record.rule_id : 0; }
+uint32_t Rule::id() const { return handle_.get() ? handle_.get()->id : 0; }
 
 }  // namespace drsim::dr

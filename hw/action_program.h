@@ -3,12 +3,13 @@
 // packs actions into steering entries in that order (dr_ste_v1_set_actions_rx/tx), so the order the
 // user listed them in does not matter once the list is legal.
 //
-// A rule record holds one program per pipe: RX (NIC_RX domains, and FDB traffic from the wire) and TX
-// (NIC_TX domains, and FDB traffic from vports). Data an op refers to (modify-header actions, reformat
+// A rule has one program per pipe: RX (NIC_RX domains, and FDB traffic from the wire) and TX (NIC_TX
+// domains, and FDB traffic from vports). Data an op refers to (modify-header actions, reformat
 // bytes) belongs to the action objects, which outlive every rule using them.
 #ifndef DRSIM_HW_ACTION_PROGRAM_H_
 #define DRSIM_HW_ACTION_PROGRAM_H_
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -89,10 +90,17 @@ struct ActionProgram {
 
 enum Pipe : int { kRxPipe = 0, kTxPipe = 1 };
 
-// What a match-table hit yields.
+// A rule's programs, by Pipe; a NIC_RX rule has only RX, a NIC_TX rule only TX. Rules with the same
+// actions may share one (immutable once a rule uses it).
+using PipePrograms = std::array<ActionProgram, 2>;
+
+// What a match-table hit yields. The match table keeps it in the record beside the key, so a hit costs
+// no further line than the record's (the programs are shared, and usually in cache).
 struct RuleRecord {
-  ActionProgram program[2];  // by Pipe; a NIC_RX rule has only RX, a NIC_TX rule only TX
-  uint32_t rule_id = 0;      // the driver's id, reported in traces
+  const PipePrograms* programs = nullptr;
+  uint32_t rule_id = 0;  // the driver's id, reported in traces
+
+  const ActionProgram& program(Pipe pipe) const { return (*programs)[pipe]; }
 };
 
 }  // namespace drsim::hw

@@ -40,7 +40,7 @@ MatchTable::BucketArray::~BucketArray() {
 
 MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer)
     : key_words_(key_words),
-      stride_(key_words + sizeof(const RuleRecord*) / sizeof(uint32_t)),
+      stride_((kRuleWords + key_words + 1) & ~size_t{1}),
       reclaimer_(reclaimer),
       buckets_(new BucketArray(1)) {}
 
@@ -62,15 +62,9 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
   return Mix(h + kMul2);
 }
 
-const uint32_t* MatchTable::RecordKey(uint32_t record) const {
+uint32_t* MatchTable::RecordWords(uint32_t record) const {
   const int chunk = ChunkOf(record);
   return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
-}
-
-const RuleRecord* MatchTable::RecordRule(uint32_t record) const {
-  const RuleRecord* rule;
-  std::memcpy(&rule, RecordKey(record) + key_words_, sizeof rule);
-  return rule;
 }
 
 bool MatchTable::KeyEquals(uint32_t record, const uint32_t* key) const {
@@ -119,8 +113,11 @@ void MatchTable::PrefetchRecords(uint64_t hash) const {
   const Bucket& bk = array.buckets[hash & array.mask];
   for (const std::atomic<uint64_t>& slot : bk.slot) {
     const uint64_t v = slot.load(std::memory_order_acquire);
-    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone)
-      __builtin_prefetch(RecordKey(SlotRecord(v)));
+    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) {
+      const uint32_t* words = RecordWords(SlotRecord(v));
+      __builtin_prefetch(words);
+      __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
+    }
   }
 }
 
@@ -140,11 +137,11 @@ uint32_t MatchTable::TakeRecord() {
   return record;
 }
 
-uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord* rule, uint64_t hash) {
+uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash) {
   const uint32_t record = TakeRecord();
-  uint32_t* words = MutableRecordKey(record);
-  if (key_words_ != 0) std::memcpy(words, key, key_words_ * sizeof(uint32_t));
-  std::memcpy(words + key_words_, &rule, sizeof rule);
+  uint32_t* words = RecordWords(record);
+  new (words) RuleRecord(rule);
+  if (key_words_ != 0) std::memcpy(words + kRuleWords, key, key_words_ * sizeof(uint32_t));
   meta_[record] = {hash, kNone, true};
   ++live_records_;
   return record;
@@ -188,8 +185,7 @@ void MatchTable::Reserve(size_t rules) {
   if (needed > bucket_count()) Rebuild(needed);
 }
 
-MatchTable::Handle MatchTable::Insert(const uint32_t* key, const RuleRecord* rule) {
-  const uint64_t hash = Hash(key);
+MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule) {
   size_t bucket;
   int slot;
   if (FindSlot(key, hash, &bucket, &slot)) {

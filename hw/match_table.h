@@ -1,14 +1,15 @@
 // MatchTable: the hashed exact-match table of one matcher. Keys are definer outputs (a fixed number of
-// 32-bit words per table); each key maps to the rules inserted with it, oldest first.
+// 32-bit words per table); each key maps to the rules (RuleRecords) inserted with it, oldest first.
 //
 // Layout, built for the lookup path:
 //  - buckets are one cache line: 7 slots, each one 64-bit word (32-bit signature, 32-bit record index),
 //    and an overflow count; a key lives in its home bucket or, when that is full, in the next ones (linear
 //    probing over buckets; the overflow count of each bucket passed says whether a lookup must continue
 //    past it);
-//  - records (key words, then the rule pointer) sit in chunks that double in size (8 records, then 16,
-//    32, ...), so a matcher holding a handful of rules costs a few hundred bytes while a hit costs the
-//    bucket line and one record line; the 32-bit signature filters other keys before any key compare.
+//  - records (the RuleRecord itself, then the key words) sit in chunks that double in size (8 records,
+//    then 16, 32, ...), so a matcher holding a handful of rules costs a few hundred bytes while a hit
+//    costs the bucket line and one record line; the 32-bit signature filters other keys before any key
+//    compare.
 //    Bucket arrays and chunks of 2 MiB or more are backed by transparent huge pages where the kernel
 //    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses.
 //
@@ -28,14 +29,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <new>
 #include <utility>
 #include <vector>
 
+#include "hw/action_program.h"
 #include "hw/reclaimer.h"
 
 namespace drsim::hw {
-
-struct RuleRecord;
 
 class MatchTable {
  public:
@@ -56,7 +57,8 @@ class MatchTable {
 
   uint64_t Hash(const uint32_t* key) const;
 
-  // The rule that wins for `key` (the oldest inserted with it), or nullptr. `hash` must be Hash(key).
+  // The rule that wins for `key` (the oldest inserted with it), or nullptr; it stays valid while the
+  // caller's read section lasts (or until the next write, without a reclaimer). `hash` must be Hash(key).
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   void Prefetch(uint64_t hash) const;
@@ -64,8 +66,10 @@ class MatchTable {
   void PrefetchRecords(uint64_t hash) const;
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
 
-  // Adds `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
-  Handle Insert(const uint32_t* key, const RuleRecord* rule);
+  // Adds a copy of `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
+  Handle Insert(const uint32_t* key, const RuleRecord& rule) { return Insert(key, Hash(key), rule); }
+  // The same with `hash` = Hash(key) already known (and its bucket perhaps prefetched).
+  Handle Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule);
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
   const uint32_t* key(Handle handle) const { return RecordKey(handle); }
@@ -85,6 +89,8 @@ class MatchTable {
   // Chunk c holds records [ChunkBase(c), ChunkBase(c + 1)): 8 << c of them.
   static constexpr int kFirstChunkShift = 3;
   static constexpr int kMaxChunks = 30;  // enough for every 32-bit record index
+  static constexpr size_t kRuleWords = sizeof(RuleRecord) / sizeof(uint32_t);
+  static_assert(sizeof(RuleRecord) % 8 == 0 && alignof(RuleRecord) <= 8);
   static int ChunkOf(uint32_t record) { return 31 - __builtin_clz((record >> kFirstChunkShift) + 1); }
   static uint32_t ChunkBase(int chunk) { return ((1u << chunk) - 1) << kFirstChunkShift; }
   size_t ChunkBytes(int chunk) const {
@@ -116,12 +122,15 @@ class MatchTable {
   }
   static uint32_t SlotRecord(uint64_t slot) { return static_cast<uint32_t>(slot); }
 
-  const uint32_t* RecordKey(uint32_t record) const;
-  uint32_t* MutableRecordKey(uint32_t record) { return const_cast<uint32_t*>(RecordKey(record)); }
-  const RuleRecord* RecordRule(uint32_t record) const;
+  // A record's first word (its RuleRecord); the key follows the RuleRecord.
+  uint32_t* RecordWords(uint32_t record) const;
+  const uint32_t* RecordKey(uint32_t record) const { return RecordWords(record) + kRuleWords; }
+  const RuleRecord* RecordRule(uint32_t record) const {
+    return std::launder(reinterpret_cast<const RuleRecord*>(RecordWords(record)));
+  }
   bool KeyEquals(uint32_t record, const uint32_t* key) const;
 
-  uint32_t AllocateRecord(const uint32_t* key, const RuleRecord* rule, uint64_t hash);
+  uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash);
   // A record for AllocateRecord: a retired one no reader can see any more, or a new one.
   uint32_t TakeRecord();
   // The primary record holding `key` in `array` (a concurrent Rebuild may publish another: callers load
@@ -136,7 +145,7 @@ class MatchTable {
   void Rebuild(size_t buckets);
 
   size_t key_words_;
-  size_t stride_;  // 32-bit words per record: key, then the rule pointer (2 words)
+  size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   Reclaimer* reclaimer_;
   std::atomic<BucketArray*> buckets_;
   // Record chunks; each pointer is written before any record of its chunk is published, and never changes.

@@ -14,16 +14,15 @@ namespace {
 
 using Key = std::vector<uint32_t>;
 
-// Checks the table against a plain model: for every key, the FIFO of rules inserted with it.
+// Checks the table against a plain model: for every key, the FIFO of rules (by rule id) inserted with it.
 class TableModel {
  public:
   explicit TableModel(size_t key_words) : table_(key_words) {}
 
   void Insert(const Key& key) {
-    records_.push_back(std::make_unique<RuleRecord>());
-    const RuleRecord* rule = records_.back().get();
-    MatchTable::Handle h = table_.Insert(key.data(), rule);
-    model_[key].push_back({h, rule});
+    const uint32_t rule_id = next_rule_id_++;
+    MatchTable::Handle h = table_.Insert(key.data(), RuleRecord{&programs_, rule_id});
+    model_[key].push_back({h, rule_id});
     live_.push_back({key, h});
   }
 
@@ -44,7 +43,10 @@ class TableModel {
   void Verify(const std::vector<Key>& probes) const {
     size_t total = 0;
     for (const auto& [key, fifo] : model_) {
-      ASSERT_EQ(table_.Find(key.data()), fifo.front().second);
+      const RuleRecord* found = table_.Find(key.data());
+      ASSERT_NE(found, nullptr);
+      ASSERT_EQ(found->rule_id, fifo.front().second);
+      ASSERT_EQ(found->programs, &programs_);
       total += fifo.size();
     }
     EXPECT_EQ(table_.size(), total);
@@ -64,8 +66,9 @@ class TableModel {
 
  private:
   MatchTable table_;
-  std::vector<std::unique_ptr<RuleRecord>> records_;
-  std::map<Key, std::deque<std::pair<MatchTable::Handle, const RuleRecord*>>> model_;
+  PipePrograms programs_;
+  uint32_t next_rule_id_ = 1;
+  std::map<Key, std::deque<std::pair<MatchTable::Handle, uint32_t>>> model_;
   std::vector<std::pair<Key, MatchTable::Handle>> live_;
 };
 
@@ -149,9 +152,8 @@ TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
   constexpr uint32_t kStable = 64, kChurn = 4096;
   Reclaimer reclaimer;
   MatchTable table(2, &reclaimer);
-  std::vector<RuleRecord> rules(kStable + kChurn);
-  for (uint32_t k = 0; k < rules.size(); ++k) rules[k].rule_id = k;
-  for (uint32_t k = 0; k < kStable; ++k) table.Insert(Key{k, ~k}.data(), &rules[k]);
+  PipePrograms programs;
+  for (uint32_t k = 0; k < kStable; ++k) table.Insert(Key{k, ~k}.data(), RuleRecord{&programs, k});
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
   std::vector<std::thread> readers;
@@ -180,7 +182,7 @@ TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
     if (in[i]) {
       table.Erase(handles[i]);
     } else {
-      handles[i] = table.Insert(Key{k, ~k}.data(), &rules[k]);
+      handles[i] = table.Insert(Key{k, ~k}.data(), RuleRecord{&programs, k});
     }
     in[i] = !in[i];
   }

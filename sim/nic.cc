@@ -510,7 +510,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.looked_up = nullptr;
     }
     // The first lookup of every frame, overlapped: parse all and hash their keys, load their buckets, then
-    // their records, then their rules, so the walk below finds them in cache instead of waiting on each
+    // their records, then their programs, so the walk below finds them in cache instead of waiting on each
     // miss in turn. (Parsed as the first lookup would: the walk finds it done. Without a first lookup no
     // frame is parsed unless something later looks it up.)
     if (const hw::CompiledMatcher* m = FirstMatcher(stage, fn)) {
@@ -524,7 +524,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       for (size_t j = 0; j < n; ++j) {
         burst[j].looked_up = m;
         burst[j].looked_up_hit = m->table.Find(keys[j], hashes[j]);
-        if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit);
+        if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit->programs);
       }
     }
     for (size_t j = 0; j < n; ++j) Run(burst[j], stage, fn, {}, trace);
@@ -780,7 +780,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     }
     if (hit == nullptr) return {};
 
-    const hw::ActionProgram& program = hit->program[pipe];
+    const hw::ActionProgram& program = hit->program(pipe);
     if (p.worker->executor_.Run(program.ops, p.buffer, p.meta, time_ns())) p.parsed = false;
     switch (program.destination) {
       case hw::Destination::kNone:

@@ -19,11 +19,17 @@ std::unique_ptr<hw::CompiledMatcher> PortMatcher(uint32_t id, uint16_t priority,
   return std::make_unique<hw::CompiledMatcher>(id, priority, seq, hw::Definer::FromMask(mask.bytes()));
 }
 
-void AddRule(hw::CompiledMatcher& m, uint16_t port, const hw::RuleRecord* rule) {
+// A rule made by hand: its id and its programs (which must outlive the matcher holding it).
+struct TestRule {
+  uint32_t id;
+  hw::PipePrograms programs;
+};
+
+void AddRule(hw::CompiledMatcher& m, uint16_t port, const TestRule* rule) {
   hw::MatchParams v = *hw::MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, port).Build();
   std::vector<uint32_t> key(m.definer.key_words());
   m.definer.Extract(v.bytes(), key.data());
-  m.table.Insert(key.data(), rule);
+  m.table.Insert(key.data(), hw::RuleRecord{&rule->programs, rule->id});
 }
 
 std::vector<uint8_t> UdpFrame(uint16_t dport) {
@@ -34,13 +40,11 @@ std::vector<uint8_t> UdpFrame(uint16_t dport) {
   return BuildFrame(s);
 }
 
-hw::RuleRecord Rule(uint32_t id, hw::Destination dest, uint32_t queue = 0,
-                    const hw::FlowTable* table = nullptr) {
-  hw::RuleRecord r;
-  r.rule_id = id;
-  r.program[hw::kRxPipe].destination = dest;
-  r.program[hw::kRxPipe].queue = queue;
-  r.program[hw::kRxPipe].table = table;
+TestRule Rule(uint32_t id, hw::Destination dest, uint32_t queue = 0, const hw::FlowTable* table = nullptr) {
+  TestRule r{id, {}};
+  r.programs[hw::kRxPipe].destination = dest;
+  r.programs[hw::kRxPipe].queue = queue;
+  r.programs[hw::kRxPipe].table = table;
   return r;
 }
 
@@ -70,10 +74,10 @@ TEST(NicTest, WalksTablesAndDeliversWithTag) {
   hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto m0 = PortMatcher(10, 0, 1);
   auto m1 = PortMatcher(11, 0, 2);
-  hw::RuleRecord jump = Rule(100, hw::Destination::kTable, 0, &t1);
-  jump.program[hw::kRxPipe].ops.push_back({hw::OpCode::kTag, 0x42});
-  hw::RuleRecord deliver = Rule(101, hw::Destination::kQueue, q);
-  hw::RuleRecord drop = Rule(102, hw::Destination::kDrop);
+  TestRule jump = Rule(100, hw::Destination::kTable, 0, &t1);
+  jump.programs[hw::kRxPipe].ops.push_back({hw::OpCode::kTag, 0x42});
+  TestRule deliver = Rule(101, hw::Destination::kQueue, q);
+  TestRule drop = Rule(102, hw::Destination::kDrop);
   AddRule(*m0, 53, &jump);
   AddRule(*m0, 54, &drop);
   AddRule(*m1, 53, &deliver);
@@ -127,8 +131,8 @@ TEST(NicTest, RootTablesMergeByPriorityThenNewest) {
   hw::FlowTable r2{2, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto older = PortMatcher(10, 3, 1);
   auto newer = PortMatcher(11, 3, 2);
-  hw::RuleRecord to_a = Rule(1, hw::Destination::kQueue, qa);
-  hw::RuleRecord to_b = Rule(2, hw::Destination::kQueue, qb);
+  TestRule to_a = Rule(1, hw::Destination::kQueue, qa);
+  TestRule to_b = Rule(2, hw::Destination::kQueue, qb);
   AddRule(*older, 7, &to_a);
   AddRule(*newer, 7, &to_b);
   r1.chain = {older.get()};
@@ -152,8 +156,8 @@ TEST(NicTest, JumpLoopsAreCut) {
   hw::FlowTable t{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto m0 = PortMatcher(10, 0, 1);
   auto m1 = PortMatcher(11, 0, 2);
-  hw::RuleRecord to_t = Rule(1, hw::Destination::kTable, 0, &t);
-  hw::RuleRecord again = Rule(2, hw::Destination::kTable, 0, &t);  // t jumps to itself
+  TestRule to_t = Rule(1, hw::Destination::kTable, 0, &t);
+  TestRule again = Rule(2, hw::Destination::kTable, 0, &t);  // t jumps to itself
   AddRule(*m0, 9, &to_t);
   AddRule(*m1, 9, &again);
   root.chain = {m0.get()};
@@ -172,7 +176,7 @@ TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   uint32_t q = nic.pf().CreateQueue(1000);
   hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
   auto m = PortMatcher(10, 0, 1);
-  hw::RuleRecord deliver = Rule(1, hw::Destination::kQueue, q);
+  TestRule deliver = Rule(1, hw::Destination::kQueue, q);
   AddRule(*m, 80, &deliver);
   root.chain = {m.get()};
   root.LinkAll();
