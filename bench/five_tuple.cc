@@ -1,5 +1,7 @@
 #include "bench/five_tuple.h"
 
+#include <cstring>
+
 #include "sim/frame_builder.h"
 
 namespace drsim::bench {
@@ -26,6 +28,15 @@ hw::MatchParams FiveTupleValue(const Flow& f) {
               .UdpSport(kOuter, f.sport)
               .UdpDport(kOuter, f.dport)
               .Build();
+}
+
+PackedValues::PackedValues(const std::vector<Flow>& flows) : storage_(flows.size() * kWords) {
+  static_assert(sizeof(mlx5dv_flow_match_parameters) % 8 == 0 && hw::kSectionBytes % 8 == 0);
+  for (size_t i = 0; i < flows.size(); ++i) {
+    auto* v = reinterpret_cast<mlx5dv_flow_match_parameters*>(&storage_[i * kWords]);
+    v->match_sz = hw::kSectionBytes;
+    std::memcpy(v->match_buf, FiveTupleValue(flows[i]).bytes(), hw::kSectionBytes);  // the outer headers
+  }
 }
 
 std::vector<std::vector<uint8_t>> TraceFrames(const std::vector<Flow>& flows) {

@@ -4,6 +4,9 @@
 #ifndef DRSIM_BENCH_FIVE_TUPLE_H_
 #define DRSIM_BENCH_FIVE_TUPLE_H_
 
+#include <infiniband/mlx5dv.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
 #include "dr/dr.h"
+#include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
 
@@ -20,6 +24,22 @@ namespace drsim::bench {
 hw::MatchParams FiveTupleMask();
 // The rule value matching `f` (UDP).
 hw::MatchParams FiveTupleValue(const Flow& f);
+// The rule values of `flows` in one array, each cut to the outer-header section it sets (match_sz 64:
+// rdma-core reads the sections past match_sz as zero), kept the way the peer benches keep their keys rather
+// than as a million separate 448-byte buffers.
+class PackedValues {
+ public:
+  explicit PackedValues(const std::vector<Flow>& flows);
+  size_t size() const { return storage_.size() / kWords; }
+  const mlx5dv_flow_match_parameters* operator[](size_t i) const {
+    return reinterpret_cast<const mlx5dv_flow_match_parameters*>(&storage_[i * kWords]);
+  }
+
+ private:
+  static constexpr size_t kWords = (sizeof(mlx5dv_flow_match_parameters) + hw::kSectionBytes) / 8;
+  std::vector<uint64_t> storage_;
+};
+
 // UDP frames of the trace (kTraceLength frames, kTraceSeed) over `flows`.
 std::vector<std::vector<uint8_t>> TraceFrames(const std::vector<Flow>& flows);
 

@@ -6,6 +6,8 @@
 //   BM_RuleInsert16/N       N rules spread over 16 matchers of different masks (source prefixes /17../32)
 //   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
 //   BM_NicLookupJumps/N     the same behind three tables of jumps (all -> UDP -> destination /8 -> 5-tuple)
+// The insert benches pass rule values as bench::PackedValues (match_sz 64, one array), as rte_hash_bench
+// passes its keys.
 //
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 #include <cstdint>
@@ -31,13 +33,12 @@ using bench::FiveTupleMask;
 using bench::FiveTupleTable;
 using bench::Flow;
 using bench::Flows;
+using bench::PackedValues;
 
 // `sized`: the matcher is told to expect n rules first.
 void InsertRules(benchmark::State& state, bool sized) {
   const size_t n = state.range(0);
-  std::vector<Flow> flows = Flows(n, 1);
-  std::vector<hw::MatchParams> values;
-  for (const Flow& f : flows) values.push_back(bench::FiveTupleValue(f));
+  const PackedValues values(Flows(n, 1));
   for (auto _ : state) {
     state.PauseTiming();
     FiveTupleTable t(1);
@@ -53,7 +54,7 @@ void InsertRules(benchmark::State& state, bool sized) {
     std::vector<dr::Rule> rules;
     rules.reserve(n);
     state.ResumeTiming();
-    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(t.matcher, v, {&t.drop}));
+    for (size_t i = 0; i < n; ++i) rules.push_back(*dr::Rule::Create(t.matcher, values[i], {&t.drop}));
     state.PauseTiming();
     rules.clear();
     state.ResumeTiming();
@@ -69,14 +70,13 @@ BENCHMARK(BM_RuleInsertSized)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchm
 
 void BM_RuleDelete(benchmark::State& state) {
   const size_t n = state.range(0);
-  std::vector<hw::MatchParams> values;
-  for (const Flow& f : Flows(n, 1)) values.push_back(bench::FiveTupleValue(f));
+  const PackedValues values(Flows(n, 1));
   for (auto _ : state) {
     state.PauseTiming();
     FiveTupleTable t(1);
     std::vector<dr::Rule> rules;
     rules.reserve(n);
-    for (const hw::MatchParams& v : values) rules.push_back(*dr::Rule::Create(t.matcher, v, {&t.drop}));
+    for (size_t i = 0; i < n; ++i) rules.push_back(*dr::Rule::Create(t.matcher, values[i], {&t.drop}));
     state.ResumeTiming();
     for (dr::Rule& r : rules) {
       if (!r.Destroy().ok()) state.SkipWithError("rule destroy failed");
@@ -100,13 +100,10 @@ hw::MatchParams PrefixMask(int k) {
 
 void BM_RuleInsert16(benchmark::State& state) {
   const size_t n = state.range(0);
-  std::vector<hw::MatchParams> values;
   std::vector<Flow> flows = Flows(n, 1);
-  for (size_t i = 0; i < n; ++i) {
-    Flow f = flows[i];
-    f.src &= hw::Ipv4Address::PrefixMask(17 + static_cast<int>(i % 16)).value;
-    values.push_back(bench::FiveTupleValue(f));
-  }
+  for (size_t i = 0; i < n; ++i)
+    flows[i].src &= hw::Ipv4Address::PrefixMask(17 + static_cast<int>(i % 16)).value;
+  const PackedValues values(flows);
   for (auto _ : state) {
     state.PauseTiming();
     sim::Nic nic;

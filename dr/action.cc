@@ -510,7 +510,8 @@ absl::Status Action::Destroy() {
   int refs = a->refs.load(std::memory_order_acquire);
   if (refs > 1) {
     return absl::FailedPreconditionError(
-        absl::StrFormat("%s action is still used by %d rule(s)", actions::DescribeAction(a->spec), refs - 1));
+        absl::StrFormat("%s action is still used by rules, dest arrays or samplers (%d reference(s))",
+                        actions::DescribeAction(a->spec), refs - 1));
   }
   handle_.Reset();
   return absl::OkStatus();

@@ -139,7 +139,7 @@ TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
   ExpectError(root.Destroy(), absl::StatusCode::kFailedPrecondition, "1 matcher(s) and 0 action(s)");
   ExpectError(m.Destroy(), absl::StatusCode::kFailedPrecondition, "1 rule(s)");
   ExpectError(jump.Destroy(), absl::StatusCode::kFailedPrecondition,
-              "dest_table " + std::to_string(t.id()) + " action is still used by 1 rule");
+              "dest_table " + std::to_string(t.id()) + " action is still used by rules");
   // Nothing was lost: the rule still steers to t.
   const hw::RuleRecord* hit = Lookup(*device_.roots[0], m.id(), v);
   ASSERT_NE(hit, nullptr);

@@ -264,10 +264,12 @@ void Dumper::RuleRecords(const RuleObj& r) {
     // One entry per pipe the rule is in: its index in the match table and drsim's entry encoding.
     const mlx5dv_dr_domain_type type = m.table->domain->type;
     const std::string entry = internal::EntryHex(m.hw->definer, m.hw->table.key(r.entry));
-    if (HasRxPipe(type) && !r.skip_rx) w_.Add("%d,0x%x,0x%x,%s\n", kRuleRxEntryV1, r.entry, id, entry);
-    if (HasTxPipe(type) && !r.skip_tx) w_.Add("%d,0x%x,0x%x,%s\n", kRuleTxEntryV1, r.entry, id, entry);
+    if (HasRxPipe(type) && !r.programs->skip_rx)
+      w_.Add("%d,0x%x,0x%x,%s\n", kRuleRxEntryV1, r.entry, id, entry);
+    if (HasTxPipe(type) && !r.programs->skip_tx)
+      w_.Add("%d,0x%x,0x%x,%s\n", kRuleTxEntryV1, r.entry, id, entry);
   }
-  for (const ActionObj* a : r.actions) ActionRecord(*a, id);
+  for (const ActionObj* a : r.programs->actions) ActionRecord(*a, id);
 }
 
 void Dumper::ActionRecord(const ActionObj& a, uint64_t rule) {

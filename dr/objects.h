@@ -29,6 +29,7 @@ struct TableObj;
 struct MatcherObj;
 struct RuleObj;
 struct ActionObj;
+struct ProgramsObj;
 
 // A fresh id for a domain, table, matcher, rule or action: unique in the process, never 0.
 uint32_t NextObjectId();
@@ -60,25 +61,30 @@ struct MatcherObj {
   RuleObj* first_rule = nullptr;
   RuleObj* last_rule = nullptr;
   size_t rule_count = 0;
-  // The programs the last rule was compiled to, and what they were compiled from (its actions' ids and
-  // the pipes it skips): a rule with the same actions shares them instead of compiling its own.
-  struct {
-    absl::InlinedVector<uint32_t, 4> action_ids;
-    bool skip_rx = false;
-    bool skip_tx = false;
-    std::shared_ptr<const hw::PipePrograms> programs;
-  } last_compiled;
+  // The programs its last rule was compiled to: the next rule with the same actions shares them. Owned by
+  // the matcher while no rule uses them.
+  ProgramsObj* last_compiled = nullptr;
+
+  ~MatcherObj();
+};
+
+// The programs a rule's actions compiled to, shared by the rules of one matcher with the same actions in the
+// same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them.
+struct ProgramsObj {
+  hw::PipePrograms programs;
+  absl::InlinedVector<ActionObj*, 4> actions;   // in the rule's order; referenced while `rules` > 0
+  absl::InlinedVector<uint32_t, 4> action_ids;  // theirs (an id is never reused, unlike an address)
+  bool skip_rx = false;                         // FDB: the pipes its rules are not in (actions::RuleContext)
+  bool skip_tx = false;
+  size_t rules = 0;  // rules using it
 };
 
 struct RuleObj {
   MatcherObj* matcher = nullptr;
   int refs = 1;  // the handle
   uint32_t id = 0;
-  std::shared_ptr<const hw::PipePrograms> programs;  // the match table's record points to them
+  ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
   hw::MatchTable::Handle entry = 0;
-  bool skip_rx = false;  // FDB: the pipes the rule is not in (actions::RuleContext)
-  bool skip_tx = false;
-  absl::InlinedVector<ActionObj*, 4> actions;
   RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
   RuleObj* next_in_matcher = nullptr;
 
@@ -118,6 +124,12 @@ void Unref(TableObj* table);
 void Unref(MatcherObj* matcher);
 void Unref(RuleObj* rule);
 void Unref(ActionObj* action);
+
+// The domain lock must be held. `rule` starts using `programs` (which take references on their actions when
+// they gain their first rule; Unref(RuleObj*) gives them back with the last).
+void UsePrograms(ProgramsObj* programs, RuleObj* rule);
+// Makes `programs` the ones `matcher` offers to its next rule; the ones it replaces are freed if unused.
+void CachePrograms(MatcherObj* matcher, ProgramsObj* programs);
 
 // Drop the reference a handle holds (taking whatever lock is needed).
 void ReleaseHandle(TableObj* table);

@@ -15,21 +15,19 @@ using internal::RuleObj;
 
 namespace {
 
-// The programs `matcher` last compiled, if they were compiled from the same actions in the same context
-// (the matcher fixes all of it but the pipes skipped); otherwise nullptr. An action's id is never reused,
-// unlike its address, so a match means the very same action objects.
-std::shared_ptr<const hw::PipePrograms> SharedPrograms(const MatcherObj& matcher,
-                                                       const actions::RuleContext& context,
-                                                       absl::Span<ActionObj* const> actions) {
-  const auto& last = matcher.last_compiled;
-  if (last.programs == nullptr || last.skip_rx != context.skip_rx || last.skip_tx != context.skip_tx ||
-      last.action_ids.size() != actions.size()) {
+// The programs `matcher` offers, if compiled from the same actions in the same context (the matcher fixes
+// all of it but the pipes skipped); otherwise nullptr.
+internal::ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::RuleContext& context,
+                                      absl::Span<ActionObj* const> actions) {
+  internal::ProgramsObj* cached = matcher.last_compiled;
+  if (cached == nullptr || cached->skip_rx != context.skip_rx || cached->skip_tx != context.skip_tx ||
+      cached->action_ids.size() != actions.size()) {
     return nullptr;
   }
   for (size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i]->id != last.action_ids[i]) return nullptr;
+    if (actions[i]->id != cached->action_ids[i]) return nullptr;
   }
-  return last.programs;
+  return cached;
 }
 
 }  // namespace
@@ -44,8 +42,14 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
 
   hw::CompiledMatcher& hwm = *m->hw;
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
+  // FDB rules on source_port live in one pipe: the wire's (0xffff) in RX, any vport's in TX.
+  const bool by_source_port = d->type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
+                              hw::GetField(m->compiled.mask.data(), hw::Field::kSourcePort) != 0;
   uint8_t normalized[hw::kMatchParamBytes];
-  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key, normalized); !s.ok()) return s;
+  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key, by_source_port ? normalized : nullptr);
+      !s.ok()) {
+    return s;
+  }
 
   absl::InlinedVector<const actions::ActionSpec*, 8> specs;
   absl::InlinedVector<ActionObj*, 8> objs;
@@ -62,25 +66,25 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   context.device = d->device;
   context.root_table = t->ft.level == 0;
   context.table_level = t->ft.level;
-  // FDB rules on source_port live in one pipe: the wire's (0xffff) in RX, any vport's in TX.
-  if (d->type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
-      hw::GetField(m->compiled.mask.data(), hw::Field::kSourcePort) != 0) {
+  if (by_source_port) {
     const bool wire = hw::GetField(normalized, hw::Field::kSourcePort) == hw::kWireVport;
     context.skip_rx = !wire;
     context.skip_tx = wire;
   }
   const uint64_t hash = hwm.table.Hash(key);
   hwm.table.Prefetch(hash);  // loads while the actions compile
-  std::shared_ptr<const hw::PipePrograms> programs = SharedPrograms(*m, context, objs);
+  internal::ProgramsObj* programs = CachedPrograms(*m, context, objs);
+  std::unique_ptr<internal::ProgramsObj> compiled;  // new programs, until a rule uses them
   if (programs == nullptr) {
-    absl::StatusOr<hw::PipePrograms> compiled = actions::CompileActions(context, specs);
-    if (!compiled.ok()) return compiled.status();
-    programs = std::make_shared<const hw::PipePrograms>(std::move(*compiled));
-    m->last_compiled.action_ids.clear();
-    for (const ActionObj* a : objs) m->last_compiled.action_ids.push_back(a->id);
-    m->last_compiled.skip_rx = context.skip_rx;
-    m->last_compiled.skip_tx = context.skip_tx;
-    m->last_compiled.programs = programs;
+    absl::StatusOr<hw::PipePrograms> result = actions::CompileActions(context, specs);
+    if (!result.ok()) return result.status();
+    compiled = std::make_unique<internal::ProgramsObj>();
+    compiled->programs = std::move(*result);
+    compiled->actions.assign(objs.begin(), objs.end());
+    for (const ActionObj* a : objs) compiled->action_ids.push_back(a->id);
+    compiled->skip_rx = context.skip_rx;
+    compiled->skip_tx = context.skip_tx;
+    programs = compiled.get();
   }
 
   if (!d->allow_duplicates && t->ft.level != 0) {
@@ -94,16 +98,13 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   auto* rule = new RuleObj;
   rule->matcher = m;
   rule->id = internal::NextObjectId();
-  rule->programs = std::move(programs);
-  rule->entry = hwm.table.Insert(key, hash, hw::RuleRecord{rule->programs.get(), rule->id});
-  rule->skip_rx = context.skip_rx;
-  rule->skip_tx = context.skip_tx;
+  internal::UsePrograms(programs, rule);
+  if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
+  rule->entry = hwm.table.Insert(key, hash, hw::RuleRecord{&programs->programs, rule->id});
   rule->prev_in_matcher = m->last_rule;
   (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
   m->last_rule = rule;
   ++m->rule_count;
-  rule->actions.assign(objs.begin(), objs.end());
-  for (ActionObj* a : rule->actions) a->refs.fetch_add(1, std::memory_order_relaxed);
   ++m->refs;
   return Rule(rule);
 }
