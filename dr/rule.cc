@@ -1,4 +1,5 @@
 #include <array>
+#include <mutex>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -9,7 +10,6 @@
 namespace drsim::dr {
 
 using internal::ActionObj;
-using internal::DomainLock;
 using internal::MatcherObj;
 using internal::RuleObj;
 
@@ -37,8 +37,10 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   MatcherObj* m = matcher.obj();
   if (m == nullptr) return absl::InvalidArgumentError("matcher handle is empty");
   internal::TableObj* t = m->table;
-  DomainLock lock(t->domain);
   internal::DomainObj* d = t->domain.get();
+  // The caller's matcher handle keeps the domain alive, and nothing here can free an object: the lock alone
+  // will do (DomainLock would also hold a reference on the domain, two more atomic operations per rule).
+  std::lock_guard<std::recursive_mutex> lock(d->mu);
 
   hw::CompiledMatcher& hwm = *m->hw;
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout

@@ -149,15 +149,21 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
         "rule value match_sz %d must be a multiple of 4 and at most %d", size, hw::kMatchParamBytes));
   }
   CopyEnabledSections(compiled.criteria, reinterpret_cast<const uint8_t*>(value->match_buf), size, v);
-  // Any bit outside the mask? Eight bytes at a time and without branches, so it compiles to vector ops;
-  // only then is the first such byte looked for, to name its field.
-  static_assert(hw::kMatchParamBytes % 8 == 0);
+  // Any bit outside the mask? Only enabled sections can hold one (the others were not copied). Eight bytes
+  // at a time and without branches, so it compiles to vector ops; only then is the first such byte looked
+  // for, to name its field.
+  static_assert(hw::kSectionBytes % 8 == 0);
   uint64_t outside_any = 0;
-  for (size_t at = 0; at < hw::kMatchParamBytes; at += 8) {
-    uint64_t value_word, mask_word;
-    std::memcpy(&value_word, v + at, 8);
-    std::memcpy(&mask_word, compiled.mask.data() + at, 8);
-    outside_any |= value_word & ~mask_word;
+  for (int s = 0; s < hw::kNumSections; ++s) {
+    const auto section = static_cast<hw::Section>(s);
+    if (!(compiled.criteria & hw::CriteriaBit(section))) continue;
+    const size_t begin = hw::SectionOffset(section);
+    for (size_t at = begin; at < begin + hw::kSectionBytes; at += 8) {
+      uint64_t value_word, mask_word;
+      std::memcpy(&value_word, v + at, 8);
+      std::memcpy(&mask_word, compiled.mask.data() + at, 8);
+      outside_any |= value_word & ~mask_word;
+    }
   }
   for (size_t byte = 0; outside_any != 0 && byte < hw::kMatchParamBytes; ++byte) {
     const uint8_t outside = v[byte] & ~compiled.mask[byte];
