@@ -1,21 +1,43 @@
 #include "hw/match_table.h"
 
+#include <cassert>
 #include <cstring>
 
 #include "hw/lookup_memory.h"
+#include "hw/match_layout.h"
 
 namespace drsim::hw {
 namespace {
 
-constexpr uint64_t kMul1 = 0x9e3779b97f4a7c15ull;
-constexpr uint64_t kMul2 = 0xbf58476d1ce4e5b9ull;
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
 
-inline uint64_t Mix(uint64_t h) {
-  h ^= h >> 31;
-  h *= kMul2;
-  h ^= h >> 29;
-  return h;
+// splitmix64's output function: every bit of `h` reaches every bit of the result.
+constexpr uint64_t Finalize(uint64_t h) {
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
 }
+
+// The constants NH (below) adds to each pair of key words: the splitmix64 sequence, one per word.
+constexpr size_t kMaxPairs = kMatchParamBytes / 8;
+struct PairConstants {
+  uint32_t first[kMaxPairs] = {};
+  uint32_t second[kMaxPairs] = {};
+};
+constexpr PairConstants MakePairConstants() {
+  PairConstants c;
+  uint64_t state = 0;
+  for (size_t p = 0; p < kMaxPairs; ++p) {
+    state += kGolden;
+    const uint64_t r = Finalize(state);
+    c.first[p] = static_cast<uint32_t>(r);
+    c.second[p] = static_cast<uint32_t>(r >> 32) | 1;  // odd: a lone last word still spreads
+  }
+  return c;
+}
+constexpr PairConstants kPairConstants = MakePairConstants();
 
 size_t NextPowerOfTwo(size_t n) {
   size_t p = 1;
@@ -42,7 +64,9 @@ MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer)
     : key_words_(key_words),
       stride_((kRuleWords + key_words + 1) & ~size_t{1}),
       reclaimer_(reclaimer),
-      buckets_(new BucketArray(1)) {}
+      buckets_(new BucketArray(1)) {
+  assert(key_words <= kMatchParamBytes / 4);
+}
 
 MatchTable::~MatchTable() {
   for (int c = 0; c < chunk_count_; ++c)
@@ -50,26 +74,25 @@ MatchTable::~MatchTable() {
   delete buckets_.load(std::memory_order_relaxed);
 }
 
+// NH, the hash of the UMAC family: each pair of words, offset by its own constants, multiplied as two 32-bit
+// numbers into an exact 64-bit product. The products do not wait on one another (unlike a chain of mixing
+// rounds), and a sum of them differs between two keys except with probability about 2^-32 per pair.
 uint64_t MatchTable::Hash(const uint32_t* key) const {
-  uint64_t h = key_words_ * kMul1;
-  size_t i = 0;
-  for (; i + 1 < key_words_; i += 2) {
-    uint64_t w;
-    std::memcpy(&w, key + i, sizeof w);
-    h = Mix(h ^ (w * kMul1));
+  uint64_t sum = key_words_ * kGolden;
+  size_t i = 0, p = 0;
+  for (; i + 1 < key_words_; i += 2, ++p) {
+    sum += uint64_t{static_cast<uint32_t>(key[i] + kPairConstants.first[p])} *
+           static_cast<uint32_t>(key[i + 1] + kPairConstants.second[p]);
   }
-  if (i < key_words_) h = Mix(h ^ (key[i] * kMul1));
-  return Mix(h + kMul2);
+  if (i < key_words_) {
+    sum += uint64_t{static_cast<uint32_t>(key[i] + kPairConstants.first[p])} * kPairConstants.second[p];
+  }
+  return Finalize(sum);
 }
 
 uint32_t* MatchTable::RecordWords(uint32_t record) const {
   const int chunk = ChunkOf(record);
   return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
-}
-
-bool MatchTable::KeyEquals(uint32_t record, const uint32_t* key) const {
-  // (A zero-length key may come as a null pointer, which memcmp must not be given.)
-  return key_words_ == 0 || std::memcmp(RecordKey(record), key, key_words_ * sizeof(uint32_t)) == 0;
 }
 
 uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
@@ -108,17 +131,20 @@ void MatchTable::Prefetch(uint64_t hash) const {
   __builtin_prefetch(&array.buckets[hash & array.mask]);
 }
 
-void MatchTable::PrefetchRecords(uint64_t hash) const {
+uint32_t MatchTable::PrefetchRecords(uint64_t hash) const {
   const BucketArray& array = *buckets_.load(std::memory_order_acquire);
   const Bucket& bk = array.buckets[hash & array.mask];
+  uint32_t first = kNoCandidate;
   for (const std::atomic<uint64_t>& slot : bk.slot) {
     const uint64_t v = slot.load(std::memory_order_acquire);
     if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) {
       const uint32_t* words = RecordWords(SlotRecord(v));
       __builtin_prefetch(words);
       __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
+      if (first == kNoCandidate) first = SlotRecord(v);
     }
   }
+  return first;
 }
 
 uint32_t MatchTable::TakeRecord() {

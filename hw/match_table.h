@@ -43,7 +43,8 @@ class MatchTable {
   using Handle = uint32_t;
   static constexpr int kSlotsPerBucket = 7;
 
-  // `reclaimer`: where replaced arrays and erased records wait for readers (nullptr: no concurrent readers).
+  // `key_words`: at most kMatchParamBytes / 4 (a definer's key). `reclaimer`: where replaced arrays and
+  // erased records wait for readers (nullptr: no concurrent readers).
   explicit MatchTable(size_t key_words, Reclaimer* reclaimer = nullptr);
   ~MatchTable();
   MatchTable(const MatchTable&) = delete;
@@ -62,8 +63,16 @@ class MatchTable {
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   void Prefetch(uint64_t hash) const;
-  // Starts loading the records the home bucket of `hash` holds under its signature (after Prefetch).
-  void PrefetchRecords(uint64_t hash) const;
+  // Starts loading the records the home bucket of `hash` holds under its signature (after Prefetch), and
+  // returns the first of them, for FindFrom (kNoCandidate when there is none).
+  uint32_t PrefetchRecords(uint64_t hash) const;
+  static constexpr uint32_t kNoCandidate = 0xffffffffu;
+  // Find(key, hash), trying first `candidate` from PrefetchRecords(hash) in the same read section: the bucket
+  // is not scanned again when it holds the key (a burst's lookups end here).
+  const RuleRecord* FindFrom(const uint32_t* key, uint64_t hash, uint32_t candidate) const {
+    if (candidate != kNoCandidate && KeyEquals(candidate, key)) return RecordRule(candidate);
+    return Find(key, hash);
+  }
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
 
   // Adds a copy of `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
@@ -84,7 +93,7 @@ class MatchTable {
   bool fixed_size() const { return fixed_size_; }
 
  private:
-  static constexpr uint32_t kNone = 0xffffffffu;
+  static constexpr uint32_t kNone = kNoCandidate;
   static constexpr uint64_t kEmptySlot = kNone;  // signature 0, no record
   // Chunk c holds records [ChunkBase(c), ChunkBase(c + 1)): 8 << c of them.
   static constexpr int kFirstChunkShift = 3;
@@ -128,7 +137,14 @@ class MatchTable {
   const RuleRecord* RecordRule(uint32_t record) const {
     return std::launder(reinterpret_cast<const RuleRecord*>(RecordWords(record)));
   }
-  bool KeyEquals(uint32_t record, const uint32_t* key) const;
+  // Word by word, without branches: keys are a few words, and a call to memcmp costs more than comparing
+  // them.
+  bool KeyEquals(uint32_t record, const uint32_t* key) const {
+    const uint32_t* stored = RecordKey(record);
+    uint32_t differ = 0;
+    for (size_t i = 0; i < key_words_; ++i) differ |= stored[i] ^ key[i];
+    return differ == 0;
+  }
 
   uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash);
   // A record for AllocateRecord: a retired one no reader can see any more, or a new one.

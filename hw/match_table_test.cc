@@ -1,8 +1,10 @@
 #include "hw/match_table.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -92,6 +94,35 @@ TEST(MatchTableTest, DuplicatesAreFifoAndSurviveGrowth) {
   m.Verify({});
   m.EraseAt(0);
   m.Verify({k});
+}
+
+// Keys that differ in few bits, as rule sets' keys do (consecutive addresses and ports, the same protocol
+// word), still get distinct hashes, and spread evenly over buckets and signatures.
+TEST(MatchTableTest, StructuredKeysSpreadEvenly) {
+  constexpr uint32_t kKeys = 1 << 18;
+  constexpr uint32_t kBuckets = 1 << 12;  // the low bits pick the bucket
+  for (size_t words : {1, 2, 5, 9}) {
+    MatchTable table(words);
+    std::set<uint64_t> hashes;
+    std::set<uint32_t> signatures;
+    std::vector<uint32_t> per_bucket(kBuckets);
+    for (uint32_t i = 0; i < kKeys; ++i) {
+      Key k(words, 0x11000000);  // a word every key shares
+      k[0] = 0x0a000000 + i;     // consecutive addresses
+      if (words > 1) k[1] = (i & 0xff) << 16 | 53;
+      if (words > 4) k[4] = i >> 8;
+      const uint64_t h = table.Hash(k.data());
+      hashes.insert(h);
+      signatures.insert(static_cast<uint32_t>(h >> 32));
+      ++per_bucket[h & (kBuckets - 1)];
+    }
+    EXPECT_EQ(hashes.size(), kKeys) << words << " words";
+    EXPECT_GT(signatures.size(), kKeys - 64) << words << " words";  // 2^18 of 2^32: about 8 collide
+    // 64 keys per bucket on average; a uniform hash stays within +-40 (five standard deviations).
+    const auto [low, high] = std::minmax_element(per_bucket.begin(), per_bucket.end());
+    EXPECT_GT(*low, 24u) << words << " words";
+    EXPECT_LT(*high, 104u) << words << " words";
+  }
 }
 
 TEST(MatchTableTest, ZeroLengthKeysAllCollide) {

@@ -69,6 +69,7 @@ struct Nic::Burst {
   Verdict scratch[kBurst];  // the verdicts when the caller takes none
   uint32_t keys[kBurst][kMaxKeyWords];
   uint64_t hashes[kBurst];
+  uint32_t candidates[kBurst];  // MatchTable::PrefetchRecords
 };
 
 // ---- Function ------------------------------------------------------------------------------------
@@ -488,6 +489,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
   InFlight* burst = worker.burst_->frames;
   auto& keys = worker.burst_->keys;
   uint64_t* hashes = worker.burst_->hashes;
+  uint32_t* candidates = worker.burst_->candidates;
   for (size_t at = 0; at < frames.size(); at += kBurst) {
     const size_t n = std::min(kBurst, frames.size() - at);
     // One read section per burst: what the driver retires meanwhile waits at most a burst.
@@ -520,10 +522,10 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         hashes[j] = m->table.Hash(keys[j]);
         m->table.Prefetch(hashes[j]);
       }
-      for (size_t j = 0; j < n; ++j) m->table.PrefetchRecords(hashes[j]);
+      for (size_t j = 0; j < n; ++j) candidates[j] = m->table.PrefetchRecords(hashes[j]);
       for (size_t j = 0; j < n; ++j) {
         burst[j].looked_up = m;
-        burst[j].looked_up_hit = m->table.Find(keys[j], hashes[j]);
+        burst[j].looked_up_hit = m->table.FindFrom(keys[j], hashes[j], candidates[j]);
         if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit->programs);
       }
     }
