@@ -6,6 +6,23 @@
 #include "hw/lookup_memory.h"
 #include "hw/match_layout.h"
 
+// The burst path scans a bucket's slots with SSE2 where there is SSE2 — but not under ThreadSanitizer, which
+// sees the vector loads as plain reads of atomic slots.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DRSIM_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define DRSIM_TSAN 1
+#endif
+#if defined(__SSE2__) && !defined(DRSIM_TSAN)
+#define DRSIM_SIMD_BUCKET_SCAN 1
+#include <emmintrin.h>
+#else
+#define DRSIM_SIMD_BUCKET_SCAN 0
+#endif
+
 namespace drsim::hw {
 namespace {
 
@@ -90,10 +107,6 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
   return Finalize(sum);
 }
 
-uint32_t* MatchTable::RecordWords(uint32_t record) const {
-  const int chunk = ChunkOf(record);
-  return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
-}
 
 uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                            int* slot) const {
@@ -135,15 +148,38 @@ uint32_t MatchTable::PrefetchRecords(uint64_t hash) const {
   const BucketArray& array = *buckets_.load(std::memory_order_acquire);
   const Bucket& bk = array.buckets[hash & array.mask];
   uint32_t first = kNoCandidate;
+  auto prefetch = [&](uint32_t record) {
+    const uint32_t* words = RecordWords(record);
+    __builtin_prefetch(words);
+    __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
+    if (first == kNoCandidate) first = record;
+  };
+#if DRSIM_SIMD_BUCKET_SCAN
+  // All seven slots at once: which hold the signature (odd 32-bit lanes) and a record (even lanes not
+  // kNone)? Which slot holds the key is a coin toss for a branch; a bit mask is not. Each 64-bit slot is
+  // read whole (aligned), and the records are read after the slots (the fence keeps the compiler so).
+  const __m128i sig = _mm_set1_epi32(static_cast<int>(Signature(hash)));
+  const __m128i none = _mm_set1_epi32(-1);
+  uint32_t match = 0, empty = 0;
+  for (int q = 0; q < 4; ++q) {
+    const __m128i lanes = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk) + q);
+    match |= static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, sig)))) << (4 * q);
+    empty |= static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, none))))
+             << (4 * q);
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  // Bit 2s + 1: slot s has the signature; bit 2s: slot s is empty. Lanes 14 and 15 are not slots.
+  uint32_t slots = match & ~(empty << 1) & 0x2aaa;
+  for (; slots != 0; slots &= slots - 1) {
+    const int s = __builtin_ctz(slots) / 2;
+    prefetch(SlotRecord(bk.slot[s].load(std::memory_order_relaxed)));
+  }
+#else
   for (const std::atomic<uint64_t>& slot : bk.slot) {
     const uint64_t v = slot.load(std::memory_order_acquire);
-    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) {
-      const uint32_t* words = RecordWords(SlotRecord(v));
-      __builtin_prefetch(words);
-      __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
-      if (first == kNoCandidate) first = SlotRecord(v);
-    }
+    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) prefetch(SlotRecord(v));
   }
+#endif
   return first;
 }
 

@@ -132,7 +132,10 @@ class MatchTable {
   static uint32_t SlotRecord(uint64_t slot) { return static_cast<uint32_t>(slot); }
 
   // A record's first word (its RuleRecord); the key follows the RuleRecord.
-  uint32_t* RecordWords(uint32_t record) const;
+  uint32_t* RecordWords(uint32_t record) const {
+    const int chunk = ChunkOf(record);
+    return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
+  }
   const uint32_t* RecordKey(uint32_t record) const { return RecordWords(record) + kRuleWords; }
   const RuleRecord* RecordRule(uint32_t record) const {
     return std::launder(reinterpret_cast<const RuleRecord*>(RecordWords(record)));

@@ -74,6 +74,9 @@ struct Ctx {
   PacketLayers* layers;
 
   size_t Room(size_t off) const { return off < len ? len - off : 0; }
+  // The same parse, bounded by `end` (a datagram's length): built field by field, as copying the whole
+  // struct would read back with wide loads what was just stored narrow, and stall.
+  Ctx Within(size_t end) const { return {p, end, hv, layers}; }
   // Copies `n` bytes of the frame to the byte offset of a byte-aligned field.
   void Put(Field f, size_t off, size_t n) const {
     std::memcpy(hv->bytes + hw::Info(f).abs_bit() / 8, p + off, n);
@@ -221,8 +224,7 @@ bool ParseIpv6(const Ctx& c, size_t off, IpLayers* ip) {
   c.Put(F<S>(Field::kOuterDstIp127_96), off + 24, 16);
 
   // Walk the extension headers to the upper-layer protocol, inside the datagram.
-  Ctx d = c;
-  d.len = ip->end;
+  const Ctx d = c.Within(ip->end);
   uint8_t next = h[6];
   size_t at = off + 40;
   bool later_fragment = false;
@@ -266,8 +268,7 @@ IpLayers ParseIp(const Ctx& c, size_t off, int version) {
   IpLayers ip;
   const bool ok = version == 4 ? ParseIpv4<S>(c, off, &ip) : version == 6 && ParseIpv6<S>(c, off, &ip);
   if (!ok || ip.upper == 0) return ip;
-  Ctx datagram = c;
-  datagram.len = ip.end;
+  const Ctx datagram = c.Within(ip.end);
   if (size_t payload = ParseL4<S>(datagram, ip.upper, ip.protocol)) {
     ip.l4 = ip.upper;
     ip.payload = payload;
@@ -486,9 +487,8 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   layers.l3 = static_cast<uint16_t>(ip.l3);
   layers.l4 = static_cast<uint16_t>(ip.l4);
   layers.payload = static_cast<uint16_t>(ip.payload);
-  if (ip.fragmented) return layers;  // no tunnel in a fragment
-  Ctx datagram = c;  // what follows lies inside the outer datagram, not in the Ethernet padding
-  datagram.len = ip.end;
+  if (ip.fragmented) return layers;       // no tunnel in a fragment
+  const Ctx datagram = c.Within(ip.end);  // what follows lies inside the outer datagram, not the padding
   if (ip.protocol == kProtoUdp && ip.payload != 0) ParseUdpPayload(datagram, ip.l4, ip.payload);
   if (ip.protocol == kProtoGre && ip.upper != 0) ParseGre(datagram, ip.upper);
   return layers;
