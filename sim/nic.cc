@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "hw/match_params.h"
@@ -55,12 +57,16 @@ struct Nic::InFlight {
 
   // Parses the frame as it is now, with its metadata, for the lookups that follow.
   void Parse() {
-    layers = ParsePacket(buffer.data(), buffer.size(), meta.source_port, &hv);
+    // Built in place (guaranteed elision): assigning the returned struct would reload with wide loads the
+    // narrow fields the parser has just stored, and stall on them.
+    new (&layers) PacketLayers(ParsePacket(buffer.data(), buffer.size(), meta.source_port, &hv));
     LoadMetadata(meta, &hv);
     parsed = true;
     looked_up = nullptr;
   }
 };
+
+static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Parse builds it over the old one
 
 // A worker's frames in flight, and the keys and hashes of their first lookups. Kept by the worker, so
 // packet buffers and verdicts keep their capacity from one burst to the next.
@@ -783,7 +789,9 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     if (hit == nullptr) return {};
 
     const hw::ActionProgram& program = hit->program(pipe);
-    if (p.worker->executor_.Run(program.ops, p.buffer, p.meta, time_ns())) p.parsed = false;
+    if (!program.ops.empty() && p.worker->executor_.Run(program.ops, p.buffer, p.meta, time_ns())) {
+      p.parsed = false;
+    }
     switch (program.destination) {
       case hw::Destination::kNone:
       case hw::Destination::kDefaultMiss:
