@@ -22,10 +22,13 @@ void PacketBuffer::Erase(size_t offset, size_t n) {
 
 void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv) {
   using hw::Field;
-  // The parser has cleared `hv` and written source_port; zero registers need no write.
-  hw::SetField(hv->bytes, Field::kSourcePort, meta.source_port);
+  // The parser has cleared `hv` and written source_port; zero fields need no write (most frames have no
+  // metadata at all).
   if (meta.source_sqn != 0) hw::SetField(hv->bytes, Field::kSourceSqn, meta.source_sqn);
   if (meta.reg_a != 0) hw::SetField(hv->bytes, Field::kMetadataRegA, meta.reg_a);
+  uint32_t any_reg_c = 0;
+  for (uint32_t r : meta.reg_c) any_reg_c |= r;
+  if (any_reg_c == 0) return;
   for (int i = 0; i < 8; ++i) {
     // reg_c_7 comes first in the layout, reg_c_0 last.
     if (meta.reg_c[i] != 0) {

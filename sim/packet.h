@@ -69,8 +69,9 @@ struct PacketMeta {
   uint32_t flow_tag = 0;
 };
 
-// Writes the metadata fields of the match layout (source_port, source_sqn, the registers) into `hv`,
-// which ParsePacket has just filled (so the fields not written, for zero values, are zero already).
+// Writes the metadata fields of the match layout (source_sqn, the registers) into `hv`, which
+// ParsePacket(..., meta.source_port, hv) has just filled: source_port is written, and the fields not
+// written here, for zero values, are zero already.
 void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv);
 
 }  // namespace drsim::sim
