@@ -495,6 +495,7 @@ absl::Status Action::ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_r
   }
   a->device->ReleaseAso(a->aso_object);  // the action keeps its one reference on the object
   SetAso(a->spec, *context, flags, return_reg_c);
+  ++a->revision;  // rules created from now on compile the new parameters (dr/rule.cc)
   return absl::OkStatus();
 }
 

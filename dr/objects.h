@@ -15,6 +15,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -72,9 +73,11 @@ struct MatcherObj {
 // same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them.
 struct ProgramsObj {
   hw::PipePrograms programs;
-  absl::InlinedVector<ActionObj*, 4> actions;   // in the rule's order; referenced while `rules` > 0
-  absl::InlinedVector<uint32_t, 4> action_ids;  // theirs (an id is never reused, unlike an address)
-  bool skip_rx = false;                         // FDB: the pipes its rules are not in (actions::RuleContext)
+  absl::InlinedVector<ActionObj*, 4> actions;  // in the rule's order; referenced while `rules` > 0
+  // The id and revision of each as compiled: a rule shares these programs only with the very same objects
+  // (same address and id, as addresses are reused) in the same revision.
+  absl::InlinedVector<std::pair<uint32_t, uint32_t>, 4> action_versions;
+  bool skip_rx = false;  // FDB: the pipes its rules are not in (actions::RuleContext)
   bool skip_tx = false;
   size_t rules = 0;  // rules using it
 };
@@ -94,8 +97,10 @@ struct RuleObj {
 };
 
 struct ActionObj {
-  const uint32_t id = NextObjectId();  // rules compiled from it recognise it by this (dr/rule.cc)
-  std::atomic<int> refs{1};            // the handle and each rule, dest array or sampler using it
+  const uint32_t id = NextObjectId();
+  uint32_t revision =
+      0;  // bumped when the action changes in place (ModifyAso); rules made before keep theirs
+  std::atomic<int> refs{1};  // the handle and each rule, dest array or sampler using it
   actions::ActionSpec spec;
   TableObj* referenced_table = nullptr;          // dest table, dest root table, meter/sampler next table
   hw::Device* device = nullptr;                  // the device holding the object behind the action

@@ -21,11 +21,15 @@ internal::ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::
                                       absl::Span<ActionObj* const> actions) {
   internal::ProgramsObj* cached = matcher.last_compiled;
   if (cached == nullptr || cached->skip_rx != context.skip_rx || cached->skip_tx != context.skip_tx ||
-      cached->action_ids.size() != actions.size()) {
+      cached->actions.size() != actions.size()) {
     return nullptr;
   }
   for (size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i]->id != cached->action_ids[i]) return nullptr;
+    // (The cached pointer is only compared: its action may be gone, the given one is alive.)
+    if (actions[i] != cached->actions[i] ||
+        std::make_pair(actions[i]->id, actions[i]->revision) != cached->action_versions[i]) {
+      return nullptr;
+    }
   }
   return cached;
 }
@@ -83,7 +87,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     compiled = std::make_unique<internal::ProgramsObj>();
     compiled->programs = std::move(*result);
     compiled->actions.assign(objs.begin(), objs.end());
-    for (const ActionObj* a : objs) compiled->action_ids.push_back(a->id);
+    for (const ActionObj* a : objs) compiled->action_versions.emplace_back(a->id, a->revision);
     compiled->skip_rx = context.skip_rx;
     compiled->skip_tx = context.skip_tx;
     programs = compiled.get();

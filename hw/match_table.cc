@@ -107,7 +107,6 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
   return Finalize(sum);
 }
 
-
 uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                            int* slot) const {
   const uint32_t sig = Signature(hash);
@@ -156,8 +155,7 @@ uint32_t MatchTable::PrefetchRecords(uint64_t hash) const {
   };
 #if DRSIM_SIMD_BUCKET_SCAN
   // All seven slots at once: which hold the signature (odd 32-bit lanes) and a record (even lanes not
-  // kNone)? Which slot holds the key is a coin toss for a branch; a bit mask is not. Each 64-bit slot is
-  // read whole (aligned), and the records are read after the slots (the fence keeps the compiler so).
+  // kNone)? Which slot holds the key is a coin toss for a branch; a bit mask is not.
   const __m128i sig = _mm_set1_epi32(static_cast<int>(Signature(hash)));
   const __m128i none = _mm_set1_epi32(-1);
   uint32_t match = 0, empty = 0;
@@ -167,12 +165,13 @@ uint32_t MatchTable::PrefetchRecords(uint64_t hash) const {
     empty |= static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, none))))
              << (4 * q);
   }
-  std::atomic_thread_fence(std::memory_order_acquire);
   // Bit 2s + 1: slot s has the signature; bit 2s: slot s is empty. Lanes 14 and 15 are not slots.
   uint32_t slots = match & ~(empty << 1) & 0x2aaa;
   for (; slots != 0; slots &= slots - 1) {
-    const int s = __builtin_ctz(slots) / 2;
-    prefetch(SlotRecord(bk.slot[s].load(std::memory_order_relaxed)));
+    // Each candidate slot is loaded again with acquire, which orders the record's reads after it, and
+    // checked again, as a writer may have changed it since the vector loads.
+    const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
+    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) prefetch(SlotRecord(v));
   }
 #else
   for (const std::atomic<uint64_t>& slot : bk.slot) {

@@ -342,5 +342,36 @@ TEST_F(AdvancedActionsTest, AsoFirstHitAndFlowMeter) {
   EXPECT_EQ(nic_.ReceiveFromWire(big).qp_num, red_q);
 }
 
+// A rule created after modify_aso runs the new parameters even in a matcher whose earlier rule has the same
+// action list (rules of a matcher with the same actions share compiled programs); the earlier keeps the old.
+TEST_F(AdvancedActionsTest, ModifyAsoReachesLaterRulesOfTheSameMatcher) {
+  const uint32_t meters = *nic_.CreateAsoObject(hw::AsoKind::kFlowMeter, 0);
+  sim::MeterParams p;
+  p.valid = true;
+  p.cbs_mantissa = 1;
+  p.cbs_exponent = 20;  // 1 MiB: every frame here is green
+  p.cir_mantissa = 1;
+  p.cir_exponent = 31;
+  ASSERT_TRUE(nic_.ConfigureAsoFlowMeter(meters, 0, p).ok());
+  dr::Action aso = *dr::Action::Aso(domain_, meters, 0, MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_UNDEFINED, 5);
+  dr::Action to_t2 = *dr::Action::DestTable(t2_);
+  dr::Matcher by_port =
+      *dr::Matcher::Create(t1_, 1, *MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 0xffff).Build());
+  dr::Rule before = *dr::Rule::Create(
+      by_port, *MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 1).Build(), {&aso, &to_t2});
+  ASSERT_TRUE(aso.ModifyAso(0, MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_UNDEFINED, 3).ok());
+  dr::Rule after = *dr::Rule::Create(
+      by_port, *MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 2).Build(), {&aso, &to_t2});
+  // Table 2 tells the registers apart: green (2) in reg_c_5 goes to one queue, in reg_c_3 to another.
+  const uint32_t q5 = nic_.pf().CreateQueue(), q3 = nic_.pf().CreateQueue();
+  dr::Action to_q5 = *dr::Action::DestQp(nic_.pf(), q5), to_q3 = *dr::Action::DestQp(nic_.pf(), q3);
+  dr::Matcher by_reg5 = *dr::Matcher::Create(t2_, 0, *MatchBuilder().RegC(5, 0xff).Build());
+  dr::Matcher by_reg3 = *dr::Matcher::Create(t2_, 1, *MatchBuilder().RegC(3, 0xff).Build());
+  dr::Rule green5 = *dr::Rule::Create(by_reg5, *MatchBuilder().RegC(5, 2).Build(), {&to_q5});
+  dr::Rule green3 = *dr::Rule::Create(by_reg3, *MatchBuilder().RegC(3, 2).Build(), {&to_q3});
+  EXPECT_EQ(nic_.ReceiveFromWire(Udp(7, 1, 100)).qp_num, q5);
+  EXPECT_EQ(nic_.ReceiveFromWire(Udp(7, 2, 100)).qp_num, q3);
+}
+
 }  // namespace
 }  // namespace drsim
