@@ -30,7 +30,6 @@ hw::MatchParams FiveTupleValue(const Flow& f);
 class PackedValues {
  public:
   explicit PackedValues(const std::vector<Flow>& flows);
-  size_t size() const { return storage_.size() / kWords; }
   const mlx5dv_flow_match_parameters* operator[](size_t i) const {
     return reinterpret_cast<const mlx5dv_flow_match_parameters*>(&storage_[i * kWords]);
   }

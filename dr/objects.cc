@@ -14,6 +14,13 @@ hw::SlabPool& RulePool() {
   return *pool;
 }
 
+// Frees `programs` once neither a rule nor `matcher`'s offer holds them; through the reclaimer, as lookups
+// may still run them for rules just deleted.
+void FreeIfUnused(MatcherObj* matcher, ProgramsObj* programs) {
+  if (programs->rules != 0 || matcher->last_compiled == programs) return;
+  hw::Retire(matcher->table->domain->device->reclaimer(), [programs] { delete programs; });
+}
+
 }  // namespace
 
 void* RuleObj::operator new(size_t /*sizeof(RuleObj)*/) { return RulePool().Allocate(); }
@@ -48,10 +55,7 @@ void UsePrograms(ProgramsObj* programs, RuleObj* rule) {
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
   ProgramsObj* old = matcher->last_compiled;
   matcher->last_compiled = programs;
-  // Lookups may still run unused ones, for rules just deleted.
-  if (old != nullptr && old->rules == 0) {
-    hw::Retire(matcher->table->domain->device->reclaimer(), [old] { delete old; });
-  }
+  if (old != nullptr) FreeIfUnused(matcher, old);
 }
 
 void Unref(RuleObj* rule) {
@@ -66,8 +70,7 @@ void Unref(RuleObj* rule) {
   --matcher->rule_count;
   if (ProgramsObj* programs = rule->programs; --programs->rules == 0) {
     for (ActionObj* action : programs->actions) Unref(action);
-    // A lookup may still run them; the matcher keeps the ones it offers to its next rule.
-    if (matcher->last_compiled != programs) hw::Retire(device->reclaimer(), [programs] { delete programs; });
+    FreeIfUnused(matcher, programs);
   }
   hw::Retire(device->reclaimer(), [rule] { delete rule; });  // a lookup may still hold its record
   Unref(matcher);

@@ -98,8 +98,8 @@ struct RuleObj {
 
 struct ActionObj {
   const uint32_t id = NextObjectId();
-  uint32_t revision =
-      0;  // bumped when the action changes in place (ModifyAso); rules made before keep theirs
+  // Bumped when the action changes in place (ModifyAso); rules made before keep their programs.
+  uint32_t revision = 0;
   std::atomic<int> refs{1};  // the handle and each rule, dest array or sampler using it
   actions::ActionSpec spec;
   TableObj* referenced_table = nullptr;          // dest table, dest root table, meter/sampler next table

@@ -78,7 +78,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     context.skip_tx = wire;
   }
   const uint64_t hash = hwm.table.Hash(key);
-  hwm.table.Prefetch(hash);  // loads while the actions compile
+  hwm.table.Prefetch(hash);  // loads while the actions are matched against the cached ones, or compiled
   internal::ProgramsObj* programs = CachedPrograms(*m, context, objs);
   std::unique_ptr<internal::ProgramsObj> compiled;  // new programs, until a rule uses them
   if (programs == nullptr) {
