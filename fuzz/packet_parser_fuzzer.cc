@@ -1,8 +1,10 @@
 // libFuzzer target: the packet parser on arbitrary bytes. It must never read outside the frame (ASan
-// checks, the input is an exact-size heap buffer), and whatever it reports must lie inside the frame.
+// checks, the input is an exact-size heap buffer), and whatever it reports must lie inside the frame. The
+// outer-headers parse must fill its words as the full parse does.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "hw/match_layout.h"
@@ -18,6 +20,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ordered || (ip_version != 0 && ip_version != 4 && ip_version != 6) ||
       (ip_version != 0) != (layers.l3 != 0)) {
     std::abort();
+  }
+  drsim::hw::HeaderVector outer;
+  std::memset(outer.bytes, 0xa5, sizeof outer.bytes);
+  drsim::sim::ParseOuterHeaders(frame.data(), frame.size(), 0xffff, &outer);
+  for (size_t w = 0; w < drsim::hw::kMatchParamBytes; w += 4) {
+    if (drsim::sim::FilledByOuterParse(w) && std::memcmp(hv.bytes + w, outer.bytes + w, 4) != 0) std::abort();
   }
   return 0;
 }

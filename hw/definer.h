@@ -47,6 +47,15 @@ class Definer {
   // Byte offsets (into the 448-byte layout) of the words the key is made of, in key order.
   std::vector<size_t> word_offsets() const;
 
+  // Whether `reads(offset)` holds for the byte offset of every word Extract reads, folded words included.
+  template <typename Pred>
+  bool ReadsOnly(Pred reads) const {
+    for (const Word& w : words_) {
+      if (!reads(size_t{w.offset}) || !reads(size_t{w.fold_from})) return false;
+    }
+    return true;
+  }
+
  private:
   struct Word {
     uint32_t offset;     // byte offset of the word in the layout

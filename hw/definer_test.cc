@@ -57,5 +57,16 @@ TEST(DefinerTest, FoldedWordsCompareAsOne) {
   EXPECT_NE(ku, ko);
 }
 
+TEST(DefinerTest, ReadsOnlySeesFoldedWordsToo) {
+  MatchParams mask = *MatchBuilder().UdpDport(kOuter, 0xffff).Build();
+  const size_t tcp_word = Info(Field::kOuterTcpDport).word_offset();
+  const size_t udp_word = Info(Field::kOuterUdpDport).word_offset();
+  Definer d =
+      Definer::FromMask(mask.bytes(), {{static_cast<uint32_t>(tcp_word), static_cast<uint32_t>(udp_word)}});
+  EXPECT_TRUE(d.ReadsOnly([&](size_t w) { return w == tcp_word || w == udp_word; }));
+  EXPECT_FALSE(d.ReadsOnly([&](size_t w) { return w == tcp_word; }));
+  EXPECT_TRUE(Definer::FromMask(MatchParams().bytes()).ReadsOnly([](size_t) { return false; }));
+}
+
 }  // namespace
 }  // namespace drsim::hw

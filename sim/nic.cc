@@ -64,6 +64,16 @@ struct Nic::InFlight {
     parsed = true;
     looked_up = nullptr;
   }
+  // Fills only the words of `hv` that ParseOuterHeaders fills, for a first lookup whose key lies there
+  // (wire and send entries carry no metadata but the source port); the frame counts as unparsed, so
+  // whatever reads more parses it whole.
+  void ParseOuter() {
+    ParseOuterHeaders(buffer.data(), buffer.size(), meta.source_port, &hv);
+    parsed = false;
+  }
+  void EnsureParsed() {
+    if (!parsed) Parse();
+  }
 };
 
 static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Parse builds it over the old one
@@ -469,21 +479,54 @@ std::optional<std::vector<uint8_t>> Nic::PollWire() {
   return f;
 }
 
-const hw::CompiledMatcher* Nic::FirstMatcher(Stage stage, Function& fn) {
+Nic::FirstLookup Nic::FirstLookupOf(Stage stage, Function& fn) {
   auto first = [](const Function& f, mlx5dv_dr_domain_type type) -> const hw::CompiledMatcher* {
     const std::vector<Function::RootEntry>& root = f.root_[type].Read().entries;
     return root.empty() ? nullptr : root.front().matcher;
   };
   switch (stage) {
     case Stage::kFdbRx:
-      if (const hw::CompiledMatcher* m = first(pf(), MLX5DV_DR_DOMAIN_TYPE_FDB)) return m;
-      return first(pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+      if (const hw::CompiledMatcher* m = first(pf(), MLX5DV_DR_DOMAIN_TYPE_FDB))
+        return {m, stage, &pf(), hw::kRxPipe};
+      return {first(pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX), Stage::kNicRx, &pf(), hw::kRxPipe};
     case Stage::kNicTx:
-      if (const hw::CompiledMatcher* m = first(fn, MLX5DV_DR_DOMAIN_TYPE_NIC_TX)) return m;
-      return first(pf(), MLX5DV_DR_DOMAIN_TYPE_FDB);
+      if (const hw::CompiledMatcher* m = first(fn, MLX5DV_DR_DOMAIN_TYPE_NIC_TX))
+        return {m, stage, &fn, hw::kTxPipe};
+      return {first(pf(), MLX5DV_DR_DOMAIN_TYPE_FDB), Stage::kFdbTx, &pf(), hw::kTxPipe};
     default:
-      return nullptr;
+      return {};
   }
+}
+
+bool Nic::TerminalExit(const hw::ActionProgram& program, DomainExit* e) {
+  switch (program.destination) {
+    case hw::Destination::kNone:
+    case hw::Destination::kDefaultMiss:
+      *e = {};
+      return true;
+    case hw::Destination::kDrop:
+      *e = {Exit::kDrop};
+      return true;
+    case hw::Destination::kQueue:
+      *e = {Exit::kQueue, program.queue};
+      return true;
+    case hw::Destination::kTir:
+      *e = {Exit::kTir, program.tir};
+      return true;
+    case hw::Destination::kVport:
+      *e = {Exit::kVport, program.vport};
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Nic::DispatchFirstHit(InFlight& p, const FirstLookup& first) {
+  const hw::ActionProgram& program = p.looked_up_hit->program(first.pipe);
+  DomainExit e;
+  if (!program.ops.empty() || !TerminalExit(program, &e)) return false;
+  Dispatch(p, first.stage, *first.fn, e, /*trace=*/false);
+  return true;
 }
 
 absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
@@ -521,9 +564,15 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     // their records, then their programs, so the walk below finds them in cache instead of waiting on each
     // miss in turn. (Parsed as the first lookup would: the walk finds it done. Without a first lookup no
     // frame is parsed unless something later looks it up.)
-    if (const hw::CompiledMatcher* m = FirstMatcher(stage, fn)) {
+    const FirstLookup first = FirstLookupOf(stage, fn);
+    if (const hw::CompiledMatcher* m = first.matcher) {
+      const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       for (size_t j = 0; j < n; ++j) {
-        burst[j].Parse();
+        if (outer_key) {
+          burst[j].ParseOuter();
+        } else {
+          burst[j].Parse();
+        }
         m->definer.Extract(burst[j].hv.bytes, keys[j]);
         hashes[j] = m->table.Hash(keys[j]);
         m->table.Prefetch(hashes[j]);
@@ -535,7 +584,10 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit->programs);
       }
     }
-    for (size_t j = 0; j < n; ++j) Run(burst[j], stage, fn, {}, trace);
+    for (size_t j = 0; j < n; ++j) {
+      if (!trace && burst[j].looked_up_hit != nullptr && DispatchFirstHit(burst[j], first)) continue;
+      Run(burst[j], stage, fn, {}, trace);
+    }
     worker.reader_.Leave();
   }
   return absl::OkStatus();
@@ -642,7 +694,10 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
       return Finish(Fate::kDropped, p);
     case Stage::kNicRx:
       if (e.exit == Exit::kQueue) return Deliver(p, fn, e.arg);
-      if (e.exit == Exit::kTir) return Deliver(p, fn, PickTirQueue(fn, e.arg, p));
+      if (e.exit == Exit::kTir) {
+        p.EnsureParsed();  // RSS hashes its header fields
+        return Deliver(p, fn, PickTirQueue(fn, e.arg, p));
+      }
       // No NIC_RX steering at all: the function's own interface takes the frame.
       if (e.exit == Exit::kDefault && !fn.root_[MLX5DV_DR_DOMAIN_TYPE_NIC_RX].Read().steered) {
         return ToPort(p, fn);
@@ -743,7 +798,6 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   uint32_t root_rank = entry.root_rank;
   for (int jumps = 0;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
-    if (!p.parsed) p.Parse();
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;
     const hw::FlowTable* hit_table = table;
@@ -751,6 +805,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       if (m == p.looked_up) {
         hit = p.looked_up_hit;  // the burst's first lookup (Process), made on these same headers
       } else {
+        p.EnsureParsed();
         m->definer.Extract(p.hv.bytes, key);
         hit = m->table.Find(key);
       }
@@ -792,18 +847,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     if (!program.ops.empty() && p.worker->executor_.Run(program.ops, p.buffer, p.meta, time_ns())) {
       p.parsed = false;
     }
+    if (DomainExit e; TerminalExit(program, &e)) return e;
     switch (program.destination) {
-      case hw::Destination::kNone:
-      case hw::Destination::kDefaultMiss:
-        return {};
-      case hw::Destination::kDrop:
-        return {Exit::kDrop};
-      case hw::Destination::kQueue:
-        return {Exit::kQueue, program.queue};
-      case hw::Destination::kTir:
-        return {Exit::kTir, program.tir};
-      case hw::Destination::kVport:
-        return {Exit::kVport, program.vport};
       case hw::Destination::kReplicate:
         return Replicate(p, stage, fn, program, trace);
       case hw::Destination::kTable:
@@ -814,6 +859,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         root_rank = hw::RootRank(hw::RootNamespace::kBypass, program.root_priority);
         break;
       case hw::Destination::kMeter: {
+        p.EnsureParsed();  // the IP length
         const size_t ip_bytes = p.layers.l3 ? p.buffer.size() - p.layers.l3 : p.buffer.size();
         const MeterColor c =
             MarkMeter(program.meter, static_cast<uint32_t>(p.buffer.size()), static_cast<uint32_t>(ip_bytes));
@@ -833,6 +879,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         root_rank = 0;
         break;
       }
+      default:
+        return {};  // not reachable: TerminalExit took the other destinations
     }
   }
 }

@@ -326,9 +326,23 @@ class Nic {
   // Stateful destinations shared by all workers (under control_mu_).
   MeterColor MarkMeter(uint32_t meter, uint32_t l2_bytes, uint32_t ip_bytes);
   bool SampleNext(uint32_t sampler);
-  // The matcher every frame entering at `stage` on `fn` is looked up in first, if any (inside a read
-  // section).
-  const hw::CompiledMatcher* FirstMatcher(Stage stage, Function& fn);
+  // The matcher every frame entering at a stage is looked up in first, and the stage, function and pipe
+  // of its domain (past an empty NIC_TX or FDB domain).
+  struct FirstLookup {
+    const hw::CompiledMatcher* matcher = nullptr;  // none: no first lookup to make ahead
+    Stage stage = Stage::kNicRx;
+    Function* fn = nullptr;
+    hw::Pipe pipe = hw::kRxPipe;
+  };
+  // The first lookup of frames entering at `stage` on `fn` (inside a read section).
+  FirstLookup FirstLookupOf(Stage stage, Function& fn);
+  // The exit of a program whose destination ends its domain's walk (a queue, TIR, vport, drop, or the
+  // domain's default), in `e`; false for destinations the walk goes on from.
+  static bool TerminalExit(const hw::ActionProgram& program, DomainExit* e);
+  // Dispatches `p` from its first lookup's hit (Process made it ahead, in `first`) when that hit's program
+  // only sends the frame on — no ops, a terminal destination — as the walks up to it would; false, with
+  // nothing done, otherwise. Not when tracing: the walk records the path.
+  bool DispatchFirstHit(InFlight& p, const FirstLookup& first);
   // Runs `frames` on `worker` from `stage` on `fn`, in bursts of kBurst whose first lookups overlap.
   absl::Status Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
                        bool trace, uint16_t source, uint32_t sqn, Stage stage, Function& fn);

@@ -464,6 +464,27 @@ void ParseUdpPayload(const Ctx& c, size_t udp, size_t off) {
   }
 }
 
+// The outer Ethernet header and VLAN tags, then an outer IP packet and its L4 header, as far as they are
+// valid: what the outer headers section is filled from.
+struct OuterHeaders {
+  size_t l2_end = 0;  // after the Ethernet header and VLAN tags; 0 when the Ethernet header does not fit
+  uint16_t ethertype = 0;
+  IpLayers ip;  // ip.l3 == 0: no valid IP header
+};
+
+OuterHeaders ParseOuterStack(const Ctx& c) {
+  OuterHeaders o;
+  o.l2_end = ParseEthernet<OuterStack>(c, 0, &o.ethertype);
+  if (o.l2_end != 0 && (o.ethertype == kEthIpv4 || o.ethertype == kEthIpv6)) {
+    o.ip = ParseIp<OuterStack>(c, o.l2_end, o.ethertype == kEthIpv4 ? 4 : 6);
+  }
+  return o;
+}
+
+// The word holding misc.source_port (misc.source_eswitch_owner_vhca_id, which no parse sets, is the rest).
+constexpr size_t kSourcePortWord = hw::Info(Field::kSourcePort).word_offset();
+static_assert(hw::Info(Field::kSourceEswitchOwnerVhcaId).word_offset() == kSourcePortWord);
+
 }  // namespace
 
 PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
@@ -475,15 +496,13 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   PacketLayers layers;
   if (frame == nullptr) return layers;
   const Ctx c{frame, len, hv, &layers};
-  uint16_t ethertype;
-  const size_t l3 = ParseEthernet<OuterStack>(c, 0, &ethertype);
-  if (l3 == 0) return layers;
-  if (ethertype == kEthMpls || ethertype == kEthMplsMulticast) {
-    ParseMplsTunnel(c, l3, TunnelType::kMpls, Field::kOuterFirstMplsLabel);
+  const OuterHeaders outer = ParseOuterStack(c);
+  if (outer.ethertype == kEthMpls || outer.ethertype == kEthMplsMulticast) {
+    ParseMplsTunnel(c, outer.l2_end, TunnelType::kMpls, Field::kOuterFirstMplsLabel);
     return layers;
   }
-  if (ethertype != kEthIpv4 && ethertype != kEthIpv6) return layers;
-  const IpLayers ip = ParseIp<OuterStack>(c, l3, ethertype == kEthIpv4 ? 4 : 6);
+  const IpLayers& ip = outer.ip;
+  if (ip.l3 == 0) return layers;
   layers.l3 = static_cast<uint16_t>(ip.l3);
   layers.l4 = static_cast<uint16_t>(ip.l4);
   layers.payload = static_cast<uint16_t>(ip.payload);
@@ -492,6 +511,19 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   if (ip.protocol == kProtoUdp && ip.payload != 0) ParseUdpPayload(datagram, ip.l4, ip.payload);
   if (ip.protocol == kProtoGre && ip.upper != 0) ParseGre(datagram, ip.upper);
   return layers;
+}
+
+void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
+  std::memset(hv->bytes + hw::SectionOffset(hw::Section::kOuter), 0, hw::kSectionBytes);
+  hw::StoreBe32(hv->bytes + kSourcePortWord, source_port);
+  if (frame == nullptr) return;
+  PacketLayers unused;
+  ParseOuterStack({frame, len, hv, &unused});
+}
+
+bool FilledByOuterParse(size_t word_offset) {
+  return word_offset < hw::SectionOffset(hw::Section::kOuter) + hw::kSectionBytes ||
+         word_offset == kSourcePortWord;
 }
 
 }  // namespace drsim::sim

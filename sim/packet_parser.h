@@ -77,6 +77,15 @@ struct PacketLayers {
 // (0xffff = the wire), written to misc.source_port.
 PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
 
+// Fills the words of `hv` that the outer Ethernet, VLAN, IP and L4 headers and the source port give (those
+// FilledByOuterParse accepts) exactly as ParsePacket does, and leaves the rest of `hv` unspecified: for a
+// lookup whose key lies in those words, without clearing the whole vector or parsing tunnels.
+void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
+
+// Whether ParseOuterHeaders fills the 32-bit word at byte `word_offset` of the layout: the outer headers
+// section, and the word of misc.source_port.
+bool FilledByOuterParse(size_t word_offset);
+
 }  // namespace drsim::sim
 
 #endif  // DRSIM_SIM_PACKET_PARSER_H_

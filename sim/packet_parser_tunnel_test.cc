@@ -1,5 +1,6 @@
 // The packet parser on tunnelled frames (VXLAN, VXLAN-GPE, GENEVE, GRE, MPLS, GTP-U) and RoCE v2: fields,
 // layer offsets, truncation and malformed tunnel headers.
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -549,7 +550,8 @@ TEST(PacketParserTunnelTest, TruncatedGtpuAndGeneve) {
 }
 
 // Random damage to tunnelled frames: the parser stays inside the frame (ASan) and its layers stay ordered.
-TEST(PacketParserTunnelTest, DamagedTunnelsKeepLayersOrdered) {
+// One frame of every tunnel kind (and RoCE v2), with optional fields, options and extensions.
+std::vector<TunnelFrameSpec> EveryTunnelKind() {
   std::vector<TunnelFrameSpec> specs;
   for (Encap kind : {Encap::kVxlan, Encap::kVxlanGpe, Encap::kGeneve, Encap::kGre, Encap::kMpls,
                      Encap::kMplsOverUdp, Encap::kGtpu, Encap::kRoceV2}) {
@@ -562,13 +564,22 @@ TEST(PacketParserTunnelTest, DamagedTunnelsKeepLayersOrdered) {
     t.inner.ipv6_extensions = {0};
     specs.push_back(t);
   }
+  return specs;
+}
+
+// `f` with 1 to 3 bits flipped and up to 15 bytes cut off its end.
+std::vector<uint8_t> Damaged(std::vector<uint8_t> f, std::mt19937& rng) {
+  for (int flips = 1 + rng() % 3; flips > 0; --flips)
+    f[rng() % f.size()] ^= static_cast<uint8_t>(1 << rng() % 8);
+  f.resize(f.size() - rng() % 16);
+  return f;
+}
+
+TEST(PacketParserTunnelTest, DamagedTunnelsKeepLayersOrdered) {
+  const std::vector<TunnelFrameSpec> specs = EveryTunnelKind();
   std::mt19937 rng(7);
   for (int i = 0; i < 20000; ++i) {
-    std::vector<uint8_t> f = BuildFrame(specs[i % specs.size()]);
-    for (int flips = 1 + rng() % 3; flips > 0; --flips)
-      f[rng() % f.size()] ^= static_cast<uint8_t>(1 << rng() % 8);
-    f.resize(f.size() - rng() % 16);
-    std::vector<uint8_t> exact(f);
+    std::vector<uint8_t> exact = Damaged(BuildFrame(specs[i % specs.size()]), rng);
     hw::HeaderVector hv;
     PacketLayers l = ParsePacket(exact.data(), exact.size(), 0xffff, &hv);
     const size_t size = exact.size();
@@ -583,6 +594,49 @@ TEST(PacketParserTunnelTest, DamagedTunnelsKeepLayersOrdered) {
     ASSERT_EQ(l.inner_l3 != 0, Get(hv, Field::kInnerIpVersion) != 0) << i;
     ASSERT_TRUE(l.bth == 0 || l.tunnel == 0) << i;
   }
+}
+
+// ParseOuterHeaders fills the words FilledByOuterParse names exactly as ParsePacket does, whatever the
+// vector held before: on tunnels, VLAN tags, IPv6 extensions, fragments, every truncation and damage.
+TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
+  std::vector<TunnelFrameSpec> specs = EveryTunnelKind();
+  for (size_t i = 0, n = specs.size(); i < n; ++i) {
+    TunnelFrameSpec t = specs[i];
+    t.outer.vlans = {{0x88a8, 7}, {0x8100, 9}};
+    t.outer.l3 = L3Kind::kIpv6;
+    t.outer.ipv6_extensions = {0, 60};
+    specs.push_back(t);
+  }
+  TunnelFrameSpec plain = Tunnel(Encap::kNone);
+  for (uint8_t protocol : {kIpProtoTcp, kIpProtoUdp, kIpProtoIcmp}) {
+    plain.outer.protocol = protocol;
+    specs.push_back(plain);
+  }
+  plain.outer.more_fragments = true;
+  specs.push_back(plain);
+  std::vector<std::vector<uint8_t>> frames;
+  for (const TunnelFrameSpec& t : specs) {
+    const std::vector<uint8_t> f = BuildFrame(t);
+    for (size_t len = 0; len <= f.size(); ++len) frames.emplace_back(f.begin(), f.begin() + len);
+  }
+  std::mt19937 rng(11);
+  for (int i = 0; i < 5000; ++i) frames.push_back(Damaged(BuildFrame(specs[i % specs.size()]), rng));
+  size_t words = 0;
+  for (const std::vector<uint8_t>& f : frames) {
+    const std::vector<uint8_t> exact(f);  // exactly its size on the heap: ASan sees any read past it
+    const uint8_t* data = exact.empty() ? nullptr : exact.data();
+    hw::HeaderVector full, outer;
+    ParsePacket(data, exact.size(), 3, &full);
+    std::memset(outer.bytes, 0xa5, sizeof outer.bytes);
+    ParseOuterHeaders(data, exact.size(), 3, &outer);
+    for (size_t w = 0; w < hw::kMatchParamBytes; w += 4) {
+      if (!FilledByOuterParse(w)) continue;
+      ++words;
+      ASSERT_EQ(std::memcmp(full.bytes + w, outer.bytes + w, 4), 0)
+          << "word at byte " << w << " of a " << exact.size() << "-byte frame";
+    }
+  }
+  EXPECT_EQ(words, frames.size() * (hw::kSectionBytes / 4 + 1));
 }
 
 }  // namespace
