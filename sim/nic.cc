@@ -559,11 +559,12 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.verdict->copies.clear();
       p.parsed = false;
       p.looked_up = nullptr;
+      p.looked_up_hit = nullptr;
     }
-    // The first lookup of every frame, overlapped: parse all and hash their keys, load their buckets, then
-    // their records, then their programs, so the walk below finds them in cache instead of waiting on each
-    // miss in turn. (Parsed as the first lookup would: the walk finds it done. Without a first lookup no
-    // frame is parsed unless something later looks it up.)
+    // The first lookup of every frame, overlapped: read and hash all their keys, load their buckets, then
+    // their records, then their programs, so what follows finds them in cache instead of waiting on each
+    // miss in turn. A key that lies in the outer headers needs a parse of those only (sim/packet_parser.h);
+    // the frame is parsed whole when something later needs it.
     const FirstLookup first = FirstLookupOf(stage, fn);
     if (const hw::CompiledMatcher* m = first.matcher) {
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);

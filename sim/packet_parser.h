@@ -79,7 +79,10 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
 
 // Fills the words of `hv` that the outer Ethernet, VLAN, IP and L4 headers and the source port give (those
 // FilledByOuterParse accepts) exactly as ParsePacket does, and leaves the rest of `hv` unspecified: for a
-// lookup whose key lies in those words, without clearing the whole vector or parsing tunnels.
+// lookup whose key lies in those words, without clearing the whole vector or parsing tunnels. Plain IPv4
+// frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, a TCP or UDP header
+// inside the datagram: most traffic — have their headers at fixed places, and their words are copied
+// straight from them.
 void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
 
 // Whether ParseOuterHeaders fills the 32-bit word at byte `word_offset` of the layout: the outer headers
