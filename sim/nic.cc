@@ -605,17 +605,14 @@ Verdict Nic::ReceiveFromWire(Frame frame) {
 }
 
 void Nic::Finish(Fate fate, InFlight& p, uint16_t vport, uint32_t qp_num) {
-  Delivery d;
+  // Field by field: a Delivery built aside and copied in would be reloaded whole right after its narrow
+  // stores, and stall on them.
+  Delivery& d = p.copy ? p.verdict->copies.emplace_back() : *p.verdict;
   d.fate = fate;
-  d.has_flow_tag = p.meta.has_flow_tag;
-  d.flow_tag = p.meta.flow_tag;
   d.vport = vport;
   d.qp_num = qp_num;
-  if (p.copy) {
-    p.verdict->copies.push_back(d);
-  } else {
-    static_cast<Delivery&>(*p.verdict) = d;
-  }
+  d.has_flow_tag = p.meta.has_flow_tag;
+  d.flow_tag = p.meta.flow_tag;
   p.worker->Count(fate);
 }
 
