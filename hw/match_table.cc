@@ -115,7 +115,7 @@ uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64
     const Bucket& bk = array.buckets[b];
     for (int s = 0; s < kSlotsPerBucket; ++s) {
       const uint64_t v = bk.slot[s].load(std::memory_order_acquire);
-      if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(SlotRecord(v), key)) {
+      if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(RecordWords(SlotRecord(v)), key)) {
         *bucket = b;
         *slot = s;
         return SlotRecord(v);
@@ -143,30 +143,27 @@ void MatchTable::Prefetch(uint64_t hash) const {
   __builtin_prefetch(&array.buckets[hash & array.mask]);
 }
 
-uint32_t MatchTable::PrefetchRecords(uint64_t hash) const {
+MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
   const BucketArray& array = *buckets_.load(std::memory_order_acquire);
   const Bucket& bk = array.buckets[hash & array.mask];
-  uint32_t first = kNoCandidate;
+  Candidate first = nullptr;
   auto prefetch = [&](uint32_t record) {
     const uint32_t* words = RecordWords(record);
     __builtin_prefetch(words);
     __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
-    if (first == kNoCandidate) first = record;
+    if (first == nullptr) first = words;
   };
 #if DRSIM_SIMD_BUCKET_SCAN
-  // All seven slots at once: which hold the signature (odd 32-bit lanes) and a record (even lanes not
-  // kNone)? Which slot holds the key is a coin toss for a branch; a bit mask is not.
+  // All seven slots at once: which hold the signature (odd 32-bit lanes; an empty slot's signature, 0,
+  // never matches)? Which slot holds the key is a coin toss for a branch; a bit mask is not.
   const __m128i sig = _mm_set1_epi32(static_cast<int>(Signature(hash)));
-  const __m128i none = _mm_set1_epi32(-1);
-  uint32_t match = 0, empty = 0;
+  uint32_t match = 0;
   for (int q = 0; q < 4; ++q) {
     const __m128i lanes = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk) + q);
     match |= static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, sig)))) << (4 * q);
-    empty |= static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, none))))
-             << (4 * q);
   }
-  // Bit 2s + 1: slot s has the signature; bit 2s: slot s is empty. Lanes 14 and 15 are not slots.
-  uint32_t slots = match & ~(empty << 1) & 0x2aaa;
+  // Bit 2s + 1: slot s has the signature. Lanes 14 and 15 are not slots.
+  uint32_t slots = match & 0x2aaa;
   for (; slots != 0; slots &= slots - 1) {
     // Each candidate slot is loaded again with acquire, which orders the record's reads after it, and
     // checked again, as a writer may have changed it since the vector loads.

@@ -63,14 +63,15 @@ class MatchTable {
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   void Prefetch(uint64_t hash) const;
+  // A record PrefetchRecords found, for FindFrom: where its words are (nullptr: none).
+  using Candidate = const uint32_t*;
   // Starts loading the records the home bucket of `hash` holds under its signature (after Prefetch), and
-  // returns the first of them, for FindFrom (kNoCandidate when there is none).
-  uint32_t PrefetchRecords(uint64_t hash) const;
-  static constexpr uint32_t kNoCandidate = 0xffffffffu;
+  // returns the first of them.
+  Candidate PrefetchRecords(uint64_t hash) const;
   // Find(key, hash), trying first `candidate` from PrefetchRecords(hash) in the same read section: the bucket
   // is not scanned again when it holds the key (a burst's lookups end here).
-  const RuleRecord* FindFrom(const uint32_t* key, uint64_t hash, uint32_t candidate) const {
-    if (candidate != kNoCandidate && KeyEquals(candidate, key)) return RecordRule(candidate);
+  const RuleRecord* FindFrom(const uint32_t* key, uint64_t hash, Candidate candidate) const {
+    if (candidate != nullptr && KeyEquals(candidate, key)) return RuleOf(candidate);
     return Find(key, hash);
   }
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
@@ -93,7 +94,7 @@ class MatchTable {
   bool fixed_size() const { return fixed_size_; }
 
  private:
-  static constexpr uint32_t kNone = kNoCandidate;
+  static constexpr uint32_t kNone = 0xffffffffu;
   static constexpr uint64_t kEmptySlot = kNone;  // signature 0, no record
   // Chunk c holds records [ChunkBase(c), ChunkBase(c + 1)): 8 << c of them.
   static constexpr int kFirstChunkShift = 3;
@@ -125,7 +126,8 @@ class MatchTable {
     bool live;
   };
 
-  static uint32_t Signature(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
+  // Never 0, an empty slot's signature: a slot whose signature matches holds a record.
+  static uint32_t Signature(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1; }
   static uint64_t SlotValue(uint64_t hash, uint32_t record) {
     return uint64_t{Signature(hash)} << 32 | record;
   }
@@ -137,13 +139,15 @@ class MatchTable {
     return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
   }
   const uint32_t* RecordKey(uint32_t record) const { return RecordWords(record) + kRuleWords; }
-  const RuleRecord* RecordRule(uint32_t record) const {
-    return std::launder(reinterpret_cast<const RuleRecord*>(RecordWords(record)));
+  // The rule of the record at `words`.
+  static const RuleRecord* RuleOf(const uint32_t* words) {
+    return std::launder(reinterpret_cast<const RuleRecord*>(words));
   }
+  const RuleRecord* RecordRule(uint32_t record) const { return RuleOf(RecordWords(record)); }
   // Word by word, without branches: keys are a few words, and a call to memcmp costs more than comparing
-  // them.
-  bool KeyEquals(uint32_t record, const uint32_t* key) const {
-    const uint32_t* stored = RecordKey(record);
+  // them. `words`: a record's.
+  bool KeyEquals(const uint32_t* words, const uint32_t* key) const {
+    const uint32_t* stored = words + kRuleWords;
     uint32_t differ = 0;
     for (size_t i = 0; i < key_words_; ++i) differ |= stored[i] ^ key[i];
     return differ == 0;

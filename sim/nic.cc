@@ -85,7 +85,7 @@ struct Nic::Burst {
   Verdict scratch[kBurst];  // the verdicts when the caller takes none
   uint32_t keys[kBurst][kMaxKeyWords];
   uint64_t hashes[kBurst];
-  uint32_t candidates[kBurst];  // MatchTable::PrefetchRecords
+  hw::MatchTable::Candidate candidates[kBurst];
 };
 
 // ---- Function ------------------------------------------------------------------------------------
@@ -538,7 +538,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
   InFlight* burst = worker.burst_->frames;
   auto& keys = worker.burst_->keys;
   uint64_t* hashes = worker.burst_->hashes;
-  uint32_t* candidates = worker.burst_->candidates;
+  hw::MatchTable::Candidate* candidates = worker.burst_->candidates;
   for (size_t at = 0; at < frames.size(); at += kBurst) {
     const size_t n = std::min(kBurst, frames.size() - at);
     // One read section per burst: what the driver retires meanwhile waits at most a burst.
