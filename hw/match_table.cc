@@ -95,16 +95,32 @@ MatchTable::~MatchTable() {
 // numbers into an exact 64-bit product. The products do not wait on one another (unlike a chain of mixing
 // rounds), and a sum of them differs between two keys except with probability about 2^-32 per pair.
 uint64_t MatchTable::Hash(const uint32_t* key) const {
-  uint64_t sum = key_words_ * kGolden;
-  size_t i = 0, p = 0;
-  for (; i + 1 < key_words_; i += 2, ++p) {
-    sum += uint64_t{static_cast<uint32_t>(key[i] + kPairConstants.first[p])} *
-           static_cast<uint32_t>(key[i + 1] + kPairConstants.second[p]);
+  auto pair = [key](size_t p) {
+    return uint64_t{static_cast<uint32_t>(key[2 * p] + kPairConstants.first[p])} *
+           static_cast<uint32_t>(key[2 * p + 1] + kPairConstants.second[p]);
+  };
+  auto last = [key](size_t p) {  // a lone last word, at pair p
+    return uint64_t{static_cast<uint32_t>(key[2 * p] + kPairConstants.first[p])} * kPairConstants.second[p];
+  };
+  const uint64_t sum = key_words_ * kGolden;
+  // Short keys (an IPv4 5-tuple is four words) without a loop's set-up.
+  switch (key_words_) {
+    case 1:
+      return Finalize(sum + last(0));
+    case 2:
+      return Finalize(sum + pair(0));
+    case 3:
+      return Finalize(sum + pair(0) + last(1));
+    case 4:
+      return Finalize(sum + pair(0) + pair(1));
+    default: {
+      uint64_t total = sum;
+      const size_t pairs = key_words_ / 2;
+      for (size_t p = 0; p < pairs; ++p) total += pair(p);
+      if (key_words_ % 2 != 0) total += last(pairs);
+      return Finalize(total);
+    }
   }
-  if (i < key_words_) {
-    sum += uint64_t{static_cast<uint32_t>(key[i] + kPairConstants.first[p])} * kPairConstants.second[p];
-  }
-  return Finalize(sum);
 }
 
 uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
