@@ -154,11 +154,6 @@ const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
   return record == kNone ? nullptr : RecordRule(record);
 }
 
-void MatchTable::Prefetch(uint64_t hash) const {
-  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
-  __builtin_prefetch(&array.buckets[hash & array.mask]);
-}
-
 MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
   const BucketArray& array = *buckets_.load(std::memory_order_acquire);
   const Bucket& bk = array.buckets[hash & array.mask];

@@ -62,7 +62,7 @@ class MatchTable {
   // caller's read section lasts (or until the next write, without a reclaimer). `hash` must be Hash(key).
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
-  void Prefetch(uint64_t hash) const;
+  inline void Prefetch(uint64_t hash) const;
   // A record PrefetchRecords found, for FindFrom: where its words are (nullptr: none).
   using Candidate = const uint32_t*;
   // Starts loading the records the home bucket of `hash` holds under its signature (after Prefetch), and
@@ -180,6 +180,11 @@ class MatchTable {
   size_t distinct_keys_ = 0;
   bool fixed_size_ = false;
 };
+
+inline void MatchTable::Prefetch(uint64_t hash) const {
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  __builtin_prefetch(&array.buckets[hash & array.mask]);
+}
 
 }  // namespace drsim::hw
 

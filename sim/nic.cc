@@ -662,7 +662,7 @@ void Nic::Run(InFlight& p, Stage stage, Function& fn, Entry entry, bool trace) {
   Dispatch(p, stage, fn, WalkDomain(p, stage, fn, entry, trace), trace);
 }
 
-void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace) {
+inline void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace) {
   switch (e.exit) {
     case Exit::kDone:
       return;
@@ -671,8 +671,11 @@ void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tr
     case Exit::kDrop:
       return Finish(Fate::kDropped, p);
     default:
-      break;
+      return Forward(p, stage, fn, e, trace);
   }
+}
+
+void Nic::Forward(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace) {
   switch (stage) {
     case Stage::kFdbRx:
       // From the wire: to a vport's NIC_RX, by default the eSwitch manager's.

@@ -314,8 +314,10 @@ class Nic {
   DomainExit Replicate(InFlight& p, Stage stage, Function& fn, const hw::ActionProgram& program, bool trace);
   // `trace`: record the path of the frame itself when it goes back into the merged root (kRootTable).
   void RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace);
-  // Follows a destination of a program or a replica.
+  // Follows a destination of a program or a replica: ends the frame here (drops, loops), or Forward.
   void Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace);
+  // Sends the frame on to where `e` leads from `stage` (a queue, a TIR, a vport, the next stage).
+  void Forward(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace);
   void Deliver(InFlight& p, Function& fn, uint32_t qp_num);
   void ToWire(InFlight& p);
   void ToPort(InFlight& p, Function& fn);
