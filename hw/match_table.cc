@@ -168,11 +168,11 @@ MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
   // All seven slots at once: which hold the signature (odd 32-bit lanes; an empty slot's signature, 0,
   // never matches)? Which slot holds the key is a coin toss for a branch; a bit mask is not.
   const __m128i sig = _mm_set1_epi32(static_cast<int>(Signature(hash)));
-  uint32_t match = 0;
-  for (int q = 0; q < 4; ++q) {
-    const __m128i lanes = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk) + q);
-    match |= static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, sig)))) << (4 * q);
-  }
+  const __m128i* lanes = reinterpret_cast<const __m128i*>(&bk);
+  auto equal = [&](int q) { return _mm_cmpeq_epi32(_mm_load_si128(lanes + q), sig); };
+  // The sixteen compare results (all ones or zero) packed into bytes, in lane order, then one bit each.
+  const uint32_t match = static_cast<uint32_t>(_mm_movemask_epi8(
+      _mm_packs_epi16(_mm_packs_epi32(equal(0), equal(1)), _mm_packs_epi32(equal(2), equal(3)))));
   // Bit 2s + 1: slot s has the signature. Lanes 14 and 15 are not slots.
   uint32_t slots = match & 0x2aaa;
   for (; slots != 0; slots &= slots - 1) {
