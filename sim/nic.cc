@@ -83,7 +83,7 @@ static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Par
 struct Nic::Burst {
   InFlight frames[kBurst];
   Verdict scratch[kBurst];  // the verdicts when the caller takes none
-  uint32_t keys[kBurst][kMaxKeyWords];
+  uint32_t keys[kBurst * kMaxKeyWords];
   uint64_t hashes[kBurst];
   hw::MatchTable::Candidate candidates[kBurst];
 };
@@ -536,23 +536,25 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         "%d verdicts for %d frames: pass one per frame, or none", verdicts.size(), frames.size()));
   }
   InFlight* burst = worker.burst_->frames;
-  auto& keys = worker.burst_->keys;
+  uint32_t* keys = worker.burst_->keys;
   uint64_t* hashes = worker.burst_->hashes;
   hw::MatchTable::Candidate* candidates = worker.burst_->candidates;
   for (size_t at = 0; at < frames.size(); at += kBurst) {
     const size_t n = std::min(kBurst, frames.size() - at);
+    const Frame* in = frames.data() + at;
+    Verdict* out = verdicts.empty() ? worker.burst_->scratch : verdicts.data() + at;
     // One read section per burst: what the driver retires meanwhile waits at most a burst.
     worker.reader_.Enter();
     worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     for (size_t j = 0; j < n; ++j) {
       InFlight& p = burst[j];
       p.worker = &worker;
-      p.buffer.Borrow(frames[at + j].data(), frames[at + j].size());  // copied in only if rewritten
+      p.buffer.Borrow(in[j].data(), in[j].size());  // copied in only if rewritten
       p.meta = PacketMeta();
       p.meta.source_port = source;
       p.meta.source_sqn = sqn;
       p.copy = false;
-      p.verdict = verdicts.empty() ? &worker.burst_->scratch[j] : &verdicts[at + j];
+      p.verdict = out + j;
       // Reset in place: the vectors keep their capacity from one frame to the next.
       static_cast<Delivery&>(*p.verdict) = Delivery();
       p.verdict->path.clear();
@@ -568,20 +570,21 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     const FirstLookup first = FirstLookupOf(stage, fn);
     if (const hw::CompiledMatcher* m = first.matcher) {
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
+      const size_t words = m->definer.key_words();  // the burst's keys lie end to end
       for (size_t j = 0; j < n; ++j) {
         if (outer_key) {
           burst[j].ParseOuter();
         } else {
           burst[j].Parse();
         }
-        m->definer.Extract(burst[j].hv.bytes, keys[j]);
-        hashes[j] = m->table.Hash(keys[j]);
+        m->definer.Extract(burst[j].hv.bytes, keys + j * words);
+        hashes[j] = m->table.Hash(keys + j * words);
         m->table.Prefetch(hashes[j]);
       }
       for (size_t j = 0; j < n; ++j) candidates[j] = m->table.PrefetchRecords(hashes[j]);
       for (size_t j = 0; j < n; ++j) {
         burst[j].looked_up = m;
-        burst[j].looked_up_hit = m->table.FindFrom(keys[j], hashes[j], candidates[j]);
+        burst[j].looked_up_hit = m->table.FindFrom(keys + j * words, hashes[j], candidates[j]);
         if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit->programs);
       }
     }
