@@ -546,7 +546,8 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     // One read section per burst: what the driver retires meanwhile waits at most a burst.
     worker.reader_.Enter();
     worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    for (size_t j = 0; j < n; ++j) {
+    // Each frame starts afresh; the vectors keep their capacity from one frame to the next.
+    auto start = [&](size_t j) {
       InFlight& p = burst[j];
       p.worker = &worker;
       p.buffer.Borrow(in[j].data(), in[j].size());  // copied in only if rewritten
@@ -555,14 +556,13 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.meta.source_sqn = sqn;
       p.copy = false;
       p.verdict = out + j;
-      // Reset in place: the vectors keep their capacity from one frame to the next.
       static_cast<Delivery&>(*p.verdict) = Delivery();
       p.verdict->path.clear();
       p.verdict->copies.clear();
       p.parsed = false;
       p.looked_up = nullptr;
       p.looked_up_hit = nullptr;
-    }
+    };
     // The first lookup of every frame, overlapped: read and hash all their keys, load their buckets, then
     // their records, then their programs, so what follows finds them in cache instead of waiting on each
     // miss in turn. A key that lies in the outer headers needs a parse of those only (sim/packet_parser.h);
@@ -572,6 +572,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       const size_t words = m->definer.key_words();  // the burst's keys lie end to end
       for (size_t j = 0; j < n; ++j) {
+        start(j);
         if (outer_key) {
           burst[j].ParseOuter();
         } else {
@@ -587,6 +588,8 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         burst[j].looked_up_hit = m->table.FindFrom(keys + j * words, hashes[j], candidates[j]);
         if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit->programs);
       }
+    } else {
+      for (size_t j = 0; j < n; ++j) start(j);
     }
     for (size_t j = 0; j < n; ++j) {
       if (!trace && burst[j].looked_up_hit != nullptr && DispatchFirstHit(burst[j], first)) continue;
