@@ -91,9 +91,10 @@ class NicRxModel {
   // Destroys the matcher, or fails as expected while it has rules (see matcher_alive()).
   absl::Status DestroyMatcher(int matcher);
 
-  // Sends the frames of `specs` from the wire, in one traced burst, and compares each verdict (and each
-  // parse) with the reference's. Returns the reference verdicts. Empties the queues and the PF's interface
-  // afterwards.
+  // Sends the frames of `specs` from the wire twice, untraced and then traced (the untraced data path
+  // dispatches some first hits without walking), and compares each verdict, path included when traced,
+  // and each parse with the reference's. Returns the reference verdicts. Empties the queues and the PF's
+  // interface after each pass.
   absl::StatusOr<std::vector<RefVerdict>> Classify(absl::Span<const sim::TunnelFrameSpec> specs);
 
   int num_tables() const { return static_cast<int>(tables_.size()); }
@@ -109,6 +110,8 @@ class NicRxModel {
   std::vector<int> LiveRules() const;
 
  private:
+  // Takes every frame out of the queues and the PF's interface.
+  void DrainQueues();
   struct Table {
     dr::Table table;
     int ref;
