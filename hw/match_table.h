@@ -138,16 +138,17 @@ class MatchTable {
     const int chunk = ChunkOf(record);
     return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
   }
-  const uint32_t* RecordKey(uint32_t record) const { return RecordWords(record) + kRuleWords; }
-  // The rule of the record at `words`.
+  // The rule and the key of the record at `words`.
   static const RuleRecord* RuleOf(const uint32_t* words) {
     return std::launder(reinterpret_cast<const RuleRecord*>(words));
   }
+  static const uint32_t* KeyOf(const uint32_t* words) { return words + kRuleWords; }
   const RuleRecord* RecordRule(uint32_t record) const { return RuleOf(RecordWords(record)); }
+  const uint32_t* RecordKey(uint32_t record) const { return KeyOf(RecordWords(record)); }
   // Word by word, without branches: keys are a few words, and a call to memcmp costs more than comparing
   // them. `words`: a record's.
   bool KeyEquals(const uint32_t* words, const uint32_t* key) const {
-    const uint32_t* stored = words + kRuleWords;
+    const uint32_t* stored = KeyOf(words);
     uint32_t differ = 0;
     for (size_t i = 0; i < key_words_; ++i) differ |= stored[i] ^ key[i];
     return differ == 0;
