@@ -53,6 +53,7 @@ struct Nic::InFlight {
   // matcher, takes its result.
   const hw::CompiledMatcher* looked_up = nullptr;
   const hw::RuleRecord* looked_up_hit = nullptr;
+  Entry entry;        // where the walk starts: the stage's root, or the table FollowJumps reached
   bool copy = false;  // a copy: its outcome goes to verdict->copies
 
   // Parses the frame as it is now, with its metadata, for the lookups that follow.
@@ -521,12 +522,66 @@ bool Nic::TerminalExit(const hw::ActionProgram& program, DomainExit* e) {
   }
 }
 
-bool Nic::DispatchFirstHit(InFlight& p, const FirstLookup& first) {
+bool Nic::DispatchLookedUpHit(InFlight& p, const FirstLookup& first) {
   const hw::ActionProgram& program = p.looked_up_hit->program(first.pipe);
   DomainExit e;
   if (!program.ops.empty() || !TerminalExit(program, &e)) return false;
   Dispatch(p, first.stage, *first.fn, e, /*trace=*/false);
   return true;
+}
+
+// When `hit`'s program only jumps (no ops, a kTable destination) to a table with a matcher: that table
+// and its first matcher, read once; false otherwise.
+static bool OnlyJumps(const hw::RuleRecord& hit, hw::Pipe pipe, const hw::FlowTable** table,
+                      const hw::CompiledMatcher** first_matcher) {
+  const hw::ActionProgram& program = hit.program(pipe);
+  if (!program.ops.empty() || program.destination != hw::Destination::kTable) return false;
+  *table = program.table;
+  *first_matcher = program.table->first_matcher();
+  return *first_matcher != nullptr;
+}
+
+void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
+  InFlight* burst = b.frames;
+  size_t follower[kBurst];                  // the frames that jump, by index in the burst
+  const hw::FlowTable* into[kBurst];        // the table each jumps to
+  const hw::CompiledMatcher* next[kBurst];  // and that table's first matcher, looked up ahead
+  size_t k = 0;
+  auto follow = [&](size_t j) {
+    const InFlight& p = burst[j];
+    if (p.looked_up_hit != nullptr && OnlyJumps(*p.looked_up_hit, first.pipe, &into[k], &next[k])) {
+      follower[k++] = j;
+    }
+  };
+  for (size_t j = 0; j < n; ++j) follow(j);
+  for (int jumps = 1; k > 0 && jumps <= kMaxTableJumps; ++jumps) {
+    const hw::CompiledMatcher* outer_of = nullptr;
+    bool outer_key = false;
+    for (size_t i = 0; i < k; ++i) {
+      InFlight& p = burst[follower[i]];
+      const hw::CompiledMatcher* m = next[i];
+      if (m != outer_of) {
+        outer_of = m;
+        outer_key = m->definer.ReadsOnly(FilledByOuterParse);
+      }
+      if (!outer_key) p.EnsureParsed();
+      uint32_t* key = b.keys + i * kMaxKeyWords;
+      m->definer.Extract(p.hv.bytes, key);
+      b.hashes[i] = m->table.Hash(key);
+      m->table.Prefetch(b.hashes[i]);
+    }
+    for (size_t i = 0; i < k; ++i) b.candidates[i] = next[i]->table.PrefetchRecords(b.hashes[i]);
+    for (size_t i = 0; i < k; ++i) {
+      InFlight& p = burst[follower[i]];
+      p.entry = {into[i], 0, jumps};
+      p.looked_up = next[i];
+      p.looked_up_hit = next[i]->table.FindFrom(b.keys + i * kMaxKeyWords, b.hashes[i], b.candidates[i]);
+      if (p.looked_up_hit != nullptr) __builtin_prefetch(p.looked_up_hit->programs);
+    }
+    const size_t followed = k;
+    k = 0;  // follow() refills the arrays in place: the i-th entry is read before the k-th (k <= i) is set
+    for (size_t i = 0; i < followed; ++i) follow(follower[i]);
+  }
 }
 
 absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
@@ -562,6 +617,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.parsed = false;
       p.looked_up = nullptr;
       p.looked_up_hit = nullptr;
+      p.entry = {};
     };
     // The first lookup of every frame, overlapped: read and hash all their keys, load their buckets, then
     // their records, then their programs, so what follows finds them in cache instead of waiting on each
@@ -588,12 +644,18 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         burst[j].looked_up_hit = m->table.FindFrom(keys + j * words, hashes[j], candidates[j]);
         if (burst[j].looked_up_hit != nullptr) __builtin_prefetch(burst[j].looked_up_hit->programs);
       }
+      if (!trace) FollowJumps(*worker.burst_, n, first);
     } else {
       for (size_t j = 0; j < n; ++j) start(j);
     }
     for (size_t j = 0; j < n; ++j) {
-      if (!trace && burst[j].looked_up_hit != nullptr && DispatchFirstHit(burst[j], first)) continue;
-      Run(burst[j], stage, fn, {}, trace);
+      InFlight& p = burst[j];
+      if (!trace && p.looked_up_hit != nullptr && DispatchLookedUpHit(p, first)) continue;
+      if (p.entry.table != nullptr) {
+        Run(p, first.stage, *first.fn, p.entry, /*trace=*/false);  // past the jumps FollowJumps took
+      } else {
+        Run(p, stage, fn, {}, trace);
+      }
     }
     worker.reader_.Leave();
   }
@@ -803,7 +865,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   uint32_t key[kMaxKeyWords];
   const hw::FlowTable* table = entry.table;  // nullptr: the merged root
   uint32_t root_rank = entry.root_rank;
-  for (int jumps = 0;; ++jumps) {
+  for (int jumps = entry.jumps;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;

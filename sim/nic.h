@@ -295,10 +295,12 @@ class Nic {
   struct Burst;  // a worker's scratch for one burst
   // The domain walks a frame goes through.
   enum class Stage : uint8_t { kFdbRx, kFdbTx, kNicRx, kNicTx };
-  // Where a walk starts: the merged root (from its matchers of hw::RootRank >= root_rank), or a table.
+  // Where a walk starts: the merged root (from its matchers of hw::RootRank >= root_rank), or a table
+  // reached after `jumps` table jumps in this domain (they count towards kMaxTableJumps).
   struct Entry {
     const hw::FlowTable* table = nullptr;
     uint32_t root_rank = 0;
+    int jumps = 0;
   };
   enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kDone };
   struct DomainExit {
@@ -341,10 +343,16 @@ class Nic {
   // The exit of a program whose destination ends its domain's walk (a queue, TIR, vport, drop, or the
   // domain's default), in `e`; false for destinations the walk goes on from.
   static bool TerminalExit(const hw::ActionProgram& program, DomainExit* e);
-  // Dispatches `p` from its first lookup's hit (Process made it ahead, in `first`) when that hit's program
-  // only sends the frame on — no ops, a terminal destination — as the walks up to it would; false, with
-  // nothing done, otherwise. Not when tracing: the walk records the path.
-  bool DispatchFirstHit(InFlight& p, const FirstLookup& first);
+  // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination),
+  // the jump: looks up the table's first matcher the same overlapped way, level after level, and leaves
+  // the frame's walk to start at the last table reached (InFlight::entry). Not when tracing: the walk
+  // records the path.
+  void FollowJumps(Burst& burst, size_t n, const FirstLookup& first);
+  // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, or the one
+  // FollowJumps led to) when that hit's program only sends the frame on — no ops, a terminal destination
+  // — as the walks up to it would; false, with nothing done, otherwise. Not when tracing: the walk
+  // records the path.
+  bool DispatchLookedUpHit(InFlight& p, const FirstLookup& first);
   // Runs `frames` on `worker` from `stage` on `fn`, in bursts of kBurst whose first lookups overlap.
   absl::Status Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
                        bool trace, uint16_t source, uint32_t sqn, Stage stage, Function& fn);

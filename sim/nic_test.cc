@@ -171,6 +171,67 @@ TEST(NicTest, JumpLoopsAreCut) {
   EXPECT_EQ(v.path.size(), static_cast<size_t>(Nic::kMaxTableJumps) + 1);
 }
 
+// A chain of `jumps` tables behind the root, each jumping on to the next for UDP port 9; the last one
+// delivers port 9 to a queue from its second matcher (its first, on port 10, misses). Untraced bursts
+// follow the jumps ahead of the walk (Nic::FollowJumps); the verdicts must be the traced walk's.
+struct JumpChain {
+  std::vector<std::unique_ptr<hw::FlowTable>> tables;
+  std::vector<std::unique_ptr<hw::CompiledMatcher>> matchers;
+  std::vector<std::unique_ptr<TestRule>> rules;
+
+  JumpChain(Nic& nic, int jumps, uint32_t queue) {
+    for (int i = 0; i <= jumps; ++i) {
+      tables.push_back(std::make_unique<hw::FlowTable>());
+      tables.back()->id = i + 1;
+      tables.back()->level = i;
+    }
+    for (int i = 0; i <= jumps; ++i) {
+      const bool last = i == jumps;
+      if (last) {
+        matchers.push_back(PortMatcher(100 + 2 * i, 0, 2 * i + 1));
+        rules.push_back(std::make_unique<TestRule>(Rule(1000 + 2 * i, hw::Destination::kDrop)));
+        AddRule(*matchers.back(), 10, rules.back().get());
+        tables[i]->chain.push_back(matchers.back().get());
+      }
+      matchers.push_back(PortMatcher(101 + 2 * i, 1, 2 * i + 2));
+      rules.push_back(std::make_unique<TestRule>(
+          last ? Rule(1001 + 2 * i, hw::Destination::kQueue, queue)
+               : Rule(1001 + 2 * i, hw::Destination::kTable, 0, tables[i + 1].get())));
+      AddRule(*matchers.back(), 9, rules.back().get());
+      tables[i]->chain.push_back(matchers.back().get());
+      tables[i]->LinkAll();
+    }
+    nic.pf().AttachRootTable(tables[0].get());
+  }
+};
+
+// Sends 40 frames to port 9 in one untraced burst, then one traced; all must end in `fate`.
+void ExpectUntracedAsTraced(Nic& nic, Fate fate) {
+  std::vector<uint8_t> f = UdpFrame(9);
+  std::vector<Frame> views(40, Frame(f));
+  std::vector<Verdict> verdicts(views.size());
+  ASSERT_TRUE(nic.ReceiveFromWire(views, absl::MakeSpan(verdicts), /*trace=*/false).ok());
+  for (const Verdict& v : verdicts) EXPECT_EQ(v.fate, fate);
+  EXPECT_EQ(nic.ReceiveFromWire(f).fate, fate);
+}
+
+TEST(NicTest, JumpsFollowedAheadCountTowardsTheLoopLimit) {
+  {
+    Nic nic;
+    const uint32_t q = nic.pf().CreateQueue(1000);
+    JumpChain chain(nic, Nic::kMaxTableJumps, q);
+    ExpectUntracedAsTraced(nic, Fate::kQueued);
+    EXPECT_EQ(nic.pf().queue(q)->size(), 41u);
+  }
+  {
+    Nic nic;
+    const uint32_t q = nic.pf().CreateQueue(1000);
+    JumpChain chain(nic, Nic::kMaxTableJumps + 1, q);
+    ExpectUntracedAsTraced(nic, Fate::kTableLoop);
+    EXPECT_EQ(nic.pf().queue(q)->size(), 0u);
+  }
+}
+
 TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   Nic nic;
   uint32_t q = nic.pf().CreateQueue(1000);
