@@ -106,7 +106,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   rule->id = internal::NextObjectId();
   internal::UsePrograms(programs, rule);
   if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
-  rule->entry = hwm.table.Insert(key, hash, hw::RuleRecord{&programs->programs, rule->id});
+  rule->entry = hwm.table.Insert(key, hash, hw::RuleRecord::Of(&programs->programs, rule->id));
   rule->prev_in_matcher = m->last_rule;
   (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
   m->last_rule = rule;

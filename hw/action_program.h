@@ -94,12 +94,25 @@ enum Pipe : int { kRxPipe = 0, kTxPipe = 1 };
 // actions may share one (immutable once a rule uses it).
 using PipePrograms = std::array<ActionProgram, 2>;
 
+// What a program does at a glance, for the data path's shortcuts: send the frame on with no header
+// operations (destination kNone, kDefaultMiss, kDrop, kQueue, kTir or kVport), only jump to a table (no
+// ops, kTable), or anything else.
+enum class ProgramShape : uint8_t { kOther, kSendsOn, kOnlyJumps };
+
+ProgramShape ShapeOf(const ActionProgram& program);
+
 // What a match-table hit yields. The match table keeps it in the record beside the key, so a hit costs
-// no further line than the record's (the programs are shared, and usually in cache).
+// no further line than the record's (the programs are shared, and usually in cache); the shapes of the
+// programs ride along, so the data path picks its way without loading them.
 struct RuleRecord {
   const PipePrograms* programs = nullptr;
-  uint32_t rule_id = 0;  // the driver's id, reported in traces
+  uint32_t rule_id = 0;                  // the driver's id, reported in traces
+  std::array<ProgramShape, 2> shapes{};  // by Pipe: ShapeOf(*programs)[pipe] (kOther: the walk decides)
 
+  // The record of rule `rule_id` running `programs`, which must not change while it is installed.
+  static RuleRecord Of(const PipePrograms* programs, uint32_t rule_id) {
+    return {programs, rule_id, {ShapeOf((*programs)[kRxPipe]), ShapeOf((*programs)[kTxPipe])}};
+  }
   const ActionProgram& program(Pipe pipe) const { return (*programs)[pipe]; }
 };
 

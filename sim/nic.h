@@ -343,10 +343,10 @@ class Nic {
   // The exit of a program whose destination ends its domain's walk (a queue, TIR, vport, drop, or the
   // domain's default), in `e`; false for destinations the walk goes on from.
   static bool TerminalExit(const hw::ActionProgram& program, DomainExit* e);
-  // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination),
-  // the jump: looks up the table's first matcher the same overlapped way, level after level, and leaves
-  // the frame's walk to start at the last table reached (InFlight::entry). Not when tracing: the walk
-  // records the path.
+  // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination:
+  // Burst::jumping), the jump: looks up the table's first matcher the same overlapped way, level after
+  // level, and leaves the frame's walk to start at the last table reached (InFlight::entry, which it
+  // sets for all `n` frames of the burst). Not when tracing: the walk records the path.
   void FollowJumps(Burst& burst, size_t n, const FirstLookup& first);
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, or the one
   // FollowJumps led to) when that hit's program only sends the frame on — no ops, a terminal destination

@@ -29,7 +29,7 @@ void AddRule(hw::CompiledMatcher& m, uint16_t port, const TestRule* rule) {
   hw::MatchParams v = *hw::MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, port).Build();
   std::vector<uint32_t> key(m.definer.key_words());
   m.definer.Extract(v.bytes(), key.data());
-  m.table.Insert(key.data(), hw::RuleRecord{&rule->programs, rule->id});
+  m.table.Insert(key.data(), hw::RuleRecord::Of(&rule->programs, rule->id));
 }
 
 std::vector<uint8_t> UdpFrame(uint16_t dport) {
