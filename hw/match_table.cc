@@ -123,13 +123,37 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
   }
 }
 
+// Which slots of `bk` hold signature `sig`, as bit 2s + 1 for slot s (a slot found here may have changed
+// since: its word is loaded again, with acquire, and checked). An empty slot's signature, 0, never
+// matches.
+static uint32_t SlotsWithSignature(const std::atomic<uint64_t>* slots, uint32_t sig) {
+#if DRSIM_SIMD_BUCKET_SCAN
+  // All seven slots at once (odd 32-bit lanes): which slot holds the key is a coin toss for a branch; a
+  // bit mask is not. The sixteen compare results (all ones or zero) packed into bytes, in lane order,
+  // then one bit each; lanes 14 and 15 are not slots.
+  const __m128i want = _mm_set1_epi32(static_cast<int>(sig));
+  const __m128i* lanes = reinterpret_cast<const __m128i*>(slots);
+  auto equal = [&](int q) { return _mm_cmpeq_epi32(_mm_load_si128(lanes + q), want); };
+  const uint32_t match = static_cast<uint32_t>(_mm_movemask_epi8(
+      _mm_packs_epi16(_mm_packs_epi32(equal(0), equal(1)), _mm_packs_epi32(equal(2), equal(3)))));
+  return match & 0x2aaa;
+#else
+  uint32_t match = 0;
+  for (int s = 0; s < MatchTable::kSlotsPerBucket; ++s) {
+    if (static_cast<uint32_t>(slots[s].load(std::memory_order_relaxed) >> 32) == sig) match |= 2u << (2 * s);
+  }
+  return match;
+#endif
+}
+
 uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                            int* slot) const {
   const uint32_t sig = Signature(hash);
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     const Bucket& bk = array.buckets[b];
-    for (int s = 0; s < kSlotsPerBucket; ++s) {
+    for (uint32_t slots = SlotsWithSignature(bk.slot, sig); slots != 0; slots &= slots - 1) {
+      const int s = __builtin_ctz(slots) / 2;
       const uint64_t v = bk.slot[s].load(std::memory_order_acquire);
       if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(RecordWords(SlotRecord(v)), key)) {
         *bucket = b;
@@ -164,29 +188,10 @@ MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
     __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
     if (first == nullptr) first = words;
   };
-#if DRSIM_SIMD_BUCKET_SCAN
-  // All seven slots at once: which hold the signature (odd 32-bit lanes; an empty slot's signature, 0,
-  // never matches)? Which slot holds the key is a coin toss for a branch; a bit mask is not.
-  const __m128i sig = _mm_set1_epi32(static_cast<int>(Signature(hash)));
-  const __m128i* lanes = reinterpret_cast<const __m128i*>(&bk);
-  auto equal = [&](int q) { return _mm_cmpeq_epi32(_mm_load_si128(lanes + q), sig); };
-  // The sixteen compare results (all ones or zero) packed into bytes, in lane order, then one bit each.
-  const uint32_t match = static_cast<uint32_t>(_mm_movemask_epi8(
-      _mm_packs_epi16(_mm_packs_epi32(equal(0), equal(1)), _mm_packs_epi32(equal(2), equal(3)))));
-  // Bit 2s + 1: slot s has the signature. Lanes 14 and 15 are not slots.
-  uint32_t slots = match & 0x2aaa;
-  for (; slots != 0; slots &= slots - 1) {
-    // Each candidate slot is loaded again with acquire, which orders the record's reads after it, and
-    // checked again, as a writer may have changed it since the vector loads.
+  for (uint32_t slots = SlotsWithSignature(bk.slot, Signature(hash)); slots != 0; slots &= slots - 1) {
     const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
     if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) prefetch(SlotRecord(v));
   }
-#else
-  for (const std::atomic<uint64_t>& slot : bk.slot) {
-    const uint64_t v = slot.load(std::memory_order_acquire);
-    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) prefetch(SlotRecord(v));
-  }
-#endif
   return first;
 }
 

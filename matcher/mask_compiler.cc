@@ -146,16 +146,25 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
 absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value,
                           uint32_t* key, uint8_t* normalized) {
   if (value == nullptr) return absl::InvalidArgumentError("rule value is null");
-  uint8_t v[hw::kMatchParamBytes];
   const size_t size = value->match_sz;
   if (size != 0 && (size > hw::kMatchParamBytes || size % 4 != 0)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "rule value match_sz %d must be a multiple of 4 and at most %d", size, hw::kMatchParamBytes));
   }
-  CopyEnabledSections(compiled.criteria, reinterpret_cast<const uint8_t*>(value->match_buf), size, v);
-  // Any bit outside the mask? Only enabled sections can hold one (the others were not copied). Eight bytes
-  // at a time and without branches, so it compiles to vector ops; only then is the first such byte looked
-  // for, to name its field.
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(value->match_buf);
+  // The checks and the key read enabled sections only (the definer's words, folds included, lie where
+  // the mask does). When the value holds all of them, they read it in place; otherwise from a copy with
+  // the sections it lacks zeroed, as they are when `normalized` wants the enabled sections alone.
+  const size_t extent =
+      compiled.criteria == 0 ? 0 : (32 - __builtin_clz(compiled.criteria)) * hw::kSectionBytes;
+  uint8_t copy[hw::kMatchParamBytes];
+  const uint8_t* v = src;
+  if (size < extent || normalized != nullptr) {
+    CopyEnabledSections(compiled.criteria, src, size, copy);
+    v = copy;
+  }
+  // Any bit outside the mask? Eight bytes at a time and without branches, so it compiles to vector ops;
+  // only then is the first such byte looked for, to name its field.
   static_assert(hw::kSectionBytes % 8 == 0);
   uint64_t outside_any = 0;
   for (int s = 0; s < hw::kNumSections; ++s) {
@@ -169,20 +178,21 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
       outside_any |= value_word & ~mask_word;
     }
   }
-  for (size_t byte = 0; outside_any != 0 && byte < hw::kMatchParamBytes; ++byte) {
-    const uint8_t outside = v[byte] & ~compiled.mask[byte];
-    if (outside == 0) continue;
-    const size_t bit = byte * 8 + __builtin_clz(static_cast<unsigned>(outside) << 24);
-    return absl::InvalidArgumentError(
-        absl::StrFormat("rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
+  for (int s = 0; outside_any != 0 && s < hw::kNumSections; ++s) {
+    const auto section = static_cast<hw::Section>(s);
+    if (!(compiled.criteria & hw::CriteriaBit(section))) continue;
+    for (size_t byte = hw::SectionOffset(section); byte < hw::SectionOffset(section) + hw::kSectionBytes;
+         ++byte) {
+      const uint8_t outside = v[byte] & ~compiled.mask[byte];
+      if (outside == 0) continue;
+      const size_t bit = byte * 8 + __builtin_clz(static_cast<unsigned>(outside) << 24);
+      return absl::InvalidArgumentError(
+          absl::StrFormat("rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
+    }
   }
   if (absl::Status s = PreCheck(compiled.criteria, compiled.mask.data(), v); !s.ok()) return s;
   compiled.definer.Extract(v, key);
-  if (normalized != nullptr) {
-    for (size_t at = 0; at < hw::kMatchParamBytes; at += hw::kSectionBytes) {
-      std::memcpy(normalized + at, v + at, hw::kSectionBytes);
-    }
-  }
+  if (normalized != nullptr) std::memcpy(normalized, copy, hw::kMatchParamBytes);
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
 #include "matcher/mask_compiler.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,32 @@ TEST_F(KeyTest, ValueErrors) {
   EXPECT_TRUE(ValueStatus(v).ok());
   std::vector<uint32_t> key(compiled_.definer.key_words());
   ExpectError(BuildRuleKey(compiled_, nullptr, key.data()), absl::StatusCode::kInvalidArgument, "null");
+}
+
+// A value holding every enabled section is read in place, a shorter one from a zero-padded copy; the
+// sections the criteria leave out are ignored either way, whatever they hold.
+TEST_F(KeyTest, DisabledSectionsOfAValueAreIgnoredInPlaceToo) {
+  Compile(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0xffff).RegC(0, 0xffffffff));  // outer, misc2
+  MatchParams v = *MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80).RegC(0, 7).Build();
+  const std::vector<uint32_t> clean =
+      ValueKey(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80).RegC(0, 7));
+  for (hw::Section s : {hw::Section::kMisc, hw::Section::kInner, hw::Section::kMisc3, hw::Section::kMisc5}) {
+    std::memset(v.bytes() + hw::SectionOffset(s), 0xa5, hw::kSectionBytes);
+  }
+  std::vector<uint32_t> key(compiled_.definer.key_words());
+  ASSERT_TRUE(BuildRuleKey(compiled_, v.get(), key.data()).ok());
+  EXPECT_EQ(key, clean);
+  v.set_match_sz(4 * hw::kSectionBytes);  // just up to the end of misc2
+  ASSERT_TRUE(BuildRuleKey(compiled_, v.get(), key.data()).ok());
+  EXPECT_EQ(key, clean);
+  v.set_match_sz(3 * hw::kSectionBytes);  // misc2 cut off: reg_c_0 reads as 0
+  ASSERT_TRUE(BuildRuleKey(compiled_, v.get(), key.data()).ok());
+  EXPECT_EQ(key, ValueKey(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80)));
+  // In place, a bit outside the mask is still found and named.
+  v.set_match_sz(hw::kMatchParamBytes);
+  hw::SetField(v.bytes(), hw::Field::kOuterTcpSport, 1);
+  ExpectError(ValueStatus(v), absl::StatusCode::kInvalidArgument,
+              "rule value sets outer.tcp_sport bits outside the matcher's mask");
 }
 
 TEST_F(KeyTest, EmptyValueMatchesZeroFields) {
