@@ -1,7 +1,7 @@
 // Rule updates and frames through the software NIC on five-tuple rules (bench/flows.h):
 //   BM_RuleInsert/N         dr::Rule::Create of N rules into one matcher (rules/s), the table growing
 //   BM_RuleInsertSized/N    the same into a matcher sized for N rules beforehand (set_layout's rule-count
-//                           hint, RESIZABLE), as rte_hash_bench's table is created for N keys
+//                           hint, NUM_RULE | RESIZABLE), as rte_hash_bench's table is created for N keys
 //   BM_RuleDelete/N         destroying those N rules (rules/s)
 //   BM_RuleInsert16/N       N rules spread over 16 matchers of different masks (source prefixes /17../32)
 //   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
@@ -44,7 +44,7 @@ void InsertRules(benchmark::State& state, bool sized) {
     FiveTupleTable t(1);
     if (sized) {
       mlx5dv_dr_matcher_layout layout = {};
-      layout.flags = MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE;
+      layout.flags = MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE | MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE;
       while ((size_t{1} << layout.log_num_of_rules_hint) < n) ++layout.log_num_of_rules_hint;
       if (absl::Status s = t.matcher.SetLayout(layout); !s.ok()) {
         state.SkipWithError(std::string(s.message()).c_str());
