@@ -6,7 +6,7 @@
 #include "hw/lookup_memory.h"
 #include "hw/match_layout.h"
 
-// The burst path scans a bucket's slots with SSE2 where there is SSE2 — but not under ThreadSanitizer, which
+// Bucket scans compare signatures with SSE2 where there is SSE2 — but not under ThreadSanitizer, which
 // sees the vector loads as plain reads of atomic slots.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
