@@ -79,6 +79,8 @@ struct Nic::InFlight {
 };
 
 static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Parse builds it over the old one
+// Process starts each frame by copying these in whole.
+static_assert(std::is_trivially_copyable_v<PacketMeta> && std::is_trivially_copyable_v<Delivery>);
 
 // A worker's frames in flight, and the keys and hashes of their first lookups. Kept by the worker, so
 // packet buffers and verdicts keep their capacity from one burst to the next.
@@ -600,16 +602,19 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     worker.reader_.Enter();
     worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     // Each frame starts afresh; the vectors keep their capacity from one frame to the next.
+    // Copied whole into each frame (memcpy: a few wide stores, where assigning stores field by field).
+    PacketMeta fresh_meta;
+    fresh_meta.source_port = source;
+    fresh_meta.source_sqn = sqn;
+    const Delivery fresh_delivery;
     auto start = [&](size_t j) {
       InFlight& p = burst[j];
       p.worker = &worker;
       p.buffer.Borrow(in[j].data(), in[j].size());  // copied in only if rewritten
-      p.meta = PacketMeta();
-      p.meta.source_port = source;
-      p.meta.source_sqn = sqn;
+      std::memcpy(&p.meta, &fresh_meta, sizeof fresh_meta);
       p.copy = false;
       p.verdict = out + j;
-      static_cast<Delivery&>(*p.verdict) = Delivery();
+      std::memcpy(static_cast<Delivery*>(p.verdict), &fresh_delivery, sizeof fresh_delivery);
       p.verdict->path.clear();
       p.verdict->copies.clear();
       p.parsed = false;
