@@ -54,7 +54,7 @@ struct Nic::InFlight {
   // matcher, takes its result.
   const hw::CompiledMatcher* looked_up = nullptr;
   const hw::RuleRecord* looked_up_hit = nullptr;
-  Entry entry;        // where the walk starts: the stage's root, or the table FollowJumps reached
+  Entry entry;        // set by FollowJumps, for its burst only: the table its walk starts at, if any
   bool copy = false;  // a copy: its outcome goes to verdict->copies
 
   // Parses the frame as it is now, with its metadata, for the lookups that follow.
@@ -647,7 +647,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       for (size_t j = 0; j < n; ++j) {
         burst[j].looked_up = m;
         burst[j].looked_up_hit = m->table.FindFrom(keys + j * words, hashes[j], candidates[j]);
-        // The programs are shared by rules of the same actions, so mostly in cache.
+        // NoteJump reads the record's shapes, in cache since the key compare; the programs only for a jump.
         if (!trace && burst[j].looked_up_hit != nullptr) b.NoteJump(j, *burst[j].looked_up_hit, first.pipe);
       }
       followed = b.jumping > 0;
