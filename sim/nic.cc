@@ -82,8 +82,9 @@ static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Par
 // Process starts each frame by copying these in whole.
 static_assert(std::is_trivially_copyable_v<PacketMeta> && std::is_trivially_copyable_v<Delivery>);
 
-// A worker's frames in flight, and the keys and hashes of their first lookups. Kept by the worker, so
-// packet buffers and verdicts keep their capacity from one burst to the next.
+// A worker's frames in flight, and the keys and hashes of the lookups made ahead for them (the first, then
+// those FollowJumps makes). Kept by the worker, so packet buffers and verdicts keep their capacity from one
+// burst to the next.
 struct Nic::Burst {
   InFlight frames[kBurst];
   Verdict scratch[kBurst];  // the verdicts when the caller takes none
@@ -546,7 +547,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::TerminalExit(const hw::ActionProgr
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::DispatchLookedUpHit(InFlight& p, const FirstLookup& first) {
   if (p.looked_up_hit->shapes[first.pipe] != hw::ProgramShape::kSendsOn) return false;
   DomainExit e;
-  TerminalExit(p.looked_up_hit->program(first.pipe), &e);
+  // hw::ShapeOf and TerminalExit each list the terminal destinations: should they ever disagree, walk.
+  if (!TerminalExit(p.looked_up_hit->program(first.pipe), &e)) return false;
   Dispatch(p, first.stage, *first.fn, e, /*trace=*/false);
   return true;
 }
