@@ -148,13 +148,13 @@ class Dumper {
     return base << 8 | static_cast<uint64_t>(d.type);
   }
   uint64_t Id(const TableObj& t) const { return stable_ ? t.ft.id : Address(&t); }
-  uint64_t Id(const MatcherObj& m) const { return stable_ ? m.hw->id : Address(&m); }
+  uint64_t Id(const MatcherObj& m) const { return stable_ ? m.hw.id : Address(&m); }
   uint64_t Id(const RuleObj& r) const { return stable_ ? r.id : Address(&r); }
   uint64_t Id(const ActionObj& a) const { return stable_ ? a.id : Address(&a); }
   // rdma-core prints the address of the matcher's per-pipe part; drsim has none and prints the address
   // of the pipe's builder list (stable ids: the matcher's id).
   uint64_t PipeId(const MatcherObj& m, bool rx) const {
-    return stable_ ? m.hw->id : Address(rx ? &m.compiled.rx_builders : &m.compiled.tx_builders);
+    return stable_ ? m.hw.id : Address(rx ? &m.compiled.rx_builders : &m.compiled.tx_builders);
   }
 
   void MaskRecord(const MatcherObj& m);
@@ -226,7 +226,7 @@ void Dumper::MaskRecord(const MatcherObj& m) {
 
 void Dumper::MatcherPipeRecords(const MatcherObj& m, bool rx) {
   const std::vector<matcher::SteBuilder>& builders = rx ? m.compiled.rx_builders : m.compiled.tx_builders;
-  const hw::MatchTable& table = m.hw->table;
+  const hw::MatchTable& table = m.hw.table;
   // A fixed-size matcher prints the log2 size of its match table (rounded up: buckets hold 7 slots);
   // there is no ICM (start table and end anchor indexes are 0).
   const int log_size = table.fixed_size() ? 64 - __builtin_clzll(table.slot_capacity() - 1) : -1;
@@ -240,7 +240,7 @@ void Dumper::MatcherPipeRecords(const MatcherObj& m, bool rx) {
 }
 
 void Dumper::MatcherRecords(const MatcherObj& m) {
-  w_.Add("%d,0x%x,0x%x,%d\n", kMatcher, Id(m), Id(*m.table), m.hw->priority);
+  w_.Add("%d,0x%x,0x%x,%d\n", kMatcher, Id(m), Id(*m.table), m.hw.priority);
   MaskRecord(m);
   if (m.table->ft.level == 0) return;  // root matchers: no steering lookups of their own in rdma-core
   const mlx5dv_dr_domain_type type = m.table->domain->type;
@@ -263,7 +263,7 @@ void Dumper::RuleRecords(const RuleObj& r) {
   if (m.table->ft.level != 0) {
     // One entry per pipe the rule is in: its index in the match table and drsim's entry encoding.
     const mlx5dv_dr_domain_type type = m.table->domain->type;
-    const std::string entry = internal::EntryHex(m.hw->definer, m.hw->table.key(r.entry));
+    const std::string entry = internal::EntryHex(m.hw.definer, m.hw.table.key(r.entry));
     if (HasRxPipe(type) && !r.programs->skip_rx)
       w_.Add("%d,0x%x,0x%x,%s\n", kRuleRxEntryV1, r.entry, id, entry);
     if (HasTxPipe(type) && !r.programs->skip_tx)

@@ -26,19 +26,14 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
       matcher::CompileMask(t->domain->type, match_criteria_enable, mask);
   if (!compiled.ok()) return compiled.status();
 
-  auto* m = new MatcherObj;
-  m->table = t;
-  m->compiled = *std::move(compiled);
-  m->hw =
-      std::make_unique<hw::CompiledMatcher>(internal::NextObjectId(), priority, device.NextMatcherSequence(),
-                                            m->compiled.definer, device.reclaimer());
+  auto* m = new MatcherObj(t, priority, *std::move(compiled));
   // Before the first matcher of equal or higher priority: the newest of equal priorities is tried first.
   // The list is sorted by priority, so a binary search finds the place (tables of 10,000s of matchers).
   auto pos = std::lower_bound(t->matchers.begin(), t->matchers.end(), priority,
-                              [](const MatcherObj* other, uint16_t p) { return other->hw->priority < p; });
+                              [](const MatcherObj* other, uint16_t p) { return other->hw.priority < p; });
   size_t index = pos - t->matchers.begin();
   t->matchers.insert(pos, m);
-  t->ft.chain.insert(t->ft.chain.begin() + index, m->hw.get());
+  t->ft.chain.insert(t->ft.chain.begin() + index, &m->hw);
   t->ft.LinkMatcher(index);
   ++t->refs;
   device.TableChanged(&t->ft);
@@ -67,8 +62,8 @@ absl::Status Matcher::SetLayout(const mlx5dv_dr_matcher_layout& layout) const {
         "matcher layout log_num_of_rules_hint %d exceeds the device's steering memory (max %d)",
         layout.log_num_of_rules_hint, kMaxLogRulesHint));
   }
-  if (num_rule) m->hw->table.Reserve(size_t{1} << layout.log_num_of_rules_hint);
-  m->hw->table.set_fixed_size(!(layout.flags & MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE));
+  if (num_rule) m->hw.table.Reserve(size_t{1} << layout.log_num_of_rules_hint);
+  m->hw.table.set_fixed_size(!(layout.flags & MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE));
   return absl::OkStatus();
 }
 
@@ -78,14 +73,14 @@ absl::Status Matcher::Destroy() {
   DomainLock lock(m->table->domain);  // held across the check and the release
   if (m->refs > 1) {
     return absl::FailedPreconditionError(
-        absl::StrFormat("matcher %d still holds %d rule(s); destroy them first", m->hw->id, m->rule_count));
+        absl::StrFormat("matcher %d still holds %d rule(s); destroy them first", m->hw.id, m->rule_count));
   }
   handle_.Reset();
   return absl::OkStatus();
 }
 
-uint32_t Matcher::id() const { return handle_.get() ? handle_.get()->hw->id : 0; }
-uint16_t Matcher::priority() const { return handle_.get() ? handle_.get()->hw->priority : 0; }
+uint32_t Matcher::id() const { return handle_.get() ? handle_.get()->hw.id : 0; }
+uint16_t Matcher::priority() const { return handle_.get() ? handle_.get()->hw.priority : 0; }
 
 std::vector<matcher::SteBuilder> Matcher::builders() const {
   MatcherObj* m = handle_.get();

@@ -41,6 +41,12 @@ uint32_t NextObjectId() {
   return next++;
 }
 
+MatcherObj::MatcherObj(TableObj* table, uint16_t priority, matcher::CompiledMask compiled)
+    : table(table),
+      hw(NextObjectId(), priority, table->domain->device->NextMatcherSequence(), compiled.definer,
+         table->domain->device->reclaimer()),
+      compiled(std::move(compiled)) {}
+
 MatcherObj::~MatcherObj() {
   delete last_compiled;  // its rules, each holding a reference on the matcher, are gone: no rule uses them
 }
@@ -61,8 +67,7 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
 void Unref(RuleObj* rule) {
   if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
-  hw::Device* device = matcher->table->domain->device;
-  matcher->hw->table.Erase(rule->entry);
+  matcher->hw.table.Erase(rule->entry);
   (rule->prev_in_matcher ? rule->prev_in_matcher->next_in_matcher : matcher->first_rule) =
       rule->next_in_matcher;
   (rule->next_in_matcher ? rule->next_in_matcher->prev_in_matcher : matcher->last_rule) =
@@ -72,7 +77,8 @@ void Unref(RuleObj* rule) {
     for (ActionObj* action : programs->actions) Unref(action);
     FreeIfUnused(matcher, programs);
   }
-  hw::Retire(device->reclaimer(), [rule] { delete rule; });  // a lookup may still hold its record
+  // Lookups never see the RuleObj (its record in the match table is retired there): freed at once.
+  delete rule;
   Unref(matcher);
 }
 
@@ -80,8 +86,8 @@ void Unref(MatcherObj* matcher) {
   if (--matcher->refs > 0) return;
   TableObj* table = matcher->table;
   // Sorted by priority: search from the first of its priority rather than scan 10,000s of matchers.
-  auto first = std::lower_bound(table->matchers.begin(), table->matchers.end(), matcher->hw->priority,
-                                [](const MatcherObj* other, uint16_t p) { return other->hw->priority < p; });
+  auto first = std::lower_bound(table->matchers.begin(), table->matchers.end(), matcher->hw.priority,
+                                [](const MatcherObj* other, uint16_t p) { return other->hw.priority < p; });
   auto it = std::find(first, table->matchers.end(), matcher);
   hw::Device* device = table->domain->device;
   table->ft.UnlinkMatcher(it - table->matchers.begin());

@@ -54,10 +54,14 @@ struct TableObj {
 };
 
 struct MatcherObj {
-  TableObj* table = nullptr;
+  // `hw` takes a new object id and the device's next matcher sequence number.
+  MatcherObj(TableObj* table, uint16_t priority, matcher::CompiledMask compiled);
+  ~MatcherObj();
+
+  // Laid out for rule inserts and deletes, which read a cold matcher: its own fields in one cache line,
+  // then the match table in the same object (no pointer to wait on), then the compiled mask.
+  TableObj* table;
   int refs = 1;  // the handle and each rule
-  matcher::CompiledMask compiled;
-  std::unique_ptr<hw::CompiledMatcher> hw;
   // Its rules in creation order, linked through the rules themselves (no node to allocate per rule).
   RuleObj* first_rule = nullptr;
   RuleObj* last_rule = nullptr;
@@ -65,14 +69,15 @@ struct MatcherObj {
   // The programs its last rule was compiled to: the next rule with the same actions shares them. Owned by
   // the matcher while no rule uses them.
   ProgramsObj* last_compiled = nullptr;
-
-  ~MatcherObj();
+  hw::CompiledMatcher hw;  // what lookups walk; lives as long as the matcher (both retired together)
+  matcher::CompiledMask compiled;
 };
 
 // The programs a rule's actions compiled to, shared by the rules of one matcher with the same actions in the
 // same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them.
 struct ProgramsObj {
   hw::PipePrograms programs;
+  hw::RuleRecord record;  // what its rules install (RuleRecord::Of(&programs, 0)), each with its own rule_id
   absl::InlinedVector<ActionObj*, 4> actions;  // in the rule's order; referenced while `rules` > 0
   // The id and revision of each as compiled: a rule shares these programs only with the very same objects
   // (same address and id, as addresses are reused) in the same revision.

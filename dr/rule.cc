@@ -46,7 +46,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   // will do (DomainLock would also hold a reference on the domain, two more atomic operations per rule).
   std::lock_guard<std::recursive_mutex> lock(d->mu);
 
-  hw::CompiledMatcher& hwm = *m->hw;
+  hw::CompiledMatcher& hwm = m->hw;
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
   // FDB rules on source_port live in one pipe: the wire's (0xffff) in RX, any vport's in TX.
   const bool by_source_port = d->type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
@@ -86,6 +86,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     if (!result.ok()) return result.status();
     compiled = std::make_unique<internal::ProgramsObj>();
     compiled->programs = std::move(*result);
+    compiled->record = hw::RuleRecord::Of(&compiled->programs, 0);
     compiled->actions.assign(objs.begin(), objs.end());
     for (const ActionObj* a : objs) compiled->action_versions.emplace_back(a->id, a->revision);
     compiled->skip_rx = context.skip_rx;
@@ -106,7 +107,9 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   rule->id = internal::NextObjectId();
   internal::UsePrograms(programs, rule);
   if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
-  rule->entry = hwm.table.Insert(key, hash, hw::RuleRecord::Of(&programs->programs, rule->id));
+  hw::RuleRecord record = programs->record;
+  record.rule_id = rule->id;
+  rule->entry = hwm.table.Insert(key, hash, record);
   rule->prev_in_matcher = m->last_rule;
   (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
   m->last_rule = rule;

@@ -167,6 +167,25 @@ uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64
   return kNone;
 }
 
+bool MatchTable::SlotHolding(const BucketArray& array, uint32_t record, uint64_t hash, size_t* bucket,
+                             int* slot) {
+  const uint64_t want = SlotValue(hash, record);
+  size_t b = hash & array.mask;
+  for (size_t probes = 0; probes <= array.mask; ++probes) {
+    const Bucket& bk = array.buckets[b];
+    for (int s = 0; s < kSlotsPerBucket; ++s) {
+      if (bk.slot[s].load(std::memory_order_relaxed) == want) {
+        *bucket = b;
+        *slot = s;
+        return true;
+      }
+    }
+    if (bk.overflow.load(std::memory_order_relaxed) == 0) return false;
+    b = (b + 1) & array.mask;
+  }
+  return false;
+}
+
 bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
   return Probe(*buckets_.load(std::memory_order_acquire), key, hash, bucket, slot) != kNone;
 }
@@ -282,11 +301,12 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
 void MatchTable::Erase(Handle handle) {
   if (handle >= meta_.size() || !meta_[handle].live) return;
   const uint64_t hash = meta_[handle].hash;
+  BucketArray& array = *buckets_.load(std::memory_order_relaxed);
   size_t bucket;
   int slot;
-  // The key of `handle` is the key of its chain's primary, which is always placed.
-  FindSlot(RecordKey(handle), hash, &bucket, &slot);
-  BucketArray& array = *buckets_.load(std::memory_order_relaxed);
+  // A primary record is found by its slot word alone, without loading its key; a duplicate by the key,
+  // which is the key of its chain's primary, always placed.
+  if (!SlotHolding(array, handle, hash, &bucket, &slot)) FindSlot(RecordKey(handle), hash, &bucket, &slot);
   std::atomic<uint64_t>& slot_word = array.buckets[bucket].slot[slot];
   const uint32_t primary = SlotRecord(slot_word.load(std::memory_order_relaxed));
   if (primary == handle) {

@@ -161,6 +161,10 @@ class MatchTable {
   // the array once), its bucket index and slot; kNone when absent.
   uint32_t Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                  int* slot) const;
+  // Bucket index and slot of `array` holding `record` as a primary record placed under `hash`, or false.
+  // Writers only (no acquire loads).
+  static bool SlotHolding(const BucketArray& array, uint32_t record, uint64_t hash, size_t* bucket,
+                          int* slot);
   // Bucket index and slot of the primary record holding `key`, or false.
   bool FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const;
   // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false

@@ -62,16 +62,21 @@ uint64_t Reclaimer::OldestActive() const {
 }
 
 void Reclaimer::Retire(std::function<void()> free) {
-  std::vector<std::function<void()>> ready;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.emplace_back(Stamp(), std::move(free));
-    const uint64_t oldest = OldestActive();
-    while (!pending_.empty() && pending_.front().first < oldest) {
-      ready.push_back(std::move(pending_.front().second));
-      pending_.pop_front();
-    }
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t stamp = Stamp();
+  const uint64_t oldest = OldestActive();
+  if (pending_.empty() && stamp < oldest) {
+    lock.unlock();  // nothing older waits and no reader can see it (no worker is inside a burst): free now
+    free();
+    return;
   }
+  pending_.emplace_back(stamp, std::move(free));
+  std::vector<std::function<void()>> ready;
+  while (!pending_.empty() && pending_.front().first < oldest) {
+    ready.push_back(std::move(pending_.front().second));
+    pending_.pop_front();
+  }
+  lock.unlock();
   for (std::function<void()>& f : ready) f();
 }
 
