@@ -125,6 +125,50 @@ TEST_F(DrTest, MatchersAreOrderedByPriorityThenNewestFirst) {
   EXPECT_EQ(device_.roots[0]->chain.size(), 3u);
 }
 
+// Hundreds of matchers created and destroyed in shuffled order: the chain and the walk lookups follow
+// (first, then next links) stay in lookup order, whichever matchers come and go.
+TEST_F(DrTest, TheWalkKeepsLookupOrderWhileMatchersComeAndGo) {
+  Table t = *Table::Create(domain_, 0);
+  const hw::FlowTable& ft = *device_.roots[0];
+  MatchParams mask = SmacMask();
+  std::vector<Matcher> live;
+  uint32_t state = 12345;
+  auto next = [&state](uint32_t below) {
+    state = state * 1103515245u + 12345u;
+    return (state >> 8) % below;
+  };
+  auto check = [&](const char* phase) {
+    std::vector<std::pair<uint16_t, uint32_t>> want;  // (priority, id), the newest first on a tie
+    for (const Matcher& m : live) want.emplace_back(m.priority(), m.id());
+    std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<std::pair<uint16_t, uint32_t>> chain, walk;
+    for (const hw::CompiledMatcher* m : ft.chain) chain.emplace_back(m->priority, m->id);
+    for (const hw::CompiledMatcher* m = ft.first_matcher(); m != nullptr; m = m->next_matcher()) {
+      walk.emplace_back(m->priority, m->id);
+    }
+    EXPECT_EQ(chain, want) << phase;
+    EXPECT_EQ(walk, want) << phase;
+  };
+  for (int i = 0; i < 300; ++i) live.push_back(*Matcher::Create(t, static_cast<uint16_t>(next(20)), mask));
+  check("created");
+  for (int i = 0; i < 200; ++i) {
+    const size_t victim = next(static_cast<uint32_t>(live.size()));
+    ASSERT_TRUE(live[victim].Destroy().ok());
+    live.erase(live.begin() + victim);
+  }
+  check("two thirds destroyed");
+  for (int i = 0; i < 100; ++i) live.push_back(*Matcher::Create(t, static_cast<uint16_t>(next(20)), mask));
+  check("created again");
+  while (!live.empty()) {
+    ASSERT_TRUE(live.front().Destroy().ok());
+    live.erase(live.begin());
+  }
+  check("all destroyed");
+  EXPECT_EQ(ft.first_matcher(), nullptr);
+}
+
 TEST_F(DrTest, DestroyIsRefusedWhileReferencedAndChangesNothing) {
   Table root = *Table::Create(domain_, 0);
   Table t = *Table::Create(domain_, 1);

@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "absl/strings/str_format.h"
 #include "dr/dr.h"
 #include "dr/objects.h"
@@ -27,14 +25,9 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   if (!compiled.ok()) return compiled.status();
 
   auto* m = new MatcherObj(t, priority, *std::move(compiled));
-  // Before the first matcher of equal or higher priority: the newest of equal priorities is tried first.
-  // The list is sorted by priority, so a binary search finds the place (tables of 10,000s of matchers).
-  auto pos = std::lower_bound(t->matchers.begin(), t->matchers.end(), priority,
-                              [](const MatcherObj* other, uint16_t p) { return other->hw.priority < p; });
-  size_t index = pos - t->matchers.begin();
-  t->matchers.insert(pos, m);
-  t->ft.chain.insert(t->ft.chain.begin() + index, &m->hw);
-  t->ft.LinkMatcher(index);
+  // Tried before the matchers of higher priority numbers and the older ones of its own (hw::LookupBefore).
+  t->matchers.insert(m);
+  t->ft.LinkMatcher(&m->hw);
   ++t->refs;
   device.TableChanged(&t->ft);
   return Matcher(m);

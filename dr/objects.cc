@@ -85,13 +85,9 @@ void Unref(RuleObj* rule) {
 void Unref(MatcherObj* matcher) {
   if (--matcher->refs > 0) return;
   TableObj* table = matcher->table;
-  // Sorted by priority: search from the first of its priority rather than scan 10,000s of matchers.
-  auto first = std::lower_bound(table->matchers.begin(), table->matchers.end(), matcher->hw.priority,
-                                [](const MatcherObj* other, uint16_t p) { return other->hw.priority < p; });
-  auto it = std::find(first, table->matchers.end(), matcher);
   hw::Device* device = table->domain->device;
-  table->ft.UnlinkMatcher(it - table->matchers.begin());
-  table->matchers.erase(it);
+  table->ft.UnlinkMatcher(&matcher->hw);
+  table->matchers.erase(matcher);
   device->TableChanged(&table->ft);
   hw::Retire(device->reclaimer(), [matcher] { delete matcher; });  // lookups may still walk it
   Unref(table);

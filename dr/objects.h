@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/inlined_vector.h"
 #include "actions/action_compiler.h"
 #include "hw/device.h"
@@ -45,11 +46,16 @@ struct DomainObj {
   std::list<TableObj*> tables;  // creation order
 };
 
+// Matchers in their lookup order (hw::LookupBefore).
+struct InLookupOrder {
+  bool operator()(const MatcherObj* a, const MatcherObj* b) const;
+};
+
 struct TableObj {
   std::shared_ptr<DomainObj> domain;
   int refs = 1;  // the handle, each matcher, each dest_table action
   hw::FlowTable ft;
-  std::vector<MatcherObj*> matchers;  // lookup order, mirrors ft.chain
+  absl::btree_set<MatcherObj*, InLookupOrder> matchers;  // mirrors ft.chain
   std::list<TableObj*>::iterator in_domain;
 };
 
@@ -72,6 +78,10 @@ struct MatcherObj {
   hw::CompiledMatcher hw;  // what lookups walk; lives as long as the matcher (both retired together)
   matcher::CompiledMask compiled;
 };
+
+inline bool InLookupOrder::operator()(const MatcherObj* a, const MatcherObj* b) const {
+  return hw::LookupBefore(a->hw, b->hw);
+}
 
 // The programs a rule's actions compiled to, shared by the rules of one matcher with the same actions in the
 // same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them.

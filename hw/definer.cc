@@ -1,5 +1,6 @@
 #include "hw/definer.h"
 
+#include <algorithm>
 #include <array>
 
 #include "hw/match_layout.h"
@@ -19,16 +20,36 @@ Definer Definer::FromMask(const uint8_t* mask, absl::Span<const Fold> folds) {
     masks[f.from / 4] = 0;
     fold_from[f.into / 4] = f.from;
   }
-  Definer d;
+  std::array<Word, kWords> words;
+  size_t count = 0;
   for (uint32_t w = 0; w < kWords; ++w) {
-    if (masks[w] != 0) d.words_.push_back({4 * w, fold_from[w], masks[w]});
+    if (masks[w] != 0) words[count++] = {4 * w, fold_from[w], masks[w]};
   }
+  Definer d;
+  d.Assign(words.data(), count);
   return d;
+}
+
+Definer& Definer::operator=(const Definer& other) {
+  if (this != &other) Assign(other.begin_, other.key_words());
+  return *this;
+}
+
+void Definer::Assign(const Word* words, size_t count) {
+  if (count <= kInlineWords) {
+    std::copy(words, words + count, inline_.begin());
+    heap_.clear();
+    begin_ = inline_.data();
+  } else {
+    heap_.assign(words, words + count);
+    begin_ = heap_.data();
+  }
+  end_ = begin_ + count;
 }
 
 std::vector<size_t> Definer::word_offsets() const {
   std::vector<size_t> offsets;
-  for (const Word& w : words_) offsets.push_back(w.offset);
+  for (const Word* w = begin_; w != end_; ++w) offsets.push_back(w->offset);
   return offsets;
 }
 

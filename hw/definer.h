@@ -12,6 +12,7 @@
 #ifndef DRSIM_HW_DEFINER_H_
 #define DRSIM_HW_DEFINER_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,15 +33,20 @@ class Definer {
   // mask of each `from` word joins its `into` word. An all-zero mask gives a zero-length key.
   static Definer FromMask(const uint8_t* mask, absl::Span<const Fold> folds = {});
 
-  size_t key_words() const { return words_.size(); }
+  Definer() = default;
+  // Copies and moves re-point the words at the copy's own storage.
+  Definer(const Definer& other) { *this = other; }
+  Definer& operator=(const Definer& other);
+
+  size_t key_words() const { return static_cast<size_t>(end_ - begin_); }
 
   // Writes key_words() words to `key`. `input` is 448 bytes in PRM layout.
   void Extract(const uint8_t* input, uint32_t* key) const {
-    for (const Word& w : words_) {
+    for (const Word* w = begin_; w != end_; ++w) {
       uint32_t v, f;
-      std::memcpy(&v, input + w.offset, sizeof v);
-      std::memcpy(&f, input + w.fold_from, sizeof f);
-      *key++ = (v | f) & w.mask;
+      std::memcpy(&v, input + w->offset, sizeof v);
+      std::memcpy(&f, input + w->fold_from, sizeof f);
+      *key++ = (v | f) & w->mask;
     }
   }
 
@@ -50,8 +56,8 @@ class Definer {
   // Whether `reads(offset)` holds for the byte offset of every word Extract reads, folded words included.
   template <typename Pred>
   bool ReadsOnly(Pred reads) const {
-    for (const Word& w : words_) {
-      if (!reads(size_t{w.offset}) || !reads(size_t{w.fold_from})) return false;
+    for (const Word* w = begin_; w != end_; ++w) {
+      if (!reads(size_t{w->offset}) || !reads(size_t{w->fold_from})) return false;
     }
     return true;
   }
@@ -62,7 +68,17 @@ class Definer {
     uint32_t fold_from;  // word ORed in first (== offset when nothing folds into this word)
     uint32_t mask;       // in memory (network) byte order, like the loaded word
   };
-  std::vector<Word> words_;
+  static constexpr size_t kInlineWords = 6;
+  // Stores `words` and points begin_/end_ at them.
+  void Assign(const Word* words, size_t count);
+
+  // The words in key order, in inline_ when they fit (a 5-tuple's do: a cold matcher's key extraction —
+  // every rule insert, every matcher an ACL packet tries — then loads nothing beyond the definer), else in
+  // heap_. Extract runs on the two pointers either way.
+  const Word* begin_ = inline_.data();
+  const Word* end_ = inline_.data();
+  std::array<Word, kInlineWords> inline_{};
+  std::vector<Word> heap_;
 };
 
 }  // namespace drsim::hw

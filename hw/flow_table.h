@@ -21,9 +21,11 @@
 
 #include <infiniband/mlx5dv.h>
 
+#include <atomic>
 #include <cstdint>
-#include <vector>
+#include <iterator>
 
+#include "absl/container/btree_set.h"
 #include "hw/action_program.h"
 #include "hw/definer.h"
 #include "hw/match_table.h"
@@ -94,37 +96,52 @@ constexpr uint32_t RootRank(RootNamespace ns, uint16_t priority) {
   return major << 17 | uint32_t{priority} << 1 | minor;
 }
 
-using MatcherChain = std::vector<const CompiledMatcher*>;
+// LookupBefore as a set's order.
+struct InLookupOrder {
+  bool operator()(const CompiledMatcher* a, const CompiledMatcher* b) const { return LookupBefore(*a, *b); }
+};
+
+// A table's matchers in lookup order: finding, adding and removing one cost O(log n), as tables hold
+// 10,000s of matchers (an ACL's prefix combinations) that are created and destroyed in any order.
+using MatcherChain = absl::btree_set<const CompiledMatcher*, InLookupOrder>;
 
 struct FlowTable {
   uint32_t id = 0;
   uint32_t level = 0;
   mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
-  MatcherChain chain;                                  // lookup order; the driver's copy
-  RootNamespace root_ns = RootNamespace::kBypass;      // level 0: where the chain goes in the merged root
-  std::atomic<const CompiledMatcher*> first{nullptr};  // what lookups walk: chain[0], then next links
+  MatcherChain chain;                              // lookup order; the driver's copy
+  RootNamespace root_ns = RootNamespace::kBypass;  // level 0: where the chain goes in the merged root
+  std::atomic<const CompiledMatcher*> first{
+      nullptr};  // what lookups walk: the chain's first, then next links
 
   // The first matcher lookups try (then each one's next_matcher()), or nullptr.
   const CompiledMatcher* first_matcher() const { return first.load(std::memory_order_acquire); }
 
-  // Links chain[index], just inserted into `chain`, into the walk: it points at its successor, then its
-  // predecessor points at it (the release store that makes it visible).
-  void LinkMatcher(size_t index) {
-    const CompiledMatcher* m = chain[index];
-    m->next.store(index + 1 < chain.size() ? chain[index + 1] : nullptr, std::memory_order_relaxed);
-    (index == 0 ? first : chain[index - 1]->next).store(m, std::memory_order_release);
+  // Adds `m` to `chain` and links it into the walk: it points at its successor, then its predecessor points
+  // at it (the release store that makes it visible).
+  void LinkMatcher(const CompiledMatcher* m) {
+    const auto at = chain.insert(m).first;
+    const auto after = std::next(at);
+    m->next.store(after == chain.end() ? nullptr : *after, std::memory_order_relaxed);
+    (at == chain.begin() ? first : (*std::prev(at))->next).store(m, std::memory_order_release);
   }
-  // Takes chain[index] out of the walk and out of `chain`. A walk already on it goes on to its successor,
-  // so the matcher must be retired, not freed.
-  void UnlinkMatcher(size_t index) {
-    const CompiledMatcher* after = index + 1 < chain.size() ? chain[index + 1] : nullptr;
-    (index == 0 ? first : chain[index - 1]->next).store(after, std::memory_order_release);
-    chain.erase(chain.begin() + index);
+  // Takes `m` out of the walk and out of `chain`. A walk already on it goes on to its successor, so the
+  // matcher must be retired, not freed.
+  void UnlinkMatcher(const CompiledMatcher* m) {
+    const auto at = chain.find(m);
+    const auto after = std::next(at);
+    (at == chain.begin() ? first : (*std::prev(at))->next)
+        .store(after == chain.end() ? nullptr : *after, std::memory_order_release);
+    chain.erase(at);
   }
   // Links the whole `chain` in order: for a table no lookup can reach yet.
   void LinkAll() {
-    for (size_t i = chain.size(); i-- > 0;) LinkMatcher(i);
-    if (chain.empty()) first.store(nullptr, std::memory_order_release);
+    const CompiledMatcher* after = nullptr;
+    for (auto m = chain.rbegin(); m != chain.rend(); ++m) {
+      (*m)->next.store(after, std::memory_order_relaxed);
+      after = *m;
+    }
+    first.store(after, std::memory_order_release);
   }
 };
 

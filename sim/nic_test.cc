@@ -191,14 +191,14 @@ struct JumpChain {
         matchers.push_back(PortMatcher(100 + 2 * i, 0, 2 * i + 1));
         rules.push_back(std::make_unique<TestRule>(Rule(1000 + 2 * i, hw::Destination::kDrop)));
         AddRule(*matchers.back(), 10, rules.back().get());
-        tables[i]->chain.push_back(matchers.back().get());
+        tables[i]->chain.insert(matchers.back().get());
       }
       matchers.push_back(PortMatcher(101 + 2 * i, 1, 2 * i + 2));
       rules.push_back(std::make_unique<TestRule>(
           last ? Rule(1001 + 2 * i, hw::Destination::kQueue, queue)
                : Rule(1001 + 2 * i, hw::Destination::kTable, 0, tables[i + 1].get())));
       AddRule(*matchers.back(), 9, rules.back().get());
-      tables[i]->chain.push_back(matchers.back().get());
+      tables[i]->chain.insert(matchers.back().get());
       tables[i]->LinkAll();
     }
     nic.pf().AttachRootTable(tables[0].get());
