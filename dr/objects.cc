@@ -1,7 +1,5 @@
 #include "dr/objects.h"
 
-#include <algorithm>
-
 #include "dr/dr.h"
 #include "hw/lookup_memory.h"
 

@@ -111,8 +111,8 @@ struct FlowTable {
   mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   MatcherChain chain;                              // lookup order; the driver's copy
   RootNamespace root_ns = RootNamespace::kBypass;  // level 0: where the chain goes in the merged root
-  std::atomic<const CompiledMatcher*> first{
-      nullptr};  // what lookups walk: the chain's first, then next links
+  // What lookups walk: the chain's first matcher, then next links.
+  std::atomic<const CompiledMatcher*> first{nullptr};
 
   // The first matcher lookups try (then each one's next_matcher()), or nullptr.
   const CompiledMatcher* first_matcher() const { return first.load(std::memory_order_acquire); }

@@ -191,6 +191,7 @@ bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, in
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
+  if ((summary_.load(std::memory_order_acquire) >> SummaryBit(hash) & 1) == 0) return nullptr;
   size_t bucket;
   int slot;
   const uint32_t record = Probe(*buckets_.load(std::memory_order_acquire), key, hash, &bucket, &slot);
@@ -292,6 +293,10 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   }
   if (!fixed_size_ && (distinct_keys_ + 1) * 4 > slot_capacity() * 3) Rebuild(bucket_count() * 2);
   uint32_t record = AllocateRecord(key, rule, hash);
+  if (summary_keys_[SummaryBit(hash)]++ == 0) {
+    summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << SummaryBit(hash),
+                   std::memory_order_release);
+  }
   // Only a full fixed-size table fails to place.
   while (!Place(*buckets_.load(std::memory_order_relaxed), record, hash)) Rebuild(bucket_count() * 2);
   ++distinct_keys_;
@@ -319,6 +324,10 @@ void MatchTable::Erase(Handle handle) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }
       --distinct_keys_;
+      if (--summary_keys_[SummaryBit(hash)] == 0) {
+        summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << SummaryBit(hash)),
+                       std::memory_order_release);
+      }
     }
   } else {
     uint32_t prev = primary;

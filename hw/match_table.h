@@ -25,6 +25,7 @@
 #ifndef DRSIM_HW_MATCH_TABLE_H_
 #define DRSIM_HW_MATCH_TABLE_H_
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,8 @@ class MatchTable {
 
   // The rule that wins for `key` (the oldest inserted with it), or nullptr; it stays valid while the
   // caller's read section lasts (or until the next write, without a reclaimer). `hash` must be Hash(key).
+  // A key whose summary bit (below) is clear is refused before any bucket is loaded: a walk through many
+  // small matchers (an ACL's) mostly misses, and then reads only the matchers themselves.
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   inline void Prefetch(uint64_t hash) const;
@@ -126,6 +129,8 @@ class MatchTable {
     bool live;
   };
 
+  // Bits the bucket index and the signature use least: 26 to 31.
+  static int SummaryBit(uint64_t hash) { return static_cast<int>(hash >> 26) & 63; }
   // Never 0, an empty slot's signature: a slot whose signature matches holds a record.
   static uint32_t Signature(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1; }
   static uint64_t SlotValue(uint64_t hash, uint32_t record) {
@@ -176,6 +181,11 @@ class MatchTable {
   size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   Reclaimer* reclaimer_;
   std::atomic<BucketArray*> buckets_;
+  // Bit SummaryBit(hash) is set while a key with that hash is in the table (next to buckets_, in the line
+  // a lookup loads first). Set before a key's slot is published and cleared after its last key's slot is
+  // emptied, so a lookup refused by it sees the table as it was before an insert or after an erase.
+  std::atomic<uint64_t> summary_{0};
+  std::array<uint32_t, 64> summary_keys_{};  // distinct keys per summary bit
   // Record chunks; each pointer is written before any record of its chunk is published, and never changes.
   std::atomic<uint32_t*> chunks_[kMaxChunks] = {};
   int chunk_count_ = 0;  // chunks allocated (the first entries)
