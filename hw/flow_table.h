@@ -46,12 +46,13 @@ struct CompiledMatcher {
   // The matcher after this one in its table's lookup order (FlowTable::LinkMatcher writes it).
   const CompiledMatcher* next_matcher() const { return next.load(std::memory_order_acquire); }
 
+  // In the order a walk reads them: the link and the definer, then the match table's head.
   uint32_t id;
   uint16_t priority;
   uint64_t sequence;  // creation order across the device; newer matchers are tried first on equal priority
+  mutable std::atomic<const CompiledMatcher*> next{nullptr};  // lookup links, written by the driver
   Definer definer;
   MatchTable table;
-  mutable std::atomic<const CompiledMatcher*> next{nullptr};  // lookup links, written by the driver
 };
 
 // Lookup order of matchers: ascending priority, then newest first.

@@ -177,6 +177,8 @@ class MatchTable {
   static bool Place(BucketArray& array, uint32_t record, uint64_t hash);
   void Rebuild(size_t buckets);
 
+  // What lookups and writes read first shares the table's first lines (a cold matcher's rule insert or
+  // delete waits on each line it touches); the writers' bulkier bookkeeping comes last.
   size_t key_words_;
   size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   Reclaimer* reclaimer_;
@@ -185,15 +187,15 @@ class MatchTable {
   // a lookup loads first). Set before a key's slot is published and cleared after its last key's slot is
   // emptied, so a lookup refused by it sees the table as it was before an insert or after an erase.
   std::atomic<uint64_t> summary_{0};
-  std::array<uint32_t, 64> summary_keys_{};  // distinct keys per summary bit
-  // Record chunks; each pointer is written before any record of its chunk is published, and never changes.
-  std::atomic<uint32_t*> chunks_[kMaxChunks] = {};
-  int chunk_count_ = 0;  // chunks allocated (the first entries)
   std::vector<Meta> meta_;
-  std::deque<std::pair<uint64_t, uint32_t>> retired_records_;  // (reclaimer stamp, record), oldest first
   size_t live_records_ = 0;
   size_t distinct_keys_ = 0;
+  int chunk_count_ = 0;  // chunks allocated (the first entries)
   bool fixed_size_ = false;
+  // Record chunks; each pointer is written before any record of its chunk is published, and never changes.
+  std::atomic<uint32_t*> chunks_[kMaxChunks] = {};
+  std::deque<std::pair<uint64_t, uint32_t>> retired_records_;  // (reclaimer stamp, record), oldest first
+  std::array<uint32_t, 64> summary_keys_{};                    // distinct keys per summary bit
 };
 
 inline void MatchTable::Prefetch(uint64_t hash) const {
