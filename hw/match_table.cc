@@ -65,7 +65,7 @@ size_t NextPowerOfTwo(size_t n) {
 }  // namespace
 
 MatchTable::BucketArray::BucketArray(size_t count)
-    : mask(count - 1), buckets(static_cast<Bucket*>(AllocateLookupMemory(count * sizeof(Bucket)))) {
+    : BucketView{count - 1, static_cast<Bucket*>(AllocateLookupMemory(count * sizeof(Bucket)))} {
   for (size_t i = 0; i < count; ++i) {
     new (&buckets[i]) Bucket;
     for (std::atomic<uint64_t>& slot : buckets[i].slot) slot.store(kEmptySlot, std::memory_order_relaxed);
@@ -82,6 +82,7 @@ MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer)
       stride_((kRuleWords + key_words + 1) & ~size_t{1}),
       reclaimer_(reclaimer),
       buckets_(new BucketArray(1)) {
+  written_ = *buckets_.load(std::memory_order_relaxed);
   assert(key_words <= kMatchParamBytes / 4);
 }
 
@@ -146,7 +147,7 @@ static uint32_t SlotsWithSignature(const std::atomic<uint64_t>* slots, uint32_t 
 #endif
 }
 
-uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
+uint32_t MatchTable::Probe(const BucketView& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                            int* slot) const {
   const uint32_t sig = Signature(hash);
   size_t b = hash & array.mask;
@@ -167,7 +168,7 @@ uint32_t MatchTable::Probe(const BucketArray& array, const uint32_t* key, uint64
   return kNone;
 }
 
-bool MatchTable::SlotHolding(const BucketArray& array, uint32_t record, uint64_t hash, size_t* bucket,
+bool MatchTable::SlotHolding(const BucketView& array, uint32_t record, uint64_t hash, size_t* bucket,
                              int* slot) {
   const uint64_t want = SlotValue(hash, record);
   size_t b = hash & array.mask;
@@ -187,7 +188,7 @@ bool MatchTable::SlotHolding(const BucketArray& array, uint32_t record, uint64_t
 }
 
 bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
-  return Probe(*buckets_.load(std::memory_order_acquire), key, hash, bucket, slot) != kNone;
+  return Probe(written_, key, hash, bucket, slot) != kNone;
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
@@ -216,10 +217,10 @@ MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
 }
 
 uint32_t MatchTable::TakeRecord() {
-  if (!retired_records_.empty() &&
-      (reclaimer_ == nullptr || reclaimer_->Safe(retired_records_.front().first))) {
-    const uint32_t record = retired_records_.front().second;
-    retired_records_.pop_front();
+  if (retired_head_ != kNone && (reclaimer_ == nullptr || reclaimer_->Safe(meta_[retired_head_].hash))) {
+    const uint32_t record = retired_head_;
+    retired_head_ = meta_[record].next_duplicate;
+    if (retired_head_ == kNone) retired_tail_ = kNone;
     return record;
   }
   const uint32_t record = static_cast<uint32_t>(meta_.size());
@@ -241,7 +242,7 @@ uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule,
   return record;
 }
 
-bool MatchTable::Place(BucketArray& array, uint32_t record, uint64_t hash) {
+bool MatchTable::Place(const BucketView& array, uint32_t record, uint64_t hash) {
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     Bucket& bk = array.buckets[b];
@@ -271,6 +272,7 @@ void MatchTable::Rebuild(size_t buckets) {
     }
   }
   buckets_.store(array, std::memory_order_release);
+  written_ = *array;
   Retire(reclaimer_, [old] { delete old; });
 }
 
@@ -285,20 +287,19 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   if (FindSlot(key, hash, &bucket, &slot)) {
     // Duplicate: queue behind the existing rules with this key (not visible to lookups).
     uint32_t record = AllocateRecord(key, rule, hash);
-    const BucketArray& array = *buckets_.load(std::memory_order_relaxed);
-    uint32_t tail = SlotRecord(array.buckets[bucket].slot[slot].load(std::memory_order_relaxed));
+    uint32_t tail = SlotRecord(written_.buckets[bucket].slot[slot].load(std::memory_order_relaxed));
     while (meta_[tail].next_duplicate != kNone) tail = meta_[tail].next_duplicate;
     meta_[tail].next_duplicate = record;
     return record;
   }
   if (!fixed_size_ && (distinct_keys_ + 1) * 4 > slot_capacity() * 3) Rebuild(bucket_count() * 2);
   uint32_t record = AllocateRecord(key, rule, hash);
-  if (summary_keys_[SummaryBit(hash)]++ == 0) {
+  if (uint8_t& keys = summary_keys_[SummaryBit(hash)]; keys != kSummaryStuck && keys++ == 0) {
     summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << SummaryBit(hash),
                    std::memory_order_release);
   }
   // Only a full fixed-size table fails to place.
-  while (!Place(*buckets_.load(std::memory_order_relaxed), record, hash)) Rebuild(bucket_count() * 2);
+  while (!Place(written_, record, hash)) Rebuild(bucket_count() * 2);
   ++distinct_keys_;
   return record;
 }
@@ -306,7 +307,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
 void MatchTable::Erase(Handle handle) {
   if (handle >= meta_.size() || !meta_[handle].live) return;
   const uint64_t hash = meta_[handle].hash;
-  BucketArray& array = *buckets_.load(std::memory_order_relaxed);
+  const BucketView& array = written_;
   size_t bucket;
   int slot;
   // A primary record is found by its slot word alone, without loading its key; a duplicate by the key,
@@ -324,7 +325,7 @@ void MatchTable::Erase(Handle handle) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }
       --distinct_keys_;
-      if (--summary_keys_[SummaryBit(hash)] == 0) {
+      if (uint8_t& keys = summary_keys_[SummaryBit(hash)]; keys != kSummaryStuck && --keys == 0) {
         summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << SummaryBit(hash)),
                        std::memory_order_release);
       }
@@ -334,9 +335,10 @@ void MatchTable::Erase(Handle handle) {
     while (meta_[prev].next_duplicate != handle) prev = meta_[prev].next_duplicate;
     meta_[prev].next_duplicate = meta_[handle].next_duplicate;
   }
-  meta_[handle] = {0, kNone, false};
   // A reader may still hold the record: it is reused only once none can.
-  retired_records_.emplace_back(reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, handle);
+  meta_[handle] = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false};
+  (retired_tail_ == kNone ? retired_head_ : meta_[retired_tail_].next_duplicate) = handle;
+  retired_tail_ = handle;
   --live_records_;
 }
 

@@ -11,7 +11,10 @@
 //    costs the bucket line and one record line; the 32-bit signature filters other keys before any key
 //    compare.
 //    Bucket arrays and chunks of 2 MiB or more are backed by transparent huge pages where the kernel
-//    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses.
+//    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses;
+//  - a 64-bit summary, one bit per group of hash values, in the table's first line: Find refuses a key
+//    whose bit no key sets without loading a bucket (a walk through an ACL's thousands of small matchers
+//    misses in most of them).
 //
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
 // winning until it is erased. The table grows by doubling at 3/4 load; it never loses or reorders rules.
@@ -29,7 +32,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <new>
 #include <utility>
 #include <vector>
@@ -114,18 +116,22 @@ class MatchTable {
     std::atomic<uint64_t> slot[kSlotsPerBucket];  // signature << 32 | record; record kNone = empty
     std::atomic<uint32_t> overflow;               // keys whose probe passed this bucket
   };
-  struct BucketArray {
+  // Where a bucket array is and its size.
+  struct BucketView {
+    size_t mask;
+    Bucket* buckets;
+  };
+  // One published array (buckets_); it owns its buckets.
+  struct BucketArray : BucketView {
     explicit BucketArray(size_t count);
     ~BucketArray();
     BucketArray(const BucketArray&) = delete;
     BucketArray& operator=(const BucketArray&) = delete;
-    size_t mask;
-    Bucket* buckets;
   };
   // Control-path bookkeeping of a record, kept apart from the lookup-path records.
   struct Meta {
-    uint64_t hash;
-    uint32_t next_duplicate;  // FIFO chain of rules with the same key
+    uint64_t hash;            // retired: the reclaimer stamp taken when it was erased
+    uint32_t next_duplicate;  // FIFO chain of rules with the same key; retired: the next retired record
     bool live;
   };
 
@@ -164,17 +170,16 @@ class MatchTable {
   uint32_t TakeRecord();
   // The primary record holding `key` in `array` (a concurrent Rebuild may publish another: callers load
   // the array once), its bucket index and slot; kNone when absent.
-  uint32_t Probe(const BucketArray& array, const uint32_t* key, uint64_t hash, size_t* bucket,
+  uint32_t Probe(const BucketView& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                  int* slot) const;
   // Bucket index and slot of `array` holding `record` as a primary record placed under `hash`, or false.
   // Writers only (no acquire loads).
-  static bool SlotHolding(const BucketArray& array, uint32_t record, uint64_t hash, size_t* bucket,
-                          int* slot);
+  static bool SlotHolding(const BucketView& array, uint32_t record, uint64_t hash, size_t* bucket, int* slot);
   // Bucket index and slot of the primary record holding `key`, or false.
   bool FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const;
   // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false
   // when full.
-  static bool Place(BucketArray& array, uint32_t record, uint64_t hash);
+  static bool Place(const BucketView& array, uint32_t record, uint64_t hash);
   void Rebuild(size_t buckets);
 
   // What lookups and writes read first shares the table's first lines (a cold matcher's rule insert or
@@ -188,14 +193,20 @@ class MatchTable {
   // emptied, so a lookup refused by it sees the table as it was before an insert or after an erase.
   std::atomic<uint64_t> summary_{0};
   std::vector<Meta> meta_;
+  // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
+  BucketView written_{};
   size_t live_records_ = 0;
   size_t distinct_keys_ = 0;
+  // Erased records, oldest first, linked through their Meta: reused once no reader can still hold them.
+  uint32_t retired_head_ = kNone;
+  uint32_t retired_tail_ = kNone;
   int chunk_count_ = 0;  // chunks allocated (the first entries)
   bool fixed_size_ = false;
+  // Distinct keys per summary bit, saturating: a count that reaches kSummaryStuck stays, its bit set.
+  static constexpr uint8_t kSummaryStuck = 255;
+  std::array<uint8_t, 64> summary_keys_{};
   // Record chunks; each pointer is written before any record of its chunk is published, and never changes.
   std::atomic<uint32_t*> chunks_[kMaxChunks] = {};
-  std::deque<std::pair<uint64_t, uint32_t>> retired_records_;  // (reclaimer stamp, record), oldest first
-  std::array<uint32_t, 64> summary_keys_{};                    // distinct keys per summary bit
 };
 
 inline void MatchTable::Prefetch(uint64_t hash) const {
