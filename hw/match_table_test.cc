@@ -179,6 +179,37 @@ TEST(MatchTableTest, ReserveNeverShrinks) {
 
 // Lookups on other threads while one writer inserts, erases and grows the table: a lookup returns the rule
 // of its own key or nothing, and keys that are never erased are always found.
+// Erased records wait for the readers that may hold them, then come back oldest first.
+TEST(MatchTableTest, ErasedRecordsAreReusedOldestFirstOnceNoReaderCanHoldThem) {
+  Reclaimer reclaimer;
+  MatchTable table(1, &reclaimer);
+  PipePrograms programs;
+  const uint32_t keys[] = {1, 2, 3, 4, 5, 6};
+  const MatchTable::Handle a = table.Insert(&keys[0], RuleRecord{&programs, 1});
+  const MatchTable::Handle b = table.Insert(&keys[1], RuleRecord{&programs, 2});
+  Reclaimer::Reader reader(&reclaimer);
+  reader.Enter();
+  const RuleRecord* held = table.Find(&keys[0]);
+  ASSERT_NE(held, nullptr);
+  table.Erase(a);
+  table.Erase(b);
+  const MatchTable::Handle c = table.Insert(&keys[2], RuleRecord{&programs, 3});
+  EXPECT_NE(c, a);
+  EXPECT_NE(c, b);
+  EXPECT_EQ(held->rule_id, 1u);  // the reader's record is untouched
+  EXPECT_EQ(table.Find(&keys[0]), nullptr);
+  reader.Leave();
+  EXPECT_EQ(table.Insert(&keys[3], RuleRecord{&programs, 4}), a);
+  EXPECT_EQ(table.Insert(&keys[4], RuleRecord{&programs, 5}), b);
+  EXPECT_NE(table.Insert(&keys[5], RuleRecord{&programs, 6}), c);
+  for (uint32_t k = 2; k < 6; ++k) {
+    const RuleRecord* r = table.Find(&keys[k]);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->rule_id, k + 1);
+  }
+  EXPECT_EQ(table.size(), 4u);
+}
+
 TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
   constexpr uint32_t kStable = 64, kChurn = 4096;
   Reclaimer reclaimer;
