@@ -7,15 +7,9 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DRSIM_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define DRSIM_ASAN 1
-#endif
-#ifdef DRSIM_ASAN
+#include "absl/base/config.h"
+
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
 #include <sanitizer/asan_interface.h>
 #define DRSIM_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define DRSIM_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)

@@ -3,20 +3,13 @@
 #include <cassert>
 #include <cstring>
 
+#include "absl/base/config.h"
 #include "hw/lookup_memory.h"
 #include "hw/match_layout.h"
 
 // Bucket scans compare signatures with SSE2 where there is SSE2 — but not under ThreadSanitizer, which
 // sees the vector loads as plain reads of atomic slots.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define DRSIM_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define DRSIM_TSAN 1
-#endif
-#if defined(__SSE2__) && !defined(DRSIM_TSAN)
+#if defined(__SSE2__) && !defined(ABSL_HAVE_THREAD_SANITIZER)
 #define DRSIM_SIMD_BUCKET_SCAN 1
 #include <emmintrin.h>
 #else
