@@ -75,9 +75,9 @@ class Definer {
   // The words in key order, in inline_ when they fit (a 5-tuple's do: a cold matcher's key extraction —
   // every rule insert, every matcher an ACL packet tries — then loads nothing beyond the definer), else in
   // heap_. Extract runs on the two pointers either way.
+  std::array<Word, kInlineWords> inline_{};
   const Word* begin_ = inline_.data();
   const Word* end_ = inline_.data();
-  std::array<Word, kInlineWords> inline_{};
   std::vector<Word> heap_;
 };
 
