@@ -47,6 +47,14 @@ void Definer::Assign(const Word* words, size_t count) {
   end_ = begin_ + count;
 }
 
+size_t Definer::widest_word() const {
+  size_t widest = 0;
+  for (size_t i = 1; i < key_words(); ++i) {
+    if (__builtin_popcount(begin_[i].mask) > __builtin_popcount(begin_[widest].mask)) widest = i;
+  }
+  return widest;
+}
+
 std::vector<size_t> Definer::word_offsets() const {
   std::vector<size_t> offsets;
   for (const Word* w = begin_; w != end_; ++w) offsets.push_back(w->offset);

@@ -42,13 +42,29 @@ class Definer {
 
   // Writes key_words() words to `key`. `input` is 448 bytes in PRM layout.
   void Extract(const uint8_t* input, uint32_t* key) const {
-    for (const Word* w = begin_; w != end_; ++w) {
-      uint32_t v, f;
-      std::memcpy(&v, input + w->offset, sizeof v);
-      std::memcpy(&f, input + w->fold_from, sizeof f);
-      *key++ = (v | f) & w->mask;
-    }
+    for (const Word* w = begin_; w != end_; ++w) *key++ = w->Read(input);
   }
+
+  // One key word: where Extract reads it and what it keeps of it.
+  struct Word {
+    uint32_t offset;     // byte offset of the word in the layout
+    uint32_t fold_from;  // word ORed in first (== offset when nothing folds into this word)
+    uint32_t mask;       // in memory (network) byte order, like the loaded word
+
+    // This word of the key Extract makes from `input`.
+    uint32_t Read(const uint8_t* input) const {
+      uint32_t v, f;
+      std::memcpy(&v, input + offset, sizeof v);
+      std::memcpy(&f, input + fold_from, sizeof f);
+      return (v | f) & mask;
+    }
+  };
+
+  // Key word `i` (i < key_words()); past the key, a word that reads as 0 from any input.
+  Word word(size_t i) const { return i < key_words() ? begin_[i] : Word{0, 0, 0}; }
+  // The index of the key word with the most mask bits (the first of equals; 0 for an empty key): the word
+  // that tells keys apart best when only one is looked at (a matcher's summary, hw/flow_table.h).
+  size_t widest_word() const;
 
   // Byte offsets (into the 448-byte layout) of the words the key is made of, in key order.
   std::vector<size_t> word_offsets() const;
@@ -63,11 +79,6 @@ class Definer {
   }
 
  private:
-  struct Word {
-    uint32_t offset;     // byte offset of the word in the layout
-    uint32_t fold_from;  // word ORed in first (== offset when nothing folds into this word)
-    uint32_t mask;       // in memory (network) byte order, like the loaded word
-  };
   static constexpr size_t kInlineWords = 6;
   // Stores `words` and points begin_/end_ at them.
   void Assign(const Word* words, size_t count);

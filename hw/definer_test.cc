@@ -57,6 +57,32 @@ TEST(DefinerTest, FoldedWordsCompareAsOne) {
   EXPECT_NE(ku, ko);
 }
 
+// A matcher's summary (hw/flow_table.h) reads one key word: the one with the most mask bits, the first of
+// equals; past the key, a word that reads 0.
+TEST(DefinerTest, TheWidestWordIsTheOneWithMostMaskBits) {
+  MatchParams mask = *MatchBuilder()
+                          .IpVersion(kOuter, 0xf)
+                          .TcpDport(kOuter, 0xffff)
+                          .Ipv4Src(kOuter, Ipv4Address{0xffffff00})
+                          .Ipv4Dst(kOuter, Ipv4Address{0xffffff00})
+                          .Build();
+  Definer d = Definer::FromMask(mask.bytes());
+  ASSERT_EQ(d.key_words(), 4u);    // ip_version, ports, source, destination
+  EXPECT_EQ(d.widest_word(), 2u);  // the source: 24 bits, as many as the destination, which comes later
+  MatchParams packet = *MatchBuilder()
+                            .IpVersion(kOuter, 4)
+                            .TcpDport(kOuter, 80)
+                            .Ipv4Src(kOuter, *Ipv4Address::Parse("10.1.2.3"))
+                            .Ipv4Dst(kOuter, *Ipv4Address::Parse("10.9.9.9"))
+                            .Build();
+  uint32_t key[4];
+  d.Extract(packet.bytes(), key);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(d.word(i).Read(packet.bytes()), key[i]) << i;
+  EXPECT_EQ(d.word(4).Read(packet.bytes()), 0u);
+  EXPECT_EQ(Definer::FromMask(MatchParams().bytes()).widest_word(), 0u);
+  EXPECT_EQ(Definer::FromMask(MatchParams().bytes()).word(0).Read(packet.bytes()), 0u);
+}
+
 TEST(DefinerTest, ReadsOnlySeesFoldedWordsToo) {
   MatchParams mask = *MatchBuilder().UdpDport(kOuter, 0xffff).Build();
   const size_t tcp_word = Info(Field::kOuterTcpDport).word_offset();

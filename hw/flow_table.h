@@ -37,22 +37,30 @@ struct CompiledMatcher {
   // `reclaimer`: the device's, where the match table retires what concurrent lookups may still read.
   CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer,
                   Reclaimer* reclaimer = nullptr)
-      : id(id),
+      : summary_word(definer.word(definer.widest_word())),
+        id(id),
         priority(priority),
         sequence(sequence),
-        definer(std::move(definer)),
-        table(this->definer.key_words(), reclaimer) {}
+        table(definer.key_words(), reclaimer, definer.widest_word()),
+        definer(std::move(definer)) {}
 
   // The matcher after this one in its table's lookup order (FlowTable::LinkMatcher writes it).
   const CompiledMatcher* next_matcher() const { return next.load(std::memory_order_acquire); }
 
-  // In the order a walk reads them: the link and the definer, then the match table's head.
+  // False when no rule of this matcher can match the header vector `input` (448 bytes, PRM layout), judged
+  // on its table's summary word alone; true when one may (then extract the key and Find it). A walk through
+  // many matchers passes most of them on this one word.
+  bool MayMatch(const uint8_t* input) const { return table.MayHold(summary_word.Read(input)); }
+
+  // In the order a walk reads them: the link, the summary word and the table's summary (its first field);
+  // the definer only when the summary lets the packet through.
+  mutable std::atomic<const CompiledMatcher*> next{nullptr};  // lookup links, written by the driver
+  Definer::Word summary_word;  // the definer's word the table's summary is built on
   uint32_t id;
   uint16_t priority;
   uint64_t sequence;  // creation order across the device; newer matchers are tried first on equal priority
-  mutable std::atomic<const CompiledMatcher*> next{nullptr};  // lookup links, written by the driver
-  Definer definer;
   MatchTable table;
+  Definer definer;
 };
 
 // Lookup order of matchers: ascending priority, then newest first.

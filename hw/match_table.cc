@@ -70,13 +70,15 @@ MatchTable::BucketArray::~BucketArray() {
   FreeLookupMemory(buckets, (mask + 1) * sizeof(Bucket));  // Bucket is trivially destructible
 }
 
-MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer)
-    : key_words_(key_words),
+MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_word)
+    : buckets_(new BucketArray(1)),
+      key_words_(key_words),
+      summary_word_(summary_word),
       stride_((kRuleWords + key_words + 1) & ~size_t{1}),
-      reclaimer_(reclaimer),
-      buckets_(new BucketArray(1)) {
+      reclaimer_(reclaimer) {
   written_ = *buckets_.load(std::memory_order_relaxed);
   assert(key_words <= kMatchParamBytes / 4);
+  assert(summary_word < key_words || summary_word == 0);
 }
 
 MatchTable::~MatchTable() {
@@ -185,7 +187,7 @@ bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, in
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
-  if ((summary_.load(std::memory_order_acquire) >> SummaryBit(hash) & 1) == 0) return nullptr;
+  if ((summary_.load(std::memory_order_acquire) >> KeySummaryBit(key) & 1) == 0) return nullptr;
   size_t bucket;
   int slot;
   const uint32_t record = Probe(*buckets_.load(std::memory_order_acquire), key, hash, &bucket, &slot);
@@ -230,7 +232,7 @@ uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule,
   uint32_t* words = RecordWords(record);
   new (words) RuleRecord(rule);
   if (key_words_ != 0) std::memcpy(words + kRuleWords, key, key_words_ * sizeof(uint32_t));
-  meta_[record] = {hash, kNone, true};
+  meta_[record] = {hash, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
   ++live_records_;
   return record;
 }
@@ -287,9 +289,9 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   }
   if (!fixed_size_ && (distinct_keys_ + 1) * 4 > slot_capacity() * 3) Rebuild(bucket_count() * 2);
   uint32_t record = AllocateRecord(key, rule, hash);
-  if (uint8_t& keys = summary_keys_[SummaryBit(hash)]; keys != kSummaryStuck && keys++ == 0) {
-    summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << SummaryBit(hash),
-                   std::memory_order_release);
+  const int bit = meta_[record].summary_bit;
+  if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && keys++ == 0) {
+    summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
   }
   // Only a full fixed-size table fails to place.
   while (!Place(written_, record, hash)) Rebuild(bucket_count() * 2);
@@ -318,8 +320,9 @@ void MatchTable::Erase(Handle handle) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }
       --distinct_keys_;
-      if (uint8_t& keys = summary_keys_[SummaryBit(hash)]; keys != kSummaryStuck && --keys == 0) {
-        summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << SummaryBit(hash)),
+      const int bit = meta_[handle].summary_bit;
+      if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && --keys == 0) {
+        summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << bit),
                        std::memory_order_release);
       }
     }

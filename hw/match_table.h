@@ -12,9 +12,10 @@
 //    compare.
 //    Bucket arrays and chunks of 2 MiB or more are backed by transparent huge pages where the kernel
 //    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses;
-//  - a 64-bit summary, one bit per group of hash values, in the table's first line: Find refuses a key
-//    whose bit no key sets without loading a bucket (a walk through an ACL's thousands of small matchers
-//    misses in most of them).
+//  - a 64-bit summary in the table's first line, one bit per group of values of one chosen key word (the
+//    summary word): Find refuses a key whose bit no key sets without loading a bucket, and a walk through
+//    an ACL's thousands of small matchers, which misses in most of them, refuses a packet on that one word
+//    (MayHold) without extracting or hashing the whole key.
 //
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
 // winning until it is erased. The table grows by doubling at 3/4 load; it never loses or reorders rules.
@@ -47,8 +48,9 @@ class MatchTable {
   static constexpr int kSlotsPerBucket = 7;
 
   // `key_words`: at most kMatchParamBytes / 4 (a definer's key). `reclaimer`: where replaced arrays and
-  // erased records wait for readers (nullptr: no concurrent readers).
-  explicit MatchTable(size_t key_words, Reclaimer* reclaimer = nullptr);
+  // erased records wait for readers (nullptr: no concurrent readers). `summary_word`: the index of the key
+  // word the summary is built on (below key_words, or 0 for an empty key, whose summary word reads as 0).
+  explicit MatchTable(size_t key_words, Reclaimer* reclaimer = nullptr, size_t summary_word = 0);
   ~MatchTable();
   MatchTable(const MatchTable&) = delete;
   MatchTable& operator=(const MatchTable&) = delete;
@@ -66,6 +68,11 @@ class MatchTable {
   // A key whose summary bit (below) is clear is refused before any bucket is loaded: a walk through many
   // small matchers (an ACL's) mostly misses, and then reads only the matchers themselves.
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
+  // False when no key in the table has `word` as its summary word (then Find misses every key with it);
+  // true when one may. Valid in a read section like Find.
+  bool MayHold(uint32_t word) const {
+    return (summary_.load(std::memory_order_acquire) >> SummaryBit(word) & 1) != 0;
+  }
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   inline void Prefetch(uint64_t hash) const;
   // A record PrefetchRecords found, for FindFrom: where its words are (nullptr: none).
@@ -133,10 +140,17 @@ class MatchTable {
     uint64_t hash;            // retired: the reclaimer stamp taken when it was erased
     uint32_t next_duplicate;  // FIFO chain of rules with the same key; retired: the next retired record
     bool live;
+    uint8_t summary_bit;  // SummaryBit of the key's summary word (an erase need not load the key)
   };
 
-  // Bits the bucket index and the signature use least: 26 to 31.
-  static int SummaryBit(uint64_t hash) { return static_cast<int>(hash >> 26) & 63; }
+  // The summary bit of a summary word: the top bits of a multiplicative hash, which every bit of the word
+  // moves (prefixes and ports differ in any of them).
+  static int SummaryBit(uint32_t word) {
+    return static_cast<int>(uint64_t{word} * 0x9e3779b97f4a7c15u >> 58);
+  }
+  int KeySummaryBit(const uint32_t* key) const {
+    return SummaryBit(key_words_ == 0 ? 0 : key[summary_word_]);
+  }
   // Never 0, an empty slot's signature: a slot whose signature matches holds a record.
   static uint32_t Signature(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1; }
   static uint64_t SlotValue(uint64_t hash, uint32_t record) {
@@ -184,14 +198,16 @@ class MatchTable {
 
   // What lookups and writes read first shares the table's first lines (a cold matcher's rule insert or
   // delete waits on each line it touches); the writers' bulkier bookkeeping comes last.
+  // Bit SummaryBit(w) is set while a key with summary word w is in the table (first: a walk through many
+  // matchers reads only this of most of their tables). Set before a key's slot is published and cleared
+  // after its last key's slot is emptied, so a lookup refused by it sees the table as it was before an
+  // insert or after an erase.
+  std::atomic<uint64_t> summary_{0};
+  std::atomic<BucketArray*> buckets_;
   size_t key_words_;
+  size_t summary_word_;
   size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   Reclaimer* reclaimer_;
-  std::atomic<BucketArray*> buckets_;
-  // Bit SummaryBit(hash) is set while a key with that hash is in the table (next to buckets_, in the line
-  // a lookup loads first). Set before a key's slot is published and cleared after its last key's slot is
-  // emptied, so a lookup refused by it sees the table as it was before an insert or after an erase.
-  std::atomic<uint64_t> summary_{0};
   std::vector<Meta> meta_;
   // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
   BucketView written_{};

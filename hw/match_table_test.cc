@@ -19,7 +19,8 @@ using Key = std::vector<uint32_t>;
 // Checks the table against a plain model: for every key, the FIFO of rules (by rule id) inserted with it.
 class TableModel {
  public:
-  explicit TableModel(size_t key_words) : table_(key_words) {}
+  explicit TableModel(size_t key_words, size_t summary_word = 0)
+      : table_(key_words, nullptr, summary_word), summary_word_(summary_word) {}
 
   void Insert(const Key& key) {
     const uint32_t rule_id = next_rule_id_++;
@@ -49,6 +50,7 @@ class TableModel {
       ASSERT_NE(found, nullptr);
       ASSERT_EQ(found->rule_id, fifo.front().second);
       ASSERT_EQ(found->programs, &programs_);
+      if (!key.empty()) ASSERT_TRUE(table_.MayHold(key[summary_word_]));  // never refuses a key it holds
       total += fifo.size();
     }
     EXPECT_EQ(table_.size(), total);
@@ -68,6 +70,7 @@ class TableModel {
 
  private:
   MatchTable table_;
+  size_t summary_word_;
   PipePrograms programs_;
   uint32_t next_rule_id_ = 1;
   std::map<Key, std::deque<std::pair<MatchTable::Handle, uint32_t>>> model_;
@@ -138,7 +141,7 @@ TEST(MatchTableTest, ZeroLengthKeysAllCollide) {
 TEST(MatchTableTest, RandomizedAgainstModel) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     std::mt19937 rng(seed);
-    TableModel m(1 + seed % 3);
+    TableModel m(1 + seed % 3, seed % (1 + seed % 3));  // summary on the last, middle and only word
     std::vector<Key> probes;
     for (int step = 0; step < 20000; ++step) {
       // Narrow key ranges so duplicates and probe sequences are common.
@@ -153,6 +156,25 @@ TEST(MatchTableTest, RandomizedAgainstModel) {
     }
     m.Verify(probes);
   }
+}
+
+// The summary is built on one chosen word of the keys: a table holding a few keys refuses most other values
+// of that word whatever the other words hold, and refuses everything once empty.
+TEST(MatchTableTest, TheSummaryRefusesMostWordsNoKeyHas) {
+  TableModel m(3, 1);
+  m.Insert({5, 0x0a000001, 9});
+  m.Insert({6, 0x0a000002, 9});
+  m.Verify({});
+  int may_hold = 0;
+  for (uint32_t w = 0x0a000000; w < 0x0a000400; ++w) may_hold += m.table().MayHold(w);
+  EXPECT_GE(may_hold, 2);
+  EXPECT_LE(may_hold, 1024 * 2 / 64 * 3);  // two bits of 64 set: about 32 of 1024 pass
+  const uint32_t other[3] = {5, 0x0a000003, 9};
+  if (!m.table().MayHold(other[1])) EXPECT_EQ(m.table().Find(other), nullptr);
+  m.EraseAt(1);
+  m.EraseAt(0);
+  m.Verify({});
+  for (uint32_t w = 0x0a000000; w < 0x0a000400; ++w) ASSERT_FALSE(m.table().MayHold(w)) << w;
 }
 
 TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {

@@ -18,6 +18,11 @@ namespace {
 constexpr size_t kMaxKeyWords = hw::kMatchParamBytes / 4;
 constexpr size_t kMaxWireBacklog = 65536;
 
+// Whether ParseOuterHeaders fills what `word` reads.
+bool ReadByOuterParse(const hw::Definer::Word& word) {
+  return FilledByOuterParse(word.offset) && FilledByOuterParse(word.fold_from);
+}
+
 }  // namespace
 
 const char* FateName(Fate fate) {
@@ -48,7 +53,10 @@ struct Nic::InFlight {
   PacketMeta meta;
   hw::HeaderVector hv;
   PacketLayers layers;
-  bool parsed = false;
+  // What `hv` holds of the frame as it is now: nothing, the words ParseOuterHeaders fills
+  // (FilledByOuterParse) or all of it (with `layers`).
+  enum class Parsed : uint8_t { kNo, kOuter, kWhole };
+  Parsed parsed = Parsed::kNo;
   Verdict* verdict = nullptr;  // the original frame's
   // The first lookup, done ahead by Process for the whole burst: the walk's first lookup, if in this
   // matcher, takes its result.
@@ -63,19 +71,33 @@ struct Nic::InFlight {
     // narrow fields the parser has just stored, and stall on them.
     new (&layers) PacketLayers(ParsePacket(buffer.data(), buffer.size(), meta.source_port, &hv));
     LoadMetadata(meta, &hv);
-    parsed = true;
+    parsed = Parsed::kWhole;
     looked_up = nullptr;
   }
-  // Fills only the words of `hv` that ParseOuterHeaders fills, for a first lookup whose key lies there
-  // (wire and send entries carry no metadata but the source port); the frame counts as unparsed, so
-  // whatever reads more parses it whole.
+  // Fills only the words of `hv` that ParseOuterHeaders fills, for lookups whose keys lie there (wire and
+  // send entries carry no metadata but the source port); whatever reads more parses the frame whole.
   void ParseOuter() {
     ParseOuterHeaders(buffer.data(), buffer.size(), meta.source_port, &hv);
-    parsed = false;
+    parsed = Parsed::kOuter;
   }
   void EnsureParsed() {
-    if (!parsed) Parse();
+    if (parsed != Parsed::kWhole) Parse();
   }
+  // Makes `hv` hold at least what a read needs: the outer words when `outer_only`, else everything.
+  void EnsureParsedFor(bool outer_only) {
+    if (parsed == Parsed::kWhole || (outer_only && parsed == Parsed::kOuter)) return;
+    ParseFor(outer_only);
+  }
+  // Out of line: walks inline their check, and parse once a frame at most.
+  ABSL_ATTRIBUTE_NOINLINE void ParseFor(bool outer_only) {
+    if (outer_only) {
+      ParseOuter();
+    } else {
+      Parse();
+    }
+  }
+  // The frame changed (a rewrite, new metadata): what `hv` holds is stale.
+  void Unparse() { parsed = Parsed::kNo; }
 };
 
 static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Parse builds it over the old one
@@ -567,7 +589,7 @@ void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
         outer_of = m;
         outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       }
-      if (!outer_key) p.EnsureParsed();
+      p.EnsureParsedFor(outer_key);
       uint32_t* key = b.keys + i * kMaxKeyWords;
       m->definer.Extract(p.hv.bytes, key);
       b.hashes[i] = m->table.Hash(key);
@@ -619,7 +641,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       std::memcpy(static_cast<Delivery*>(p.verdict), &fresh_delivery, sizeof fresh_delivery);
       p.verdict->path.clear();
       p.verdict->copies.clear();
-      p.parsed = false;
+      p.Unparse();
       p.looked_up = nullptr;
       p.looked_up_hit = nullptr;
     };
@@ -792,7 +814,7 @@ void Nic::Forward(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tra
 }
 
 void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace) {
-  if (p.worker->executor_.Run(r.ops, p.buffer, p.meta, time_ns())) p.parsed = false;
+  if (p.worker->executor_.Run(r.ops, p.buffer, p.meta, time_ns())) p.Unparse();
   switch (r.destination) {
     case hw::Destination::kQueue:
       // A queue leg on NIC_TX comes only from a kernel sniffer entry: a copy of a sent frame.
@@ -879,13 +901,21 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;
     const hw::FlowTable* hit_table = table;
-    auto try_matcher = [&](const hw::CompiledMatcher* m) {
+    auto try_matcher = [&](const hw::CompiledMatcher* m) ABSL_ATTRIBUTE_ALWAYS_INLINE {
       if (m == p.looked_up) {
         hit = p.looked_up_hit;  // the burst's first lookup (Process), made on these same headers
       } else {
-        p.EnsureParsed();
-        m->definer.Extract(p.hv.bytes, key);
-        hit = m->table.Find(key);
+        // Most matchers of a long walk (an ACL's) refuse the frame on their summary word alone, read from
+        // the outer headers if that is where it lies and the frame is parsed that far; the key is
+        // extracted, and the frame parsed as far as it needs, only for the others.
+        if (p.parsed != InFlight::Parsed::kWhole) p.EnsureParsedFor(ReadByOuterParse(m->summary_word));
+        hit = nullptr;
+        if (m->MayMatch(p.hv.bytes)) {
+          if (p.parsed != InFlight::Parsed::kWhole)
+            p.EnsureParsedFor(m->definer.ReadsOnly(FilledByOuterParse));
+          m->definer.Extract(p.hv.bytes, key);
+          hit = m->table.Find(key);
+        }
       }
       p.looked_up = nullptr;
       hit_matcher = m;
@@ -923,7 +953,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
 
     const hw::ActionProgram& program = hit->program(pipe);
     if (!program.ops.empty() && p.worker->executor_.Run(program.ops, p.buffer, p.meta, time_ns())) {
-      p.parsed = false;
+      p.Unparse();
     }
     if (DomainExit e; TerminalExit(program, &e)) return e;
     switch (program.destination) {
@@ -943,7 +973,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
             MarkMeter(program.meter, static_cast<uint32_t>(p.buffer.size()), static_cast<uint32_t>(ip_bytes));
         uint32_t& reg = p.meta.reg_c[program.meter_reg];
         reg = (reg & ~0xffu) | static_cast<uint32_t>(c);
-        p.parsed = false;  // the next lookup sees the colour
+        p.Unparse();  // the next lookup sees the colour
         table = program.table;
         break;
       }

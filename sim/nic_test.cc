@@ -258,6 +258,83 @@ TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   EXPECT_EQ(nic.stats().frames, 100u);
 }
 
+// A matcher of `mask` built by hand, and a rule of it with `value`.
+std::unique_ptr<hw::CompiledMatcher> MaskMatcher(uint32_t id, uint16_t priority, uint64_t seq,
+                                                 const hw::MatchParams& mask) {
+  return std::make_unique<hw::CompiledMatcher>(id, priority, seq, hw::Definer::FromMask(mask.bytes()));
+}
+void AddValueRule(hw::CompiledMatcher& m, const hw::MatchParams& value, const TestRule* rule) {
+  std::vector<uint32_t> key(m.definer.key_words());
+  m.definer.Extract(value.bytes(), key.data());
+  m.table.Insert(key.data(), hw::RuleRecord::Of(&rule->programs, rule->id));
+}
+
+std::vector<uint8_t> VxlanFrame(hw::Ipv4Address src, uint32_t vni) {
+  TunnelFrameSpec t;
+  t.outer.ipv4_src = src;
+  t.outer.ipv4_dst = *hw::Ipv4Address::Parse("10.0.0.2");
+  t.tunnel.kind = Encap::kVxlan;
+  t.tunnel.vni = vni;
+  t.inner.protocol = kIpProtoUdp;
+  t.inner.payload_len = 10;
+  return BuildFrame(t);
+}
+
+// A burst's frames are parsed no further than their lookups need: only their outer headers while the
+// matchers tried key on those, all of it once one keys elsewhere (here the VXLAN VNI), whether in the word
+// a matcher's summary is built on or elsewhere in its key. Each frame lands where the previous burst's
+// frame of the same place left its headers, so a lookup that read past what was parsed would see that
+// frame's VNI.
+TEST(NicTest, LookupsPastTheOuterHeadersParseTheWholeFrame) {
+  Nic nic;
+  const uint32_t q1 = nic.pf().CreateQueue(100), q2 = nic.pf().CreateQueue(100),
+                 q3 = nic.pf().CreateQueue(100);
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  auto to_t1 = PortMatcher(10, 0, 1);  // outer headers only: the burst's first lookup parses just those
+  TestRule jump = Rule(100, hw::Destination::kTable, 0, &t1);
+  AddRule(*to_t1, 4789, &jump);
+  // In t1: an outer-only matcher that misses, then one on outer source and VNI (its summary word is the
+  // address, 32 bits against the VNI's 24), then one on the VNI alone.
+  auto port = PortMatcher(11, 0, 2);
+  TestRule never = Rule(101, hw::Destination::kDrop);
+  AddRule(*port, 1, &never);
+  const hw::Ipv4Address a = *hw::Ipv4Address::Parse("10.0.0.1"), b = *hw::Ipv4Address::Parse("10.0.0.9");
+  auto src_vni = MaskMatcher(
+      12, 1, 3, *hw::MatchBuilder().Ipv4Src(kOuter, hw::Ipv4Address{0xffffffff}).VxlanVni(0xffffff).Build());
+  TestRule to_q3 = Rule(102, hw::Destination::kQueue, q3);
+  AddValueRule(*src_vni, *hw::MatchBuilder().Ipv4Src(kOuter, b).VxlanVni(3).Build(), &to_q3);
+  auto vni = MaskMatcher(13, 2, 4, *hw::MatchBuilder().VxlanVni(0xffffff).Build());
+  TestRule to_q1 = Rule(103, hw::Destination::kQueue, q1), to_q2 = Rule(104, hw::Destination::kQueue, q2);
+  AddValueRule(*vni, *hw::MatchBuilder().VxlanVni(1).Build(), &to_q1);
+  AddValueRule(*vni, *hw::MatchBuilder().VxlanVni(2).Build(), &to_q2);
+  // What makes the walk below depend on the parse: source a and VNI 5 are refused on the summary words.
+  ASSERT_EQ(src_vni->definer.key_words(), 2u);
+  ASSERT_EQ(src_vni->definer.widest_word(), 0u);  // the address
+  ASSERT_FALSE(src_vni->MayMatch(hw::MatchBuilder().Ipv4Src(kOuter, a).Build()->bytes()));
+  ASSERT_FALSE(vni->MayMatch(hw::MatchBuilder().VxlanVni(5).Build()->bytes()));
+  root.chain = {to_t1.get()};
+  root.LinkAll();
+  t1.chain = {port.get(), src_vni.get(), vni.get()};
+  t1.LinkAll();
+  nic.pf().AttachRootTable(&root);
+
+  auto burst = [&](const std::vector<std::pair<hw::Ipv4Address, uint32_t>>& sources_and_vnis) {
+    std::vector<std::vector<uint8_t>> frames;
+    for (const auto& [src, v] : sources_and_vnis) frames.push_back(VxlanFrame(src, v));
+    std::vector<Frame> views(frames.begin(), frames.end());
+    std::vector<Verdict> verdicts(frames.size());
+    EXPECT_TRUE(nic.ReceiveFromWire(views, absl::MakeSpan(verdicts)).ok());
+    std::vector<uint32_t> queues;
+    for (const Verdict& v : verdicts) queues.push_back(v.fate == Fate::kQueued ? v.qp_num : 0);
+    return queues;
+  };
+  EXPECT_EQ(burst({{a, 1}, {a, 5}, {b, 3}, {a, 2}}), (std::vector<uint32_t>{q1, 0, q3, q2}));
+  // Frame 0 passes src_vni's summary on its address, and its key needs the VNI (the last frame 0's was 1);
+  // frame 1 reaches the VNI matcher refused by src_vni, and the last frame 1's VNI (5) had no rule.
+  EXPECT_EQ(burst({{b, 3}, {a, 1}, {a, 2}, {b, 3}}), (std::vector<uint32_t>{q3, q1, q2, q3}));
+}
+
 TEST(NicTest, QueuesReferencedByActionsCannotBeDestroyed) {
   Nic nic;
   uint32_t q = nic.pf().CreateQueue();

@@ -481,8 +481,6 @@ OuterHeaders ParseOuterStack(const Ctx& c) {
   return o;
 }
 
-// The word holding misc.source_port (misc.source_eswitch_owner_vhca_id, which no parse sets, is the rest).
-constexpr size_t kSourcePortWord = hw::Info(Field::kSourcePort).word_offset();
 static_assert(hw::Info(Field::kSourceEswitchOwnerVhcaId).word_offset() == kSourcePortWord);
 
 constexpr size_t kPlainL3 = 14, kPlainL4 = kPlainL3 + 20;
@@ -570,11 +568,6 @@ void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, h
   if (frame == nullptr) return;
   PacketLayers unused;
   ParseOuterStack({frame, len, hv, &unused});
-}
-
-bool FilledByOuterParse(size_t word_offset) {
-  return word_offset < hw::SectionOffset(hw::Section::kOuter) + hw::kSectionBytes ||
-         word_offset == kSourcePortWord;
 }
 
 }  // namespace drsim::sim

@@ -85,9 +85,15 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
 // straight from them.
 void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
 
+// The word holding misc.source_port (misc.source_eswitch_owner_vhca_id, which no parse sets, is the rest).
+inline constexpr size_t kSourcePortWord = hw::Info(hw::Field::kSourcePort).word_offset();
+
 // Whether ParseOuterHeaders fills the 32-bit word at byte `word_offset` of the layout: the outer headers
-// section, and the word of misc.source_port.
-bool FilledByOuterParse(size_t word_offset);
+// section, and the word of misc.source_port. Inline: a walk asks it of each matcher it tries.
+inline bool FilledByOuterParse(size_t word_offset) {
+  return word_offset < hw::SectionOffset(hw::Section::kOuter) + hw::kSectionBytes ||
+         word_offset == kSourcePortWord;
+}
 
 }  // namespace drsim::sim
 
