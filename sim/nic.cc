@@ -119,6 +119,7 @@ struct Nic::Burst {
   size_t follower[kBurst];
   const hw::FlowTable* into[kBurst];
   const hw::CompiledMatcher* next[kBurst];
+  bool refused[kBurst];  // FollowJumps: the next matcher refused the frame on its summary
 
   // Adds frame `j` to the jumping ones when its looked-up `hit` only jumps.
   void NoteJump(size_t j, const hw::RuleRecord& hit, hw::Pipe pipe) {
@@ -590,19 +591,26 @@ void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
         outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       }
       p.EnsureParsedFor(outer_key);
+      // A table that refuses the frame on its summary (an ACL's first matcher, mostly) is not looked into.
+      b.refused[i] = !m->MayMatch(p.hv.bytes);
+      if (b.refused[i]) continue;
       uint32_t* key = b.keys + i * kMaxKeyWords;
       m->definer.Extract(p.hv.bytes, key);
       b.hashes[i] = m->table.Hash(key);
       m->table.Prefetch(b.hashes[i]);
     }
-    for (size_t i = 0; i < k; ++i) b.candidates[i] = b.next[i]->table.PrefetchRecords(b.hashes[i]);
+    for (size_t i = 0; i < k; ++i) {
+      b.candidates[i] = b.refused[i] ? nullptr : b.next[i]->table.PrefetchRecords(b.hashes[i]);
+    }
     b.jumping = 0;  // refilled in place: the i-th entry is read before the jumping-th (<= i) is written
     for (size_t i = 0; i < k; ++i) {
       const size_t j = b.follower[i];
       InFlight& p = burst[j];
       p.entry = {b.into[i], 0, jumps};
       p.looked_up = b.next[i];
-      p.looked_up_hit = b.next[i]->table.FindFrom(b.keys + i * kMaxKeyWords, b.hashes[i], b.candidates[i]);
+      p.looked_up_hit =
+          b.refused[i] ? nullptr
+                       : b.next[i]->table.FindFrom(b.keys + i * kMaxKeyWords, b.hashes[i], b.candidates[i]);
       if (p.looked_up_hit != nullptr) b.NoteJump(j, *p.looked_up_hit, first.pipe);
     }
   }
