@@ -22,7 +22,9 @@ TEST(GeneratorTest, SetsAreValidDeterministicAndEndInACatchAll) {
       EXPECT_LE(f.sport.lo, f.sport.hi);
       EXPECT_LE(f.dport.lo, f.dport.hi);
       EXPECT_TRUE(f.proto_mask == 0 || f.proto_mask == 0xff);
-      if (f.proto_mask == 0) EXPECT_TRUE(f.sport.all() && f.dport.all());  // ports only with TCP/UDP
+      if (f.proto_mask == 0) {
+        EXPECT_TRUE(f.sport.all() && f.dport.all());  // ports only with TCP/UDP
+      }
     }
   }
   // The profiles differ where ClassBench's families do: firewalls wildcard far more destinations.

@@ -50,7 +50,9 @@ class TableModel {
       ASSERT_NE(found, nullptr);
       ASSERT_EQ(found->rule_id, fifo.front().second);
       ASSERT_EQ(found->programs, &programs_);
-      if (!key.empty()) ASSERT_TRUE(table_.MayHold(key[summary_word_]));  // never refuses a key it holds
+      if (!key.empty()) {
+        ASSERT_TRUE(table_.MayHold(key[summary_word_]));  // never refuses a key it holds
+      }
       total += fifo.size();
     }
     EXPECT_EQ(table_.size(), total);
@@ -170,7 +172,9 @@ TEST(MatchTableTest, TheSummaryRefusesMostWordsNoKeyHas) {
   EXPECT_GE(may_hold, 2);
   EXPECT_LE(may_hold, 1024 * 2 / 64 * 3);  // two bits of 64 set: about 32 of 1024 pass
   const uint32_t other[3] = {5, 0x0a000003, 9};
-  if (!m.table().MayHold(other[1])) EXPECT_EQ(m.table().Find(other), nullptr);
+  if (!m.table().MayHold(other[1])) {
+    EXPECT_EQ(m.table().Find(other), nullptr);
+  }
   m.EraseAt(1);
   m.EraseAt(0);
   m.Verify({});

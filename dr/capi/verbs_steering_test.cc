@@ -49,8 +49,12 @@ class VerbsSteeringTest : public VerbsTest {
       EXPECT_EQ(mlx5dv_dr_rule_destroy(*it), 0);
     for (mlx5dv_dr_matcher* m : dr_matchers_) EXPECT_EQ(mlx5dv_dr_matcher_destroy(m), 0);
     for (mlx5dv_dr_action* a : dr_actions_) EXPECT_EQ(mlx5dv_dr_action_destroy(a), 0);
-    if (dr_root_ != nullptr) EXPECT_EQ(mlx5dv_dr_table_destroy(dr_root_), 0);
-    if (dr_domain_ != nullptr) EXPECT_EQ(mlx5dv_dr_domain_destroy(dr_domain_), 0);
+    if (dr_root_ != nullptr) {
+      EXPECT_EQ(mlx5dv_dr_table_destroy(dr_root_), 0);
+    }
+    if (dr_domain_ != nullptr) {
+      EXPECT_EQ(mlx5dv_dr_domain_destroy(dr_domain_), 0);
+    }
   }
 
   // A rule of the user's own PF NIC_RX root table: IPv4/UDP `dport` at `priority`, to `qp` (or dropped).
