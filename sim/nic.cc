@@ -74,8 +74,9 @@ struct Nic::InFlight {
     parsed = Parsed::kWhole;
     looked_up = nullptr;
   }
-  // Fills only the words of `hv` that ParseOuterHeaders fills, for lookups whose keys lie there (wire and
-  // send entries carry no metadata but the source port); whatever reads more parses the frame whole.
+  // Fills only the words of `hv` that ParseOuterHeaders fills (FilledByOuterParse: the outer headers and
+  // the source port), for lookups that read nothing else; metadata and registers are not among them, so a
+  // read of those parses the frame whole.
   void ParseOuter() {
     ParseOuterHeaders(buffer.data(), buffer.size(), meta.source_port, &hv);
     parsed = Parsed::kOuter;
@@ -88,7 +89,7 @@ struct Nic::InFlight {
     if (parsed == Parsed::kWhole || (outer_only && parsed == Parsed::kOuter)) return;
     ParseFor(outer_only);
   }
-  // Out of line: walks inline their check, and parse once a frame at most.
+  // Out of line: walks inline the check above, and most of their frames need no parse there.
   ABSL_ATTRIBUTE_NOINLINE void ParseFor(bool outer_only) {
     if (outer_only) {
       ParseOuter();
