@@ -332,7 +332,7 @@ void MatchTable::Erase(Handle handle) {
     meta_[prev].next_duplicate = meta_[handle].next_duplicate;
   }
   // A reader may still hold the record: it is reused only once none can.
-  meta_[handle] = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false};
+  meta_[handle] = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false, 0};
   (retired_tail_ == kNone ? retired_head_ : meta_[retired_tail_].next_duplicate) = handle;
   retired_tail_ = handle;
   --live_records_;
