@@ -12,12 +12,17 @@
 #include "dr/capi/drsim.h"
 
 /* The man page's flow attribute, type and initializer as written there. The request is passed as programs
- * pass such a packed struct: a pointer to the whole, cast to struct ibv_flow_attr *. */
+ * pass such a packed struct: a pointer to the whole as a struct ibv_flow_attr * (as_flow_attr).
+ */
 struct raw_eth_flow_attr {
   struct ibv_flow_attr attr;
   struct ibv_flow_spec_eth spec_eth;
   struct ibv_flow_spec_ipv4 spec_ipv4;
 } __attribute__((packed));
+
+/* A packed request as the struct ibv_flow_attr * ibv_create_flow takes: the kernel's layout is the packed
+ * one, and going through void * says so (a direct cast draws gcc's -Waddress-of-packed-member). */
+static struct ibv_flow_attr* as_flow_attr(void* packed) { return packed; }
 
 static void man_page_attr(struct raw_eth_flow_attr* out) {
   struct raw_eth_flow_attr flow_attr = {.attr =
@@ -93,7 +98,7 @@ static void man_page_example(struct ibv_context* ctx) {
   CHECK(qp != NULL);
   struct raw_eth_flow_attr flow_attr;
   man_page_attr(&flow_attr);
-  struct ibv_flow* flow = ibv_create_flow(qp, (struct ibv_flow_attr*)&flow_attr);
+  struct ibv_flow* flow = ibv_create_flow(qp, as_flow_attr(&flow_attr));
   CHECK(flow != NULL);
   if (flow == NULL) return;
   CHECK(flow->context == qp->context);
@@ -159,7 +164,7 @@ static void counters(struct ibv_context* ctx) {
   attr.tag.type = IBV_FLOW_SPEC_ACTION_TAG;
   attr.tag.size = sizeof attr.tag;
   attr.tag.tag_id = 0x123;
-  struct ibv_flow* flow = ibv_create_flow(qp, (struct ibv_flow_attr*)&attr);
+  struct ibv_flow* flow = ibv_create_flow(qp, as_flow_attr(&attr));
   CHECK(flow != NULL);
 
   uint8_t frame[128], got[128], src[4] = {10, 0, 0, 2};
@@ -188,11 +193,11 @@ static void malformed(struct ibv_context* ctx) {
   man_page_attr(&flow_attr);
   flow_attr.attr.num_of_specs = 3;
   errno = 0;
-  CHECK(ibv_create_flow(qp, (struct ibv_flow_attr*)&flow_attr) == NULL && errno == EINVAL);
+  CHECK(ibv_create_flow(qp, as_flow_attr(&flow_attr)) == NULL && errno == EINVAL);
   CHECK(strstr(drsim_last_error(), "spec[2]") != NULL);
   man_page_attr(&flow_attr);
   flow_attr.attr.priority = 16;
-  CHECK(ibv_create_flow(qp, (struct ibv_flow_attr*)&flow_attr) == NULL && errno == ENOMEM);
+  CHECK(ibv_create_flow(qp, as_flow_attr(&flow_attr)) == NULL && errno == ENOMEM);
   CHECK(drsim_destroy_qp(qp) == 0);
 }
 
