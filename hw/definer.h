@@ -58,6 +58,11 @@ class Definer {
       std::memcpy(&f, input + fold_from, sizeof f);
       return (v | f) & mask;
     }
+    // Whether `reads(offset)` holds for both layout words Read loads.
+    template <typename Pred>
+    bool ReadsOnly(Pred reads) const {
+      return reads(size_t{offset}) && reads(size_t{fold_from});
+    }
   };
 
   // Key word `i` (i < key_words()); past the key, a word that reads as 0 from any input.
@@ -73,7 +78,7 @@ class Definer {
   template <typename Pred>
   bool ReadsOnly(Pred reads) const {
     for (const Word* w = begin_; w != end_; ++w) {
-      if (!reads(size_t{w->offset}) || !reads(size_t{w->fold_from})) return false;
+      if (!w->ReadsOnly(reads)) return false;
     }
     return true;
   }

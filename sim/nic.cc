@@ -18,11 +18,6 @@ namespace {
 constexpr size_t kMaxKeyWords = hw::kMatchParamBytes / 4;
 constexpr size_t kMaxWireBacklog = 65536;
 
-// Whether ParseOuterHeaders fills what `word` reads.
-bool ReadByOuterParse(const hw::Definer::Word& word) {
-  return FilledByOuterParse(word.offset) && FilledByOuterParse(word.fold_from);
-}
-
 }  // namespace
 
 const char* FateName(Fate fate) {
@@ -917,7 +912,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         // Most matchers of a long walk (an ACL's) refuse the frame on their summary word alone, read from
         // the outer headers if that is where it lies and the frame is parsed that far; the key is
         // extracted, and the frame parsed as far as it needs, only for the others.
-        if (p.parsed != InFlight::Parsed::kWhole) p.EnsureParsedFor(ReadByOuterParse(m->summary_word));
+        if (p.parsed != InFlight::Parsed::kWhole)
+          p.EnsureParsedFor(m->summary_word.ReadsOnly(FilledByOuterParse));
         hit = nullptr;
         if (m->MayMatch(p.hv.bytes)) {
           if (p.parsed != InFlight::Parsed::kWhole)
