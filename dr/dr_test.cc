@@ -126,7 +126,8 @@ TEST_F(DrTest, MatchersAreOrderedByPriorityThenNewestFirst) {
 }
 
 // Hundreds of matchers created and destroyed in shuffled order: the chain and the walk lookups follow
-// (first, then next links) stay in lookup order, whichever matchers come and go.
+// (first, then next links) stay in lookup order, and every matcher's prefetch hint points kWalkAhead
+// matchers on, whichever matchers come and go.
 TEST_F(DrTest, TheWalkKeepsLookupOrderWhileMatchersComeAndGo) {
   Table t = *Table::Create(domain_, 0);
   const hw::FlowTable& ft = *device_.roots[0];
@@ -150,13 +151,22 @@ TEST_F(DrTest, TheWalkKeepsLookupOrderWhileMatchersComeAndGo) {
     }
     EXPECT_EQ(chain, want) << phase;
     EXPECT_EQ(walk, want) << phase;
+    // Each matcher's prefetch hint names the one hw::kWalkAhead places later in the walk.
+    const std::vector<const hw::CompiledMatcher*> order(ft.chain.begin(), ft.chain.end());
+    for (size_t i = 0; i < order.size(); ++i) {
+      const size_t ahead = i + hw::kWalkAhead;
+      ASSERT_EQ(order[i]->ahead.load(), ahead < order.size() ? order[ahead] : nullptr) << phase << ", at " << i;
+    }
   };
-  for (int i = 0; i < 300; ++i) live.push_back(*Matcher::Create(t, static_cast<uint16_t>(next(20)), mask));
-  check("created");
+  for (int i = 0; i < 300; ++i) {
+    live.push_back(*Matcher::Create(t, static_cast<uint16_t>(next(20)), mask));
+    check("creating");
+  }
   for (int i = 0; i < 200; ++i) {
     const size_t victim = next(static_cast<uint32_t>(live.size()));
     ASSERT_TRUE(live[victim].Destroy().ok());
     live.erase(live.begin() + victim);
+    check("destroying");
   }
   check("two thirds destroyed");
   for (int i = 0; i < 100; ++i) live.push_back(*Matcher::Create(t, static_cast<uint16_t>(next(20)), mask));

@@ -34,6 +34,10 @@
 
 namespace drsim::hw {
 
+// How many matchers ahead of its position a walk requests the next one it will read
+// (CompiledMatcher::PrefetchAhead): about a miss's latency over the cost of passing a matcher on its summary.
+inline constexpr int kWalkAhead = 6;
+
 struct CompiledMatcher {
   // `reclaimer`: the device's, where the match table retires what concurrent lookups may still read.
   CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer,
@@ -47,6 +51,10 @@ struct CompiledMatcher {
 
   // The matcher after this one in its table's lookup order (FlowTable::LinkMatcher writes it).
   const CompiledMatcher* next_matcher() const { return next.load(std::memory_order_acquire); }
+  // Starts loading the first line of the matcher kWalkAhead places later in the lookup order, which a walk
+  // passing this one will soon reach: the walk through thousands of matchers (an ACL's, larger than the
+  // caches) then waits on one miss per kWalkAhead matchers instead of one per matcher.
+  void PrefetchAhead() const { __builtin_prefetch(ahead.load(std::memory_order_relaxed)); }
 
   // False when no rule of this matcher can match the header vector `input` (448 bytes, PRM layout), judged
   // on its table's summary word alone; true when one may (then extract the key and Find it). A walk through
@@ -56,6 +64,9 @@ struct CompiledMatcher {
   // In the order a walk reads them: the link, the summary word and the table's summary (its first field);
   // the definer only when the summary lets the packet through.
   mutable std::atomic<const CompiledMatcher*> next{nullptr};  // lookup links, written by the driver
+  // A prefetch hint, never dereferenced: the matcher kWalkAhead places later when the driver last linked or
+  // unlinked a matcher near it (it may since have been freed: prefetching an address never faults).
+  mutable std::atomic<const CompiledMatcher*> ahead{nullptr};
   Definer::Word summary_word;  // the definer's word the table's summary is built on
   uint32_t id;
   uint16_t priority;
@@ -128,21 +139,22 @@ struct FlowTable {
   const CompiledMatcher* first_matcher() const { return first.load(std::memory_order_acquire); }
 
   // Adds `m` to `chain` and links it into the walk: it points at its successor, then its predecessor points
-  // at it (the release store that makes it visible).
+  // at it (the release store that makes it visible). O(log n + kWalkAhead).
   void LinkMatcher(const CompiledMatcher* m) {
     const auto at = chain.insert(m).first;
     const auto after = std::next(at);
     m->next.store(after == chain.end() ? nullptr : *after, std::memory_order_relaxed);
     (at == chain.begin() ? first : (*std::prev(at))->next).store(m, std::memory_order_release);
+    AimAhead(at);
   }
   // Takes `m` out of the walk and out of `chain`. A walk already on it goes on to its successor, so the
-  // matcher must be retired, not freed.
+  // matcher must be retired, not freed. O(log n + kWalkAhead).
   void UnlinkMatcher(const CompiledMatcher* m) {
     const auto at = chain.find(m);
     const auto after = std::next(at);
     (at == chain.begin() ? first : (*std::prev(at))->next)
         .store(after == chain.end() ? nullptr : *after, std::memory_order_release);
-    chain.erase(at);
+    AimAhead(chain.erase(at));
   }
   // Links the whole `chain` in order: for a table no lookup can reach yet.
   void LinkAll() {
@@ -151,7 +163,35 @@ struct FlowTable {
       (*m)->next.store(after, std::memory_order_relaxed);
       after = *m;
     }
+    auto lead = chain.begin();
+    for (int i = 0; i < kWalkAhead && lead != chain.end(); ++i) ++lead;
+    for (const CompiledMatcher* m : chain) {
+      m->ahead.store(lead == chain.end() ? nullptr : *lead, std::memory_order_relaxed);
+      if (lead != chain.end()) ++lead;
+    }
     first.store(after, std::memory_order_release);
+  }
+
+ private:
+  // Re-aims the `ahead` hints a link at `at`, or an unlink just before it, changed: those of the
+  // kWalkAhead matchers before `at` and of `at` itself (none for chain.end()), each at the matcher
+  // kWalkAhead places after it, or nullptr past the end.
+  void AimAhead(MatcherChain::const_iterator at) {
+    MatcherChain::const_iterator from = at, to = at;
+    int gap = 0;  // how many places `to` is after `from`, up to kWalkAhead; `to` stops at chain.end()
+    for (; gap < kWalkAhead && to != chain.end(); ++gap) ++to;
+    for (int aimed = 0; aimed <= kWalkAhead; ++aimed) {
+      if (from != chain.end()) {
+        (*from)->ahead.store(gap == kWalkAhead && to != chain.end() ? *to : nullptr, std::memory_order_relaxed);
+      }
+      if (from == chain.begin()) return;
+      --from;
+      if (gap == kWalkAhead) {
+        --to;
+      } else {
+        ++gap;
+      }
+    }
   }
 };
 
