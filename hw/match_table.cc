@@ -1,5 +1,6 @@
 #include "hw/match_table.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -90,7 +91,10 @@ MatchTable::~MatchTable() {
 // NH, the hash of the UMAC family: each pair of words, offset by its own constants, multiplied as two 32-bit
 // numbers into an exact 64-bit product. The products do not wait on one another (unlike a chain of mixing
 // rounds), and a sum of them differs between two keys except with probability about 2^-32 per pair.
-uint64_t MatchTable::Hash(const uint32_t* key) const {
+// MatchTable::Hash of the `count`-word `key`; inlined, so a constant `count` picks its case at compile time.
+namespace {
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t HashKey(const uint32_t* key, size_t count) {
   auto pair = [key](size_t p) {
     return uint64_t{static_cast<uint32_t>(key[2 * p] + kPairConstants.first[p])} *
            static_cast<uint32_t>(key[2 * p + 1] + kPairConstants.second[p]);
@@ -98,9 +102,9 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
   auto last = [key](size_t p) {  // a lone last word, at pair p
     return uint64_t{static_cast<uint32_t>(key[2 * p] + kPairConstants.first[p])} * kPairConstants.second[p];
   };
-  const uint64_t sum = key_words_ * kGolden;
+  const uint64_t sum = count * kGolden;
   // Short keys (an IPv4 5-tuple is four words) without a loop's set-up.
-  switch (key_words_) {
+  switch (count) {
     case 1:
       return Finalize(sum + last(0));
     case 2:
@@ -111,13 +115,17 @@ uint64_t MatchTable::Hash(const uint32_t* key) const {
       return Finalize(sum + pair(0) + pair(1));
     default: {
       uint64_t total = sum;
-      const size_t pairs = key_words_ / 2;
+      const size_t pairs = count / 2;
       for (size_t p = 0; p < pairs; ++p) total += pair(p);
-      if (key_words_ % 2 != 0) total += last(pairs);
+      if (count % 2 != 0) total += last(pairs);
       return Finalize(total);
     }
   }
 }
+
+}  // namespace
+
+uint64_t MatchTable::Hash(const uint32_t* key) const { return HashKey(key, key_words_); }
 
 // Which slots of `bk` hold signature `sig`, as bit 2s + 1 for slot s (a slot found here may have changed
 // since: its word is loaded again, with acquire, and checked). An empty slot's signature, 0, never
@@ -209,6 +217,68 @@ MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
     if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) prefetch(SlotRecord(v));
   }
   return first;
+}
+
+template <size_t kWords>
+void MatchTable::FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** hits) const {
+  const size_t words = kWords != 0 ? kWords : key_words_;
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  uint64_t hashes[kMaxFindBurst];
+  const uint32_t* candidates[kMaxFindBurst];
+  for (size_t i = 0; i < n; ++i) {
+    hashes[i] = HashKey(keys + i * words, words);
+    __builtin_prefetch(&array.buckets[hashes[i] & array.mask]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t sig = Signature(hashes[i]);
+    const Bucket& bk = array.buckets[hashes[i] & array.mask];
+    candidates[i] = nullptr;
+    // The first slot under the signature: another key's only once in 2^31 (then Find below sorts it out).
+    if (const uint32_t slots = SlotsWithSignature(bk.slot, sig); slots != 0) {
+      const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
+      if (Signature(v) == sig && SlotRecord(v) != kNone) {
+        candidates[i] = RecordWords(SlotRecord(v));
+        __builtin_prefetch(candidates[i]);
+        __builtin_prefetch(candidates[i] + stride_ - 1);  // a record may straddle two lines
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t* key = keys + i * words;
+    hits[i] = candidates[i] != nullptr && KeysEqual(KeyOf(candidates[i]), key, words) ? RuleOf(candidates[i])
+                                                                                      : Find(key, hashes[i]);
+  }
+}
+
+void MatchTable::FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hits) const {
+  for (size_t at = 0; at < n; at += kMaxFindBurst) {
+    const size_t count = std::min(kMaxFindBurst, n - at);
+    const uint32_t* from = keys + at * key_words_;
+    // Keys of up to six words (every IPv4 lookup of a few fields) with their length known to the compiler.
+    switch (key_words_) {
+      case 1:
+        FindBurstOf<1>(from, count, hits + at);
+        break;
+      case 2:
+        FindBurstOf<2>(from, count, hits + at);
+        break;
+      case 3:
+        FindBurstOf<3>(from, count, hits + at);
+        break;
+      case 4:
+        FindBurstOf<4>(from, count, hits + at);
+        break;
+      case 5:
+        FindBurstOf<5>(from, count, hits + at);
+        break;
+      case 6:
+        FindBurstOf<6>(from, count, hits + at);
+        break;
+      default:
+        FindBurstOf<0>(from, count, hits + at);
+        break;
+    }
+  }
 }
 
 uint32_t MatchTable::TakeRecord() {

@@ -88,6 +88,11 @@ class MatchTable {
     return Find(key, hash);
   }
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
+  // Find() of `n` keys, key i at keys + i * key_words(), with their loads overlapped as a NIC's burst
+  // overlaps them: every key hashed and its bucket requested, then every bucket scanned and the record
+  // under the key's signature requested, then every record compared; hits[i] = Find(key i). The table's
+  // layout and key length are read once for the whole burst. Valid in a read section, like Find.
+  void FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hits) const;
 
   // Adds a copy of `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
   Handle Insert(const uint32_t* key, const RuleRecord& rule) { return Insert(key, Hash(key), rule); }
@@ -173,8 +178,9 @@ class MatchTable {
   const uint32_t* RecordKey(uint32_t record) const { return KeyOf(RecordWords(record)); }
   // Two words at a time, without branches on the words: keys are a few words, and a call to memcmp costs
   // more than comparing them. `words`: a record's.
-  bool KeyEquals(const uint32_t* words, const uint32_t* key) const {
-    const uint32_t* stored = KeyOf(words);
+  bool KeyEquals(const uint32_t* words, const uint32_t* key) const { return KeysEqual(KeyOf(words), key, key_words_); }
+  // Whether the `count`-word keys at `a` and `b` are equal (unrolled where `count` is a constant).
+  static bool KeysEqual(const uint32_t* a, const uint32_t* b, size_t count) {
     auto pair = [](const uint32_t* at) {
       uint64_t v;
       std::memcpy(&v, at, sizeof v);
@@ -182,10 +188,15 @@ class MatchTable {
     };
     uint64_t differ = 0;
     size_t i = 0;
-    for (; i + 2 <= key_words_; i += 2) differ |= pair(stored + i) ^ pair(key + i);
-    if (i < key_words_) differ |= stored[i] ^ key[i];
+    for (; i + 2 <= count; i += 2) differ |= pair(a + i) ^ pair(b + i);
+    if (i < count) differ |= a[i] ^ b[i];
     return differ == 0;
   }
+
+  // FindBurst for keys of `kWords` words (0: key_words_, read at run time), up to kMaxFindBurst keys.
+  static constexpr size_t kMaxFindBurst = 64;
+  template <size_t kWords>
+  void FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** hits) const;
 
   uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash);
   // A record for AllocateRecord: a retired one no reader can see any more, or a new one.
