@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <type_traits>
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_format.h"
 #include "hw/match_params.h"
 #include "sim/packet_parser.h"
+#include "sim/plain_ipv4.h"
 #include "sim/rss.h"
 
 namespace drsim::sim {
@@ -109,6 +111,7 @@ struct Nic::Burst {
   uint32_t keys[kBurst * kMaxKeyWords];
   uint64_t hashes[kBurst];
   hw::MatchTable::Candidate candidates[kBurst];
+  const hw::RuleRecord* hits[kBurst];  // the first lookup's
   // The frames whose looked-up hit only jumps (no ops, to a table with a matcher), for FollowJumps: their
   // index in the burst, the table each jumps to and that table's first matcher (read once).
   size_t jumping = 0;
@@ -620,8 +623,6 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
   }
   InFlight* burst = worker.burst_->frames;
   uint32_t* keys = worker.burst_->keys;
-  uint64_t* hashes = worker.burst_->hashes;
-  hw::MatchTable::Candidate* candidates = worker.burst_->candidates;
   for (size_t at = 0; at < frames.size(); at += kBurst) {
     const size_t n = std::min(kBurst, frames.size() - at);
     const Frame* in = frames.data() + at;
@@ -650,31 +651,36 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.looked_up_hit = nullptr;
     };
     // The first lookup of every frame, overlapped: read and hash all their keys, load their buckets, then
-    // their records, then their programs, so what follows finds them in cache instead of waiting on each
-    // miss in turn. A key that lies in the outer headers needs a parse of those only (sim/packet_parser.h);
-    // the frame is parsed whole when something later needs it.
+    // their records, so what follows finds them in cache instead of waiting on each miss in turn. A key that
+    // lies in the outer headers is read straight from a plain IPv4 frame (sim/plain_ipv4.h), and needs a
+    // parse of those headers only from any other frame (sim/packet_parser.h); the frame is parsed further
+    // when something later needs it.
     const FirstLookup first = FirstLookupOf(stage, fn);
     bool followed = false;  // FollowJumps set the frames' entries
+    // The parse of each frame starts with a load from its headers: request all of them first, so those
+    // misses (frames fresh from the wire, or pushed out of cache by a large rule set) overlap.
+    for (size_t j = 0; j < n; ++j) __builtin_prefetch(in[j].data());
     if (const hw::CompiledMatcher* m = first.matcher) {
+      const std::optional<PlainIpv4KeyReader> plain = PlainIpv4KeyReader::For(m->definer);
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       const size_t words = m->definer.key_words();  // the burst's keys lie end to end
       for (size_t j = 0; j < n; ++j) {
         start(j);
+        uint32_t* key = keys + j * words;
+        if (plain.has_value() && plain->Read(in[j].data(), in[j].size(), source, key)) continue;
         if (outer_key) {
           burst[j].ParseOuter();
         } else {
           burst[j].Parse();
         }
-        m->definer.Extract(burst[j].hv.bytes, keys + j * words);
-        hashes[j] = m->table.Hash(keys + j * words);
-        m->table.Prefetch(hashes[j]);
+        m->definer.Extract(burst[j].hv.bytes, key);
       }
-      for (size_t j = 0; j < n; ++j) candidates[j] = m->table.PrefetchRecords(hashes[j]);
       Burst& b = *worker.burst_;
+      m->table.FindBurst(keys, n, b.hits);
       b.jumping = 0;
       for (size_t j = 0; j < n; ++j) {
         burst[j].looked_up = m;
-        burst[j].looked_up_hit = m->table.FindFrom(keys + j * words, hashes[j], candidates[j]);
+        burst[j].looked_up_hit = b.hits[j];
         // NoteJump reads the record's shapes, in cache since the key compare; the programs only for a jump.
         if (!trace && burst[j].looked_up_hit != nullptr) b.NoteJump(j, *burst[j].looked_up_hit, first.pipe);
       }
@@ -936,6 +942,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       }
     } else {
       for (const hw::CompiledMatcher* m = table->first_matcher(); m != nullptr; m = m->next_matcher()) {
+        m->PrefetchAhead();
         if (try_matcher(m)) break;
       }
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "hw/byte_order.h"
+#include "sim/plain_ipv4.h"
 
 namespace drsim::sim {
 namespace {
@@ -483,54 +484,14 @@ OuterHeaders ParseOuterStack(const Ctx& c) {
 
 static_assert(hw::Info(Field::kSourceEswitchOwnerVhcaId).word_offset() == kSourcePortWord);
 
-constexpr size_t kPlainL3 = 14, kPlainL4 = kPlainL3 + 20;
-
-// Ethernet II without VLAN tags, then IPv4 without options and not a fragment, carrying a TCP or UDP header
-// that lies inside the datagram.
-bool IsPlainIpv4Frame(const uint8_t* frame, size_t len) {
-  if (frame == nullptr || len < kPlainL4 + 8 || hw::LoadBe16(frame + 12) != kEthIpv4 ||
-      frame[kPlainL3] != 0x45 ||
-      (hw::LoadBe16(frame + kPlainL3 + 6) & 0x3fff) != 0) {  // version 4 and IHL 5; neither MF nor an offset
-    return false;
-  }
-  // As ParseIpv4 bounds the datagram, and ParseL4 the header in it.
-  const size_t end = std::min(len, kPlainL3 + std::max<size_t>(hw::LoadBe16(frame + kPlainL3 + 2), 20));
-  switch (frame[kPlainL3 + 9]) {
-    case kProtoUdp:
-      return end >= kPlainL4 + 8;
-    case kProtoTcp: {
-      if (end < kPlainL4 + 20) return false;
-      const size_t header = (frame[kPlainL4 + 12] >> 4) * 4u;
-      return header >= 20 && kPlainL4 + header <= end;
-    }
-    default:
-      return false;
-  }
-}
-
 // The outer headers section of a plain IPv4 frame, cleared first, as ParseOuterStack fills it: whole words,
 // so that the key's word loads that follow take them straight from these stores.
 void FillPlainIpv4(const uint8_t* frame, uint8_t* out) {
-  auto copy = [&](Field f, size_t frame_offset) {
-    std::memcpy(out + hw::Info(f).word_offset(), frame + frame_offset, 4);
-  };
-  auto put = [&](Field f, uint32_t word) { hw::StoreBe32(out + hw::Info(f).word_offset(), word); };
-  auto place = [](Field f, uint32_t v) { return v << hw::Info(f).shift(); };
-  const uint8_t* ip = frame + kPlainL3;
-  const uint8_t* l4 = frame + kPlainL4;
-  const bool tcp = ip[9] == kProtoTcp;
-  copy(Field::kOuterSmac47_16, 6);
-  copy(Field::kOuterEthertype, 10);  // smac_15_0, then the ethertype
-  copy(Field::kOuterDmac47_16, 0);
-  put(Field::kOuterDmac15_0, place(Field::kOuterDmac15_0, hw::LoadBe16(frame + 4)));  // no VLAN tag
-  put(Field::kOuterIpProtocol, place(Field::kOuterIpProtocol, ip[9]) |
-                                   place(Field::kOuterIpDscp, ip[1] >> 2) |
-                                   place(Field::kOuterIpEcn, ip[1] & 3) | place(Field::kOuterIpVersion, 4) |
-                                   (tcp ? place(Field::kOuterTcpFlags, ((l4[12] & 1u) << 8) | l4[13]) : 0));
-  put(Field::kOuterIpTtlHoplimit, place(Field::kOuterIpv4Ihl, 5) | place(Field::kOuterIpTtlHoplimit, ip[8]));
-  copy(tcp ? Field::kOuterTcpSport : Field::kOuterUdpSport, kPlainL4);  // the ports
-  copy(Field::kOuterSrcIp31_0, kPlainL3 + 12);
-  copy(Field::kOuterDstIp31_0, kPlainL3 + 16);
+#pragma GCC unroll 16
+  for (const size_t offset : kPlainOuterWords) {
+    const uint32_t v = PlainWordValue(PlainWordAt(offset), frame, /*source_port=*/0);
+    std::memcpy(out + offset, &v, sizeof v);
+  }
 }
 
 }  // namespace

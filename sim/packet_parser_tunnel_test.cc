@@ -1,6 +1,7 @@
 // The packet parser on tunnelled frames (VXLAN, VXLAN-GPE, GENEVE, GRE, MPLS, GTP-U) and RoCE v2: fields,
 // layer offsets, truncation and malformed tunnel headers.
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "hw/byte_order.h"
 #include "sim/frame_builder.h"
 #include "sim/packet_parser.h"
+#include "sim/plain_ipv4.h"
 
 namespace drsim::sim {
 namespace {
@@ -596,9 +598,10 @@ TEST(PacketParserTunnelTest, DamagedTunnelsKeepLayersOrdered) {
   }
 }
 
-// ParseOuterHeaders fills the words FilledByOuterParse names exactly as ParsePacket does, whatever the
-// vector held before: on tunnels, VLAN tags, IPv6 extensions, fragments, every truncation and damage.
-TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
+// Frames of every kind the outer parse meets: tunnels, VLAN tags, IPv6 extensions, plain TCP, UDP and ICMP,
+// fragments, each at every truncation, and damaged copies — among them plain IPv4 frames with random header
+// bytes, and frames one flipped bit away from plain.
+std::vector<std::vector<uint8_t>> OuterParseFrames() {
   std::vector<TunnelFrameSpec> specs = EveryTunnelKind();
   for (size_t i = 0, n = specs.size(); i < n; ++i) {
     TunnelFrameSpec t = specs[i];
@@ -621,6 +624,25 @@ TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
   }
   std::mt19937 rng(11);
   for (int i = 0; i < 5000; ++i) frames.push_back(Damaged(BuildFrame(specs[i % specs.size()]), rng));
+  for (uint8_t protocol : {kIpProtoTcp, kIpProtoUdp}) {
+    plain.outer.protocol = protocol;
+    plain.outer.more_fragments = false;
+    const std::vector<uint8_t> f = BuildFrame(plain);
+    for (int i = 0; i < 2000; ++i) {
+      std::vector<uint8_t> g = f;
+      for (size_t b = 0; b < 54 && b < g.size(); ++b) {  // every header byte, but IPv4's first and TCP's 12th
+        if (b != 14 && b != 46 && b != 12 && b != 13 && b != 20 && b != 23) g[b] = static_cast<uint8_t>(rng());
+      }
+      frames.push_back(g);
+    }
+  }
+  return frames;
+}
+
+// ParseOuterHeaders fills the words FilledByOuterParse names exactly as ParsePacket does, whatever the
+// vector held before: on tunnels, VLAN tags, IPv6 extensions, fragments, every truncation and damage.
+TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
+  const std::vector<std::vector<uint8_t>> frames = OuterParseFrames();
   size_t words = 0;
   for (const std::vector<uint8_t>& f : frames) {
     const std::vector<uint8_t> exact(f);  // exactly its size on the heap: ASan sees any read past it
@@ -637,6 +659,80 @@ TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
     }
   }
   EXPECT_EQ(words, frames.size() * (hw::kSectionBytes / 4 + 1));
+}
+
+// PlainIpv4KeyReader reads from each plain IPv4 frame the key Definer::Extract takes from its outer parse,
+// and refuses every other frame: for single words, the five-tuple with TCP and UDP ports folded, and random
+// masks over every word the outer parse fills (with the port fold either way round).
+TEST(PacketParserTunnelTest, PlainKeysAreTheOuterParsesKeys) {
+  std::vector<size_t> outer_words;
+  for (size_t w = 0; w < hw::kMatchParamBytes; w += 4) {
+    if (FilledByOuterParse(w)) outer_words.push_back(w);
+  }
+  const uint32_t tcp_ports = hw::Info(Field::kOuterTcpSport).word_offset();
+  const uint32_t udp_ports = hw::Info(Field::kOuterUdpSport).word_offset();
+  std::vector<hw::Definer> definers;
+  for (size_t w : outer_words) {
+    uint8_t mask[hw::kMatchParamBytes] = {};
+    std::memset(mask + w, 0xff, 4);
+    definers.push_back(hw::Definer::FromMask(mask));
+  }
+  {
+    uint8_t mask[hw::kMatchParamBytes] = {};
+    for (Field f : {Field::kOuterIpVersion, Field::kOuterIpProtocol, Field::kOuterSrcIp31_0,
+                    Field::kOuterDstIp31_0, Field::kOuterTcpSport, Field::kOuterTcpDport}) {
+      hw::SetFieldAllOnes(mask, f);
+    }
+    const hw::Definer::Fold fold{tcp_ports, udp_ports};
+    definers.push_back(hw::Definer::FromMask(mask, {&fold, 1}));
+  }
+  std::mt19937 rng(12);
+  for (int i = 0; i < 200; ++i) {
+    uint8_t mask[hw::kMatchParamBytes] = {};
+    for (size_t w : outer_words) {
+      if (rng() % 3 == 0) hw::StoreBe32(mask + w, static_cast<uint32_t>(rng()));
+    }
+    std::vector<hw::Definer::Fold> folds;
+    if (i % 3 == 1) folds.push_back({tcp_ports, udp_ports});
+    if (i % 3 == 2) folds.push_back({udp_ports, tcp_ports});
+    definers.push_back(hw::Definer::FromMask(mask, folds));
+  }
+  size_t plain = 0, keys = 0;
+  const std::vector<std::vector<uint8_t>> frames = OuterParseFrames();
+  for (const hw::Definer& d : definers) {
+    const std::optional<PlainIpv4KeyReader> reader = PlainIpv4KeyReader::For(d);
+    ASSERT_TRUE(reader.has_value()) << d.key_words() << " words";
+    for (const std::vector<uint8_t>& f : frames) {
+      const std::vector<uint8_t> exact(f);
+      const uint8_t* data = exact.empty() ? nullptr : exact.data();
+      uint32_t read[hw::kMatchParamBytes / 4], want[hw::kMatchParamBytes / 4];
+      std::memset(read, 0xa5, sizeof read);
+      const bool was_plain = reader->Read(data, exact.size(), 7, read);
+      ASSERT_EQ(was_plain, IsPlainIpv4Frame(data, exact.size()));
+      if (!was_plain) {
+        EXPECT_EQ(read[0], 0xa5a5a5a5u) << "a refused frame's key was written";
+        continue;
+      }
+      ++plain;
+      hw::HeaderVector hv;
+      ParseOuterHeaders(data, exact.size(), 7, &hv);
+      d.Extract(hv.bytes, want);
+      for (size_t k = 0; k < d.key_words(); ++k, ++keys) {
+        ASSERT_EQ(read[k], want[k]) << "key word " << k << " (layout byte " << d.word(k).offset << ") of a "
+                                    << exact.size() << "-byte frame";
+      }
+    }
+  }
+  EXPECT_GT(plain, definers.size() * 1000);  // the random plain frames mostly stay plain
+  EXPECT_GT(keys, plain);
+}
+
+// A definer that reads beyond the outer headers gets no plain reader: its key needs a parse.
+TEST(PacketParserTunnelTest, KeysBeyondTheOuterHeadersHaveNoPlainReader) {
+  uint8_t mask[hw::kMatchParamBytes] = {};
+  hw::SetFieldAllOnes(mask, Field::kOuterSrcIp31_0);
+  hw::SetFieldAllOnes(mask, Field::kInnerSrcIp31_0);
+  EXPECT_FALSE(PlainIpv4KeyReader::For(hw::Definer::FromMask(mask)).has_value());
 }
 
 }  // namespace
