@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
-#include <optional>
 #include <type_traits>
 
 #include "absl/base/attributes.h"
@@ -112,6 +111,7 @@ struct Nic::Burst {
   uint64_t hashes[kBurst];
   hw::MatchTable::Candidate candidates[kBurst];
   const hw::RuleRecord* hits[kBurst];  // the first lookup's
+  PlainIpv4KeyReader plain;            // the first lookup's key from plain IPv4 frames
   // The frames whose looked-up hit only jumps (no ops, to a table with a matcher), for FollowJumps: their
   // index in the burst, the table each jumps to and that table's first matcher (read once).
   size_t jumping = 0;
@@ -661,13 +661,13 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     // misses (frames fresh from the wire, or pushed out of cache by a large rule set) overlap.
     for (size_t j = 0; j < n; ++j) __builtin_prefetch(in[j].data());
     if (const hw::CompiledMatcher* m = first.matcher) {
-      const std::optional<PlainIpv4KeyReader> plain = PlainIpv4KeyReader::For(m->definer);
+      const bool plain = worker.burst_->plain.Prepare(m->definer);
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       const size_t words = m->definer.key_words();  // the burst's keys lie end to end
       for (size_t j = 0; j < n; ++j) {
         start(j);
         uint32_t* key = keys + j * words;
-        if (plain.has_value() && plain->Read(in[j].data(), in[j].size(), source, key)) continue;
+        if (plain && worker.burst_->plain.Read(in[j].data(), in[j].size(), source, key)) continue;
         if (outer_key) {
           burst[j].ParseOuter();
         } else {

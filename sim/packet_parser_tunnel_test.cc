@@ -1,7 +1,6 @@
 // The packet parser on tunnelled frames (VXLAN, VXLAN-GPE, GENEVE, GRE, MPLS, GTP-U) and RoCE v2: fields,
 // layer offsets, truncation and malformed tunnel headers.
 #include <cstring>
-#include <optional>
 #include <random>
 #include <vector>
 
@@ -700,14 +699,14 @@ TEST(PacketParserTunnelTest, PlainKeysAreTheOuterParsesKeys) {
   size_t plain = 0, keys = 0;
   const std::vector<std::vector<uint8_t>> frames = OuterParseFrames();
   for (const hw::Definer& d : definers) {
-    const std::optional<PlainIpv4KeyReader> reader = PlainIpv4KeyReader::For(d);
-    ASSERT_TRUE(reader.has_value()) << d.key_words() << " words";
+    PlainIpv4KeyReader reader;
+    ASSERT_TRUE(reader.Prepare(d)) << d.key_words() << " words";
     for (const std::vector<uint8_t>& f : frames) {
       const std::vector<uint8_t> exact(f);
       const uint8_t* data = exact.empty() ? nullptr : exact.data();
       uint32_t read[hw::kMatchParamBytes / 4], want[hw::kMatchParamBytes / 4];
       std::memset(read, 0xa5, sizeof read);
-      const bool was_plain = reader->Read(data, exact.size(), 7, read);
+      const bool was_plain = reader.Read(data, exact.size(), 7, read);
       ASSERT_EQ(was_plain, IsPlainIpv4Frame(data, exact.size()));
       if (!was_plain) {
         EXPECT_EQ(read[0], 0xa5a5a5a5u) << "a refused frame's key was written";
@@ -732,7 +731,8 @@ TEST(PacketParserTunnelTest, KeysBeyondTheOuterHeadersHaveNoPlainReader) {
   uint8_t mask[hw::kMatchParamBytes] = {};
   hw::SetFieldAllOnes(mask, Field::kOuterSrcIp31_0);
   hw::SetFieldAllOnes(mask, Field::kInnerSrcIp31_0);
-  EXPECT_FALSE(PlainIpv4KeyReader::For(hw::Definer::FromMask(mask)).has_value());
+  PlainIpv4KeyReader reader;
+  EXPECT_FALSE(reader.Prepare(hw::Definer::FromMask(mask)));
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 
 #include "absl/base/attributes.h"
 #include "hw/byte_order.h"
@@ -156,34 +155,57 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t PlainWordValue(PlainWord w, const u
 // header vector ParseOuterHeaders fills, without filling one.
 class PlainIpv4KeyReader {
  public:
-  // The reader of `definer`'s key, or nullopt when the key reads a word ParseOuterHeaders does not fill
-  // (FilledByOuterParse) or is longer than the outer words. Costs a few instructions a key word: made per
-  // burst.
-  static std::optional<PlainIpv4KeyReader> For(const hw::Definer& definer);
+  // Prepares to read `definer`'s key. False when the key reads a word ParseOuterHeaders does not fill
+  // (FilledByOuterParse) or is longer than the outer words; then Read must not be called. Costs a few
+  // instructions a key word: made per burst.
+  bool Prepare(const hw::Definer& definer);
 
   // When `frame` (len bytes, from vport `source_port`) is a plain IPv4 frame, writes its key (the definer's
   // key_words() words) to `key` and returns true; otherwise returns false and writes nothing.
   bool Read(const uint8_t* frame, size_t len, uint16_t source_port, uint32_t* key) const {
     if (!IsPlainIpv4Frame(frame, len)) return false;
-    for (size_t i = 0; i < count_; ++i) {
-      const Word& w = words_[i];
+    // Words of frame bytes as they are, kept where the protocol says (TCP or UDP ports): no branch.
+    const uint8_t protocol = frame[kPlainL3 + 9];
+    const uint32_t keep[3] = {~0u, protocol == 6 ? ~0u : 0u, protocol == 17 ? ~0u : 0u};
+    for (size_t i = 0; i < bytes_count_; ++i) {
+      const BytesWord& w = bytes_[i];
+      uint32_t v;
+      std::memcpy(&v, frame + w.at, sizeof v);
+      key[w.index] = v & w.mask & keep[w.keep];
+    }
+    for (size_t i = 0; i < other_count_; ++i) {
+      const OtherWord& w = other_[i];
       uint32_t v = PlainWordValue(w.word, frame, source_port);
       if (w.folded) v |= PlainWordValue(w.fold_from, frame, source_port);
-      key[i] = v & w.mask;
+      key[w.index] = v & w.mask;
     }
     return true;
   }
 
  private:
   static constexpr size_t kMaxWords = hw::kSectionBytes / 4 + 1;  // the outer section and the source port
-  struct Word {
+  // A key word that is four bytes of the frame under its mask, for every frame or for TCP or UDP only.
+  struct BytesWord {
+    uint8_t index;  // in the key
+    uint8_t at;     // frame offset
+    uint8_t keep;   // 0: always; 1: TCP frames (else 0); 2: UDP frames
+    uint32_t mask;  // as Definer::Word::mask
+  };
+  // Any other key word: computed from header fields, or two words folded.
+  struct OtherWord {
+    uint8_t index;
     PlainWord word;
     PlainWord fold_from;  // ORed in first when `folded`
     bool folded = false;
-    uint32_t mask = 0;  // as Definer::Word::mask
+    uint32_t mask = 0;
   };
-  std::array<Word, kMaxWords> words_{};
-  size_t count_ = 0;
+  // Adds key word `index`, made from `word` (and `fold_from` when `folded`) under `mask`.
+  void Add(uint8_t index, PlainWord word, PlainWord fold_from, bool folded, uint32_t mask);
+
+  std::array<BytesWord, kMaxWords> bytes_;
+  std::array<OtherWord, kMaxWords> other_;
+  size_t bytes_count_ = 0;
+  size_t other_count_ = 0;
 };
 
 }  // namespace drsim::sim
