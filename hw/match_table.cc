@@ -208,8 +208,7 @@ MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
   Candidate first = nullptr;
   auto prefetch = [&](uint32_t record) {
     const uint32_t* words = RecordWords(record);
-    __builtin_prefetch(words);
-    __builtin_prefetch(words + stride_ - 1);  // a record may straddle two lines
+    PrefetchRecord(words);
     if (first == nullptr) first = words;
   };
   for (uint32_t slots = SlotsWithSignature(bk.slot, Signature(hash)); slots != 0; slots &= slots - 1) {
@@ -238,8 +237,7 @@ void MatchTable::FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** 
       const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
       if (Signature(v) == sig && SlotRecord(v) != kNone) {
         candidates[i] = RecordWords(SlotRecord(v));
-        __builtin_prefetch(candidates[i]);
-        __builtin_prefetch(candidates[i] + stride_ - 1);  // a record may straddle two lines
+        PrefetchRecord(candidates[i]);
       }
     }
   }

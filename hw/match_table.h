@@ -198,6 +198,17 @@ class MatchTable {
   template <size_t kWords>
   void FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** hits) const;
 
+  // Starts loading the record at `words`: its line, and the next one only when the record reaches into it
+  // (records of 8 or 16 words never do: chunks start on a line). A second prefetch of the same line is not
+  // free: on a TLB miss it waits for the first one's page walk.
+  void PrefetchRecord(const uint32_t* words) const {
+    __builtin_prefetch(words);
+    const uint32_t* last = words + stride_ - 1;
+    if (((reinterpret_cast<uintptr_t>(words) ^ reinterpret_cast<uintptr_t>(last)) >> 6) != 0) {
+      __builtin_prefetch(last);
+    }
+  }
+
   uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash);
   // A record for AllocateRecord: a retired one no reader can see any more, or a new one.
   uint32_t TakeRecord();
