@@ -64,6 +64,8 @@ bench_rule_free(struct bench_rule *rule)
 void
 ovs_cls_destroy(struct ovs_cls *cls)
 {
+    /* As ofproto empties a table: the removals are published together, not one by one. */
+    classifier_defer(&cls->cls);
     for (size_t i = 0; i < cls->n_rules; i++) {
         struct bench_rule *rule = cls->rules[i];
         if (rule->in_classifier) {
