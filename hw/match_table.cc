@@ -249,6 +249,11 @@ void MatchTable::FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** 
 }
 
 void MatchTable::FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hits) const {
+  if (key_words_ == 0) {  // every key is the empty key (a catch-all matcher's, as a root jump's often is)
+    const RuleRecord* hit = n == 0 ? nullptr : Find(keys);
+    std::fill(hits, hits + n, hit);
+    return;
+  }
   for (size_t at = 0; at < n; at += kMaxFindBurst) {
     const size_t count = std::min(kMaxFindBurst, n - at);
     const uint32_t* from = keys + at * key_words_;
