@@ -9,7 +9,9 @@
 // out with one release store each (LinkMatcher, UnlinkMatcher), so workers walk it without locks while
 // it changes, and an unlinked matcher is retired, not freed, while a walk may still be on it
 // (hw/reclaimer.h). A walk through many small matchers (an ACL's) passes most of them on one key word
-// (CompiledMatcher::MayMatch, against the match table's summary) without extracting or hashing the key.
+// (CompiledMatcher::MayMatch, against the match table's summary) without extracting or hashing the key, and
+// requests each matcher a few places before it reaches it (CompiledMatcher::PrefetchAhead, on hints the
+// driver's link and unlink keep), so a chain larger than the caches costs few waits on memory.
 //
 // Root (level-0) tables of one domain type on a function are merged into one lookup order. On hardware
 // they are flow tables of the kernel's steering tree, and rdma-core's root tables share its "bypass"
