@@ -49,11 +49,12 @@ ovs_cls_create(void)
 
     classifier_init(&cls->cls, flow_segment_u64s);
     if (!classifier_set_prefix_fields(&cls->cls, prefix_fields, ARRAY_SIZE(prefix_fields))) {
-        ovs_abort(0, "ovs_cls_create: classifier_set_prefix_fields refused nw_dst, nw_src");
+        ovs_abort(0, "ovs_cls_create: classifier_set_prefix_fields set no prefix tries on nw_dst, nw_src");
     }
     return cls;
 }
 
+/* Frees `rule`, which is in no classifier: run by OVS's RCU once no lookup can still be reading it. */
 static void
 bench_rule_free(struct bench_rule *rule)
 {
@@ -138,6 +139,7 @@ ovs_cls_subtables(const struct ovs_cls *cls)
     return cmap_count(&cls->cls.subtables_map);
 }
 
+/* Rule `rule` of `cls`; aborts, naming `function`, when there is no such rule. */
 static struct bench_rule *
 rule_at(const struct ovs_cls *cls, size_t rule, const char *function)
 {
