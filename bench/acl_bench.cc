@@ -19,7 +19,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,12 +26,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "bench/eal.h"
+#include "bench/acl_sets.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
 #include "classbench/acl_nic.h"
 #include "classbench/dr_acl.h"
 #include "classbench/filter.h"
-#include "classbench/generator.h"
 #include "classbench/header_frame.h"
 #include "dr/dr.h"
 #include "sim/nic.h"
@@ -42,29 +41,6 @@ namespace {
 
 using classbench::Filter;
 using classbench::Header;
-
-constexpr uint32_t kAclTraceSeed = 2;  // the ACL trace's seed (bench/flows.h gives its length and bursts)
-std::string* filters_path = new std::string();  // --filters: a ClassBench file instead of generated sets
-
-// The set of a bench: the file given, or a generated acl set of `n` filters.
-const std::vector<Filter>& FilterSet(size_t n, benchmark::State& state) {
-  static auto* cache = new std::map<size_t, std::vector<Filter>>();
-  std::vector<Filter>& set = (*cache)[n];
-  if (set.empty()) {
-    if (filters_path->empty()) {
-      set = classbench::Generate(classbench::Profile::kAcl, n, 1);
-    } else {
-      absl::StatusOr<std::vector<Filter>> read = classbench::ReadFilterFile(*filters_path);
-      if (!read.ok()) {
-        state.SkipWithError(std::string(read.status().message()).c_str());
-      } else {
-        set = *std::move(read);
-      }
-    }
-  }
-  state.counters["filters"] = static_cast<double>(set.size());
-  return set;
-}
 
 // ---- drsim ----
 
@@ -89,7 +65,7 @@ std::unique_ptr<DrSetup> InstallDr(const std::vector<Filter>& set, benchmark::St
 }
 
 void BM_DrAclInsert(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   size_t rules = 0, matchers = 0;
   for (auto _ : state) {
@@ -129,11 +105,11 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
 }
 
 void BM_DrAclLookup(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
   if (s == nullptr) return;
-  const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+  const std::vector<Header> trace = AclTrace(set);
   if (!CheckVerdicts(*s, set, trace, 256, state)) return;
   std::vector<std::vector<uint8_t>> frames;
   for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
@@ -153,7 +129,7 @@ BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
 // Incremental updates of the installed set: each iteration deletes one of its DR rules and puts it back
 // (two updates; the rule's matcher stays). Afterwards every trace frame must still hit its first filter.
 void BM_DrAclRuleUpdate(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
   if (s == nullptr) return;
@@ -175,7 +151,7 @@ void BM_DrAclRuleUpdate(benchmark::State& state) {
     r = (r + 7919) % acl.rules.size();  // a prime stride: every rule in turn, not in table order
   }
   state.SetItemsProcessed(state.iterations() * 2);
-  CheckVerdicts(*s, set, classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed), kTraceLength, state);
+  CheckVerdicts(*s, set, AclTrace(set), kTraceLength, state);
 }
 BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
 
@@ -257,7 +233,7 @@ rte_acl_ctx* BuildAcl(const std::vector<Filter>& set, benchmark::State& state) {
 }
 
 void BM_RteAclBuild(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   for (auto _ : state) {
     rte_acl_ctx* ctx = BuildAcl(set, state);
@@ -271,11 +247,11 @@ void BM_RteAclBuild(benchmark::State& state) {
 BENCHMARK(BM_RteAclBuild)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 void BM_RteAclClassify(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   rte_acl_ctx* ctx = BuildAcl(set, state);
   if (ctx == nullptr) return;
-  const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+  const std::vector<Header> trace = AclTrace(set);
   std::vector<AclInput> inputs(trace.size());
   std::vector<const uint8_t*> data(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -309,15 +285,6 @@ BENCHMARK(BM_RteAclClassify)->Arg(1000)->Arg(10000);
 }  // namespace drsim::bench
 
 int main(int argc, char** argv) {
-  // --filters=PATH is ours; the rest is Google Benchmark's.
-  std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--filters=", 10) == 0) {
-      *drsim::bench::filters_path = argv[i] + 10;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  int rest_argc = static_cast<int>(rest.size());
-  return drsim::bench::RunBenchmarksWithEal(rest_argc, rest.data(), 2048);
+  drsim::bench::TakeFiltersFlag(&argc, argv);  // --filters=PATH is ours; the rest is Google Benchmark's
+  return drsim::bench::RunBenchmarksWithEal(argc, argv, 2048);
 }

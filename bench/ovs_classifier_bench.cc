@@ -1,8 +1,7 @@
 // Open vSwitch's flow classifier (lib/classifier.c: tuple space search with priorities, staged lookup and
 // prefix tries) on acl_bench's ACL sets and trace, so "drsim ACL lookups / OVS classifier lookups" is a
 // ratio measured on one machine rather than a range quoted from papers. Same filters (a generated acl set
-// of N filters, or --filters=PATH), same trace (GenerateTrace with acl_bench's seed and bench/flows.h's
-// length), same bursts of 32:
+// of N filters, or --filters=PATH), same trace (bench/acl_sets.h), same bursts of 32:
 //   BM_OvsClsInsert/N       a classifier built from the set (filters/s): one cls_rule per (source port
 //                           prefix, destination port prefix) of each filter, as classbench/dr_acl.cc splits
 //                           ranges for DR, since OVS too matches ports only under bitmasks; published once
@@ -30,19 +29,16 @@
 //     bazel-bin/bench/ovs_classifier_bench [--filters=PATH] [--benchmark_format=json]
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "bench/acl_sets.h"
 #include "bench/flows.h"
 #include "bench/ovs/ovs_cls.h"
 #include "benchmark/benchmark.h"
 #include "classbench/filter.h"
-#include "classbench/generator.h"
 
 namespace drsim::bench {
 namespace {
@@ -50,29 +46,7 @@ namespace {
 using classbench::Filter;
 using classbench::Header;
 
-constexpr uint32_t kAclTraceSeed = 2;  // acl_bench.cc's trace seed, so both binaries send the same packets
 constexpr size_t kUpdatesPerQuiesce = 50;  // connmgr.c: an OpenFlow connection's messages per main-loop pass
-std::string* filters_path = new std::string();  // --filters: a ClassBench file instead of generated sets
-
-// The set of a bench: the file given, or a generated acl set of `n` filters (acl_bench's FilterSet).
-const std::vector<Filter>& FilterSet(size_t n, benchmark::State& state) {
-  static auto* cache = new std::map<size_t, std::vector<Filter>>();
-  std::vector<Filter>& set = (*cache)[n];
-  if (set.empty()) {
-    if (filters_path->empty()) {
-      set = classbench::Generate(classbench::Profile::kAcl, n, 1);
-    } else {
-      absl::StatusOr<std::vector<Filter>> read = classbench::ReadFilterFile(*filters_path);
-      if (!read.ok()) {
-        state.SkipWithError(std::string(read.status().message()).c_str());
-      } else {
-        set = *std::move(read);
-      }
-    }
-  }
-  state.counters["filters"] = static_cast<double>(set.size());
-  return set;
-}
 
 struct ClsDeleter {
   void operator()(ovs_cls* cls) const { ovs_cls_destroy(cls); }
@@ -135,7 +109,7 @@ bool CheckVerdicts(const ovs_cls* cls, ovs_cls_packets* packets, const std::vect
 }
 
 void BM_OvsClsInsert(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   size_t rules = 0, subtables = 0;
   for (auto _ : state) {
@@ -154,10 +128,10 @@ BENCHMARK(BM_OvsClsInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)
 
 // The trace through classifier_lookup in bursts of kBurst, with or without wildcards.
 void Lookups(benchmark::State& state, bool wildcards) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   Classifier cls = Install(set);
-  const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+  const std::vector<Header> trace = AclTrace(set);
   Packets packets = MakePackets(trace);
   if (!CheckVerdicts(cls.get(), packets.get(), set, trace, wildcards, state)) return;
   std::vector<int64_t> found(kBurst);
@@ -180,7 +154,7 @@ BENCHMARK(BM_OvsClsLookupNoWc)->Arg(1000)->Arg(10000);
 // Incremental updates of the installed set: each iteration removes one of its rules and inserts it again
 // (two updates). Afterwards every trace packet must still find its first filter.
 void BM_OvsClsRuleUpdate(benchmark::State& state) {
-  const std::vector<Filter>& set = FilterSet(state.range(0), state);
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   Classifier cls = Install(set);
   const size_t rules = ovs_cls_rules(cls.get());
@@ -194,7 +168,7 @@ void BM_OvsClsRuleUpdate(benchmark::State& state) {
   }
   ovs_cls_quiesce();
   state.SetItemsProcessed(state.iterations() * 2);
-  const std::vector<Header> trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+  const std::vector<Header> trace = AclTrace(set);
   Packets packets = MakePackets(trace);
   CheckVerdicts(cls.get(), packets.get(), set, trace, /*wildcards=*/true, state);
 }
@@ -204,18 +178,9 @@ BENCHMARK(BM_OvsClsRuleUpdate)->Arg(1000)->Arg(10000);
 }  // namespace drsim::bench
 
 int main(int argc, char** argv) {
-  // --filters=PATH is ours; the rest is Google Benchmark's.
-  std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--filters=", 10) == 0) {
-      *drsim::bench::filters_path = argv[i] + 10;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  int rest_argc = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_argc, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 1;
+  drsim::bench::TakeFiltersFlag(&argc, argv);  // --filters=PATH is ours; the rest is Google Benchmark's
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,0 +1,35 @@
+// The ACL sets and trace the ACL benches share (acl_bench: drsim and rte_acl; ovs_classifier_bench: OVS's
+// classifier), so every binary classifies the same filters and the same packets: a generated acl-profile
+// set of N filters (classbench/generator.h, seed 1), or the ClassBench file given with --filters=PATH, and
+// a trace of bench/flows.h's length drawn from the set with kAclTraceSeed.
+//
+// Call TakeFiltersFlag from main before the benches run; AclFilterSet is then safe to call from benches
+// (Google Benchmark runs them one at a time).
+#ifndef DRSIM_BENCH_ACL_SETS_H_
+#define DRSIM_BENCH_ACL_SETS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "classbench/filter.h"
+
+namespace drsim::bench {
+
+inline constexpr uint32_t kAclTraceSeed = 2;  // the trace's seed
+
+// Removes --filters=PATH from argv (keeping the rest, Google Benchmark's, in order) and remembers PATH.
+void TakeFiltersFlag(int* argc, char** argv);
+
+// The set of a bench of `n` filters: the --filters file (whatever `n`), or a generated acl set of `n`
+// filters; kept for the process. An empty set, with the bench skipped naming file:line:col, when the file
+// cannot be read. Sets the bench's "filters" counter.
+const std::vector<classbench::Filter>& AclFilterSet(size_t n, benchmark::State& state);
+
+// The trace drawn from `set` (bench/flows.h's kTraceLength headers).
+std::vector<classbench::Header> AclTrace(const std::vector<classbench::Filter>& set);
+
+}  // namespace drsim::bench
+
+#endif  // DRSIM_BENCH_ACL_SETS_H_
