@@ -4,7 +4,9 @@
     bazel run --config=opt //bench:nic_bench -- --benchmark_format=json --benchmark_out=/tmp/nic.json
     bazel run --config=opt //bench:rte_hash_bench -- --benchmark_out=/tmp/rte_hash.json
     bazel run --config=opt //bench:acl_bench -- --benchmark_out=/tmp/acl.json
-    bench/plot.py bench/lookup_rates.png /tmp/nic.json /tmp/rte_hash.json /tmp/acl.json   # Debian python3
+    bash bench/ovs/build_ovs.sh && bazel run --config=opt //bench:ovs_classifier_bench -- \
+        --benchmark_out=/tmp/ovs.json   # optional: OVS's classifier on the same ACL sets
+    bench/plot.py bench/lookup_rates.png /tmp/nic.json /tmp/rte_hash.json /tmp/acl.json /tmp/ovs.json
 
 Each series is one benchmark family (the name before the '/'); its x is the argument (rules or filters)
 and its y the items_per_second of each run, the median when the file holds repetitions.
@@ -26,6 +28,8 @@ SERIES = {
     "BM_RteHashLookupBulk": "rte_hash: bulk lookup (32)",
     "BM_DrAclLookup": "drsim: NIC, ClassBench-style ACL",
     "BM_RteAclClassify": "rte_acl: classify (32), same ACL",
+    "BM_OvsClsLookup": "OVS classifier: lookup as ovs-vswitchd does, same ACL",
+    "BM_OvsClsLookupNoWc": "OVS classifier: lookup without wildcards, same ACL",
 }
 
 
@@ -54,7 +58,7 @@ def main(argv):
             continue
         xs = sorted(runs[family])
         ys = [statistics.median(runs[family][x]) / 1e6 for x in xs]
-        ax.plot(xs, ys, marker="o", label=label, linestyle="--" if "rte_" in label else "-")
+        ax.plot(xs, ys, marker="o", label=label, linestyle="-" if label.startswith("drsim") else "--")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("rules (filters for the ACL series)")

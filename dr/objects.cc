@@ -23,6 +23,7 @@ void FreeIfUnused(MatcherObj* matcher, ProgramsObj* programs) {
 
 void* RuleObj::operator new(size_t /*sizeof(RuleObj)*/) { return RulePool().Allocate(); }
 void RuleObj::operator delete(void* p) { RulePool().Free(p); }
+void RuleObj::Reserve(size_t rules) { RulePool().Reserve(rules); }
 
 uint32_t NextObjectId() {
   // Each thread takes ids in blocks, so making an object costs no atomic operation (a million rules are

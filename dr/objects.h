@@ -109,6 +109,9 @@ struct RuleObj {
   // Rules live packed in huge-page slabs (hw::SlabPool), as a million of them are made in a row.
   static void* operator new(size_t size);
   static void operator delete(void* p);
+  // Maps and faults in room for `rules` more rules now (a matcher's NUM_RULE hint), so making them maps no
+  // memory.
+  static void Reserve(size_t rules);
 };
 
 struct ActionObj {

@@ -54,6 +54,12 @@ void FreeLookupMemory(void* p, size_t bytes) {
   }
 }
 
+void TouchPages(void* p, size_t bytes) {
+  constexpr size_t kPage = 4096;
+  auto* bytes_at = static_cast<volatile char*>(p);
+  for (size_t at = 0; at < bytes; at += kPage) bytes_at[at] = 0;
+}
+
 SlabPool::SlabPool(size_t object_size)
     : object_size_(RoundUp(std::max(object_size, sizeof(FreeObject)), 16)) {}
 
@@ -73,14 +79,33 @@ void* SlabPool::Allocate() {
     return object;
   }
   if (next_ == nullptr || static_cast<size_t>(end_ - next_) < object_size_) {
-    slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if this throws
-    next_ = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
+    if (!spare_.empty()) {
+      next_ = spare_.back();
+      spare_.pop_back();
+    } else {
+      slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if this throws
+      next_ = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
+      slabs_.push_back(next_);
+    }
     end_ = next_ + kHugePageBytes;
-    slabs_.push_back(next_);
   }
   void* p = next_;
   next_ += object_size_;
   return p;
+}
+
+void SlabPool::Reserve(size_t objects) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t per_slab = kHugePageBytes / object_size_;
+  const size_t left = next_ == nullptr ? 0 : static_cast<size_t>(end_ - next_) / object_size_;
+  for (size_t have = left + spare_.size() * per_slab; have < objects; have += per_slab) {
+    slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if these throw
+    spare_.reserve(spare_.size() + 1);
+    char* slab = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
+    TouchPages(slab, kHugePageBytes);
+    slabs_.push_back(slab);
+    spare_.push_back(slab);
+  }
 }
 
 void SlabPool::Free(void* p) {

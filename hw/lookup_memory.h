@@ -24,6 +24,10 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // same `bytes`.
 void* AllocateLookupMemory(size_t bytes);
 void FreeLookupMemory(void* p, size_t bytes);
+// Writes to every page of the `bytes` at `p` (memory no one reads yet), so that their page faults and the
+// kernel's zeroing happen now rather than on the data path's first use: for memory reserved ahead of rules
+// the caller announced.
+void TouchPages(void* p, size_t bytes);
 
 // Objects of `object_size` bytes (rounded up to 16-byte alignment) in huge-page slabs. Thread-safe.
 class SlabPool {
@@ -36,6 +40,9 @@ class SlabPool {
 
   // Uninitialised memory for one object; throws std::bad_alloc when out of memory.
   void* Allocate();
+  // Maps and touches slabs now for `objects` more objects than the newest slab has left (freed objects
+  // are not counted), so that that many Allocate() calls map no memory. Throws std::bad_alloc.
+  void Reserve(size_t objects);
   // Returns memory from Allocate() of this pool.
   void Free(void* p);
 
@@ -49,7 +56,8 @@ class SlabPool {
   FreeObject* free_ = nullptr;  // freed objects, most recent first
   char* next_ = nullptr;        // the rest of the newest slab
   char* end_ = nullptr;
-  std::vector<void*> slabs_;
+  std::vector<void*> slabs_;  // every slab, for the destructor
+  std::vector<char*> spare_;  // reserved slabs not started yet
 };
 
 }  // namespace drsim::hw

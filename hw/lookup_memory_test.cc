@@ -50,6 +50,31 @@ TEST(SlabPoolTest, ObjectsAreDistinctAlignedAndReused) {
   for (void* p : objects) pool.Free(p);
 }
 
+// Reserved slabs serve the objects that follow, with the newest slab's rest first: every object stays
+// distinct and holds what was written into it, across the slabs reserved and the ones mapped after them.
+TEST(SlabPoolTest, ReservedSlabsServeTheObjectsThatFollow) {
+  SlabPool pool(48);
+  const int per_slab = static_cast<int>(kHugePageBytes / 48);
+  std::vector<void*> objects;
+  std::set<uintptr_t> seen;
+  auto take = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      void* p = pool.Allocate();
+      ASSERT_TRUE(seen.insert(reinterpret_cast<uintptr_t>(p)).second) << "object handed out twice";
+      std::memset(p, static_cast<int>(objects.size() & 0xff), 48);
+      objects.push_back(p);
+    }
+  };
+  take(10);
+  pool.Reserve(3 * per_slab);
+  pool.Reserve(per_slab);  // already there: maps nothing more
+  take(3 * per_slab + 10);
+  pool.Reserve(0);
+  take(10);
+  for (size_t i = 0; i < objects.size(); ++i) ASSERT_EQ(static_cast<uint8_t*>(objects[i])[47], i & 0xff);
+  for (void* p : objects) pool.Free(p);
+}
+
 TEST(SlabPoolTest, ThreadsAllocateAndFreeConcurrently) {
   SlabPool pool(64);
   auto churn = [&pool](uint8_t tag, std::vector<void*>* kept) {

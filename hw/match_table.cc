@@ -347,6 +347,14 @@ void MatchTable::Rebuild(size_t buckets) {
 void MatchTable::Reserve(size_t rules) {
   size_t needed = NextPowerOfTwo((rules * 4 / 3 + kSlotsPerBucket - 1) / kSlotsPerBucket);
   if (needed > bucket_count()) Rebuild(needed);
+  // The records too, their pages faulted in now, as rte_hash_create allocates its key store: the rules
+  // announced then go in without a page fault or a chunk allocation on the way.
+  meta_.reserve(rules);
+  while (chunk_count_ < kMaxChunks && ChunkBase(chunk_count_) < rules) {
+    void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
+    TouchPages(chunk, ChunkBytes(chunk_count_));
+    chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
+  }
 }
 
 MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule) {

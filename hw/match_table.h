@@ -105,7 +105,8 @@ class MatchTable {
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
 
-  // Sizes the table for `rules` distinct keys at the target load (never shrinks below what it holds).
+  // Sizes the table for `rules` distinct keys at the target load (never shrinks below what it holds), and
+  // allocates and faults in the records of that many rules.
   void Reserve(size_t rules);
   // A fixed-size table does not grow at 3/4 load, only when no slot is left.
   void set_fixed_size(bool fixed) { fixed_size_ = fixed; }
