@@ -1,14 +1,47 @@
 // libFuzzer target: the packet parser on arbitrary bytes. It must never read outside the frame (ASan
 // checks, the input is an exact-size heap buffer), and whatever it reports must lie inside the frame. The
-// outer-headers parse must fill its words as the full parse does.
+// outer-headers parse must fill its words as the full parse does, and the plain IPv4 key reader must read
+// from a plain frame the keys Definer::Extract takes from that parse (every outer word; the five-tuple with
+// TCP and UDP ports folded) and refuse every other frame.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "hw/definer.h"
 #include "hw/match_layout.h"
 #include "sim/packet_parser.h"
+#include "sim/plain_ipv4.h"
+
+namespace {
+
+// The definers the reader is checked with: one over every word the outer parse fills, and the five-tuple
+// with the UDP ports folded into the TCP ports (as the matcher compiler folds them).
+const std::vector<drsim::hw::Definer>& Definers() {
+  using drsim::hw::Field;
+  static const auto* definers = [] {
+    auto* d = new std::vector<drsim::hw::Definer>();
+    uint8_t all[drsim::hw::kMatchParamBytes] = {};
+    for (size_t w = 0; w < drsim::hw::kMatchParamBytes; w += 4) {
+      if (drsim::sim::FilledByOuterParse(w)) std::memset(all + w, 0xff, 4);
+    }
+    d->push_back(drsim::hw::Definer::FromMask(all));
+    uint8_t five[drsim::hw::kMatchParamBytes] = {};
+    for (Field f : {Field::kOuterIpVersion, Field::kOuterIpProtocol, Field::kOuterSrcIp31_0,
+                    Field::kOuterDstIp31_0, Field::kOuterTcpSport, Field::kOuterTcpDport}) {
+      drsim::hw::SetFieldAllOnes(five, f);
+    }
+    const drsim::hw::Definer::Fold fold{
+        static_cast<uint32_t>(drsim::hw::Info(Field::kOuterTcpSport).word_offset()),
+        static_cast<uint32_t>(drsim::hw::Info(Field::kOuterUdpSport).word_offset())};
+    d->push_back(drsim::hw::Definer::FromMask(five, {&fold, 1}));
+    return d;
+  }();
+  return *definers;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> frame(data, data + size);  // exactly `size` bytes on the heap
@@ -26,6 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   drsim::sim::ParseOuterHeaders(frame.data(), frame.size(), 0xffff, &outer);
   for (size_t w = 0; w < drsim::hw::kMatchParamBytes; w += 4) {
     if (drsim::sim::FilledByOuterParse(w) && std::memcmp(hv.bytes + w, outer.bytes + w, 4) != 0) std::abort();
+  }
+  const bool plain = drsim::sim::IsPlainIpv4Frame(frame.data(), frame.size());
+  for (const drsim::hw::Definer& d : Definers()) {
+    drsim::sim::PlainIpv4KeyReader reader;
+    if (!reader.Prepare(d)) std::abort();
+    uint32_t read[drsim::hw::kMatchParamBytes / 4], want[drsim::hw::kMatchParamBytes / 4];
+    if (reader.Read(frame.data(), frame.size(), 0xffff, read) != plain) std::abort();
+    if (!plain) continue;
+    d.Extract(outer.bytes, want);
+    if (std::memcmp(read, want, d.key_words() * sizeof(uint32_t)) != 0) std::abort();
   }
   return 0;
 }
