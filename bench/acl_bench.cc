@@ -25,8 +25,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
-#include "bench/eal.h"
 #include "bench/acl_sets.h"
+#include "bench/eal.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
 #include "classbench/acl_nic.h"

@@ -69,8 +69,8 @@ Classifier Install(const std::vector<Filter>& set) {
     const int priority = static_cast<int>(set.size() - i);
     for (const classbench::PortPrefix& sp : classbench::RangeToPrefixes(f.sport)) {
       for (const classbench::PortPrefix& dp : classbench::RangeToPrefixes(f.dport)) {
-        const ovs_cls_match m = {f.src,    f.src_mask, f.dst,   f.dst_mask, sp.value,
-                                 sp.mask,  dp.value,   dp.mask, f.proto,    f.proto_mask};
+        const ovs_cls_match m = {f.src,   f.src_mask, f.dst,   f.dst_mask, sp.value,
+                                 sp.mask, dp.value,   dp.mask, f.proto,    f.proto_mask};
         ovs_cls_add(cls.get(), &m, priority, static_cast<uint32_t>(i));
       }
     }

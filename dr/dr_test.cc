@@ -155,7 +155,8 @@ TEST_F(DrTest, TheWalkKeepsLookupOrderWhileMatchersComeAndGo) {
     const std::vector<const hw::CompiledMatcher*> order(ft.chain.begin(), ft.chain.end());
     for (size_t i = 0; i < order.size(); ++i) {
       const size_t ahead = i + hw::kWalkAhead;
-      ASSERT_EQ(order[i]->ahead.load(), ahead < order.size() ? order[ahead] : nullptr) << phase << ", at " << i;
+      ASSERT_EQ(order[i]->ahead.load(), ahead < order.size() ? order[ahead] : nullptr)
+          << phase << ", at " << i;
     }
   };
   for (int i = 0; i < 300; ++i) {

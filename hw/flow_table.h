@@ -184,7 +184,8 @@ struct FlowTable {
     for (; gap < kWalkAhead && to != chain.end(); ++gap) ++to;
     for (int aimed = 0; aimed <= kWalkAhead; ++aimed) {
       if (from != chain.end()) {
-        (*from)->ahead.store(gap == kWalkAhead && to != chain.end() ? *to : nullptr, std::memory_order_relaxed);
+        (*from)->ahead.store(gap == kWalkAhead && to != chain.end() ? *to : nullptr,
+                             std::memory_order_relaxed);
       }
       if (from == chain.begin()) return;
       --from;

@@ -102,8 +102,8 @@ static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Par
 static_assert(std::is_trivially_copyable_v<PacketMeta> && std::is_trivially_copyable_v<Delivery>);
 
 // A worker's frames in flight, and the keys of the lookups made ahead for them: the first (with its hits),
-// then those FollowJumps makes (with their hashes and candidate records). Kept by the worker, so packet buffers and verdicts keep their capacity from one
-// burst to the next.
+// then those FollowJumps makes (with their hashes and candidate records). Kept by the worker, so packet
+// buffers and verdicts keep their capacity from one burst to the next.
 struct Nic::Burst {
   InFlight frames[kBurst];
   Verdict scratch[kBurst];  // the verdicts when the caller takes none

@@ -629,8 +629,12 @@ std::vector<std::vector<uint8_t>> OuterParseFrames() {
     const std::vector<uint8_t> f = BuildFrame(plain);
     for (int i = 0; i < 2000; ++i) {
       std::vector<uint8_t> g = f;
-      for (size_t b = 0; b < 54 && b < g.size(); ++b) {  // every header byte, but IPv4's first and TCP's 12th
-        if (b != 14 && b != 46 && b != 12 && b != 13 && b != 20 && b != 23) g[b] = static_cast<uint8_t>(rng());
+      // Every header byte at random but those that keep a frame plain: the ethertype, IPv4's version and
+      // header length, its fragment bits and protocol, TCP's data offset.
+      for (size_t b = 0; b < 54 && b < g.size(); ++b) {
+        if (b != 14 && b != 46 && b != 12 && b != 13 && b != 20 && b != 23) {
+          g[b] = static_cast<uint8_t>(rng());
+        }
       }
       frames.push_back(g);
     }

@@ -8,8 +8,8 @@ bool PlainIpv4KeyReader::Prepare(const hw::Definer& definer) {
   for (size_t i = 0; i < definer.key_words(); ++i) {
     const hw::Definer::Word w = definer.word(i);
     const bool folded = w.fold_from != w.offset;
-    Add(static_cast<uint8_t>(i), PlainWordAt(w.offset), folded ? PlainWordAt(w.fold_from) : PlainWord{}, folded,
-        w.mask);
+    Add(static_cast<uint8_t>(i), PlainWordAt(w.offset), folded ? PlainWordAt(w.fold_from) : PlainWord{},
+        folded, w.mask);
   }
   return true;
 }

@@ -1,8 +1,9 @@
 // Plain IPv4 frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, a TCP or UDP
-// header inside the datagram: most traffic — have every outer header at a fixed place. This header says, once,
-// how each word of the match layout that ParseOuterHeaders fills comes from such a frame. ParseOuterHeaders
-// fills a header vector from it; PlainIpv4KeyReader reads a matcher's lookup key straight from the frame with
-// it, without a header vector, for the first lookup of each frame of a burst (most frames need no other).
+// header inside the datagram: most traffic — have every outer header at a fixed place. This header says,
+// once, how each word of the match layout that ParseOuterHeaders fills comes from such a frame.
+// ParseOuterHeaders fills a header vector from it; PlainIpv4KeyReader reads a matcher's lookup key straight
+// from the frame with it, without a header vector, for the first lookup of each frame of a burst (most frames
+// need no other).
 //
 // Pure functions and immutable objects; thread-safe.
 #ifndef DRSIM_SIM_PLAIN_IPV4_H_
@@ -23,19 +24,22 @@
 namespace drsim::sim {
 
 inline constexpr size_t kPlainL3 = 14, kPlainL4 = kPlainL3 + 20;  // where IPv4 and TCP/UDP start
+inline constexpr uint16_t kPlainEthertype = 0x0800;               // IPv4
+inline constexpr uint8_t kPlainTcp = 6, kPlainUdp = 17;           // IP protocols
 
 // Ethernet II without VLAN tags, then IPv4 without options and not a fragment, carrying a TCP or UDP header
 // that lies inside the datagram (bounded as ParsePacket bounds it).
 inline bool IsPlainIpv4Frame(const uint8_t* frame, size_t len) {
-  if (frame == nullptr || len < kPlainL4 + 8 || hw::LoadBe16(frame + 12) != 0x0800 || frame[kPlainL3] != 0x45 ||
+  if (frame == nullptr || len < kPlainL4 + 8 || hw::LoadBe16(frame + 12) != kPlainEthertype ||
+      frame[kPlainL3] != 0x45 ||
       (hw::LoadBe16(frame + kPlainL3 + 6) & 0x3fff) != 0) {  // version 4 and IHL 5; neither MF nor an offset
     return false;
   }
   const size_t end = std::min(len, kPlainL3 + std::max<size_t>(hw::LoadBe16(frame + kPlainL3 + 2), 20));
   switch (frame[kPlainL3 + 9]) {
-    case 17:  // UDP
+    case kPlainUdp:
       return end >= kPlainL4 + 8;
-    case 6: {  // TCP, with a header length that fits
+    case kPlainTcp: {  // with a header length that fits
       if (end < kPlainL4 + 20) return false;
       const size_t header = (frame[kPlainL4 + 12] >> 4) * 4u;
       return header >= 20 && kPlainL4 + header <= end;
@@ -97,11 +101,16 @@ constexpr PlainWord PlainWordAt(size_t word_offset) {
 
 // The words of the outer headers section that a plain IPv4 frame sets (the others are cleared).
 inline constexpr size_t kPlainOuterWords[] = {
-    hw::Info(hw::Field::kOuterDmac47_16).word_offset(),     hw::Info(hw::Field::kOuterDmac15_0).word_offset(),
-    hw::Info(hw::Field::kOuterSmac47_16).word_offset(),     hw::Info(hw::Field::kOuterEthertype).word_offset(),
-    hw::Info(hw::Field::kOuterIpProtocol).word_offset(),    hw::Info(hw::Field::kOuterIpTtlHoplimit).word_offset(),
-    hw::Info(hw::Field::kOuterTcpSport).word_offset(),      hw::Info(hw::Field::kOuterUdpSport).word_offset(),
-    hw::Info(hw::Field::kOuterSrcIp31_0).word_offset(),     hw::Info(hw::Field::kOuterDstIp31_0).word_offset(),
+    hw::Info(hw::Field::kOuterDmac47_16).word_offset(),
+    hw::Info(hw::Field::kOuterDmac15_0).word_offset(),
+    hw::Info(hw::Field::kOuterSmac47_16).word_offset(),
+    hw::Info(hw::Field::kOuterEthertype).word_offset(),
+    hw::Info(hw::Field::kOuterIpProtocol).word_offset(),
+    hw::Info(hw::Field::kOuterIpTtlHoplimit).word_offset(),
+    hw::Info(hw::Field::kOuterTcpSport).word_offset(),
+    hw::Info(hw::Field::kOuterUdpSport).word_offset(),
+    hw::Info(hw::Field::kOuterSrcIp31_0).word_offset(),
+    hw::Info(hw::Field::kOuterDstIp31_0).word_offset(),
 };
 
 // The word `w` of the plain IPv4 `frame` (IsPlainIpv4Frame) from vport `source_port`, as it lies in a header
@@ -132,7 +141,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t PlainWordValue(PlainWord w, const u
     case PlainSource::kDmacLow:
       return stored(place(Field::kOuterDmac15_0, hw::LoadBe16(frame + 4)));
     case PlainSource::kIpWord: {
-      const bool tcp = ip[9] == 6;
+      const bool tcp = ip[9] == kPlainTcp;
       return stored(place(Field::kOuterIpProtocol, ip[9]) | place(Field::kOuterIpDscp, ip[1] >> 2) |
                     place(Field::kOuterIpEcn, ip[1] & 3) | place(Field::kOuterIpVersion, 4) |
                     (tcp ? place(Field::kOuterTcpFlags, ((l4[12] & 1u) << 8) | l4[13]) : 0));
@@ -140,9 +149,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t PlainWordValue(PlainWord w, const u
     case PlainSource::kTtlWord:
       return stored(place(Field::kOuterIpv4Ihl, 5) | place(Field::kOuterIpTtlHoplimit, ip[8]));
     case PlainSource::kTcpPorts:
-      return ip[9] == 6 ? bytes_at(kPlainL4) : 0;
+      return ip[9] == kPlainTcp ? bytes_at(kPlainL4) : 0;
     case PlainSource::kUdpPorts:
-      return ip[9] == 17 ? bytes_at(kPlainL4) : 0;
+      return ip[9] == kPlainUdp ? bytes_at(kPlainL4) : 0;
     case PlainSource::kL4Ports:
       return bytes_at(kPlainL4);
     case PlainSource::kSourcePort:
@@ -166,7 +175,7 @@ class PlainIpv4KeyReader {
     if (!IsPlainIpv4Frame(frame, len)) return false;
     // Words of frame bytes as they are, kept where the protocol says (TCP or UDP ports): no branch.
     const uint8_t protocol = frame[kPlainL3 + 9];
-    const uint32_t keep[3] = {~0u, protocol == 6 ? ~0u : 0u, protocol == 17 ? ~0u : 0u};
+    const uint32_t keep[3] = {~0u, protocol == kPlainTcp ? ~0u : 0u, protocol == kPlainUdp ? ~0u : 0u};
     for (size_t i = 0; i < bytes_count_; ++i) {
       const BytesWord& w = bytes_[i];
       uint32_t v;
