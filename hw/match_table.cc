@@ -88,12 +88,12 @@ MatchTable::~MatchTable() {
   delete buckets_.load(std::memory_order_relaxed);
 }
 
+namespace {
+
 // NH, the hash of the UMAC family: each pair of words, offset by its own constants, multiplied as two 32-bit
 // numbers into an exact 64-bit product. The products do not wait on one another (unlike a chain of mixing
 // rounds), and a sum of them differs between two keys except with probability about 2^-32 per pair.
 // MatchTable::Hash of the `count`-word `key`; inlined, so a constant `count` picks its case at compile time.
-namespace {
-
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t HashKey(const uint32_t* key, size_t count) {
   auto pair = [key](size_t p) {
     return uint64_t{static_cast<uint32_t>(key[2 * p] + kPairConstants.first[p])} *
@@ -202,50 +202,37 @@ const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
   return record == kNone ? nullptr : RecordRule(record);
 }
 
-MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
-  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+// Inlined into both callers: a burst's lookups call it once a key. Only the first record under the
+// signature: FindFrom tries no other (another key's signature matches once in 2^31; Find sorts it out).
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline MatchTable::Candidate MatchTable::PrefetchRecordsIn(
+    const BucketView& array, uint64_t hash) const {
+  const uint32_t sig = Signature(hash);
   const Bucket& bk = array.buckets[hash & array.mask];
-  Candidate first = nullptr;
-  auto prefetch = [&](uint32_t record) {
-    const uint32_t* words = RecordWords(record);
-    PrefetchRecord(words);
-    if (first == nullptr) first = words;
-  };
-  for (uint32_t slots = SlotsWithSignature(bk.slot, Signature(hash)); slots != 0; slots &= slots - 1) {
-    const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
-    if (Signature(v) == Signature(hash) && SlotRecord(v) != kNone) prefetch(SlotRecord(v));
-  }
-  return first;
+  const uint32_t slots = SlotsWithSignature(bk.slot, sig);
+  if (slots == 0) return nullptr;
+  const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
+  if (Signature(v) != sig || SlotRecord(v) == kNone) return nullptr;
+  const uint32_t* words = RecordWords(SlotRecord(v));
+  PrefetchRecord(words);
+  return words;
+}
+
+MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
+  return PrefetchRecordsIn(*buckets_.load(std::memory_order_acquire), hash);
 }
 
 template <size_t kWords>
 void MatchTable::FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** hits) const {
   const size_t words = kWords != 0 ? kWords : key_words_;
-  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  const BucketView array = *buckets_.load(std::memory_order_acquire);
   uint64_t hashes[kMaxFindBurst];
-  const uint32_t* candidates[kMaxFindBurst];
+  Candidate candidates[kMaxFindBurst];
   for (size_t i = 0; i < n; ++i) {
     hashes[i] = HashKey(keys + i * words, words);
     __builtin_prefetch(&array.buckets[hashes[i] & array.mask]);
   }
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t sig = Signature(hashes[i]);
-    const Bucket& bk = array.buckets[hashes[i] & array.mask];
-    candidates[i] = nullptr;
-    // The first slot under the signature: another key's only once in 2^31 (then Find below sorts it out).
-    if (const uint32_t slots = SlotsWithSignature(bk.slot, sig); slots != 0) {
-      const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
-      if (Signature(v) == sig && SlotRecord(v) != kNone) {
-        candidates[i] = RecordWords(SlotRecord(v));
-        PrefetchRecord(candidates[i]);
-      }
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t* key = keys + i * words;
-    hits[i] = candidates[i] != nullptr && KeysEqual(KeyOf(candidates[i]), key, words) ? RuleOf(candidates[i])
-                                                                                      : Find(key, hashes[i]);
-  }
+  for (size_t i = 0; i < n; ++i) candidates[i] = PrefetchRecordsIn(array, hashes[i]);
+  for (size_t i = 0; i < n; ++i) hits[i] = FindFrom(keys + i * words, hashes[i], candidates[i], words);
 }
 
 void MatchTable::FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hits) const {

@@ -78,14 +78,13 @@ class MatchTable {
   inline void Prefetch(uint64_t hash) const;
   // A record PrefetchRecords found, for FindFrom: where its words are (nullptr: none).
   using Candidate = const uint32_t*;
-  // Starts loading the records the home bucket of `hash` holds under its signature (after Prefetch), and
-  // returns the first of them.
+  // Starts loading the first record the home bucket of `hash` holds under its signature (after Prefetch),
+  // and returns it.
   Candidate PrefetchRecords(uint64_t hash) const;
   // Find(key, hash), trying first `candidate` from PrefetchRecords(hash) in the same read section: the bucket
   // is not scanned again when it holds the key (a burst's lookups end here).
   const RuleRecord* FindFrom(const uint32_t* key, uint64_t hash, Candidate candidate) const {
-    if (candidate != nullptr && KeyEquals(candidate, key)) return RuleOf(candidate);
-    return Find(key, hash);
+    return FindFrom(key, hash, candidate, key_words_);
   }
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
   // Find() of `n` keys, key i at keys + i * key_words(), with their loads overlapped as a NIC's burst
@@ -179,7 +178,9 @@ class MatchTable {
   const uint32_t* RecordKey(uint32_t record) const { return KeyOf(RecordWords(record)); }
   // Two words at a time, without branches on the words: keys are a few words, and a call to memcmp costs
   // more than comparing them. `words`: a record's.
-  bool KeyEquals(const uint32_t* words, const uint32_t* key) const { return KeysEqual(KeyOf(words), key, key_words_); }
+  bool KeyEquals(const uint32_t* words, const uint32_t* key) const {
+    return KeysEqual(KeyOf(words), key, key_words_);
+  }
   // Whether the `count`-word keys at `a` and `b` are equal (unrolled where `count` is a constant).
   static bool KeysEqual(const uint32_t* a, const uint32_t* b, size_t count) {
     auto pair = [](const uint32_t* at) {
@@ -193,6 +194,14 @@ class MatchTable {
     if (i < count) differ |= a[i] ^ b[i];
     return differ == 0;
   }
+
+  // FindFrom with the key's length given (key_words(); a constant where the caller knows it).
+  const RuleRecord* FindFrom(const uint32_t* key, uint64_t hash, Candidate candidate, size_t words) const {
+    if (candidate != nullptr && KeysEqual(KeyOf(candidate), key, words)) return RuleOf(candidate);
+    return Find(key, hash);
+  }
+  // PrefetchRecords in `array`, a bucket array loaded in the caller's read section.
+  Candidate PrefetchRecordsIn(const BucketView& array, uint64_t hash) const;
 
   // FindBurst for keys of `kWords` words (0: key_words_, read at run time), up to kMaxFindBurst keys.
   static constexpr size_t kMaxFindBurst = 64;
