@@ -227,7 +227,7 @@ void Dumper::MaskRecord(const MatcherObj& m) {
 void Dumper::MatcherPipeRecords(const MatcherObj& m, bool rx) {
   const std::vector<matcher::SteBuilder>& builders = rx ? m.compiled.rx_builders : m.compiled.tx_builders;
   const hw::MatchTable& table = m.hw.table;
-  // A fixed-size matcher prints the log2 size of its match table (rounded up: buckets hold 7 slots);
+  // A fixed-size matcher prints the log2 size of its match table (rounded up: buckets hold 10 slots);
   // there is no ICM (start table and end anchor indexes are 0).
   const int log_size = table.fixed_size() ? 64 - __builtin_clzll(table.slot_capacity() - 1) : -1;
   w_.Add("%d,0x%x,0x%x,%d,0x%x,0x%x,%d\n", rx ? kMatcherRx : kMatcherTx, PipeId(m, rx), Id(m),

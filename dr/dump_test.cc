@@ -277,7 +277,7 @@ TEST_F(DumpTest, FixedSizeMatchersPrintTheirLogSize) {
   mlx5dv_dr_matcher_layout layout{MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, 10};
   ASSERT_TRUE(ports_.SetLayout(layout).ok());
   std::string dump = Dump([&](std::FILE* f) { return DumpMatcher(ports_, f, kStable); });
-  EXPECT_EQ(Records(dump, 3202).at(0)[6], "11");  // 2^10 rules at 3/4 load: 1792 slots, 2^11 rounded up
+  EXPECT_EQ(Records(dump, 3202).at(0)[6], "11");  // 2^10 rules at 4/5 load: 1280 slots, 2^11 rounded up
   layout.flags |= MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE;
   ASSERT_TRUE(ports_.SetLayout(layout).ok());
   dump = Dump([&](std::FILE* f) { return DumpMatcher(ports_, f, kStable); });

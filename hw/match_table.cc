@@ -62,7 +62,10 @@ MatchTable::BucketArray::BucketArray(size_t count)
     : BucketView{count - 1, static_cast<Bucket*>(AllocateLookupMemory(count * sizeof(Bucket)))} {
   for (size_t i = 0; i < count; ++i) {
     new (&buckets[i]) Bucket;
-    for (std::atomic<uint64_t>& slot : buckets[i].slot) slot.store(kEmptySlot, std::memory_order_relaxed);
+    for (int s = 0; s < kSlotsPerBucket; ++s) {
+      buckets[i].signature[s].store(0, std::memory_order_relaxed);
+      buckets[i].record[s].store(kNone, std::memory_order_relaxed);
+    }
     buckets[i].overflow.store(0, std::memory_order_relaxed);
   }
 }
@@ -127,24 +130,22 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t HashKey(const uint32_t* key, size_t
 
 uint64_t MatchTable::Hash(const uint32_t* key) const { return HashKey(key, key_words_); }
 
-// Which slots of `bk` hold signature `sig`, as bit 2s + 1 for slot s (a slot found here may have changed
-// since: its word is loaded again, with acquire, and checked). An empty slot's signature, 0, never
-// matches.
-static uint32_t SlotsWithSignature(const std::atomic<uint64_t>* slots, uint32_t sig) {
+// A slot found here may have changed since: callers load its record index with acquire and compare the
+// record's key. An empty slot's signature, 0, never matches.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t MatchTable::SlotsWithSignature(const Bucket& bk, uint16_t sig) {
 #if DRSIM_SIMD_BUCKET_SCAN
-  // All seven slots at once (odd 32-bit lanes): which slot holds the key is a coin toss for a branch; a
-  // bit mask is not. The sixteen compare results (all ones or zero) packed into bytes, in lane order,
-  // then one bit each; lanes 14 and 15 are not slots.
-  const __m128i want = _mm_set1_epi32(static_cast<int>(sig));
-  const __m128i* lanes = reinterpret_cast<const __m128i*>(slots);
-  auto equal = [&](int q) { return _mm_cmpeq_epi32(_mm_load_si128(lanes + q), want); };
-  const uint32_t match = static_cast<uint32_t>(_mm_movemask_epi8(
-      _mm_packs_epi16(_mm_packs_epi32(equal(0), equal(1)), _mm_packs_epi32(equal(2), equal(3)))));
-  return match & 0x2aaa;
+  // All ten signatures at once: which slot holds the key is a coin toss for a branch; a bit mask is not.
+  // Slots 0-7 fill the first 16 bytes, slots 8 and 9 the first 4 of the next 8 (the overflow count follows).
+  const __m128i want = _mm_set1_epi16(static_cast<short>(sig));
+  const auto* bytes = reinterpret_cast<const __m128i*>(&bk);
+  const uint32_t low = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_load_si128(bytes), want)));
+  const uint32_t high =
+      static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadl_epi64(bytes + 1), want)));
+  return (low | (high & 0xf) << 16) & 0x55555;
 #else
   uint32_t match = 0;
-  for (int s = 0; s < MatchTable::kSlotsPerBucket; ++s) {
-    if (static_cast<uint32_t>(slots[s].load(std::memory_order_relaxed) >> 32) == sig) match |= 2u << (2 * s);
+  for (int s = 0; s < kSlotsPerBucket; ++s) {
+    if (bk.signature[s].load(std::memory_order_relaxed) == sig) match |= 1u << (2 * s);
   }
   return match;
 #endif
@@ -152,17 +153,17 @@ static uint32_t SlotsWithSignature(const std::atomic<uint64_t>* slots, uint32_t 
 
 uint32_t MatchTable::Probe(const BucketView& array, const uint32_t* key, uint64_t hash, size_t* bucket,
                            int* slot) const {
-  const uint32_t sig = Signature(hash);
+  const uint16_t sig = Signature(hash);
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     const Bucket& bk = array.buckets[b];
-    for (uint32_t slots = SlotsWithSignature(bk.slot, sig); slots != 0; slots &= slots - 1) {
+    for (uint32_t slots = SlotsWithSignature(bk, sig); slots != 0; slots &= slots - 1) {
       const int s = __builtin_ctz(slots) / 2;
-      const uint64_t v = bk.slot[s].load(std::memory_order_acquire);
-      if (Signature(v) == sig && SlotRecord(v) != kNone && KeyEquals(RecordWords(SlotRecord(v)), key)) {
+      const uint32_t record = bk.record[s].load(std::memory_order_acquire);
+      if (record != kNone && KeyEquals(RecordWords(record), key)) {
         *bucket = b;
         *slot = s;
-        return SlotRecord(v);
+        return record;
       }
     }
     if (bk.overflow.load(std::memory_order_acquire) == 0) return kNone;
@@ -173,12 +174,11 @@ uint32_t MatchTable::Probe(const BucketView& array, const uint32_t* key, uint64_
 
 bool MatchTable::SlotHolding(const BucketView& array, uint32_t record, uint64_t hash, size_t* bucket,
                              int* slot) {
-  const uint64_t want = SlotValue(hash, record);
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     const Bucket& bk = array.buckets[b];
     for (int s = 0; s < kSlotsPerBucket; ++s) {
-      if (bk.slot[s].load(std::memory_order_relaxed) == want) {
+      if (bk.record[s].load(std::memory_order_relaxed) == record) {
         *bucket = b;
         *slot = s;
         return true;
@@ -206,13 +206,12 @@ const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
 // signature: FindFrom tries no other (another key's signature matches once in 2^31; Find sorts it out).
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline MatchTable::Candidate MatchTable::PrefetchRecordsIn(
     const BucketView& array, uint64_t hash) const {
-  const uint32_t sig = Signature(hash);
   const Bucket& bk = array.buckets[hash & array.mask];
-  const uint32_t slots = SlotsWithSignature(bk.slot, sig);
+  const uint32_t slots = SlotsWithSignature(bk, Signature(hash));
   if (slots == 0) return nullptr;
-  const uint64_t v = bk.slot[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
-  if (Signature(v) != sig || SlotRecord(v) == kNone) return nullptr;
-  const uint32_t* words = RecordWords(SlotRecord(v));
+  const uint32_t record = bk.record[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
+  if (record == kNone) return nullptr;
+  const uint32_t* words = RecordWords(record);
   PrefetchRecord(words);
   return words;
 }
@@ -302,12 +301,12 @@ bool MatchTable::Place(const BucketView& array, uint32_t record, uint64_t hash) 
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     Bucket& bk = array.buckets[b];
     for (int s = 0; s < kSlotsPerBucket; ++s) {
-      if (SlotRecord(bk.slot[s].load(std::memory_order_relaxed)) == kNone) {
+      if (bk.signature[s].load(std::memory_order_relaxed) == 0) {
         // Every bucket passed on the way now has one more key beyond it; then the record goes live.
         for (size_t p = hash & array.mask; p != b; p = (p + 1) & array.mask) {
           array.buckets[p].overflow.fetch_add(1, std::memory_order_release);
         }
-        bk.slot[s].store(SlotValue(hash, record), std::memory_order_release);
+        Publish(bk, s, hash, record);
         return true;
       }
     }
@@ -321,8 +320,8 @@ void MatchTable::Rebuild(size_t buckets) {
   auto* array = new BucketArray(buckets);
   // Re-place every primary record; duplicate chains hang off their primary and move with it.
   for (size_t i = 0; i <= old->mask; ++i) {
-    for (const std::atomic<uint64_t>& slot : old->buckets[i].slot) {
-      const uint32_t record = SlotRecord(slot.load(std::memory_order_relaxed));
+    for (const std::atomic<uint32_t>& slot : old->buckets[i].record) {
+      const uint32_t record = slot.load(std::memory_order_relaxed);
       if (record != kNone) Place(*array, record, meta_[record].hash);
     }
   }
@@ -332,7 +331,8 @@ void MatchTable::Rebuild(size_t buckets) {
 }
 
 void MatchTable::Reserve(size_t rules) {
-  size_t needed = NextPowerOfTwo((rules * 4 / 3 + kSlotsPerBucket - 1) / kSlotsPerBucket);
+  const size_t slots = rules * kMaxLoadDenominator / kMaxLoadNumerator;
+  size_t needed = NextPowerOfTwo((slots + kSlotsPerBucket - 1) / kSlotsPerBucket);
   if (needed > bucket_count()) Rebuild(needed);
   // The records too, their pages faulted in now, as rte_hash_create allocates its key store: the rules
   // announced then go in without a page fault or a chunk allocation on the way.
@@ -350,12 +350,14 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   if (FindSlot(key, hash, &bucket, &slot)) {
     // Duplicate: queue behind the existing rules with this key (not visible to lookups).
     uint32_t record = AllocateRecord(key, rule, hash);
-    uint32_t tail = SlotRecord(written_.buckets[bucket].slot[slot].load(std::memory_order_relaxed));
+    uint32_t tail = written_.buckets[bucket].record[slot].load(std::memory_order_relaxed);
     while (meta_[tail].next_duplicate != kNone) tail = meta_[tail].next_duplicate;
     meta_[tail].next_duplicate = record;
     return record;
   }
-  if (!fixed_size_ && (distinct_keys_ + 1) * 4 > slot_capacity() * 3) Rebuild(bucket_count() * 2);
+  if (!fixed_size_ && (distinct_keys_ + 1) * kMaxLoadDenominator > slot_capacity() * kMaxLoadNumerator) {
+    Rebuild(bucket_count() * 2);
+  }
   uint32_t record = AllocateRecord(key, rule, hash);
   const int bit = meta_[record].summary_bit;
   if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && keys++ == 0) {
@@ -376,14 +378,16 @@ void MatchTable::Erase(Handle handle) {
   // A primary record is found by its slot word alone, without loading its key; a duplicate by the key,
   // which is the key of its chain's primary, always placed.
   if (!SlotHolding(array, handle, hash, &bucket, &slot)) FindSlot(RecordKey(handle), hash, &bucket, &slot);
-  std::atomic<uint64_t>& slot_word = array.buckets[bucket].slot[slot];
-  const uint32_t primary = SlotRecord(slot_word.load(std::memory_order_relaxed));
+  Bucket& bk = array.buckets[bucket];
+  const uint32_t primary = bk.record[slot].load(std::memory_order_relaxed);
   if (primary == handle) {
     const uint32_t next = meta_[handle].next_duplicate;
     if (next != kNone) {
-      slot_word.store(SlotValue(hash, next), std::memory_order_release);  // the next-oldest takes over
+      bk.record[slot].store(next, std::memory_order_release);  // the next-oldest takes over
     } else {
-      slot_word.store(kEmptySlot, std::memory_order_release);
+      // No new reader reaches the record once its index is gone; the empty signature frees the slot.
+      bk.record[slot].store(kNone, std::memory_order_release);
+      bk.signature[slot].store(0, std::memory_order_release);
       for (size_t p = hash & array.mask; p != bucket; p = (p + 1) & array.mask) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }

@@ -2,14 +2,15 @@
 // 32-bit words per table); each key maps to the rules (RuleRecords) inserted with it, oldest first.
 //
 // Layout, built for the lookup path:
-//  - buckets are one cache line: 7 slots, each one 64-bit word (32-bit signature, 32-bit record index),
-//    and an overflow count; a key lives in its home bucket or, when that is full, in the next ones (linear
-//    probing over buckets; the overflow count of each bucket passed says whether a lookup must continue
-//    past it);
+//  - buckets are one cache line: 10 slots, each a 16-bit signature and a 32-bit record index (the
+//    signatures first, then an overflow count, then the record indexes), so a million keys at 4/5 load
+//    fill 8 MiB of buckets, the size of rte_hash's; a key lives in its home bucket or, when that is full,
+//    in the next ones (linear probing over buckets; the overflow count of each bucket passed says whether
+//    a lookup must continue past it);
 //  - records (the RuleRecord itself, then the key words) sit in chunks that double in size (8 records,
 //    then 16, 32, ...), so a matcher holding a handful of rules costs a few hundred bytes while a hit
-//    costs the bucket line and one record line; the 32-bit signature filters other keys before any key
-//    compare.
+//    costs the bucket line and one record line; the signature filters other keys (all but one in
+//    65,535) before any key compare.
 //    Bucket arrays and chunks of 2 MiB or more are backed by transparent huge pages where the kernel
 //    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses;
 //  - a 64-bit summary in the table's first line, one bit per group of values of one chosen key word (the
@@ -18,12 +19,13 @@
 //    (MayHold) without extracting or hashing the whole key.
 //
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
-// winning until it is erased. The table grows by doubling at 3/4 load; it never loses or reorders rules.
+// winning until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
 // A fixed-size table (set_layout without RESIZABLE) keeps its size until it is completely full.
 //
 // Concurrency: one writer at a time (the caller serialises Insert, Erase, Reserve), any number of
 // concurrent Find()s inside read sections of `reclaimer` (hw/reclaimer.h). A writer fills a record before
-// publishing it with one store of its slot, so a reader finds a rule completely or not at all; growing
+// publishing it with one store of its slot's record index, so a reader finds a rule completely or not at
+// all (the signature, stored after it, only filters: a reader compares the record's key); growing
 // builds a new bucket array and publishes it whole; erased records and replaced arrays are reused or
 // freed only once no reader can still hold them. Without a reclaimer, Find() must not overlap writes.
 #ifndef DRSIM_HW_MATCH_TABLE_H_
@@ -46,7 +48,10 @@ namespace drsim::hw {
 class MatchTable {
  public:
   using Handle = uint32_t;
-  static constexpr int kSlotsPerBucket = 7;
+  static constexpr int kSlotsPerBucket = 10;
+  // The table grows when a new key would take it past kMaxLoadNumerator / kMaxLoadDenominator of its slots.
+  static constexpr size_t kMaxLoadNumerator = 4;
+  static constexpr size_t kMaxLoadDenominator = 5;
 
   // `key_words`: at most kMatchParamBytes / 4 (a definer's key). `reclaimer`: where replaced arrays and
   // erased records wait for readers (nullptr: no concurrent readers). `summary_word`: the index of the key
@@ -107,13 +112,12 @@ class MatchTable {
   // Sizes the table for `rules` distinct keys at the target load (never shrinks below what it holds), and
   // allocates and faults in the records of that many rules.
   void Reserve(size_t rules);
-  // A fixed-size table does not grow at 3/4 load, only when no slot is left.
+  // A fixed-size table does not grow at 4/5 load, only when no slot is left.
   void set_fixed_size(bool fixed) { fixed_size_ = fixed; }
   bool fixed_size() const { return fixed_size_; }
 
  private:
-  static constexpr uint32_t kNone = 0xffffffffu;
-  static constexpr uint64_t kEmptySlot = kNone;  // signature 0, no record
+  static constexpr uint32_t kNone = 0xffffffffu;  // an empty slot's record index
   // Chunk c holds records [ChunkBase(c), ChunkBase(c + 1)): 8 << c of them.
   static constexpr int kFirstChunkShift = 3;
   static constexpr int kMaxChunks = 30;  // enough for every 32-bit record index
@@ -125,10 +129,13 @@ class MatchTable {
     return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t);
   }
 
+  // A slot is empty when its signature is 0; its record index is then kNone.
   struct alignas(64) Bucket {
-    std::atomic<uint64_t> slot[kSlotsPerBucket];  // signature << 32 | record; record kNone = empty
-    std::atomic<uint32_t> overflow;               // keys whose probe passed this bucket
+    std::atomic<uint16_t> signature[kSlotsPerBucket];
+    std::atomic<uint32_t> overflow;  // keys whose probe passed this bucket
+    std::atomic<uint32_t> record[kSlotsPerBucket];
   };
+  static_assert(sizeof(Bucket) == 64 && offsetof(Bucket, overflow) == 2 * kSlotsPerBucket);
   // Where a bucket array is and its size.
   struct BucketView {
     size_t mask;
@@ -157,12 +164,19 @@ class MatchTable {
   int KeySummaryBit(const uint32_t* key) const {
     return SummaryBit(key_words_ == 0 ? 0 : key[summary_word_]);
   }
-  // Never 0, an empty slot's signature: a slot whose signature matches holds a record.
-  static uint32_t Signature(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1; }
-  static uint64_t SlotValue(uint64_t hash, uint32_t record) {
-    return uint64_t{Signature(hash)} << 32 | record;
+  // The top 16 bits of the hash (the low ones pick the bucket), never 0, an empty slot's signature.
+  static uint16_t Signature(uint64_t hash) {
+    const auto top = static_cast<uint16_t>(hash >> 48);
+    return top + (top == 0);
   }
-  static uint32_t SlotRecord(uint64_t slot) { return static_cast<uint32_t>(slot); }
+  // Which slots of `bk` hold signature `sig`, as bit 2s for slot s.
+  static uint32_t SlotsWithSignature(const Bucket& bk, uint16_t sig);
+  // Makes `record` (filled) the one slot `s` of `bk` holds under `hash`: its index first, which publishes it,
+  // then the signature lookups filter on.
+  static void Publish(Bucket& bk, int s, uint64_t hash, uint32_t record) {
+    bk.record[s].store(record, std::memory_order_release);
+    bk.signature[s].store(Signature(hash), std::memory_order_release);
+  }
 
   // A record's first word (its RuleRecord); the key follows the RuleRecord.
   uint32_t* RecordWords(uint32_t record) const {

@@ -202,7 +202,8 @@ TEST(MatchTableTest, TheSummaryRefusesMostWordsNoKeyHas) {
 
 TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {
   TableModel m(2);
-  m.table().Reserve(8 * MatchTable::kSlotsPerBucket * 3 / 4);  // 8 buckets
+  m.table().Reserve(8 * MatchTable::kSlotsPerBucket * MatchTable::kMaxLoadNumerator /
+                    MatchTable::kMaxLoadDenominator);  // 8 buckets
   m.table().set_fixed_size(true);
   size_t buckets = m.table().bucket_count();
   for (uint32_t i = 0; i < buckets * MatchTable::kSlotsPerBucket; ++i) m.Insert({i, 0});
@@ -217,7 +218,9 @@ TEST(MatchTableTest, ReserveNeverShrinks) {
   MatchTable t(1);
   t.Reserve(1 << 12);
   size_t big = t.bucket_count();
-  EXPECT_GE(big * MatchTable::kSlotsPerBucket * 3 / 4, size_t{1} << 12);
+  EXPECT_EQ(big, size_t{1} << 9);  // 2^12 rules in 2^9 buckets: a million fill 8 MiB, as rte_hash's do
+  EXPECT_GE(big * MatchTable::kSlotsPerBucket * MatchTable::kMaxLoadNumerator / MatchTable::kMaxLoadDenominator,
+            size_t{1} << 12);
   t.Reserve(4);
   EXPECT_EQ(t.bucket_count(), big);
 }
