@@ -8,9 +8,12 @@
 //                           guarantee drsim's match tables give (hw/match_table.h); the plain table gives
 //                           none, and the ratios are taken against it
 // The hash function is rte_hash_crc (SSE4.2 CRC32), the one DPDK's own flow-table examples use. The EAL
-// runs without hugepages or PCI devices, so any Linux box runs it:
+// runs without hugepages or PCI devices, so any Linux box runs it. These benches run alone in rte_hash_bench,
+// and in nic_bench next to drsim's, so that a ratio can be taken between runs in one process (this machine's
+// speed can differ by half from one process to the next, never within one):
 //
 //   bazel run --config=opt //bench:rte_hash_bench -- --benchmark_format=json
+//   bazel run --config=opt //bench:nic_bench -- --benchmark_filter='(NicLookup|RteHashLookupBulk)/1000000'
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
@@ -18,7 +21,6 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/eal.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
 
@@ -122,5 +124,3 @@ BENCHMARK(BM_RteHashLookupBulkLF)->Arg(1000)->Arg(100000)->Arg(1000000);
 
 }  // namespace
 }  // namespace drsim::bench
-
-int main(int argc, char** argv) { return drsim::bench::RunBenchmarksWithEal(argc, argv, 2048); }

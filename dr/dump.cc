@@ -265,9 +265,9 @@ void Dumper::RuleRecords(const RuleObj& r) {
     const mlx5dv_dr_domain_type type = m.table->domain->type;
     const std::string entry = internal::EntryHex(m.hw.definer, m.hw.table.key(r.entry));
     if (HasRxPipe(type) && !r.programs->skip_rx)
-      w_.Add("%d,0x%x,0x%x,%s\n", kRuleRxEntryV1, r.entry, id, entry);
+      w_.Add("%d,0x%x,0x%x,%s\n", kRuleRxEntryV1, hw::MatchTable::RecordNumber(r.entry), id, entry);
     if (HasTxPipe(type) && !r.programs->skip_tx)
-      w_.Add("%d,0x%x,0x%x,%s\n", kRuleTxEntryV1, r.entry, id, entry);
+      w_.Add("%d,0x%x,0x%x,%s\n", kRuleTxEntryV1, hw::MatchTable::RecordNumber(r.entry), id, entry);
   }
   for (const ActionObj* a : r.programs->actions) ActionRecord(*a, id);
 }

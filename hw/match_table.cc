@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <new>
 
 #include "absl/base/config.h"
 #include "hw/lookup_memory.h"
@@ -271,19 +272,20 @@ void MatchTable::FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hi
 }
 
 uint32_t MatchTable::TakeRecord() {
-  if (retired_head_ != kNone && (reclaimer_ == nullptr || reclaimer_->Safe(meta_[retired_head_].hash))) {
+  if (retired_head_ != kNone && (reclaimer_ == nullptr || reclaimer_->Safe(MetaOf(retired_head_).hash))) {
     const uint32_t record = retired_head_;
-    retired_head_ = meta_[record].next_duplicate;
+    retired_head_ = MetaOf(record).next_duplicate;
     if (retired_head_ == kNone) retired_tail_ = kNone;
     return record;
   }
-  const uint32_t record = static_cast<uint32_t>(meta_.size());
-  if (ChunkOf(record) == chunk_count_) {
+  const uint32_t number = static_cast<uint32_t>(meta_.size());
+  if (ChunkOf(number) == chunk_count_) {
+    if (chunk_count_ == kMaxChunks) throw std::bad_alloc();  // 2^28 - 8 records: more than memory holds
     void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
     chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
   }
   meta_.push_back({});
-  return record;
+  return IndexOf(number);
 }
 
 uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash) {
@@ -291,7 +293,7 @@ uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule,
   uint32_t* words = RecordWords(record);
   new (words) RuleRecord(rule);
   if (key_words_ != 0) std::memcpy(words + kRuleWords, key, key_words_ * sizeof(uint32_t));
-  meta_[record] = {hash, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
+  MetaOf(record) = {hash, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
   ++live_records_;
   return record;
 }
@@ -322,7 +324,7 @@ void MatchTable::Rebuild(size_t buckets) {
   for (size_t i = 0; i <= old->mask; ++i) {
     for (const std::atomic<uint32_t>& slot : old->buckets[i].record) {
       const uint32_t record = slot.load(std::memory_order_relaxed);
-      if (record != kNone) Place(*array, record, meta_[record].hash);
+      if (record != kNone) Place(*array, record, MetaOf(record).hash);
     }
   }
   buckets_.store(array, std::memory_order_release);
@@ -351,15 +353,15 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
     // Duplicate: queue behind the existing rules with this key (not visible to lookups).
     uint32_t record = AllocateRecord(key, rule, hash);
     uint32_t tail = written_.buckets[bucket].record[slot].load(std::memory_order_relaxed);
-    while (meta_[tail].next_duplicate != kNone) tail = meta_[tail].next_duplicate;
-    meta_[tail].next_duplicate = record;
+    while (MetaOf(tail).next_duplicate != kNone) tail = MetaOf(tail).next_duplicate;
+    MetaOf(tail).next_duplicate = record;
     return record;
   }
   if (!fixed_size_ && (distinct_keys_ + 1) * kMaxLoadDenominator > slot_capacity() * kMaxLoadNumerator) {
     Rebuild(bucket_count() * 2);
   }
   uint32_t record = AllocateRecord(key, rule, hash);
-  const int bit = meta_[record].summary_bit;
+  const int bit = MetaOf(record).summary_bit;
   if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && keys++ == 0) {
     summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
   }
@@ -370,8 +372,8 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
 }
 
 void MatchTable::Erase(Handle handle) {
-  if (handle >= meta_.size() || !meta_[handle].live) return;
-  const uint64_t hash = meta_[handle].hash;
+  if (!IsRecord(handle) || !MetaOf(handle).live) return;
+  const uint64_t hash = MetaOf(handle).hash;
   const BucketView& array = written_;
   size_t bucket;
   int slot;
@@ -381,7 +383,7 @@ void MatchTable::Erase(Handle handle) {
   Bucket& bk = array.buckets[bucket];
   const uint32_t primary = bk.record[slot].load(std::memory_order_relaxed);
   if (primary == handle) {
-    const uint32_t next = meta_[handle].next_duplicate;
+    const uint32_t next = MetaOf(handle).next_duplicate;
     if (next != kNone) {
       bk.record[slot].store(next, std::memory_order_release);  // the next-oldest takes over
     } else {
@@ -392,7 +394,7 @@ void MatchTable::Erase(Handle handle) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }
       --distinct_keys_;
-      const int bit = meta_[handle].summary_bit;
+      const int bit = MetaOf(handle).summary_bit;
       if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && --keys == 0) {
         summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << bit),
                        std::memory_order_release);
@@ -400,12 +402,12 @@ void MatchTable::Erase(Handle handle) {
     }
   } else {
     uint32_t prev = primary;
-    while (meta_[prev].next_duplicate != handle) prev = meta_[prev].next_duplicate;
-    meta_[prev].next_duplicate = meta_[handle].next_duplicate;
+    while (MetaOf(prev).next_duplicate != handle) prev = MetaOf(prev).next_duplicate;
+    MetaOf(prev).next_duplicate = MetaOf(handle).next_duplicate;
   }
   // A reader may still hold the record: it is reused only once none can.
-  meta_[handle] = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false, 0};
-  (retired_tail_ == kNone ? retired_head_ : meta_[retired_tail_].next_duplicate) = handle;
+  MetaOf(handle) = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false, 0};
+  (retired_tail_ == kNone ? retired_head_ : MetaOf(retired_tail_).next_duplicate) = handle;
   retired_tail_ = handle;
   --live_records_;
 }

@@ -105,6 +105,9 @@ class MatchTable {
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
   const uint32_t* key(Handle handle) const { return RecordKey(handle); }
+  // The number of `handle`'s record in the table (records are numbered from 0 as the table first takes them;
+  // an erased rule's record comes back with its number), as a dump prints it.
+  static uint32_t RecordNumber(Handle handle) { return NumberOf(handle); }
 
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
@@ -118,13 +121,23 @@ class MatchTable {
 
  private:
   static constexpr uint32_t kNone = 0xffffffffu;  // an empty slot's record index
-  // Chunk c holds records [ChunkBase(c), ChunkBase(c + 1)): 8 << c of them.
+  // Chunk c holds 8 << c records: those numbered [ChunkBase(c), ChunkBase(c + 1)) in the order they were
+  // first taken. A record's index (in slots, handles and duplicate chains) is its chunk and its place there,
+  // c << kPlaceBits | place, so that a lookup finds it with a shift, a mask and a multiply.
   static constexpr int kFirstChunkShift = 3;
-  static constexpr int kMaxChunks = 30;  // enough for every 32-bit record index
+  static constexpr int kPlaceBits = 27;
+  static constexpr uint32_t kPlaceMask = (1u << kPlaceBits) - 1;
+  static constexpr int kMaxChunks = kPlaceBits - kFirstChunkShift + 1;  // 2^28 - 8 records
   static constexpr size_t kRuleWords = sizeof(RuleRecord) / sizeof(uint32_t);
   static_assert(sizeof(RuleRecord) % 8 == 0 && alignof(RuleRecord) <= 8);
-  static int ChunkOf(uint32_t record) { return 31 - __builtin_clz((record >> kFirstChunkShift) + 1); }
+  static int ChunkOf(uint32_t number) { return 31 - __builtin_clz((number >> kFirstChunkShift) + 1); }
   static uint32_t ChunkBase(int chunk) { return ((1u << chunk) - 1) << kFirstChunkShift; }
+  // The index of the record numbered `number`, and back.
+  static uint32_t IndexOf(uint32_t number) {
+    const int chunk = ChunkOf(number);
+    return static_cast<uint32_t>(chunk) << kPlaceBits | (number - ChunkBase(chunk));
+  }
+  static uint32_t NumberOf(uint32_t record) { return ChunkBase(record >> kPlaceBits) + (record & kPlaceMask); }
   size_t ChunkBytes(int chunk) const {
     return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t);
   }
@@ -180,8 +193,7 @@ class MatchTable {
 
   // A record's first word (its RuleRecord); the key follows the RuleRecord.
   uint32_t* RecordWords(uint32_t record) const {
-    const int chunk = ChunkOf(record);
-    return chunks_[chunk].load(std::memory_order_acquire) + (record - ChunkBase(chunk)) * stride_;
+    return chunks_[record >> kPlaceBits].load(std::memory_order_acquire) + (record & kPlaceMask) * stride_;
   }
   // The rule and the key of the record at `words`.
   static const RuleRecord* RuleOf(const uint32_t* words) {
@@ -262,7 +274,14 @@ class MatchTable {
   size_t summary_word_;
   size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   Reclaimer* reclaimer_;
-  std::vector<Meta> meta_;
+  std::vector<Meta> meta_;  // by record number
+  Meta& MetaOf(uint32_t record) { return meta_[NumberOf(record)]; }
+  // Whether `handle` is a record index this table has handed out.
+  bool IsRecord(uint32_t handle) const {
+    const uint32_t chunk = handle >> kPlaceBits;
+    return chunk < static_cast<uint32_t>(chunk_count_) && (handle & kPlaceMask) < (8u << chunk) &&
+           NumberOf(handle) < meta_.size();
+  }
   // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
   BucketView written_{};
   size_t live_records_ = 0;
