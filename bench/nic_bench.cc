@@ -12,7 +12,8 @@
 //
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_enable_random_interleaving=true
-//     --benchmark_repetitions=3 --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsertSized|RteHashInsert)/1000000$'
+//     --benchmark_repetitions=3
+//     --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsertSized|RteHashInsert)/1000000$'
 #include <cstdint>
 #include <memory>
 #include <string>

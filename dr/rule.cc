@@ -56,6 +56,9 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
       !s.ok()) {
     return s;
   }
+  // The key's bucket loads while the actions are checked and matched against the cached ones (or compiled).
+  const uint64_t hash = hwm.table.Hash(key);
+  hwm.table.Prefetch(hash);
 
   absl::InlinedVector<const actions::ActionSpec*, 8> specs;
   absl::InlinedVector<ActionObj*, 8> objs;
@@ -77,8 +80,6 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     context.skip_rx = !wire;
     context.skip_tx = wire;
   }
-  const uint64_t hash = hwm.table.Hash(key);
-  hwm.table.Prefetch(hash);  // loads while the actions are matched against the cached ones, or compiled
   internal::ProgramsObj* programs = CachedPrograms(*m, context, objs);
   std::unique_ptr<internal::ProgramsObj> compiled;  // new programs, until a rule uses them
   if (programs == nullptr) {

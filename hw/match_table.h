@@ -137,7 +137,9 @@ class MatchTable {
     const int chunk = ChunkOf(number);
     return static_cast<uint32_t>(chunk) << kPlaceBits | (number - ChunkBase(chunk));
   }
-  static uint32_t NumberOf(uint32_t record) { return ChunkBase(record >> kPlaceBits) + (record & kPlaceMask); }
+  static uint32_t NumberOf(uint32_t record) {
+    return ChunkBase(record >> kPlaceBits) + (record & kPlaceMask);
+  }
   size_t ChunkBytes(int chunk) const {
     return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t);
   }

@@ -219,8 +219,9 @@ TEST(MatchTableTest, ReserveNeverShrinks) {
   t.Reserve(1 << 12);
   size_t big = t.bucket_count();
   EXPECT_EQ(big, size_t{1} << 9);  // 2^12 rules in 2^9 buckets: a million fill 8 MiB, as rte_hash's do
-  EXPECT_GE(big * MatchTable::kSlotsPerBucket * MatchTable::kMaxLoadNumerator / MatchTable::kMaxLoadDenominator,
-            size_t{1} << 12);
+  EXPECT_GE(
+      big * MatchTable::kSlotsPerBucket * MatchTable::kMaxLoadNumerator / MatchTable::kMaxLoadDenominator,
+      size_t{1} << 12);
   t.Reserve(4);
   EXPECT_EQ(t.bucket_count(), big);
 }

@@ -149,6 +149,7 @@ absl::StatusOr<uint32_t> ToeplitzHash(absl::Span<const uint8_t> input, absl::Spa
 
 std::vector<uint8_t> RssInputIpv4(hw::Ipv4Address src, hw::Ipv4Address dst) {
   std::vector<uint8_t> out;
+  out.reserve(8);  // (and GCC 12 at -O3 no longer warns of a write past the empty vector's end)
   AppendBytes(out, Be32(src.value).data(), 4);
   AppendBytes(out, Be32(dst.value).data(), 4);
   return out;
