@@ -60,14 +60,12 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   const uint64_t hash = hwm.table.Hash(key);
   hwm.table.Prefetch(hash);
 
-  absl::InlinedVector<const actions::ActionSpec*, 8> specs;
   absl::InlinedVector<ActionObj*, 8> objs;
   for (size_t i = 0; i < actions.size(); ++i) {
     if (actions[i] == nullptr || !actions[i]->valid()) {
       return absl::InvalidArgumentError(absl::StrFormat("action[%d] is null or an empty handle", i));
     }
     objs.push_back(actions[i]->obj());
-    specs.push_back(&objs.back()->spec);
   }
   actions::RuleContext context;
   context.domain_type = d->type;
@@ -82,7 +80,9 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   }
   internal::ProgramsObj* programs = CachedPrograms(*m, context, objs);
   std::unique_ptr<internal::ProgramsObj> compiled;  // new programs, until a rule uses them
-  if (programs == nullptr) {
+  if (programs == nullptr) {  // (most rules of a matcher take the same actions: their specs are read once)
+    absl::InlinedVector<const actions::ActionSpec*, 8> specs;
+    for (const ActionObj* a : objs) specs.push_back(&a->spec);
     absl::StatusOr<hw::PipePrograms> result = actions::CompileActions(context, specs);
     if (!result.ok()) return result.status();
     compiled = std::make_unique<internal::ProgramsObj>();

@@ -131,8 +131,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t HashKey(const uint32_t* key, size_t
 
 uint64_t MatchTable::Hash(const uint32_t* key) const { return HashKey(key, key_words_); }
 
-// A slot found here may have changed since: callers load its record index with acquire and compare the
-// record's key. An empty slot's signature, 0, never matches.
+// A slot found here may have changed since: lookups load its record index with acquire and compare the
+// record's key. Signature 0 finds the empty slots (no key has it).
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t MatchTable::SlotsWithSignature(const Bucket& bk, uint16_t sig) {
 #if DRSIM_SIMD_BUCKET_SCAN
   // All ten signatures at once: which slot holds the key is a coin toss for a branch; a bit mask is not.
@@ -271,29 +271,31 @@ void MatchTable::FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hi
   }
 }
 
-uint32_t MatchTable::TakeRecord() {
+uint32_t MatchTable::TakeRecord(uint32_t* number) {
   if (retired_head_ != kNone && (reclaimer_ == nullptr || reclaimer_->Safe(MetaOf(retired_head_).hash))) {
     const uint32_t record = retired_head_;
-    retired_head_ = MetaOf(record).next_duplicate;
+    *number = NumberOf(record);
+    retired_head_ = meta_[*number].next_duplicate;
     if (retired_head_ == kNone) retired_tail_ = kNone;
     return record;
   }
-  const uint32_t number = static_cast<uint32_t>(meta_.size());
-  if (ChunkOf(number) == chunk_count_) {
+  *number = static_cast<uint32_t>(meta_.size());
+  if (ChunkOf(*number) == chunk_count_) {
     if (chunk_count_ == kMaxChunks) throw std::bad_alloc();  // 2^28 - 8 records: more than memory holds
     void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
     chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
   }
   meta_.push_back({});
-  return IndexOf(number);
+  return IndexOf(*number);
 }
 
 uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash) {
-  const uint32_t record = TakeRecord();
+  uint32_t number;
+  const uint32_t record = TakeRecord(&number);
   uint32_t* words = RecordWords(record);
   new (words) RuleRecord(rule);
   if (key_words_ != 0) std::memcpy(words + kRuleWords, key, key_words_ * sizeof(uint32_t));
-  MetaOf(record) = {hash, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
+  meta_[number] = {hash, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
   ++live_records_;
   return record;
 }
@@ -302,15 +304,13 @@ bool MatchTable::Place(const BucketView& array, uint32_t record, uint64_t hash) 
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     Bucket& bk = array.buckets[b];
-    for (int s = 0; s < kSlotsPerBucket; ++s) {
-      if (bk.signature[s].load(std::memory_order_relaxed) == 0) {
-        // Every bucket passed on the way now has one more key beyond it; then the record goes live.
-        for (size_t p = hash & array.mask; p != b; p = (p + 1) & array.mask) {
-          array.buckets[p].overflow.fetch_add(1, std::memory_order_release);
-        }
-        Publish(bk, s, hash, record);
-        return true;
+    if (const uint32_t empty = SlotsWithSignature(bk, 0); empty != 0) {  // an empty slot's signature
+      // Every bucket passed on the way now has one more key beyond it; then the record goes live.
+      for (size_t p = hash & array.mask; p != b; p = (p + 1) & array.mask) {
+        array.buckets[p].overflow.fetch_add(1, std::memory_order_release);
       }
+      Publish(bk, __builtin_ctz(empty) / 2, hash, record);
+      return true;
     }
     b = (b + 1) & array.mask;
   }
@@ -361,7 +361,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
     Rebuild(bucket_count() * 2);
   }
   uint32_t record = AllocateRecord(key, rule, hash);
-  const int bit = MetaOf(record).summary_bit;
+  const int bit = KeySummaryBit(key);
   if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && keys++ == 0) {
     summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
   }

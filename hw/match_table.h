@@ -184,7 +184,7 @@ class MatchTable {
     const auto top = static_cast<uint16_t>(hash >> 48);
     return top + (top == 0);
   }
-  // Which slots of `bk` hold signature `sig`, as bit 2s for slot s.
+  // Which slots of `bk` hold signature `sig` (0: which are empty), as bit 2s for slot s.
   static uint32_t SlotsWithSignature(const Bucket& bk, uint16_t sig);
   // Makes `record` (filled) the one slot `s` of `bk` holds under `hash`: its index first, which publishes it,
   // then the signature lookups filter on.
@@ -248,8 +248,9 @@ class MatchTable {
   }
 
   uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash);
-  // A record for AllocateRecord: a retired one no reader can see any more, or a new one.
-  uint32_t TakeRecord();
+  // A record for AllocateRecord: a retired one no reader can see any more, or a new one; `number` receives
+  // its number.
+  uint32_t TakeRecord(uint32_t* number);
   // The primary record holding `key` in `array` (a concurrent Rebuild may publish another: callers load
   // the array once), its bucket index and slot; kNone when absent.
   uint32_t Probe(const BucketView& array, const uint32_t* key, uint64_t hash, size_t* bucket,

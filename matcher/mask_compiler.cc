@@ -167,9 +167,8 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
   // only then is the first such byte looked for, to name its field.
   static_assert(hw::kSectionBytes % 8 == 0);
   uint64_t outside_any = 0;
-  for (int s = 0; s < hw::kNumSections; ++s) {
-    const auto section = static_cast<hw::Section>(s);
-    if (!(compiled.criteria & hw::CriteriaBit(section))) continue;
+  for (uint32_t enabled = compiled.criteria; enabled != 0; enabled &= enabled - 1) {  // bit s: section s
+    const auto section = static_cast<hw::Section>(__builtin_ctz(enabled));
     const size_t begin = hw::SectionOffset(section);
     for (size_t at = begin; at < begin + hw::kSectionBytes; at += 8) {
       uint64_t value_word, mask_word;
