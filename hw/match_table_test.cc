@@ -214,6 +214,38 @@ TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {
   m.Verify({});
 }
 
+// Two keys whose hashes share the 16-bit signature, in one bucket: each lookup compares the records under
+// the signature until the key matches (a burst's candidate may be the other key's record).
+TEST(MatchTableTest, KeysSharingASignatureAreToldApartByTheirKeys) {
+  TableModel m(1);
+  std::map<uint64_t, uint32_t> by_signature;
+  Key first, second;
+  for (uint32_t w = 0; second.empty(); ++w) {
+    const auto [it, fresh] = by_signature.emplace(m.table().Hash(&w) >> 48, w);
+    if (!fresh) {
+      first = {it->second};
+      second = {w};
+    }
+  }
+  m.Insert(first);
+  m.Insert(second);
+  m.Insert(first);  // a duplicate behind the first
+  ASSERT_EQ(m.table().bucket_count(), 1u);  // one bucket: both keys in it
+  m.Verify({{first[0] + 1}});
+  m.EraseAt(0);
+  m.Verify({});
+  m.EraseAt(1);
+  m.Verify({first});
+}
+
+// Erase ignores a handle the table never handed out (past its record chunks, or past a chunk's end).
+TEST(MatchTableTest, EraseIgnoresHandlesItNeverGaveOut) {
+  TableModel m(1);
+  for (uint32_t i = 0; i < 20; ++i) m.Insert({i});  // chunks 0 (8 records) and 1 (16)
+  for (uint32_t bogus : {8u, 1u << 27 | 16, 2u << 27, 24u << 27, 0xfffffffeu}) m.table().Erase(bogus);
+  m.Verify({});
+}
+
 TEST(MatchTableTest, ReserveNeverShrinks) {
   MatchTable t(1);
   t.Reserve(1 << 12);
