@@ -230,7 +230,8 @@ TEST(MatchTableTest, KeysSharingASignatureAreToldApartByTheirKeys) {
   m.Insert(first);
   m.Insert(second);
   m.Insert(first);  // a duplicate behind the first
-  ASSERT_EQ(m.table().bucket_count(), 1u);  // one bucket: both keys in it
+  // One bucket: both keys in it.
+  ASSERT_EQ(m.table().bucket_count(), 1u);
   m.Verify({{first[0] + 1}});
   m.EraseAt(0);
   m.Verify({});
