@@ -7,11 +7,6 @@ namespace drsim::dr::internal {
 
 namespace {
 
-hw::SlabPool& RulePool() {
-  static auto* pool = new hw::SlabPool(sizeof(RuleObj));  // never destroyed: rules may outlive statics
-  return *pool;
-}
-
 // Frees `programs` once neither a rule nor `matcher`'s offer holds them; through the reclaimer, as lookups
 // may still run them for rules just deleted.
 void FreeIfUnused(MatcherObj* matcher, ProgramsObj* programs) {
@@ -21,9 +16,7 @@ void FreeIfUnused(MatcherObj* matcher, ProgramsObj* programs) {
 
 }  // namespace
 
-void* RuleObj::operator new(size_t /*sizeof(RuleObj)*/) { return RulePool().Allocate(); }
-void RuleObj::operator delete(void* p) { RulePool().Free(p); }
-void RuleObj::Reserve(size_t rules) { RulePool().Reserve(rules); }
+DomainObj::DomainObj() : rule_pool(sizeof(RuleObj)) {}
 
 uint32_t NextObjectId() {
   // Each thread takes ids in blocks, so making an object costs no atomic operation (a million rules are
@@ -76,8 +69,9 @@ void Unref(RuleObj* rule) {
     for (ActionObj* action : programs->actions) Unref(action);
     FreeIfUnused(matcher, programs);
   }
-  // Lookups never see the RuleObj (its record in the match table is retired there): freed at once.
-  delete rule;
+  // Lookups never see the RuleObj (its record in the match table is retired there): freed at once, to its
+  // domain's pool (the matcher's reference keeps the domain).
+  matcher->table->domain->rule_pool.Free(rule);  // trivially destructible
   Unref(matcher);
 }
 

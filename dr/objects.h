@@ -15,6 +15,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "actions/action_compiler.h"
 #include "hw/device.h"
 #include "hw/flow_table.h"
+#include "hw/lookup_memory.h"
 #include "matcher/mask_compiler.h"
 
 namespace drsim::dr::internal {
@@ -37,6 +39,7 @@ struct ProgramsObj;
 uint32_t NextObjectId();
 
 struct DomainObj {
+  DomainObj();  // (in objects.cc, where RuleObj is complete)
   uint32_t id = 0;
   hw::Device* device = nullptr;
   mlx5dv_dr_domain_type type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
@@ -44,6 +47,8 @@ struct DomainObj {
   int refs = 1;  // the handle, each table, each domain-bound action (modify, reformat); guarded by mu
   bool allow_duplicates = true;
   std::list<TableObj*> tables;  // creation order
+  // The domain's rules, packed in huge-page slabs, as a million of them are made in a row; guarded by mu.
+  hw::SlabPool rule_pool;
 };
 
 // Matchers in their lookup order (hw::LookupBefore).
@@ -105,14 +110,9 @@ struct RuleObj {
   hw::MatchTable::Handle entry = 0;
   RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
   RuleObj* next_in_matcher = nullptr;
-
-  // Rules live packed in huge-page slabs (hw::SlabPool), as a million of them are made in a row.
-  static void* operator new(size_t size);
-  static void operator delete(void* p);
-  // Maps and faults in room for `rules` more rules now (a matcher's NUM_RULE hint), so making them maps no
-  // memory.
-  static void Reserve(size_t rules);
+  // Made in its domain's rule_pool (placement new), and given back to it when unreferenced.
 };
+static_assert(std::is_trivially_destructible_v<RuleObj>);
 
 struct ActionObj {
   const uint32_t id = NextObjectId();

@@ -1,5 +1,6 @@
 #include <array>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -103,7 +104,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
     }
   }
 
-  auto* rule = new RuleObj;
+  auto* rule = new (d->rule_pool.Allocate()) RuleObj;
   rule->matcher = m;
   rule->id = internal::NextObjectId();
   internal::UsePrograms(programs, rule);

@@ -71,7 +71,6 @@ SlabPool::~SlabPool() {
 }
 
 void* SlabPool::Allocate() {
-  std::lock_guard<std::mutex> lock(mu_);
   if (free_ != nullptr) {
     FreeObject* object = free_;
     DRSIM_UNPOISON(object, object_size_);
@@ -95,7 +94,6 @@ void* SlabPool::Allocate() {
 }
 
 void SlabPool::Reserve(size_t objects) {
-  std::lock_guard<std::mutex> lock(mu_);
   const size_t per_slab = kHugePageBytes / object_size_;
   const size_t left = next_ == nullptr ? 0 : static_cast<size_t>(end_ - next_) / object_size_;
   for (size_t have = left + spare_.size() * per_slab; have < objects; have += per_slab) {
@@ -110,7 +108,6 @@ void SlabPool::Reserve(size_t objects) {
 
 void SlabPool::Free(void* p) {
   if (p == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
   auto* object = static_cast<FreeObject*>(p);
   object->next = free_;
   free_ = object;

@@ -12,7 +12,6 @@
 #define DRSIM_HW_LOOKUP_MEMORY_H_
 
 #include <cstddef>
-#include <mutex>
 #include <vector>
 
 namespace drsim::hw {
@@ -29,7 +28,9 @@ void FreeLookupMemory(void* p, size_t bytes);
 // the caller announced.
 void TouchPages(void* p, size_t bytes);
 
-// Objects of `object_size` bytes (rounded up to 16-byte alignment) in huge-page slabs. Thread-safe.
+// Objects of `object_size` bytes (rounded up to 16-byte alignment) in huge-page slabs. Not thread-safe: its
+// owner serialises the calls (a domain's rule pool is used under the domain's lock, which rule creation
+// holds anyway: a lock of its own would cost every rule made or destroyed two more atomic operations).
 class SlabPool {
  public:
   explicit SlabPool(size_t object_size);
@@ -52,7 +53,6 @@ class SlabPool {
   };
 
   const size_t object_size_;
-  std::mutex mu_;
   FreeObject* free_ = nullptr;  // freed objects, most recent first
   char* next_ = nullptr;        // the rest of the newest slab
   char* end_ = nullptr;

@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -73,36 +72,6 @@ TEST(SlabPoolTest, ReservedSlabsServeTheObjectsThatFollow) {
   take(10);
   for (size_t i = 0; i < objects.size(); ++i) ASSERT_EQ(static_cast<uint8_t*>(objects[i])[47], i & 0xff);
   for (void* p : objects) pool.Free(p);
-}
-
-TEST(SlabPoolTest, ThreadsAllocateAndFreeConcurrently) {
-  SlabPool pool(64);
-  auto churn = [&pool](uint8_t tag, std::vector<void*>* kept) {
-    for (int round = 0; round < 200; ++round) {
-      std::vector<void*> batch;
-      for (int i = 0; i < 100; ++i) {
-        void* p = pool.Allocate();
-        std::memset(p, tag, 64);
-        batch.push_back(p);
-      }
-      for (void* p : batch) ASSERT_EQ(static_cast<uint8_t*>(p)[63], tag);  // nobody else got it
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (i % 10 == 0) {
-          kept->push_back(batch[i]);
-        } else {
-          pool.Free(batch[i]);
-        }
-      }
-    }
-  };
-  std::vector<void*> kept_a, kept_b;
-  std::thread a(churn, 0xaa, &kept_a), b(churn, 0xbb, &kept_b);
-  a.join();
-  b.join();
-  for (void* p : kept_a) EXPECT_EQ(static_cast<uint8_t*>(p)[0], 0xaa);
-  for (void* p : kept_b) EXPECT_EQ(static_cast<uint8_t*>(p)[0], 0xbb);
-  for (void* p : kept_a) pool.Free(p);
-  for (void* p : kept_b) pool.Free(p);
 }
 
 }  // namespace
