@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Plots lookup rate (packets/s) against rule count for drsim and its peers, from Google Benchmark JSON.
 
-    bazel run --config=opt //bench:nic_bench -- --benchmark_format=json --benchmark_out=/tmp/nic.json
-    bazel run --config=opt //bench:rte_hash_bench -- --benchmark_out=/tmp/rte_hash.json
+    bazel run --config=opt //bench:nic_bench -- --benchmark_out=/tmp/nic.json \
+        --benchmark_filter='NicLookup|RteHashLookupBulk/'   # rte_hash's benches are linked into nic_bench
     bazel run --config=opt //bench:acl_bench -- --benchmark_out=/tmp/acl.json
     bash bench/ovs/build_ovs.sh && bazel run --config=opt //bench:ovs_classifier_bench -- \
         --benchmark_out=/tmp/ovs.json   # optional: OVS's classifier on the same ACL sets
-    bench/plot.py bench/lookup_rates.png /tmp/nic.json /tmp/rte_hash.json /tmp/acl.json /tmp/ovs.json
+    bench/plot.py bench/lookup_rates.png /tmp/nic.json /tmp/acl.json /tmp/ovs.json
 
 Each series is one benchmark family (the name before the '/'); its x is the argument (rules or filters)
 and its y the items_per_second of each run, the median when the file holds repetitions.

@@ -204,7 +204,7 @@ const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
 }
 
 // Inlined into both callers: a burst's lookups call it once a key. Only the first record under the
-// signature: FindFrom tries no other (another key's signature matches once in 2^31; Find sorts it out).
+// signature: FindFrom tries no other (another key's signature matches once in 65,535; Find sorts it out).
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline MatchTable::Candidate MatchTable::PrefetchRecordsIn(
     const BucketView& array, uint64_t hash) const {
   const Bucket& bk = array.buckets[hash & array.mask];
