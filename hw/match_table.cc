@@ -377,7 +377,7 @@ void MatchTable::Erase(Handle handle) {
   const BucketView& array = written_;
   size_t bucket;
   int slot;
-  // A primary record is found by its slot word alone, without loading its key; a duplicate by the key,
+  // A primary record is found by its record index alone, without loading its key; a duplicate by the key,
   // which is the key of its chain's primary, always placed.
   if (!SlotHolding(array, handle, hash, &bucket, &slot)) FindSlot(RecordKey(handle), hash, &bucket, &slot);
   Bucket& bk = array.buckets[bucket];

@@ -98,7 +98,8 @@ class MatchTable {
   // layout and key length are read once for the whole burst. Valid in a read section, like Find.
   void FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hits) const;
 
-  // Adds a copy of `rule` under `key`; an older rule with the same key keeps precedence. Never fails.
+  // Adds a copy of `rule` under `key`; an older rule with the same key keeps precedence. Throws
+  // std::bad_alloc only when out of memory (a table holds at most 2^28 - 8 records).
   Handle Insert(const uint32_t* key, const RuleRecord& rule) { return Insert(key, Hash(key), rule); }
   // The same with `hash` = Hash(key) already known (and its bucket perhaps prefetched).
   Handle Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule);
@@ -144,7 +145,8 @@ class MatchTable {
     return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t);
   }
 
-  // A slot is empty when its signature is 0; its record index is then kNone.
+  // A slot is empty when its signature is 0; its record index is then kNone, or that of a record being
+  // placed there (Publish stores the index first).
   struct alignas(64) Bucket {
     std::atomic<uint16_t> signature[kSlotsPerBucket];
     std::atomic<uint32_t> overflow;  // keys whose probe passed this bucket

@@ -3,10 +3,10 @@
 //
 // The device's workers read match tables, matcher chains, rule records and action programs while the
 // control path changes them. The control path never changes what a reader may be looking at: it builds
-// the new version beside the old one, publishes it with one atomic store (Published<T> below, or a slot of
-// a match table), and hands the old one to Retire(). The old one is freed once every reader that could
-// have loaded it has left its read section — so a packet sees a rule completely or not at all, and a
-// delete never frees memory a worker still uses.
+// the new version beside the old one, publishes it with one atomic store (Published<T> below, or a slot's
+// record index in a match table), and hands the old one to Retire(). The old one is freed once every
+// reader that could have loaded it has left its read section — so a packet sees a rule completely or not
+// at all, and a delete never frees memory a worker still uses.
 //
 // Readers: each thread that reads registers a Reader and brackets its reads (a burst of packets) with
 // Enter()/Leave(): two stores and a load, no shared writes. A reader must not stay inside a section for
