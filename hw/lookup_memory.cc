@@ -82,9 +82,7 @@ void* SlabPool::Allocate() {
       next_ = spare_.back();
       spare_.pop_back();
     } else {
-      slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if this throws
-      next_ = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
-      slabs_.push_back(next_);
+      next_ = MapSlab();
     }
     end_ = next_ + kHugePageBytes;
   }
@@ -97,13 +95,18 @@ void SlabPool::Reserve(size_t objects) {
   const size_t per_slab = kHugePageBytes / object_size_;
   const size_t left = next_ == nullptr ? 0 : static_cast<size_t>(end_ - next_) / object_size_;
   for (size_t have = left + spare_.size() * per_slab; have < objects; have += per_slab) {
-    slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if these throw
-    spare_.reserve(spare_.size() + 1);
-    char* slab = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
+    spare_.reserve(spare_.size() + 1);  // before the slab: nothing leaks if this throws
+    char* slab = MapSlab();
     TouchPages(slab, kHugePageBytes);
-    slabs_.push_back(slab);
     spare_.push_back(slab);
   }
+}
+
+char* SlabPool::MapSlab() {
+  slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if this throws
+  char* slab = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
+  slabs_.push_back(slab);
+  return slab;
 }
 
 void SlabPool::Free(void* p) {

@@ -52,6 +52,9 @@ class SlabPool {
     FreeObject* next;
   };
 
+  // A new slab, kept for the destructor.
+  char* MapSlab();
+
   const size_t object_size_;
   FreeObject* free_ = nullptr;  // freed objects, most recent first
   char* next_ = nullptr;        // the rest of the newest slab

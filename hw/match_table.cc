@@ -271,19 +271,26 @@ void MatchTable::FindBurst(const uint32_t* keys, size_t n, const RuleRecord** hi
   }
 }
 
+void MatchTable::AddChunk(bool fault_in) {
+  void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
+  if (fault_in) TouchPages(chunk, ChunkBytes(chunk_count_));
+  chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
+}
+
 uint32_t MatchTable::TakeRecord(uint32_t* number) {
-  if (retired_head_ != kNone && (reclaimer_ == nullptr || reclaimer_->Safe(MetaOf(retired_head_).hash))) {
+  if (retired_head_ != kNone) {
     const uint32_t record = retired_head_;
     *number = NumberOf(record);
-    retired_head_ = meta_[*number].next_duplicate;
-    if (retired_head_ == kNone) retired_tail_ = kNone;
-    return record;
+    if (reclaimer_ == nullptr || reclaimer_->Safe(meta_[*number].hash)) {
+      retired_head_ = meta_[*number].next_duplicate;
+      if (retired_head_ == kNone) retired_tail_ = kNone;
+      return record;
+    }
   }
   *number = static_cast<uint32_t>(meta_.size());
   if (ChunkOf(*number) == chunk_count_) {
     if (chunk_count_ == kMaxChunks) throw std::bad_alloc();  // 2^28 - 8 records: more than memory holds
-    void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
-    chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
+    AddChunk(/*fault_in=*/false);
   }
   meta_.push_back({});
   return IndexOf(*number);
@@ -339,11 +346,7 @@ void MatchTable::Reserve(size_t rules) {
   // The records too, their pages faulted in now, as rte_hash_create allocates its key store: the rules
   // announced then go in without a page fault or a chunk allocation on the way.
   meta_.reserve(rules);
-  while (chunk_count_ < kMaxChunks && ChunkBase(chunk_count_) < rules) {
-    void* chunk = AllocateLookupMemory(ChunkBytes(chunk_count_));
-    TouchPages(chunk, ChunkBytes(chunk_count_));
-    chunks_[chunk_count_++].store(static_cast<uint32_t*>(chunk), std::memory_order_release);
-  }
+  while (chunk_count_ < kMaxChunks && ChunkBase(chunk_count_) < rules) AddChunk(/*fault_in=*/true);
 }
 
 MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule) {
@@ -372,8 +375,10 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
 }
 
 void MatchTable::Erase(Handle handle) {
-  if (!IsRecord(handle) || !MetaOf(handle).live) return;
-  const uint64_t hash = MetaOf(handle).hash;
+  if (!IsRecord(handle)) return;
+  Meta& meta = MetaOf(handle);  // (meta_ does not grow while erasing)
+  if (!meta.live) return;
+  const uint64_t hash = meta.hash;
   const BucketView& array = written_;
   size_t bucket;
   int slot;
@@ -383,7 +388,7 @@ void MatchTable::Erase(Handle handle) {
   Bucket& bk = array.buckets[bucket];
   const uint32_t primary = bk.record[slot].load(std::memory_order_relaxed);
   if (primary == handle) {
-    const uint32_t next = MetaOf(handle).next_duplicate;
+    const uint32_t next = meta.next_duplicate;
     if (next != kNone) {
       bk.record[slot].store(next, std::memory_order_release);  // the next-oldest takes over
     } else {
@@ -394,7 +399,7 @@ void MatchTable::Erase(Handle handle) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }
       --distinct_keys_;
-      const int bit = MetaOf(handle).summary_bit;
+      const int bit = meta.summary_bit;
       if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && --keys == 0) {
         summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << bit),
                        std::memory_order_release);
@@ -403,10 +408,10 @@ void MatchTable::Erase(Handle handle) {
   } else {
     uint32_t prev = primary;
     while (MetaOf(prev).next_duplicate != handle) prev = MetaOf(prev).next_duplicate;
-    MetaOf(prev).next_duplicate = MetaOf(handle).next_duplicate;
+    MetaOf(prev).next_duplicate = meta.next_duplicate;
   }
   // A reader may still hold the record: it is reused only once none can.
-  MetaOf(handle) = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false, 0};
+  meta = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false, 0};
   (retired_tail_ == kNone ? retired_head_ : MetaOf(retired_tail_).next_duplicate) = handle;
   retired_tail_ = handle;
   --live_records_;

@@ -133,6 +133,7 @@ class MatchTable {
   static_assert(sizeof(RuleRecord) % 8 == 0 && alignof(RuleRecord) <= 8);
   static int ChunkOf(uint32_t number) { return 31 - __builtin_clz((number >> kFirstChunkShift) + 1); }
   static uint32_t ChunkBase(int chunk) { return ((1u << chunk) - 1) << kFirstChunkShift; }
+  static uint32_t ChunkRecords(int chunk) { return 1u << (chunk + kFirstChunkShift); }
   // The index of the record numbered `number`, and back.
   static uint32_t IndexOf(uint32_t number) {
     const int chunk = ChunkOf(number);
@@ -141,9 +142,9 @@ class MatchTable {
   static uint32_t NumberOf(uint32_t record) {
     return ChunkBase(record >> kPlaceBits) + (record & kPlaceMask);
   }
-  size_t ChunkBytes(int chunk) const {
-    return (size_t{1} << (chunk + kFirstChunkShift)) * stride_ * sizeof(uint32_t);
-  }
+  size_t ChunkBytes(int chunk) const { return size_t{ChunkRecords(chunk)} * stride_ * sizeof(uint32_t); }
+  // Allocates the next chunk (kMaxChunks must not be reached), its pages faulted in when `fault_in`.
+  void AddChunk(bool fault_in);
 
   // A slot is empty when its signature is 0; its record index is then kNone, or that of a record being
   // placed there (Publish stores the index first).
@@ -284,7 +285,7 @@ class MatchTable {
   // Whether `handle` is a record index this table has handed out.
   bool IsRecord(uint32_t handle) const {
     const uint32_t chunk = handle >> kPlaceBits;
-    return chunk < static_cast<uint32_t>(chunk_count_) && (handle & kPlaceMask) < (8u << chunk) &&
+    return chunk < static_cast<uint32_t>(chunk_count_) && (handle & kPlaceMask) < ChunkRecords(chunk) &&
            NumberOf(handle) < meta_.size();
   }
   // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
