@@ -39,14 +39,22 @@ using bench::Flow;
 using bench::Flows;
 using bench::PackedValues;
 
-// `sized`: the matcher is told to expect n rules first.
-void InsertRules(benchmark::State& state, bool sized) {
+// How a bench's rules go in.
+enum class Insert {
+  kGrowing,    // Rule::Create one by one, the table growing
+  kSized,      // the same into a matcher sized for them beforehand
+  kManySized,  // one Rule::CreateMany of them all into a sized matcher
+};
+
+void InsertRules(benchmark::State& state, Insert how) {
   const size_t n = state.range(0);
   const PackedValues values(Flows(n, 1));
+  std::vector<const mlx5dv_flow_match_parameters*> value_list;
+  for (size_t i = 0; i < n; ++i) value_list.push_back(values[i]);
   for (auto _ : state) {
     state.PauseTiming();
     FiveTupleTable t(1);
-    if (sized) {
+    if (how != Insert::kGrowing) {
       mlx5dv_dr_matcher_layout layout = {};
       layout.flags = MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE | MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE;
       while ((size_t{1} << layout.log_num_of_rules_hint) < n) ++layout.log_num_of_rules_hint;
@@ -58,7 +66,11 @@ void InsertRules(benchmark::State& state, bool sized) {
     std::vector<dr::Rule> rules;
     rules.reserve(n);
     state.ResumeTiming();
-    for (size_t i = 0; i < n; ++i) rules.push_back(*dr::Rule::Create(t.matcher, values[i], {&t.drop}));
+    if (how == Insert::kManySized) {
+      rules = *dr::Rule::CreateMany(t.matcher, value_list, {&t.drop});
+    } else {
+      for (size_t i = 0; i < n; ++i) rules.push_back(*dr::Rule::Create(t.matcher, values[i], {&t.drop}));
+    }
     state.PauseTiming();
     rules.clear();
     state.ResumeTiming();
@@ -66,11 +78,14 @@ void InsertRules(benchmark::State& state, bool sized) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
-void BM_RuleInsert(benchmark::State& state) { InsertRules(state, /*sized=*/false); }
+void BM_RuleInsert(benchmark::State& state) { InsertRules(state, Insert::kGrowing); }
 BENCHMARK(BM_RuleInsert)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
-void BM_RuleInsertSized(benchmark::State& state) { InsertRules(state, /*sized=*/true); }
+void BM_RuleInsertSized(benchmark::State& state) { InsertRules(state, Insert::kSized); }
 BENCHMARK(BM_RuleInsertSized)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+
+void BM_RuleInsertMany(benchmark::State& state) { InsertRules(state, Insert::kManySized); }
+BENCHMARK(BM_RuleInsertMany)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 void BM_RuleDelete(benchmark::State& state) {
   const size_t n = state.range(0);

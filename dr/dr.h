@@ -295,6 +295,16 @@ class Rule {
                                      absl::Span<const Action* const> actions) {
     return Create(matcher, value.get(), actions);
   }
+  // Inserts one rule per value, all with the same actions, as many Create calls in a row would (ids in
+  // value order; among equal values the earlier one wins), under one hold of the domain's lock and with
+  // the table's memory requested a few rules ahead, so a large rule set goes in faster (the way
+  // rte_flow's asynchronous rule creation and HWS's burst flag batch inserts). All or nothing: every value
+  // is checked first, then the actions for the pipes the values need, then duplicates (AlreadyExists, also
+  // between values of the call, when the domain disallows them); a failure installs none and names the
+  // value (`value[i]: ...`) or the action. Lookups may see the call's rules appear one by one.
+  static absl::StatusOr<std::vector<Rule>> CreateMany(
+      const Matcher& matcher, absl::Span<const mlx5dv_flow_match_parameters* const> values,
+      absl::Span<const Action* const> actions);
 
   absl::Status Destroy();
   uint32_t id() const;  // unique in the process, reported in traces

@@ -365,6 +365,127 @@ TEST_F(DrTest, DuplicatesFollowTheDomainSetting) {
               "duplicates rule");
 }
 
+// The raw values of `params`, as CreateMany takes them.
+std::vector<const mlx5dv_flow_match_parameters*> Raw(const std::vector<MatchParams>& params) {
+  std::vector<const mlx5dv_flow_match_parameters*> raw;
+  for (const MatchParams& p : params) raw.push_back(p.get());
+  return raw;
+}
+
+// Source MAC 00:00:00:00:hi:lo for `n`.
+MatchParams SmacOf(uint32_t n) {
+  return *MatchBuilder()
+              .Smac(kOuter, {{0, 0, 0, 0, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)}})
+              .Build();
+}
+
+TEST_F(DrTest, CreateManyInstallsAsCreatesInARow) {
+  Table t = *Table::Create(domain_, 0);
+  const hw::FlowTable& ft = *device_.roots[0];
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Action drop = *Action::Drop();
+  Action miss = *Action::DefaultMiss();
+  // Enough values to grow the table several times during the call; the last repeats the first.
+  std::vector<MatchParams> values;
+  for (uint32_t i = 0; i < 3000; ++i) values.push_back(SmacOf(i));
+  values.push_back(SmacOf(0));
+  absl::StatusOr<std::vector<Rule>> rules = Rule::CreateMany(m, Raw(values), {&drop});
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), values.size());
+  for (size_t i = 1; i < rules->size(); ++i) EXPECT_GT((*rules)[i].id(), (*rules)[i - 1].id());
+  for (size_t i = 0; i + 1 < values.size(); ++i) {
+    const hw::RuleRecord* hit = Lookup(ft, m.id(), values[i]);
+    ASSERT_NE(hit, nullptr) << i;
+    EXPECT_EQ(hit->rule_id, (*rules)[i].id());
+    EXPECT_EQ(hit->program(hw::kRxPipe).destination, hw::Destination::kDrop);
+  }
+  // The older of two equal values wins until it goes; rules made one by one after the call queue behind.
+  Rule later = *Rule::Create(m, SmacOf(0), {&miss});
+  ASSERT_TRUE((*rules)[0].Destroy().ok());
+  EXPECT_EQ(Lookup(ft, m.id(), SmacOf(0))->rule_id, rules->back().id());
+  ASSERT_TRUE(rules->back().Destroy().ok());
+  EXPECT_EQ(Lookup(ft, m.id(), SmacOf(0))->rule_id, later.id());
+  // No values: no rules.
+  absl::StatusOr<std::vector<Rule>> none = Rule::CreateMany(m, {}, {&drop});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(DrTest, CreateManyInstallsNothingWhenAValueOrActionFails) {
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Action qp = *Action::DestQp(device_, 100);
+  Action tag = *Action::Tag(1);
+  Action drop = *Action::Drop();
+  const MatchParams bad =
+      *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Ethertype(kOuter, 1).Build();
+  const std::vector<MatchParams> values = {SmacOf(1), bad, SmacOf(2)};
+  ExpectError(Rule::CreateMany(m, Raw(values), {&drop}).status(), absl::StatusCode::kInvalidArgument,
+              "value[1]: rule value sets outer.ethertype");
+  const std::vector<const mlx5dv_flow_match_parameters*> with_null = {values[0].get(), nullptr};
+  ExpectError(Rule::CreateMany(m, with_null, {&drop}).status(), absl::StatusCode::kInvalidArgument,
+              "value[1]: rule value is null");
+  const std::vector<MatchParams> good = {SmacOf(1), SmacOf(2)};
+  ExpectError(Rule::CreateMany(m, Raw(good), {&qp, &tag}).status(), absl::StatusCode::kUnimplemented,
+              "value[0]: action[1] (tag) cannot follow action[0] (dest_ibv_qp)");
+  ExpectError(Rule::CreateMany(m, Raw(good), {&drop, nullptr}).status(), absl::StatusCode::kInvalidArgument,
+              "action[1] is null");
+  ExpectError(Rule::CreateMany(Matcher(), Raw(good), {&drop}).status(), absl::StatusCode::kInvalidArgument,
+              "matcher handle is empty");
+  // No rule holds the actions or the matcher.
+  EXPECT_TRUE(qp.Destroy().ok());
+  EXPECT_TRUE(tag.Destroy().ok());
+  EXPECT_TRUE(m.Destroy().ok());
+}
+
+TEST_F(DrTest, CreateManyRefusesDuplicatesWhenTheDomainDoes) {
+  Table t = *Table::Create(domain_, 1);
+  Table root = *Table::Create(domain_, 0);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Matcher rm = *Matcher::Create(root, 0, SmacMask());
+  Action drop = *Action::Drop();
+  ASSERT_TRUE(domain_.AllowDuplicateRules(false).ok());
+  Rule existing = *Rule::Create(m, SmacOf(7), {&drop});
+  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(7)}), {&drop}).status(),
+              absl::StatusCode::kAlreadyExists,
+              "value[1]: rule value duplicates rule " + std::to_string(existing.id()));
+  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2), SmacOf(1)}), {&drop}).status(),
+              absl::StatusCode::kAlreadyExists, "value[2] duplicates value[0] of the same call");
+  // Nothing went in: one by one, the same values are not duplicates.
+  EXPECT_TRUE(Rule::Create(m, SmacOf(1), {&drop}).ok());
+  EXPECT_TRUE(Rule::Create(m, SmacOf(2), {&drop}).ok());
+  // Root tables keep accepting them (as in rdma-core), and so does a domain that allows them.
+  EXPECT_TRUE(Rule::CreateMany(rm, Raw({SmacOf(1), SmacOf(1)}), {&drop}).ok());
+  ASSERT_TRUE(domain_.AllowDuplicateRules(true).ok());
+  EXPECT_TRUE(Rule::CreateMany(m, Raw({SmacOf(7), SmacOf(7)}), {&drop}).ok());
+  // A matcher without criteria: every value is the empty key.
+  Matcher empty = *Matcher::Create(root, 1, 0, nullptr);
+  absl::StatusOr<std::vector<Rule>> catch_all =
+      Rule::CreateMany(empty, Raw({MatchParams(), MatchParams()}), {&drop});
+  ASSERT_TRUE(catch_all.ok()) << catch_all.status();
+  EXPECT_EQ(Lookup(*device_.roots[0], empty.id(), MatchParams())->rule_id, (*catch_all)[0].id());
+}
+
+// One call with rules of both FDB pipes compiles a program for each.
+TEST_F(DrTest, CreateManySplitsFdbRulesByPipe) {
+  Domain fdb = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_FDB);
+  Table root = *Table::Create(fdb, 0);
+  Matcher m = *Matcher::Create(root, 0, *MatchBuilder().SourcePort(0xffff).Build());
+  Action drop = *Action::Drop();
+  const MatchParams wire = *MatchBuilder().SourcePort(hw::kWireVport).Build();
+  const MatchParams vport = *MatchBuilder().SourcePort(1).Build();
+  absl::StatusOr<std::vector<Rule>> rules = Rule::CreateMany(m, Raw({vport, wire}), {&drop});
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  const hw::RuleRecord* w = Lookup(*device_.roots[0], m.id(), wire);
+  const hw::RuleRecord* v = Lookup(*device_.roots[0], m.id(), vport);
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(w->program(hw::kRxPipe).destination, hw::Destination::kDrop);
+  EXPECT_EQ(w->program(hw::kTxPipe).destination, hw::Destination::kNone);
+  EXPECT_EQ(v->program(hw::kRxPipe).destination, hw::Destination::kNone);
+  EXPECT_EQ(v->program(hw::kTxPipe).destination, hw::Destination::kDrop);
+}
+
 TEST_F(DrTest, SetLayout) {
   Table root = *Table::Create(domain_, 0);
   Table t = *Table::Create(domain_, 1);

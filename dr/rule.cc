@@ -1,8 +1,12 @@
+#include <algorithm>
 #include <array>
+#include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "dr/dr.h"
@@ -11,16 +15,18 @@
 namespace drsim::dr {
 
 using internal::ActionObj;
+using internal::DomainObj;
 using internal::MatcherObj;
+using internal::ProgramsObj;
 using internal::RuleObj;
 
 namespace {
 
 // The programs `matcher` offers, if compiled from the same actions in the same context (the matcher fixes
 // all of it but the pipes skipped); otherwise nullptr.
-internal::ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::RuleContext& context,
-                                      absl::Span<ActionObj* const> actions) {
-  internal::ProgramsObj* cached = matcher.last_compiled;
+ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::RuleContext& context,
+                            absl::Span<ActionObj* const> actions) {
+  ProgramsObj* cached = matcher.last_compiled;
   if (cached == nullptr || cached->skip_rx != context.skip_rx || cached->skip_tx != context.skip_tx ||
       cached->actions.size() != actions.size()) {
     return nullptr;
@@ -35,89 +41,214 @@ internal::ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::
   return cached;
 }
 
+// The FDB pipes a rule is not in: none, or one by the source_port it matches (the wire's rules live in RX
+// only, a vport's in TX only). An index into a call's programs.
+enum Pipes : uint8_t { kBothPipes, kRxOnly, kTxOnly, kPipeChoices };
+
+// A rule's value, read under its matcher's mask: its key's hash and the pipes it is in (the key itself is
+// written where the caller says).
+struct ValueKey {
+  uint64_t hash;
+  Pipes pipes;
+};
+
+// Checks `value` against `m`'s mask and writes its key (m.hw.table.key_words() words) to `key`; errors as
+// Rule::Create lists them for the value.
+absl::StatusOr<ValueKey> ReadValue(const MatcherObj& m, const DomainObj& d,
+                                   const mlx5dv_flow_match_parameters* value, uint32_t* key) {
+  const bool by_source_port = d.type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
+                              hw::GetField(m.compiled.mask.data(), hw::Field::kSourcePort) != 0;
+  uint8_t normalized[hw::kMatchParamBytes];
+  if (absl::Status s = matcher::BuildRuleKey(m.compiled, value, key, by_source_port ? normalized : nullptr);
+      !s.ok()) {
+    return s;
+  }
+  Pipes pipes = kBothPipes;
+  if (by_source_port) {
+    pipes = hw::GetField(normalized, hw::Field::kSourcePort) == hw::kWireVport ? kRxOnly : kTxOnly;
+  }
+  return ValueKey{m.hw.table.Hash(key), pipes};
+}
+
+// The objects behind `actions`; InvalidArgument names the first null or empty handle.
+absl::Status ActionObjects(absl::Span<const Action* const> actions,
+                           absl::InlinedVector<ActionObj*, 8>* objs) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i] == nullptr || !actions[i]->valid()) {
+      return absl::InvalidArgumentError(absl::StrFormat("action[%d] is null or an empty handle", i));
+    }
+    objs->push_back(actions[i]->obj());
+  }
+  return absl::OkStatus();
+}
+
+// The programs of `objs` for rules of `m` in `pipes`: the matcher's cached ones, else new ones left in
+// `*compiled` (which owns them until Install's caller caches them); errors name the action.
+absl::StatusOr<ProgramsObj*> ProgramsFor(const MatcherObj& m, const DomainObj& d, Pipes pipes,
+                                         absl::Span<ActionObj* const> objs,
+                                         std::unique_ptr<ProgramsObj>* compiled) {
+  actions::RuleContext context;
+  context.domain_type = d.type;
+  context.domain = &d;
+  context.device = d.device;
+  context.root_table = m.table->ft.level == 0;
+  context.table_level = m.table->ft.level;
+  context.skip_rx = pipes == kTxOnly;
+  context.skip_tx = pipes == kRxOnly;
+  if (ProgramsObj* cached = CachedPrograms(m, context, objs)) return cached;
+  // (Most rules of a matcher take the same actions: their specs are read only when they are compiled.)
+  absl::InlinedVector<const actions::ActionSpec*, 8> specs;
+  for (const ActionObj* a : objs) specs.push_back(&a->spec);
+  absl::StatusOr<hw::PipePrograms> result = actions::CompileActions(context, specs);
+  if (!result.ok()) return result.status();
+  *compiled = std::make_unique<ProgramsObj>();
+  ProgramsObj& p = **compiled;
+  p.programs = std::move(*result);
+  p.record = hw::RuleRecord::Of(&p.programs, 0);
+  p.actions.assign(objs.begin(), objs.end());
+  for (const ActionObj* a : objs) p.action_versions.emplace_back(a->id, a->revision);
+  p.skip_rx = context.skip_rx;
+  p.skip_tx = context.skip_tx;
+  return &p;
+}
+
+// Whether `m`'s rules must have distinct values: the domain refuses duplicates, and the table is not a
+// root table (rdma-core leaves those to the kernel, which accepts them).
+bool RefusesDuplicates(const MatcherObj& m) {
+  return !m.table->domain->allow_duplicates && m.table->ft.level != 0;
+}
+
+absl::Status DuplicateError(const hw::RuleRecord& existing, const MatcherObj& m) {
+  return absl::AlreadyExistsError(absl::StrFormat(
+      "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
+      existing.rule_id, m.hw.id));
+}
+
+// Makes the rule of `key` (hashed `hash`) running `programs` the newest rule of `m`, and lookups see it.
+RuleObj* Install(MatcherObj* m, const uint32_t* key, uint64_t hash, ProgramsObj* programs) {
+  auto* rule = new (m->table->domain->rule_pool.Allocate()) RuleObj;
+  rule->matcher = m;
+  rule->id = internal::NextObjectId();
+  internal::UsePrograms(programs, rule);
+  hw::RuleRecord record = programs->record;
+  record.rule_id = rule->id;
+  rule->entry = m->hw.table.Insert(key, hash, record);
+  rule->prev_in_matcher = m->last_rule;
+  (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
+  m->last_rule = rule;
+  ++m->rule_count;
+  ++m->refs;
+  return rule;
+}
+
 }  // namespace
 
 absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_match_parameters* value,
                                   absl::Span<const Action* const> actions) {
   MatcherObj* m = matcher.obj();
   if (m == nullptr) return absl::InvalidArgumentError("matcher handle is empty");
-  internal::TableObj* t = m->table;
-  internal::DomainObj* d = t->domain.get();
+  DomainObj* d = m->table->domain.get();
   // The caller's matcher handle keeps the domain alive, and nothing here can free an object: the lock alone
   // will do (DomainLock would also hold a reference on the domain, two more atomic operations per rule).
   std::lock_guard<std::recursive_mutex> lock(d->mu);
 
-  hw::CompiledMatcher& hwm = m->hw;
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
-  // FDB rules on source_port live in one pipe: the wire's (0xffff) in RX, any vport's in TX.
-  const bool by_source_port = d->type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
-                              hw::GetField(m->compiled.mask.data(), hw::Field::kSourcePort) != 0;
-  uint8_t normalized[hw::kMatchParamBytes];
-  if (absl::Status s = matcher::BuildRuleKey(m->compiled, value, key, by_source_port ? normalized : nullptr);
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<ValueKey> read = ReadValue(*m, *d, value, key);
+  if (!read.ok()) return read.status();
   // The key's bucket loads while the actions are checked and matched against the cached ones (or compiled).
-  const uint64_t hash = hwm.table.Hash(key);
-  hwm.table.Prefetch(hash);
+  m->hw.table.Prefetch(read->hash);
 
   absl::InlinedVector<ActionObj*, 8> objs;
-  for (size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i] == nullptr || !actions[i]->valid()) {
-      return absl::InvalidArgumentError(absl::StrFormat("action[%d] is null or an empty handle", i));
-    }
-    objs.push_back(actions[i]->obj());
-  }
-  actions::RuleContext context;
-  context.domain_type = d->type;
-  context.domain = d;
-  context.device = d->device;
-  context.root_table = t->ft.level == 0;
-  context.table_level = t->ft.level;
-  if (by_source_port) {
-    const bool wire = hw::GetField(normalized, hw::Field::kSourcePort) == hw::kWireVport;
-    context.skip_rx = !wire;
-    context.skip_tx = wire;
-  }
-  internal::ProgramsObj* programs = CachedPrograms(*m, context, objs);
-  std::unique_ptr<internal::ProgramsObj> compiled;  // new programs, until a rule uses them
-  if (programs == nullptr) {  // (most rules of a matcher take the same actions: their specs are read once)
-    absl::InlinedVector<const actions::ActionSpec*, 8> specs;
-    for (const ActionObj* a : objs) specs.push_back(&a->spec);
-    absl::StatusOr<hw::PipePrograms> result = actions::CompileActions(context, specs);
-    if (!result.ok()) return result.status();
-    compiled = std::make_unique<internal::ProgramsObj>();
-    compiled->programs = std::move(*result);
-    compiled->record = hw::RuleRecord::Of(&compiled->programs, 0);
-    compiled->actions.assign(objs.begin(), objs.end());
-    for (const ActionObj* a : objs) compiled->action_versions.emplace_back(a->id, a->revision);
-    compiled->skip_rx = context.skip_rx;
-    compiled->skip_tx = context.skip_tx;
-    programs = compiled.get();
-  }
+  if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;
+  std::unique_ptr<ProgramsObj> compiled;  // new programs, until the rule uses them
+  absl::StatusOr<ProgramsObj*> programs = ProgramsFor(*m, *d, read->pipes, objs, &compiled);
+  if (!programs.ok()) return programs.status();
 
-  if (!d->allow_duplicates && t->ft.level != 0) {
-    if (const hw::RuleRecord* existing = hwm.table.Find(key, hash)) {
-      return absl::AlreadyExistsError(absl::StrFormat(
-          "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
-          existing->rule_id, hwm.id));
-    }
+  if (RefusesDuplicates(*m)) {
+    if (const hw::RuleRecord* existing = m->hw.table.Find(key, read->hash))
+      return DuplicateError(*existing, *m);
   }
-
-  auto* rule = new (d->rule_pool.Allocate()) RuleObj;
-  rule->matcher = m;
-  rule->id = internal::NextObjectId();
-  internal::UsePrograms(programs, rule);
+  RuleObj* rule = Install(m, key, read->hash, *programs);
   if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
-  hw::RuleRecord record = programs->record;
-  record.rule_id = rule->id;
-  rule->entry = hwm.table.Insert(key, hash, record);
-  rule->prev_in_matcher = m->last_rule;
-  (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
-  m->last_rule = rule;
-  ++m->rule_count;
-  ++m->refs;
   return Rule(rule);
+}
+
+absl::StatusOr<std::vector<Rule>> Rule::CreateMany(
+    const Matcher& matcher, absl::Span<const mlx5dv_flow_match_parameters* const> values,
+    absl::Span<const Action* const> actions) {
+  MatcherObj* m = matcher.obj();
+  if (m == nullptr) return absl::InvalidArgumentError("matcher handle is empty");
+  DomainObj* d = m->table->domain.get();
+  std::lock_guard<std::recursive_mutex> lock(d->mu);
+
+  // Every value is read and checked before any rule goes in: a bad one installs none. Keys are not kept
+  // from this pass: a million of them would be fresh memory to fault in, dearer than reading them again.
+  const size_t n = values.size();
+  const size_t words = m->hw.table.key_words();
+  std::array<size_t, kPipeChoices> first_in{n, n, n};  // the first value in each pipe choice
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t key[hw::kMatchParamBytes / 4];
+    absl::StatusOr<ValueKey> read = ReadValue(*m, *d, values[i], key);
+    if (!read.ok()) {
+      return absl::Status(read.status().code(), absl::StrFormat("value[%d]: %s", i, read.status().message()));
+    }
+    if (first_in[read->pipes] == n) first_in[read->pipes] = i;
+  }
+
+  absl::InlinedVector<ActionObj*, 8> objs;
+  if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;
+  std::array<ProgramsObj*, kPipeChoices> programs{};
+  std::array<std::unique_ptr<ProgramsObj>, kPipeChoices> compiled;  // new programs, until rules use them
+  for (int p = 0; p < kPipeChoices; ++p) {
+    if (first_in[p] == n) continue;
+    absl::StatusOr<ProgramsObj*> made = ProgramsFor(*m, *d, static_cast<Pipes>(p), objs, &compiled[p]);
+    if (!made.ok()) {
+      return absl::Status(made.status().code(),
+                          absl::StrFormat("value[%d]: %s", first_in[p], made.status().message()));
+    }
+    programs[p] = *made;
+  }
+
+  if (RefusesDuplicates(*m)) {
+    absl::flat_hash_map<std::string, size_t> seen;  // the call's keys, by their bytes
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t key[hw::kMatchParamBytes / 4];
+      const ValueKey read = *ReadValue(*m, *d, values[i], key);
+      if (const hw::RuleRecord* existing = m->hw.table.Find(key, read.hash)) {
+        return absl::AlreadyExistsError(
+            absl::StrFormat("value[%d]: %s", i, DuplicateError(*existing, *m).message()));
+      }
+      const auto [at, added] =
+          seen.try_emplace(std::string(reinterpret_cast<const char*>(key), words * sizeof(uint32_t)), i);
+      if (!added) {
+        return absl::AlreadyExistsError(absl::StrFormat(
+            "value[%d] duplicates value[%d] of the same call (duplicate rules are disabled in this domain)",
+            i, at->second));
+      }
+    }
+  }
+
+  // The keys are read again a few rules ahead of their inserts, into a ring, and their buckets requested
+  // then: each bucket's load overlaps the inserts before it instead of stalling its own.
+  constexpr size_t kAhead = 8;
+  std::array<std::array<uint32_t, hw::kMatchParamBytes / 4>, kAhead> ring;
+  std::array<ValueKey, kAhead> ring_read;
+  auto read_ahead = [&](size_t i) {
+    ring_read[i % kAhead] = *ReadValue(*m, *d, values[i], ring[i % kAhead].data());
+    m->hw.table.Prefetch(ring_read[i % kAhead].hash);
+  };
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) read_ahead(i);
+  std::vector<Rule> rules;
+  rules.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ValueKey read = ring_read[i % kAhead];
+    rules.push_back(Rule(Install(m, ring[i % kAhead].data(), read.hash, programs[read.pipes])));
+    if (i + kAhead < n) read_ahead(i + kAhead);
+  }
+  for (std::unique_ptr<ProgramsObj>& p : compiled) {
+    if (p != nullptr) internal::CachePrograms(m, p.release());
+  }
+  return rules;
 }
 
 absl::Status Rule::Destroy() {
