@@ -5,14 +5,14 @@
 // ip_protocol, the TCP or UDP ports, whole or their high byte, ethertype, the first VLAN's C-tag and VID,
 // metadata_reg_c_0); rules whose values come from frames the input describes, from random bits under the
 // mask or from earlier rules of the matcher (duplicates), with tag, queue, drop, jump and default-miss
-// actions and two illegal orders; destroys of rules and matchers (destroyed ones, and matchers that still
-// have rules, too); duplicate rules allowed or not. Every 16 operations, at the end and once more after
-// destroying everything, frames built from the values rules were installed with, a random variant of each,
-// and the frames the input adds go through the NIC and the model: fate, QP, flow tag and the rule hit in
-// each table must agree. On a disagreement the target prints the operations so far, the frame and both
-// verdicts, and aborts.
+// actions and two illegal orders, one at a time or several in one Rule::CreateMany call; destroys of rules
+// and matchers (destroyed ones, and matchers that still have rules, too); duplicate rules allowed or not.
+// Every 16 operations, at the end and once more after destroying everything, frames built from the values
+// rules were installed with, a random variant of each, and the frames the input adds go through the NIC and
+// the model: fate, QP, flow tag and the rule hit in each table must agree. On a disagreement the target
+// prints the operations so far, the frame and both verdicts, and aborts.
 //
-// Decoding (fuzz/fuzz_input.h; zeros past the end): up to 128 operations, each a byte (% 9) and operands,
+// Decoding (fuzz/fuzz_input.h; zeros past the end): up to 128 operations, each a byte (% 10) and operands,
 // one byte each unless said; indices are taken modulo the number of objects created so far, and an
 // operation that needs an object none of which exists yet (a rule without matchers, a destroy) reads no
 // operands.
@@ -25,7 +25,9 @@
 //   5 destroy matcher: matcher
 //   6 frame:          6 bytes (DecodeFrame), classified with the others
 //   7 duplicates:     bit 0 set: disallowed in later inserts
-//   8 classify now
+//   8 rules:         matcher; count (% 4, plus 1); that many values, each as for 2; action shape;
+//                     indices (the same actions for all, in one Rule::CreateMany call)
+//   9 classify now
 // Random variants come from a generator seeded with a hash of the whole input.
 #include <cstddef>
 #include <cstdint>
@@ -59,6 +61,7 @@ constexpr int kCheckEvery = 16;
 constexpr int kMaxTables = 6;
 constexpr int kMaxMatchers = 12;
 constexpr size_t kMaxFrames = 32;
+constexpr uint32_t kMaxBatch = 4;  // rules in one CreateMany call
 
 constexpr hw::Ipv4Address kV4[] = {{0x0a000001}, {0x0a000002}, {0x0a000101}, {0xc0a80101}};
 constexpr hw::Ipv6Address kV6[] = {{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}},
@@ -275,7 +278,7 @@ class ChurnRun {
 
  private:
   void Step() {
-    switch (in_.Below(9)) {
+    switch (in_.Below(10)) {
       case 0: {
         const uint32_t level = in_.Below(4);
         if (model_.num_tables() < kMaxTables) AddTable(level);
@@ -314,6 +317,9 @@ class ChurnRun {
         Expect(model_.SetAllowDuplicates(allow));
         return;
       }
+      case 8:
+        AddRules();
+        return;
       default:
         Check();
         return;
@@ -335,39 +341,52 @@ class ChurnRun {
     Expect(model_.AddMatcher(table, priority, mask).status());
   }
 
-  void AddRule() {
-    if (model_.num_matchers() == 0) return;
-    const int m = in_.Byte() % model_.num_matchers();
+  // A value for matcher `m` from the input: a frame's fields, an earlier rule's value or random bytes,
+  // under the mask; `base` receives the frame it was made from (a default one for the others).
+  MatchParams DecodeValue(int m, sim::FrameSpec* base) {
     const MatchParams& mask = model_.matcher_mask(m);
     const std::vector<MatchParams>& values = model_.matcher_values(m);
-    sim::FrameSpec base;  // a TCP frame from 10.0.0.1:1234 to 10.0.0.2:80 unless the input gives one
-    base.protocol = sim::kIpProtoTcp;
-    base.ipv4_src = kV4[0];
-    base.ipv4_dst = kV4[1];
-    base.sport = 1234;
-    base.dport = 80;
-    MatchParams value;
+    *base = {};  // a TCP frame from 10.0.0.1:1234 to 10.0.0.2:80 unless the input gives one
+    base->protocol = sim::kIpProtoTcp;
+    base->ipv4_src = kV4[0];
+    base->ipv4_dst = kV4[1];
+    base->sport = 1234;
+    base->dport = 80;
     const int source = in_.Below(4);
-    if (source == 2 && !values.empty()) {
-      value = values[in_.Byte() % values.size()];
-    } else if (source == 3) {
+    if (source == 2 && !values.empty()) return values[in_.Byte() % values.size()];
+    if (source == 3) {
       std::mt19937 rng(in_.U32());
       MatchParams random;
       for (size_t i = 0; i < hw::kMatchParamBytes; ++i) random.bytes()[i] = static_cast<uint8_t>(rng());
-      value = testing::ValueFor(mask, random);
-    } else {
-      base = DecodeFrame(in_);
-      value = testing::ValueFor(mask, testing::ExpectedFields(base));
+      return testing::ValueFor(mask, random);
     }
+    *base = DecodeFrame(in_);
+    return testing::ValueFor(mask, testing::ExpectedFields(*base));
+  }
+
+  testing::RuleActions DecodeActions() {
     testing::RuleActions actions;
     actions.shape = static_cast<ActionShape>(in_.Below(testing::kNumActionShapes));
     const uint8_t indices = in_.Byte();
     actions.tag = indices & 3;
     actions.queue = (indices >> 2) & 3;
     actions.jump = indices >> 4;
-    Log(absl::StrFormat("rule %d in matcher %d: value {%s}, actions %s (tag %d, queue %d, jump %d)",
-                        model_.num_rules(), m, testing::DescribeFields(value),
-                        testing::ActionShapeName(actions.shape), actions.tag, actions.queue, actions.jump));
+    return actions;
+  }
+
+  std::string DescribeRuleActions(const testing::RuleActions& actions) {
+    return absl::StrFormat("%s (tag %d, queue %d, jump %d)", testing::ActionShapeName(actions.shape),
+                           actions.tag, actions.queue, actions.jump);
+  }
+
+  void AddRule() {
+    if (model_.num_matchers() == 0) return;
+    const int m = in_.Byte() % model_.num_matchers();
+    sim::FrameSpec base;
+    const MatchParams value = DecodeValue(m, &base);
+    const testing::RuleActions actions = DecodeActions();
+    Log(absl::StrFormat("rule %d in matcher %d: value {%s}, actions %s", model_.num_rules(), m,
+                        testing::DescribeFields(value), DescribeRuleActions(actions)));
     const absl::StatusOr<int> r = model_.AddRule(m, value, actions);
     Expect(r.status());
     if (*r < 0) {
@@ -375,7 +394,32 @@ class ChurnRun {
       return;
     }
     log_.back() += absl::StrFormat(" -> id %d", model_.rule_id(*r));
-    AddFrame(FrameFor(value, mask, base));
+    AddFrame(FrameFor(value, model_.matcher_mask(m), base));
+  }
+
+  // Up to kMaxBatch rules with the same actions in one Rule::CreateMany call.
+  void AddRules() {
+    if (model_.num_matchers() == 0) return;
+    const int m = in_.Byte() % model_.num_matchers();
+    const size_t count = 1 + in_.Below(kMaxBatch);
+    std::vector<MatchParams> values;
+    std::vector<sim::FrameSpec> bases(count);
+    std::string described;
+    for (size_t i = 0; i < count; ++i) {
+      values.push_back(DecodeValue(m, &bases[i]));
+      described += " {" + testing::DescribeFields(values.back()) + "}";
+    }
+    const testing::RuleActions actions = DecodeActions();
+    Log(absl::StrFormat("rules %d.. in matcher %d in one call: values%s, actions %s", model_.num_rules(), m,
+                        described, DescribeRuleActions(actions)));
+    const absl::StatusOr<int> r = model_.AddRules(m, values, actions);
+    Expect(r.status());
+    if (*r < 0) {
+      log_.back() += " -> all rejected, as expected";
+      return;
+    }
+    log_.back() += absl::StrFormat(" -> ids %d..%d", model_.rule_id(*r), model_.rule_id(*r + count - 1));
+    for (size_t i = 0; i < count; ++i) AddFrame(FrameFor(values[i], model_.matcher_mask(m), bases[i]));
   }
 
   void AddFrame(const sim::FrameSpec& f) {

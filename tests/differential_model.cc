@@ -268,6 +268,50 @@ absl::StatusOr<int> NicRxModel::AddRule(int matcher, const MatchParams& value, c
   return num_rules() - 1;
 }
 
+absl::StatusOr<int> NicRxModel::AddRules(int matcher, const std::vector<MatchParams>& values,
+                                         const RuleActions& actions) {
+  Matcher& m = matchers_[matcher];
+  const uint32_t level = tables_[m.table].table.level();
+  std::vector<const dr::Action*> list;
+  RefAction ref_action;
+  absl::StatusCode expect;
+  Resolve(actions, level, &list, &ref_action, &expect);
+  if (!m.matcher.valid()) {
+    expect = absl::StatusCode::kInvalidArgument;  // the handle of a destroyed matcher is empty
+  } else if (expect == absl::StatusCode::kOk && !allow_duplicates_ && level != 0) {
+    // Any value equal to an installed rule's or to an earlier one of the call refuses them all.
+    for (size_t i = 0; i < values.size(); ++i) {
+      bool duplicate = ref_.FindDuplicate(m.ref, values[i].bytes()) != 0;
+      for (size_t j = 0; j < i && !duplicate; ++j) {
+        duplicate = std::memcmp(values[j].bytes(), values[i].bytes(), hw::kMatchParamBytes) == 0;
+      }
+      if (duplicate) expect = absl::StatusCode::kAlreadyExists;
+    }
+  }
+  std::vector<const mlx5dv_flow_match_parameters*> raw;
+  for (const MatchParams& v : values) raw.push_back(v.get());
+  absl::StatusOr<std::vector<dr::Rule>> made = dr::Rule::CreateMany(m.matcher, raw, list);
+  if (made.status().code() != expect) {
+    std::vector<std::string> described;
+    for (const MatchParams& v : values) described.push_back("{" + DescribeFields(v) + "}");
+    return absl::InternalError(absl::StrFormat(
+        "%d rules in one call in matcher %d (table level %d%s), values %s, actions %s: the driver returned "
+        "%s, "
+        "the model expected %s",
+        values.size(), matcher, level, m.matcher.valid() ? "" : ", destroyed", absl::StrJoin(described, " "),
+        DescribeActions(list), made.status().ToString(), absl::StatusCodeToString(expect)));
+  }
+  if (!made.ok()) return -1;
+  const int first = num_rules();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint32_t id = (*made)[i].id();
+    rules_.push_back(
+        {std::move((*made)[i]), ref_.AddRule(m.ref, values[i].bytes(), ref_action, id), matcher, id});
+    m.values.push_back(values[i]);
+  }
+  return first;
+}
+
 absl::Status NicRxModel::DestroyRule(int rule) {
   Rule& r = rules_[rule];
   const bool alive = r.rule.valid();

@@ -87,6 +87,10 @@ class NicRxModel {
   // Inserts a rule; the shapes with a jump need a table above level 0. Returns the rule's index, or -1
   // when the driver rejected the rule as the model expected.
   absl::StatusOr<int> AddRule(int matcher, const hw::MatchParams& value, const RuleActions& actions);
+  // Inserts one rule per value with the same actions in one dr::Rule::CreateMany call, all or none.
+  // Returns the index of the first, or -1 when the driver rejected them all as the model expected.
+  absl::StatusOr<int> AddRules(int matcher, const std::vector<hw::MatchParams>& values,
+                               const RuleActions& actions);
   absl::Status DestroyRule(int rule);
   // Destroys the matcher, or fails as expected while it has rules (see matcher_alive()).
   absl::Status DestroyMatcher(int matcher);
