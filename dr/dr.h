@@ -31,8 +31,9 @@
 // The device must outlive every object created on it.
 //
 // Thread-safety. Control calls on objects of one domain are serialised by the domain's lock and may come
-// from several threads. This first cut publishes changes to the device without synchronising with packet
-// processing: do not process packets on another thread while rules change.
+// from several threads. The device may process packets on other threads meanwhile (sim::Worker): every
+// change is published so that a lookup sees a rule completely or not at all, and what a change replaces is
+// freed through the device's reclaimer (hw/reclaimer.h) once no lookup can still hold it.
 #ifndef DRSIM_DR_DR_H_
 #define DRSIM_DR_DR_H_
 

@@ -25,9 +25,9 @@
 //   5 destroy matcher: matcher
 //   6 frame:          6 bytes (DecodeFrame), classified with the others
 //   7 duplicates:     bit 0 set: disallowed in later inserts
-//   8 rules:         matcher; count (% 4, plus 1); that many values, each as for 2; action shape;
+//   8 classify now
+//   9 rules:         matcher; count (% 4, plus 1); that many values, each as for 2; action shape;
 //                     indices (the same actions for all, in one Rule::CreateMany call)
-//   9 classify now
 // Random variants come from a generator seeded with a hash of the whole input.
 #include <cstddef>
 #include <cstdint>
@@ -317,7 +317,7 @@ class ChurnRun {
         Expect(model_.SetAllowDuplicates(allow));
         return;
       }
-      case 8:
+      case 9:
         AddRules();
         return;
       default:
