@@ -379,6 +379,15 @@ MatchParams SmacOf(uint32_t n) {
               .Build();
 }
 
+// Rule::CreateMany into a vector of its own.
+absl::StatusOr<std::vector<Rule>> Many(const Matcher& m,
+                                       const std::vector<const mlx5dv_flow_match_parameters*>& values,
+                                       std::initializer_list<const Action*> actions) {
+  std::vector<Rule> rules(values.size());
+  if (absl::Status s = Rule::CreateMany(m, values, actions, absl::MakeSpan(rules)); !s.ok()) return s;
+  return rules;
+}
+
 TEST_F(DrTest, CreateManyInstallsAsCreatesInARow) {
   Table t = *Table::Create(domain_, 0);
   const hw::FlowTable& ft = *device_.roots[0];
@@ -389,7 +398,7 @@ TEST_F(DrTest, CreateManyInstallsAsCreatesInARow) {
   std::vector<MatchParams> values;
   for (uint32_t i = 0; i < 3000; ++i) values.push_back(SmacOf(i));
   values.push_back(SmacOf(0));
-  absl::StatusOr<std::vector<Rule>> rules = Rule::CreateMany(m, Raw(values), {&drop});
+  absl::StatusOr<std::vector<Rule>> rules = Many(m, Raw(values), {&drop});
   ASSERT_TRUE(rules.ok()) << rules.status();
   ASSERT_EQ(rules->size(), values.size());
   for (size_t i = 1; i < rules->size(); ++i) EXPECT_GT((*rules)[i].id(), (*rules)[i - 1].id());
@@ -406,7 +415,7 @@ TEST_F(DrTest, CreateManyInstallsAsCreatesInARow) {
   ASSERT_TRUE(rules->back().Destroy().ok());
   EXPECT_EQ(Lookup(ft, m.id(), SmacOf(0))->rule_id, later.id());
   // No values: no rules.
-  absl::StatusOr<std::vector<Rule>> none = Rule::CreateMany(m, {}, {&drop});
+  absl::StatusOr<std::vector<Rule>> none = Many(m, {}, {&drop});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 }
@@ -420,17 +429,17 @@ TEST_F(DrTest, CreateManyInstallsNothingWhenAValueOrActionFails) {
   const MatchParams bad =
       *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Ethertype(kOuter, 1).Build();
   const std::vector<MatchParams> values = {SmacOf(1), bad, SmacOf(2)};
-  ExpectError(Rule::CreateMany(m, Raw(values), {&drop}).status(), absl::StatusCode::kInvalidArgument,
+  ExpectError(Many(m, Raw(values), {&drop}).status(), absl::StatusCode::kInvalidArgument,
               "value[1]: rule value sets outer.ethertype");
   const std::vector<const mlx5dv_flow_match_parameters*> with_null = {values[0].get(), nullptr};
-  ExpectError(Rule::CreateMany(m, with_null, {&drop}).status(), absl::StatusCode::kInvalidArgument,
+  ExpectError(Many(m, with_null, {&drop}).status(), absl::StatusCode::kInvalidArgument,
               "value[1]: rule value is null");
   const std::vector<MatchParams> good = {SmacOf(1), SmacOf(2)};
-  ExpectError(Rule::CreateMany(m, Raw(good), {&qp, &tag}).status(), absl::StatusCode::kUnimplemented,
+  ExpectError(Many(m, Raw(good), {&qp, &tag}).status(), absl::StatusCode::kUnimplemented,
               "value[0]: action[1] (tag) cannot follow action[0] (dest_ibv_qp)");
-  ExpectError(Rule::CreateMany(m, Raw(good), {&drop, nullptr}).status(), absl::StatusCode::kInvalidArgument,
+  ExpectError(Many(m, Raw(good), {&drop, nullptr}).status(), absl::StatusCode::kInvalidArgument,
               "action[1] is null");
-  ExpectError(Rule::CreateMany(Matcher(), Raw(good), {&drop}).status(), absl::StatusCode::kInvalidArgument,
+  ExpectError(Many(Matcher(), Raw(good), {&drop}).status(), absl::StatusCode::kInvalidArgument,
               "matcher handle is empty");
   // No rule holds the actions or the matcher.
   EXPECT_TRUE(qp.Destroy().ok());
@@ -446,24 +455,42 @@ TEST_F(DrTest, CreateManyRefusesDuplicatesWhenTheDomainDoes) {
   Action drop = *Action::Drop();
   ASSERT_TRUE(domain_.AllowDuplicateRules(false).ok());
   Rule existing = *Rule::Create(m, SmacOf(7), {&drop});
-  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(7)}), {&drop}).status(),
-              absl::StatusCode::kAlreadyExists,
+  ExpectError(Many(m, Raw({SmacOf(1), SmacOf(7)}), {&drop}).status(), absl::StatusCode::kAlreadyExists,
               "value[1]: rule value duplicates rule " + std::to_string(existing.id()));
-  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2), SmacOf(1)}), {&drop}).status(),
+  ExpectError(Many(m, Raw({SmacOf(1), SmacOf(2), SmacOf(1)}), {&drop}).status(),
               absl::StatusCode::kAlreadyExists, "value[2] duplicates value[0] of the same call");
   // Nothing went in: one by one, the same values are not duplicates.
   EXPECT_TRUE(Rule::Create(m, SmacOf(1), {&drop}).ok());
   EXPECT_TRUE(Rule::Create(m, SmacOf(2), {&drop}).ok());
   // Root tables keep accepting them (as in rdma-core), and so does a domain that allows them.
-  EXPECT_TRUE(Rule::CreateMany(rm, Raw({SmacOf(1), SmacOf(1)}), {&drop}).ok());
+  EXPECT_TRUE(Many(rm, Raw({SmacOf(1), SmacOf(1)}), {&drop}).ok());
   ASSERT_TRUE(domain_.AllowDuplicateRules(true).ok());
-  EXPECT_TRUE(Rule::CreateMany(m, Raw({SmacOf(7), SmacOf(7)}), {&drop}).ok());
+  EXPECT_TRUE(Many(m, Raw({SmacOf(7), SmacOf(7)}), {&drop}).ok());
   // A matcher without criteria: every value is the empty key.
   Matcher empty = *Matcher::Create(root, 1, 0, nullptr);
-  absl::StatusOr<std::vector<Rule>> catch_all =
-      Rule::CreateMany(empty, Raw({MatchParams(), MatchParams()}), {&drop});
+  absl::StatusOr<std::vector<Rule>> catch_all = Many(empty, Raw({MatchParams(), MatchParams()}), {&drop});
   ASSERT_TRUE(catch_all.ok()) << catch_all.status();
   EXPECT_EQ(Lookup(*device_.roots[0], empty.id(), MatchParams())->rule_id, (*catch_all)[0].id());
+}
+
+// The caller's handles: one per value, replaced on success (their rules released), untouched on failure.
+TEST_F(DrTest, CreateManyFillsTheCallersHandles) {
+  Table t = *Table::Create(domain_, 0);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Action drop = *Action::Drop();
+  std::vector<Rule> rules(2);
+  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1)}), {&drop}, absl::MakeSpan(rules)),
+              absl::StatusCode::kInvalidArgument, "2 rule handles for 1 values");
+  rules[0] = *Rule::Create(m, SmacOf(9), {&drop});
+  const uint32_t old_id = rules[0].id();
+  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2)}), {&drop, nullptr}, absl::MakeSpan(rules)),
+              absl::StatusCode::kInvalidArgument, "action[1] is null");
+  EXPECT_EQ(rules[0].id(), old_id);
+  EXPECT_FALSE(rules[1].valid());
+  ASSERT_TRUE(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2)}), {&drop}, absl::MakeSpan(rules)).ok());
+  EXPECT_GT(rules[0].id(), old_id);
+  EXPECT_NE(Lookup(*device_.roots[0], m.id(), SmacOf(2)), nullptr);
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), SmacOf(9)), nullptr);  // its only handle was replaced
 }
 
 // One call with rules of both FDB pipes compiles a program for each.
@@ -474,7 +501,7 @@ TEST_F(DrTest, CreateManySplitsFdbRulesByPipe) {
   Action drop = *Action::Drop();
   const MatchParams wire = *MatchBuilder().SourcePort(hw::kWireVport).Build();
   const MatchParams vport = *MatchBuilder().SourcePort(1).Build();
-  absl::StatusOr<std::vector<Rule>> rules = Rule::CreateMany(m, Raw({vport, wire}), {&drop});
+  absl::StatusOr<std::vector<Rule>> rules = Many(m, Raw({vport, wire}), {&drop});
   ASSERT_TRUE(rules.ok()) << rules.status();
   const hw::RuleRecord* w = Lookup(*device_.roots[0], m.id(), wire);
   const hw::RuleRecord* v = Lookup(*device_.roots[0], m.id(), vport);

@@ -173,12 +173,16 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   return Rule(rule);
 }
 
-absl::StatusOr<std::vector<Rule>> Rule::CreateMany(
-    const Matcher& matcher, absl::Span<const mlx5dv_flow_match_parameters* const> values,
-    absl::Span<const Action* const> actions) {
+absl::Status Rule::CreateMany(const Matcher& matcher,
+                              absl::Span<const mlx5dv_flow_match_parameters* const> values,
+                              absl::Span<const Action* const> actions, absl::Span<Rule> rules) {
   MatcherObj* m = matcher.obj();
   if (m == nullptr) return absl::InvalidArgumentError("matcher handle is empty");
   DomainObj* d = m->table->domain.get();
+  if (rules.size() != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d rule handles for %d values: pass one per value", rules.size(), values.size()));
+  }
   std::lock_guard<std::recursive_mutex> lock(d->mu);
 
   // Every value is read and checked before any rule goes in: a bad one installs none. Keys are not kept
@@ -238,17 +242,15 @@ absl::StatusOr<std::vector<Rule>> Rule::CreateMany(
     m->hw.table.Prefetch(ring_read[i % kAhead].hash);
   };
   for (size_t i = 0; i < std::min(n, kAhead); ++i) read_ahead(i);
-  std::vector<Rule> rules;
-  rules.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const ValueKey read = ring_read[i % kAhead];
-    rules.push_back(Rule(Install(m, ring[i % kAhead].data(), read.hash, programs[read.pipes])));
+    rules[i] = Rule(Install(m, ring[i % kAhead].data(), read.hash, programs[read.pipes]));
     if (i + kAhead < n) read_ahead(i + kAhead);
   }
   for (std::unique_ptr<ProgramsObj>& p : compiled) {
     if (p != nullptr) internal::CachePrograms(m, p.release());
   }
-  return rules;
+  return absl::OkStatus();
 }
 
 absl::Status Rule::Destroy() {

@@ -290,8 +290,9 @@ absl::StatusOr<int> NicRxModel::AddRules(int matcher, const std::vector<MatchPar
   }
   std::vector<const mlx5dv_flow_match_parameters*> raw;
   for (const MatchParams& v : values) raw.push_back(v.get());
-  absl::StatusOr<std::vector<dr::Rule>> made = dr::Rule::CreateMany(m.matcher, raw, list);
-  if (made.status().code() != expect) {
+  std::vector<dr::Rule> made(values.size());
+  const absl::Status status = dr::Rule::CreateMany(m.matcher, raw, list, absl::MakeSpan(made));
+  if (status.code() != expect) {
     std::vector<std::string> described;
     for (const MatchParams& v : values) described.push_back("{" + DescribeFields(v) + "}");
     return absl::InternalError(absl::StrFormat(
@@ -299,14 +300,14 @@ absl::StatusOr<int> NicRxModel::AddRules(int matcher, const std::vector<MatchPar
         "%s, "
         "the model expected %s",
         values.size(), matcher, level, m.matcher.valid() ? "" : ", destroyed", absl::StrJoin(described, " "),
-        DescribeActions(list), made.status().ToString(), absl::StatusCodeToString(expect)));
+        DescribeActions(list), status.ToString(), absl::StatusCodeToString(expect)));
   }
-  if (!made.ok()) return -1;
+  if (!status.ok()) return -1;
   const int first = num_rules();
   for (size_t i = 0; i < values.size(); ++i) {
-    const uint32_t id = (*made)[i].id();
+    const uint32_t id = made[i].id();
     rules_.push_back(
-        {std::move((*made)[i]), ref_.AddRule(m.ref, values[i].bytes(), ref_action, id), matcher, id});
+        {std::move(made[i]), ref_.AddRule(m.ref, values[i].bytes(), ref_action, id), matcher, id});
     m.values.push_back(values[i]);
   }
   return first;
