@@ -2,6 +2,7 @@
 //   BM_RuleInsert/N         dr::Rule::Create of N rules into one matcher (rules/s), the table growing
 //   BM_RuleInsertSized/N    the same into a matcher sized for N rules beforehand (set_layout's rule-count
 //                           hint, NUM_RULE | RESIZABLE), as rte_hash_bench's table is created for N keys
+//   BM_RuleInsertMany/N     the N rules into a sized matcher with one dr::Rule::CreateMany call
 //   BM_RuleDelete/N         destroying those N rules (rules/s)
 //   BM_RuleInsert16/N       N rules spread over 16 matchers of different masks (source prefixes /17../32)
 //   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
@@ -13,7 +14,7 @@
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_enable_random_interleaving=true
 //     --benchmark_repetitions=3
-//     --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsertSized|RteHashInsert)/1000000$'
+//     --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsertSized|RuleInsertMany|RteHashInsert)/1000000$'
 #include <cstdint>
 #include <memory>
 #include <string>
