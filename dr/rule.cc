@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
@@ -53,9 +54,10 @@ struct ValueKey {
 };
 
 // Checks `value` against `m`'s mask and writes its key (m.hw.table.key_words() words) to `key`; errors as
-// Rule::Create lists them for the value.
-absl::StatusOr<ValueKey> ReadValue(const MatcherObj& m, const DomainObj& d,
-                                   const mlx5dv_flow_match_parameters* value, uint32_t* key) {
+// Rule::Create lists them for the value. (Inlined, as the other steps of an insert below: called, they cost
+// a rule a sixth more instructions.)
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::StatusOr<ValueKey> ReadValue(
+    const MatcherObj& m, const DomainObj& d, const mlx5dv_flow_match_parameters* value, uint32_t* key) {
   const bool by_source_port = d.type == MLX5DV_DR_DOMAIN_TYPE_FDB &&
                               hw::GetField(m.compiled.mask.data(), hw::Field::kSourcePort) != 0;
   uint8_t normalized[hw::kMatchParamBytes];
@@ -71,8 +73,8 @@ absl::StatusOr<ValueKey> ReadValue(const MatcherObj& m, const DomainObj& d,
 }
 
 // The objects behind `actions`; InvalidArgument names the first null or empty handle.
-absl::Status ActionObjects(absl::Span<const Action* const> actions,
-                           absl::InlinedVector<ActionObj*, 8>* objs) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ActionObjects(absl::Span<const Action* const> actions,
+                                                               absl::InlinedVector<ActionObj*, 8>* objs) {
   for (size_t i = 0; i < actions.size(); ++i) {
     if (actions[i] == nullptr || !actions[i]->valid()) {
       return absl::InvalidArgumentError(absl::StrFormat("action[%d] is null or an empty handle", i));
@@ -82,21 +84,11 @@ absl::Status ActionObjects(absl::Span<const Action* const> actions,
   return absl::OkStatus();
 }
 
-// The programs of `objs` for rules of `m` in `pipes`: the matcher's cached ones, else new ones left in
-// `*compiled` (which owns them until Install's caller caches them); errors name the action.
-absl::StatusOr<ProgramsObj*> ProgramsFor(const MatcherObj& m, const DomainObj& d, Pipes pipes,
-                                         absl::Span<ActionObj* const> objs,
-                                         std::unique_ptr<ProgramsObj>* compiled) {
-  actions::RuleContext context;
-  context.domain_type = d.type;
-  context.domain = &d;
-  context.device = d.device;
-  context.root_table = m.table->ft.level == 0;
-  context.table_level = m.table->ft.level;
-  context.skip_rx = pipes == kTxOnly;
-  context.skip_tx = pipes == kRxOnly;
-  if (ProgramsObj* cached = CachedPrograms(m, context, objs)) return cached;
-  // (Most rules of a matcher take the same actions: their specs are read only when they are compiled.)
+// New programs of `objs` in `context`, left in `*compiled` (which owns them until Install's caller caches
+// them); errors name the action.
+absl::StatusOr<ProgramsObj*> CompilePrograms(const actions::RuleContext& context,
+                                             absl::Span<ActionObj* const> objs,
+                                             std::unique_ptr<ProgramsObj>* compiled) {
   absl::InlinedVector<const actions::ActionSpec*, 8> specs;
   for (const ActionObj* a : objs) specs.push_back(&a->spec);
   absl::StatusOr<hw::PipePrograms> result = actions::CompileActions(context, specs);
@@ -112,6 +104,24 @@ absl::StatusOr<ProgramsObj*> ProgramsFor(const MatcherObj& m, const DomainObj& d
   return &p;
 }
 
+// The programs of `objs` for rules of `m` in `pipes`: the matcher's cached ones, else new ones
+// (CompilePrograms). Most rules of a matcher take the same actions: their specs are read only when they are
+// compiled.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::StatusOr<ProgramsObj*> ProgramsFor(
+    const MatcherObj& m, const DomainObj& d, Pipes pipes, absl::Span<ActionObj* const> objs,
+    std::unique_ptr<ProgramsObj>* compiled) {
+  actions::RuleContext context;
+  context.domain_type = d.type;
+  context.domain = &d;
+  context.device = d.device;
+  context.root_table = m.table->ft.level == 0;
+  context.table_level = m.table->ft.level;
+  context.skip_rx = pipes == kTxOnly;
+  context.skip_tx = pipes == kRxOnly;
+  if (ProgramsObj* cached = CachedPrograms(m, context, objs)) return cached;
+  return CompilePrograms(context, objs, compiled);
+}
+
 // Whether `m`'s rules must have distinct values: the domain refuses duplicates, and the table is not a
 // root table (rdma-core leaves those to the kernel, which accepts them).
 bool RefusesDuplicates(const MatcherObj& m) {
@@ -125,7 +135,8 @@ absl::Status DuplicateError(const hw::RuleRecord& existing, const MatcherObj& m)
 }
 
 // Makes the rule of `key` (hashed `hash`) running `programs` the newest rule of `m`, and lookups see it.
-RuleObj* Install(MatcherObj* m, const uint32_t* key, uint64_t hash, ProgramsObj* programs) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32_t* key, uint64_t hash,
+                                                     ProgramsObj* programs) {
   auto* rule = new (m->table->domain->rule_pool.Allocate()) RuleObj;
   rule->matcher = m;
   rule->id = internal::NextObjectId();
