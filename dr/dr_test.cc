@@ -72,6 +72,29 @@ MatchParams Smac(const char* mac) {
   return *MatchBuilder().Smac(kOuter, *hw::MacAddress::Parse(mac)).Build();
 }
 
+// The raw values of `params`, as CreateMany takes them.
+std::vector<const mlx5dv_flow_match_parameters*> Raw(const std::vector<MatchParams>& params) {
+  std::vector<const mlx5dv_flow_match_parameters*> raw;
+  for (const MatchParams& p : params) raw.push_back(p.get());
+  return raw;
+}
+
+// Source MAC 00:00:00:00:hi:lo for `n`.
+MatchParams SmacOf(uint32_t n) {
+  return *MatchBuilder()
+              .Smac(kOuter, {{0, 0, 0, 0, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)}})
+              .Build();
+}
+
+// Rule::CreateMany into a vector of its own.
+absl::StatusOr<std::vector<Rule>> Many(const Matcher& m,
+                                       const std::vector<const mlx5dv_flow_match_parameters*>& values,
+                                       std::initializer_list<const Action*> actions) {
+  std::vector<Rule> rules(values.size());
+  if (absl::Status s = Rule::CreateMany(m, values, actions, absl::MakeSpan(rules)); !s.ok()) return s;
+  return rules;
+}
+
 class DrTest : public ::testing::Test {
  protected:
   DrTest() : domain_(*Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {}
@@ -304,24 +327,30 @@ TEST_F(DrTest, RulesWithTheSameActionsShareTheirPrograms) {
 }
 
 // FDB rules on source_port sit in one pipe each (the wire's in RX, a vport's in TX): the same actions
-// compile to different programs for them.
+// compile to different programs for them, made one by one or in one CreateMany call.
 TEST_F(DrTest, FdbRulesOfDifferentPipesDoNotShareAProgram) {
   Domain fdb = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_FDB);
   Table root = *Table::Create(fdb, 0);
-  Matcher m = *Matcher::Create(root, 0, *MatchBuilder().SourcePort(0xffff).Build());
+  const MatchParams mask = *MatchBuilder().SourcePort(0xffff).Build();
+  Matcher one_by_one = *Matcher::Create(root, 0, mask);
+  Matcher in_one_call = *Matcher::Create(root, 1, mask);
   Action drop = *Action::Drop();
   const MatchParams wire = *MatchBuilder().SourcePort(hw::kWireVport).Build();
   const MatchParams vport = *MatchBuilder().SourcePort(1).Build();
-  Rule from_wire = *Rule::Create(m, wire, {&drop});
-  Rule from_vport = *Rule::Create(m, vport, {&drop});
-  const hw::RuleRecord* w = Lookup(*device_.roots[0], m.id(), wire);
-  const hw::RuleRecord* v = Lookup(*device_.roots[0], m.id(), vport);
-  ASSERT_NE(w, nullptr);
-  ASSERT_NE(v, nullptr);
-  EXPECT_EQ(w->program(hw::kRxPipe).destination, hw::Destination::kDrop);
-  EXPECT_EQ(w->program(hw::kTxPipe).destination, hw::Destination::kNone);
-  EXPECT_EQ(v->program(hw::kRxPipe).destination, hw::Destination::kNone);
-  EXPECT_EQ(v->program(hw::kTxPipe).destination, hw::Destination::kDrop);
+  Rule from_wire = *Rule::Create(one_by_one, wire, {&drop});
+  Rule from_vport = *Rule::Create(one_by_one, vport, {&drop});
+  absl::StatusOr<std::vector<Rule>> both = Many(in_one_call, Raw({vport, wire}), {&drop});
+  ASSERT_TRUE(both.ok()) << both.status();
+  for (const Matcher* m : {&one_by_one, &in_one_call}) {
+    const hw::RuleRecord* w = Lookup(*device_.roots[0], m->id(), wire);
+    const hw::RuleRecord* v = Lookup(*device_.roots[0], m->id(), vport);
+    ASSERT_NE(w, nullptr);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(w->program(hw::kRxPipe).destination, hw::Destination::kDrop);
+    EXPECT_EQ(w->program(hw::kTxPipe).destination, hw::Destination::kNone);
+    EXPECT_EQ(v->program(hw::kRxPipe).destination, hw::Destination::kNone);
+    EXPECT_EQ(v->program(hw::kTxPipe).destination, hw::Destination::kDrop);
+  }
 }
 
 TEST_F(DrTest, RuleErrorsComeInRdmaCoreOrder) {
@@ -363,29 +392,6 @@ TEST_F(DrTest, DuplicatesFollowTheDomainSetting) {
   Rule e1 = *Rule::Create(empty, MatchParams(), {&drop});
   ExpectError(Rule::Create(empty, MatchParams(), {&drop}).status(), absl::StatusCode::kAlreadyExists,
               "duplicates rule");
-}
-
-// The raw values of `params`, as CreateMany takes them.
-std::vector<const mlx5dv_flow_match_parameters*> Raw(const std::vector<MatchParams>& params) {
-  std::vector<const mlx5dv_flow_match_parameters*> raw;
-  for (const MatchParams& p : params) raw.push_back(p.get());
-  return raw;
-}
-
-// Source MAC 00:00:00:00:hi:lo for `n`.
-MatchParams SmacOf(uint32_t n) {
-  return *MatchBuilder()
-              .Smac(kOuter, {{0, 0, 0, 0, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)}})
-              .Build();
-}
-
-// Rule::CreateMany into a vector of its own.
-absl::StatusOr<std::vector<Rule>> Many(const Matcher& m,
-                                       const std::vector<const mlx5dv_flow_match_parameters*>& values,
-                                       std::initializer_list<const Action*> actions) {
-  std::vector<Rule> rules(values.size());
-  if (absl::Status s = Rule::CreateMany(m, values, actions, absl::MakeSpan(rules)); !s.ok()) return s;
-  return rules;
 }
 
 TEST_F(DrTest, CreateManyInstallsAsCreatesInARow) {
@@ -491,26 +497,6 @@ TEST_F(DrTest, CreateManyFillsTheCallersHandles) {
   EXPECT_GT(rules[0].id(), old_id);
   EXPECT_NE(Lookup(*device_.roots[0], m.id(), SmacOf(2)), nullptr);
   EXPECT_EQ(Lookup(*device_.roots[0], m.id(), SmacOf(9)), nullptr);  // its only handle was replaced
-}
-
-// One call with rules of both FDB pipes compiles a program for each.
-TEST_F(DrTest, CreateManySplitsFdbRulesByPipe) {
-  Domain fdb = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_FDB);
-  Table root = *Table::Create(fdb, 0);
-  Matcher m = *Matcher::Create(root, 0, *MatchBuilder().SourcePort(0xffff).Build());
-  Action drop = *Action::Drop();
-  const MatchParams wire = *MatchBuilder().SourcePort(hw::kWireVport).Build();
-  const MatchParams vport = *MatchBuilder().SourcePort(1).Build();
-  absl::StatusOr<std::vector<Rule>> rules = Many(m, Raw({vport, wire}), {&drop});
-  ASSERT_TRUE(rules.ok()) << rules.status();
-  const hw::RuleRecord* w = Lookup(*device_.roots[0], m.id(), wire);
-  const hw::RuleRecord* v = Lookup(*device_.roots[0], m.id(), vport);
-  ASSERT_NE(w, nullptr);
-  ASSERT_NE(v, nullptr);
-  EXPECT_EQ(w->program(hw::kRxPipe).destination, hw::Destination::kDrop);
-  EXPECT_EQ(w->program(hw::kTxPipe).destination, hw::Destination::kNone);
-  EXPECT_EQ(v->program(hw::kRxPipe).destination, hw::Destination::kNone);
-  EXPECT_EQ(v->program(hw::kTxPipe).destination, hw::Destination::kDrop);
 }
 
 TEST_F(DrTest, SetLayout) {

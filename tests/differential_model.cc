@@ -240,76 +240,78 @@ void NicRxModel::Resolve(const RuleActions& actions, uint32_t level, std::vector
   }
 }
 
-absl::StatusOr<int> NicRxModel::AddRule(int matcher, const MatchParams& value, const RuleActions& actions) {
-  Matcher& m = matchers_[matcher];
+absl::StatusCode NicRxModel::Expect(int matcher, const std::vector<MatchParams>& values,
+                                    const RuleActions& actions, std::vector<const dr::Action*>* list,
+                                    RefAction* ref_action) const {
+  const Matcher& m = matchers_[matcher];
   const uint32_t level = tables_[m.table].table.level();
+  absl::StatusCode expect;
+  Resolve(actions, level, list, ref_action, &expect);
+  if (!m.matcher.valid()) return absl::StatusCode::kInvalidArgument;  // a destroyed matcher's handle is empty
+  if (expect != absl::StatusCode::kOk || allow_duplicates_ || level == 0) return expect;
+  // A value equal to an installed rule's, or to an earlier one of the same call, is refused.
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (ref_.FindDuplicate(m.ref, values[i].bytes()) != 0) return absl::StatusCode::kAlreadyExists;
+    for (size_t j = 0; j < i; ++j) {
+      if (std::memcmp(values[j].bytes(), values[i].bytes(), hw::kMatchParamBytes) == 0) {
+        return absl::StatusCode::kAlreadyExists;
+      }
+    }
+  }
+  return expect;
+}
+
+std::string NicRxModel::DescribeInsert(int matcher, const std::vector<MatchParams>& values,
+                                       const std::vector<const dr::Action*>& list) const {
+  const Matcher& m = matchers_[matcher];
+  std::vector<std::string> described;
+  for (const MatchParams& v : values) described.push_back("{" + DescribeFields(v) + "}");
+  return absl::StrFormat("matcher %d (table level %d%s), value%s %s, actions %s", matcher,
+                         tables_[m.table].table.level(), m.matcher.valid() ? "" : ", destroyed",
+                         values.size() == 1 ? "" : "s", absl::StrJoin(described, " "), DescribeActions(list));
+}
+
+void NicRxModel::Installed(int matcher, const MatchParams& value, const RefAction& ref_action,
+                           dr::Rule rule) {
+  Matcher& m = matchers_[matcher];
+  const uint32_t id = rule.id();
+  rules_.push_back({std::move(rule), ref_.AddRule(m.ref, value.bytes(), ref_action, id), matcher, id});
+  m.values.push_back(value);
+}
+
+absl::StatusOr<int> NicRxModel::AddRule(int matcher, const MatchParams& value, const RuleActions& actions) {
   std::vector<const dr::Action*> list;
   RefAction ref_action;
-  absl::StatusCode expect;
-  Resolve(actions, level, &list, &ref_action, &expect);
-  if (!m.matcher.valid()) {
-    expect = absl::StatusCode::kInvalidArgument;  // the handle of a destroyed matcher is empty
-  } else if (expect == absl::StatusCode::kOk && !allow_duplicates_ && level != 0 &&
-             ref_.FindDuplicate(m.ref, value.bytes()) != 0) {
-    expect = absl::StatusCode::kAlreadyExists;
-  }
-  absl::StatusOr<dr::Rule> r = dr::Rule::Create(m.matcher, value, list);
+  const absl::StatusCode expect = Expect(matcher, {value}, actions, &list, &ref_action);
+  absl::StatusOr<dr::Rule> r = dr::Rule::Create(matchers_[matcher].matcher, value, list);
   if (r.status().code() != expect) {
-    return absl::InternalError(absl::StrFormat(
-        "rule in matcher %d (table level %d%s), value {%s}, actions %s: the driver returned %s, the model "
-        "expected %s",
-        matcher, level, m.matcher.valid() ? "" : ", destroyed", DescribeFields(value), DescribeActions(list),
-        r.status().ToString(), absl::StatusCodeToString(expect)));
+    return absl::InternalError(absl::StrFormat("rule in %s: the driver returned %s, the model expected %s",
+                                               DescribeInsert(matcher, {value}, list), r.status().ToString(),
+                                               absl::StatusCodeToString(expect)));
   }
   if (!r.ok()) return -1;
-  const uint32_t id = r->id();
-  rules_.push_back({*std::move(r), ref_.AddRule(m.ref, value.bytes(), ref_action, id), matcher, id});
-  m.values.push_back(value);
+  Installed(matcher, value, ref_action, *std::move(r));
   return num_rules() - 1;
 }
 
 absl::StatusOr<int> NicRxModel::AddRules(int matcher, const std::vector<MatchParams>& values,
                                          const RuleActions& actions) {
-  Matcher& m = matchers_[matcher];
-  const uint32_t level = tables_[m.table].table.level();
   std::vector<const dr::Action*> list;
   RefAction ref_action;
-  absl::StatusCode expect;
-  Resolve(actions, level, &list, &ref_action, &expect);
-  if (!m.matcher.valid()) {
-    expect = absl::StatusCode::kInvalidArgument;  // the handle of a destroyed matcher is empty
-  } else if (expect == absl::StatusCode::kOk && !allow_duplicates_ && level != 0) {
-    // Any value equal to an installed rule's or to an earlier one of the call refuses them all.
-    for (size_t i = 0; i < values.size(); ++i) {
-      bool duplicate = ref_.FindDuplicate(m.ref, values[i].bytes()) != 0;
-      for (size_t j = 0; j < i && !duplicate; ++j) {
-        duplicate = std::memcmp(values[j].bytes(), values[i].bytes(), hw::kMatchParamBytes) == 0;
-      }
-      if (duplicate) expect = absl::StatusCode::kAlreadyExists;
-    }
-  }
+  const absl::StatusCode expect = Expect(matcher, values, actions, &list, &ref_action);
   std::vector<const mlx5dv_flow_match_parameters*> raw;
   for (const MatchParams& v : values) raw.push_back(v.get());
   std::vector<dr::Rule> made(values.size());
-  const absl::Status status = dr::Rule::CreateMany(m.matcher, raw, list, absl::MakeSpan(made));
+  const absl::Status status =
+      dr::Rule::CreateMany(matchers_[matcher].matcher, raw, list, absl::MakeSpan(made));
   if (status.code() != expect) {
-    std::vector<std::string> described;
-    for (const MatchParams& v : values) described.push_back("{" + DescribeFields(v) + "}");
     return absl::InternalError(absl::StrFormat(
-        "%d rules in one call in matcher %d (table level %d%s), values %s, actions %s: the driver returned "
-        "%s, "
-        "the model expected %s",
-        values.size(), matcher, level, m.matcher.valid() ? "" : ", destroyed", absl::StrJoin(described, " "),
-        DescribeActions(list), status.ToString(), absl::StatusCodeToString(expect)));
+        "%d rules in one call in %s: the driver returned %s, the model expected %s", values.size(),
+        DescribeInsert(matcher, values, list), status.ToString(), absl::StatusCodeToString(expect)));
   }
   if (!status.ok()) return -1;
   const int first = num_rules();
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint32_t id = made[i].id();
-    rules_.push_back(
-        {std::move(made[i]), ref_.AddRule(m.ref, values[i].bytes(), ref_action, id), matcher, id});
-    m.values.push_back(values[i]);
-  }
+  for (size_t i = 0; i < values.size(); ++i) Installed(matcher, values[i], ref_action, std::move(made[i]));
   return first;
 }
 

@@ -143,6 +143,15 @@ class NicRxModel {
   void Resolve(const RuleActions& actions, uint32_t level, std::vector<const dr::Action*>* list,
                RefAction* ref, absl::StatusCode* expect) const;
   bool HasRules(int matcher) const;
+  // The status the driver must return for inserting `values` (one call) into `matcher` with `actions`;
+  // fills the model's actions and the reference's.
+  absl::StatusCode Expect(int matcher, const std::vector<hw::MatchParams>& values, const RuleActions& actions,
+                          std::vector<const dr::Action*>* list, RefAction* ref_action) const;
+  // "matcher M (table level L), values {..}, actions ..", for a disagreement's message.
+  std::string DescribeInsert(int matcher, const std::vector<hw::MatchParams>& values,
+                             const std::vector<const dr::Action*>& list) const;
+  // Records `rule`, installed with `value` in `matcher`, in the model and the reference.
+  void Installed(int matcher, const hw::MatchParams& value, const RefAction& ref_action, dr::Rule rule);
 
   sim::Nic nic_;  // first: the device outlives every object on it
   dr::Domain domain_;
