@@ -300,11 +300,11 @@ class Rule {
   // value order; among equal values the earlier one wins), under one hold of the domain's lock and with
   // the table's memory requested a few rules ahead, so a large rule set goes in faster (the way
   // rte_flow's asynchronous rule creation and HWS's burst flag batch inserts); `rules[i]` receives value
-  // i's rule (the handle it held is released). All or nothing: InvalidArgument when `rules` and `values`
-  // differ in size; then every value is checked, then the actions for the pipes the values need, then
-  // duplicates (AlreadyExists, also between values of the call, when the domain disallows them); a failure
-  // installs none, leaves `rules` as it was and names the value (`value[i]: ...`) or the action. Lookups
-  // may see the call's rules appear one by one.
+  // i's rule. All or nothing: InvalidArgument when `rules` and `values` differ in size or a handle in
+  // `rules` is not empty; then every value is checked, then the actions for the pipes the values need,
+  // then duplicates (AlreadyExists, also between values of the call, when the domain disallows them); a
+  // failure installs none, leaves `rules` empty and names the value (`value[i]: ...`) or the action.
+  // Lookups may see the call's rules appear one by one.
   static absl::Status CreateMany(const Matcher& matcher,
                                  absl::Span<const mlx5dv_flow_match_parameters* const> values,
                                  absl::Span<const Action* const> actions, absl::Span<Rule> rules);

@@ -450,6 +450,7 @@ TEST_F(DrTest, CreateManyInstallsNothingWhenAValueOrActionFails) {
   // No rule holds the actions or the matcher.
   EXPECT_TRUE(qp.Destroy().ok());
   EXPECT_TRUE(tag.Destroy().ok());
+  EXPECT_TRUE(drop.Destroy().ok());
   EXPECT_TRUE(m.Destroy().ok());
 }
 
@@ -479,24 +480,50 @@ TEST_F(DrTest, CreateManyRefusesDuplicatesWhenTheDomainDoes) {
   EXPECT_EQ(Lookup(*device_.roots[0], empty.id(), MatchParams())->rule_id, (*catch_all)[0].id());
 }
 
-// The caller's handles: one per value, replaced on success (their rules released), untouched on failure.
-TEST_F(DrTest, CreateManyFillsTheCallersHandles) {
+// The caller's handles: one per value, all empty (releasing one could destroy a rule under the domain's
+// lock), and left empty on failure.
+TEST_F(DrTest, CreateManyFillsTheCallersEmptyHandles) {
   Table t = *Table::Create(domain_, 0);
   Matcher m = *Matcher::Create(t, 0, SmacMask());
   Action drop = *Action::Drop();
   std::vector<Rule> rules(2);
   ExpectError(Rule::CreateMany(m, Raw({SmacOf(1)}), {&drop}, absl::MakeSpan(rules)),
               absl::StatusCode::kInvalidArgument, "2 rule handles for 1 values");
-  rules[0] = *Rule::Create(m, SmacOf(9), {&drop});
-  const uint32_t old_id = rules[0].id();
+  rules[1] = *Rule::Create(m, SmacOf(9), {&drop});
+  const uint32_t held = rules[1].id();
+  ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2)}), {&drop}, absl::MakeSpan(rules)),
+              absl::StatusCode::kInvalidArgument, "rules[1] is not empty");
+  EXPECT_EQ(rules[1].id(), held);
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), SmacOf(1)), nullptr);
+  ASSERT_TRUE(rules[1].Destroy().ok());
   ExpectError(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2)}), {&drop, nullptr}, absl::MakeSpan(rules)),
               absl::StatusCode::kInvalidArgument, "action[1] is null");
-  EXPECT_EQ(rules[0].id(), old_id);
-  EXPECT_FALSE(rules[1].valid());
+  EXPECT_FALSE(rules[0].valid() || rules[1].valid());
   ASSERT_TRUE(Rule::CreateMany(m, Raw({SmacOf(1), SmacOf(2)}), {&drop}, absl::MakeSpan(rules)).ok());
-  EXPECT_GT(rules[0].id(), old_id);
-  EXPECT_NE(Lookup(*device_.roots[0], m.id(), SmacOf(2)), nullptr);
-  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), SmacOf(9)), nullptr);  // its only handle was replaced
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), SmacOf(1))->rule_id, rules[0].id());
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), SmacOf(2))->rule_id, rules[1].id());
+}
+
+// A failure after one pipe's programs compiled (an FDB value refused as a duplicate) installs nothing, and
+// errors name the first value that fails.
+TEST_F(DrTest, CreateManyFailsWholeAcrossFdbPipes) {
+  Domain fdb = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_FDB);
+  Table t = *Table::Create(fdb, 1);
+  Matcher m = *Matcher::Create(t, 0, *MatchBuilder().SourcePort(0xffff).Build());
+  Action drop = *Action::Drop();
+  Action tag = *Action::Tag(1);
+  ASSERT_TRUE(fdb.AllowDuplicateRules(false).ok());
+  const MatchParams wire = *MatchBuilder().SourcePort(hw::kWireVport).Build();
+  const MatchParams vport = *MatchBuilder().SourcePort(1).Build();
+  Rule existing = *Rule::Create(m, wire, {&drop});
+  ExpectError(Many(m, Raw({vport, wire}), {&drop}).status(), absl::StatusCode::kAlreadyExists,
+              "value[1]: rule value duplicates rule " + std::to_string(existing.id()));
+  // Tag is refused in the FDB's TX pipe, value 0's: the error names value 0, the first that fails.
+  ExpectError(Many(m, Raw({vport, wire}), {&tag}).status(), absl::StatusCode::kUnimplemented,
+              "value[0]: action[0] (tag) is not allowed in a FDB (TX pipe");
+  // Nothing went in: the vport's value is not a duplicate one by one, and no rule holds the tag.
+  EXPECT_TRUE(Rule::Create(m, vport, {&drop}).ok());
+  EXPECT_TRUE(tag.Destroy().ok());
 }
 
 TEST_F(DrTest, SetLayout) {

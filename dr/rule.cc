@@ -3,7 +3,6 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <string>
 #include <vector>
 
 #include "absl/base/attributes.h"
@@ -194,6 +193,10 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
     return absl::InvalidArgumentError(
         absl::StrFormat("%d rule handles for %d values: pass one per value", rules.size(), values.size()));
   }
+  // (Releasing a handle may destroy its rule, which takes locks of its own: not under this domain's lock.)
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (rules[i].valid()) return absl::InvalidArgumentError(absl::StrFormat("rules[%d] is not empty", i));
+  }
   std::lock_guard<std::recursive_mutex> lock(d->mu);
 
   // Every value is read and checked before any rule goes in: a bad one installs none. Keys are not kept
@@ -214,7 +217,10 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;
   std::array<ProgramsObj*, kPipeChoices> programs{};
   std::array<std::unique_ptr<ProgramsObj>, kPipeChoices> compiled;  // new programs, until rules use them
-  for (int p = 0; p < kPipeChoices; ++p) {
+  // The pipe choices in the order of their first values, so that a failure names the first value it fails.
+  std::array<int, kPipeChoices> by_first{kBothPipes, kRxOnly, kTxOnly};
+  std::sort(by_first.begin(), by_first.end(), [&](int a, int b) { return first_in[a] < first_in[b]; });
+  for (const int p : by_first) {
     if (first_in[p] == n) continue;
     absl::StatusOr<ProgramsObj*> made = ProgramsFor(*m, *d, static_cast<Pipes>(p), objs, &compiled[p]);
     if (!made.ok()) {
@@ -225,7 +231,8 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   }
 
   if (RefusesDuplicates(*m)) {
-    absl::flat_hash_map<std::string, size_t> seen;  // the call's keys, by their bytes
+    // The call's values by their keys' hashes (a key is read again when its hash recurs).
+    absl::flat_hash_map<uint64_t, size_t> first_with_hash;
     for (size_t i = 0; i < n; ++i) {
       uint32_t key[hw::kMatchParamBytes / 4];
       const ValueKey read = *ReadValue(*m, *d, values[i], key);
@@ -233,12 +240,16 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
         return absl::AlreadyExistsError(
             absl::StrFormat("value[%d]: %s", i, DuplicateError(*existing, *m).message()));
       }
-      const auto [at, added] =
-          seen.try_emplace(std::string(reinterpret_cast<const char*>(key), words * sizeof(uint32_t)), i);
-      if (!added) {
-        return absl::AlreadyExistsError(absl::StrFormat(
-            "value[%d] duplicates value[%d] of the same call (duplicate rules are disabled in this domain)",
-            i, at->second));
+      const auto [at, added] = first_with_hash.try_emplace(read.hash, i);
+      if (added) continue;
+      for (size_t j = at->second; j < i; ++j) {  // the earlier values with this hash
+        uint32_t earlier[hw::kMatchParamBytes / 4];
+        if (ReadValue(*m, *d, values[j], earlier)->hash == read.hash &&
+            std::equal(key, key + words, earlier)) {
+          return absl::AlreadyExistsError(absl::StrFormat(
+              "value[%d] duplicates value[%d] of the same call (duplicate rules are disabled in this domain)",
+              i, j));
+        }
       }
     }
   }

@@ -253,7 +253,7 @@ absl::StatusCode NicRxModel::Expect(int matcher, const std::vector<MatchParams>&
   for (size_t i = 0; i < values.size(); ++i) {
     if (ref_.FindDuplicate(m.ref, values[i].bytes()) != 0) return absl::StatusCode::kAlreadyExists;
     for (size_t j = 0; j < i; ++j) {
-      if (std::memcmp(values[j].bytes(), values[i].bytes(), hw::kMatchParamBytes) == 0) {
+      if (ref_.SameValue(m.ref, values[j].bytes(), values[i].bytes())) {
         return absl::StatusCode::kAlreadyExists;
       }
     }

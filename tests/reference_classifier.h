@@ -48,6 +48,10 @@ class ReferenceClassifier {
   void RemoveRule(int rule);
   // A live rule of `matcher` with the same value under its mask, if any (its user id), else 0.
   uint32_t FindDuplicate(int matcher, const uint8_t* value) const;
+  // Whether values `a` and `b` are the same under `matcher`'s mask: rules with them are duplicates.
+  bool SameValue(int matcher, const uint8_t* a, const uint8_t* b) const {
+    return Matches(matchers_[matcher], a, b);
+  }
 
   RefVerdict Classify(const uint8_t* fields) const;
 
