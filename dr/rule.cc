@@ -127,10 +127,18 @@ bool RefusesDuplicates(const MatcherObj& m) {
   return !m.table->domain->allow_duplicates && m.table->ft.level != 0;
 }
 
-absl::Status DuplicateError(const hw::RuleRecord& existing, const MatcherObj& m) {
+// AlreadyExists naming the rule of `m` that holds `key` (hashed `hash`) already, if one does; else OK.
+absl::Status NotInstalled(const MatcherObj& m, const uint32_t* key, uint64_t hash) {
+  const hw::RuleRecord* existing = m.hw.table.Find(key, hash);
+  if (existing == nullptr) return absl::OkStatus();
   return absl::AlreadyExistsError(absl::StrFormat(
       "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
-      existing.rule_id, m.hw.id));
+      existing->rule_id, m.hw.id));
+}
+
+// `s`, about value `i` of a CreateMany call, saying so first.
+absl::Status AtValue(size_t i, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrFormat("value[%d]: %s", i, s.message()));
 }
 
 // Makes the rule of `key` (hashed `hash`) running `programs` the newest rule of `m`, and lookups see it.
@@ -175,8 +183,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   if (!programs.ok()) return programs.status();
 
   if (RefusesDuplicates(*m)) {
-    if (const hw::RuleRecord* existing = m->hw.table.Find(key, read->hash))
-      return DuplicateError(*existing, *m);
+    if (absl::Status s = NotInstalled(*m, key, read->hash); !s.ok()) return s;
   }
   RuleObj* rule = Install(m, key, read->hash, *programs);
   if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
@@ -207,9 +214,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   for (size_t i = 0; i < n; ++i) {
     uint32_t key[hw::kMatchParamBytes / 4];
     absl::StatusOr<ValueKey> read = ReadValue(*m, *d, values[i], key);
-    if (!read.ok()) {
-      return absl::Status(read.status().code(), absl::StrFormat("value[%d]: %s", i, read.status().message()));
-    }
+    if (!read.ok()) return AtValue(i, read.status());
     if (first_in[read->pipes] == n) first_in[read->pipes] = i;
   }
 
@@ -223,10 +228,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   for (const int p : by_first) {
     if (first_in[p] == n) continue;
     absl::StatusOr<ProgramsObj*> made = ProgramsFor(*m, *d, static_cast<Pipes>(p), objs, &compiled[p]);
-    if (!made.ok()) {
-      return absl::Status(made.status().code(),
-                          absl::StrFormat("value[%d]: %s", first_in[p], made.status().message()));
-    }
+    if (!made.ok()) return AtValue(first_in[p], made.status());
     programs[p] = *made;
   }
 
@@ -236,10 +238,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
     for (size_t i = 0; i < n; ++i) {
       uint32_t key[hw::kMatchParamBytes / 4];
       const ValueKey read = *ReadValue(*m, *d, values[i], key);
-      if (const hw::RuleRecord* existing = m->hw.table.Find(key, read.hash)) {
-        return absl::AlreadyExistsError(
-            absl::StrFormat("value[%d]: %s", i, DuplicateError(*existing, *m).message()));
-      }
+      if (absl::Status s = NotInstalled(*m, key, read.hash); !s.ok()) return AtValue(i, s);
       const auto [at, added] = first_with_hash.try_emplace(read.hash, i);
       if (added) continue;
       for (size_t j = at->second; j < i; ++j) {  // the earlier values with this hash
