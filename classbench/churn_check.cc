@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
@@ -23,7 +24,6 @@ namespace {
 
 constexpr size_t kBurst = 32;
 constexpr uint32_t kNoFilter = 0xffffffff;
-constexpr uint64_t kChurnLog = 1 << 12;  // churns a burst may overlap and still be checked
 
 // Filter i's rules carry tag i + 1.
 uint32_t FilterOf(const sim::Verdict& v) { return v.has_flow_tag ? v.flow_tag - 1 : kNoFilter; }
@@ -33,11 +33,14 @@ std::string Describe(uint32_t filter) {
 }
 
 // The control thread's progress, as workers read it: churn s (0-based) removes and restores filter
-// log[s % kChurnLog]; `started` counts churns begun, `finished` churns whose filter is whole again.
+// log[s % log.size()]; `started` counts churns begun, `finished` churns whose filter is whole again. Log
+// entries are stored with release and loaded with acquire, so a worker that reads churn s's entry then sees
+// `finished` >= s.
 struct ChurnState {
+  explicit ChurnState(size_t log_size) : log(log_size) {}
   std::atomic<uint64_t> started{0};
   std::atomic<uint64_t> finished{0};
-  std::atomic<uint32_t> log[kChurnLog] = {};
+  std::vector<std::atomic<uint32_t>> log;
   std::atomic<bool> stop{false};
 };
 
@@ -55,17 +58,22 @@ class Checker {
     views_.assign(frames_.begin(), frames_.end());
   }
 
-  // Frame `index` ended as `verdict`; the churns [from, to) of `churn` may have overlapped its walk.
-  void Check(size_t index, const sim::Verdict& verdict, const ChurnState* churn, uint64_t from, uint64_t to) {
+  // Whether frame `index` ending as `verdict` is what the NIC may give while the churns [from, to) of
+  // `churn` (none: nullptr) overlap its walk.
+  bool Fits(size_t index, const sim::Verdict& verdict, const ChurnState* churn, uint64_t from,
+            uint64_t to) const {
     const uint32_t got = FilterOf(verdict);
-    if (got == first_[index]) return;
-    if (churn != nullptr && Explained(index, got, *churn, from, to)) return;
+    return got == first_[index] || (churn != nullptr && Explained(index, got, *churn, from, to));
+  }
+
+  // Counts frame `index` ending as `verdict` as a mismatch, and describes it if few are described yet.
+  void Report(size_t index, const sim::Verdict& verdict, bool churning) {
     std::lock_guard<std::mutex> lock(mu_);
     ++mismatches_;
     if (examples_.size() < options_.max_reported) {
-      examples_.push_back(absl::StrFormat(
-          "trace line %d: %s, expected %s%s", index + 1, Describe(got), Describe(first_[index]),
-          churn == nullptr ? "" : " (filters churned meanwhile do not explain it)"));
+      examples_.push_back(absl::StrFormat("trace line %d: %s, expected %s%s", index + 1,
+                                          Describe(FilterOf(verdict)), Describe(first_[index]),
+                                          churning ? " (filters churned meanwhile do not explain it)" : ""));
     }
   }
 
@@ -79,6 +87,7 @@ class Checker {
     std::vector<sim::Frame> burst;
     std::vector<size_t> indices;  // of the burst's frames in the trace
     std::vector<sim::Verdict> verdicts(kBurst);
+    std::vector<size_t> unexplained;  // places in the burst of frames Fits refuses
     size_t at = 0;
     while (!churn.stop.load(std::memory_order_relaxed)) {
       burst.clear();
@@ -90,13 +99,19 @@ class Checker {
       const uint64_t from = churn.finished.load(std::memory_order_acquire);
       if (absl::Status s = (*worker)->ReceiveFromWire(burst, absl::MakeSpan(verdicts)); !s.ok()) return s;
       const uint64_t to = churn.started.load(std::memory_order_acquire);
-      for (size_t n = 0; n < burst.size(); ++n) Check(indices[n], verdicts[n], &churn, from, to);
-      // Log entries read above may have been reused by later churns: then the burst is not bounded.
-      if (churn.started.load(std::memory_order_acquire) - from > kChurnLog) {
-        *unchecked += burst.size();
-      } else {
-        *frames += burst.size();
+      unexplained.clear();
+      for (size_t n = 0; n < burst.size(); ++n) {
+        if (!Fits(indices[n], verdicts[n], &churn, from, to)) unexplained.push_back(n);
       }
+      // The log entries read above were churns [from, to)'s unless later churns reused some meanwhile (a
+      // worker preempted in a burst can overlap thousands). Churn s stores its entry after `finished`
+      // counts churn s - 1: had one been reused, `finished` now says so. Such a burst is not checked.
+      if (churn.finished.load(std::memory_order_acquire) - from >= churn.log.size()) {
+        *unchecked += burst.size();
+        continue;
+      }
+      for (const size_t n : unexplained) Report(indices[n], verdicts[n], /*churning=*/true);
+      *frames += burst.size();
     }
     return absl::OkStatus();
   }
@@ -105,7 +120,9 @@ class Checker {
   absl::Status FinalPass(sim::Nic& nic, uint64_t* frames) {
     std::vector<sim::Verdict> verdicts(views_.size());
     if (absl::Status s = nic.ReceiveFromWire(views_, absl::MakeSpan(verdicts)); !s.ok()) return s;
-    for (size_t i = 0; i < views_.size(); ++i) Check(i, verdicts[i], nullptr, 0, 0);
+    for (size_t i = 0; i < views_.size(); ++i) {
+      if (!Fits(i, verdicts[i], nullptr, 0, 0)) Report(i, verdicts[i], /*churning=*/false);
+    }
     *frames += views_.size();
     return absl::OkStatus();
   }
@@ -119,7 +136,7 @@ class Checker {
     const Header& h = headers_[index];
     auto churned = [&](uint32_t filter) {
       for (uint64_t s = from; s < to; ++s) {
-        if (churn.log[s % kChurnLog].load(std::memory_order_relaxed) == filter) return true;
+        if (churn.log[s % churn.log.size()].load(std::memory_order_acquire) == filter) return true;
       }
       return false;
     };
@@ -155,6 +172,7 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     return absl::InvalidArgumentError(absl::StrFormat("workers = %d: 1 to %d", options.workers,
                                                       static_cast<int>(hw::Reclaimer::kMaxReaders) - 1));
   }
+  if (options.churn_log < 1) return absl::InvalidArgumentError("churn_log = 0: at least 1");
   Checker checker(filters, trace, options);
 
   AclNic setup;  // first, so it goes last
@@ -174,7 +192,7 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
   for (size_t r = 0; r < acl.rules.size(); ++r) rules_of_filter[acl.filter_of_rule[r]].push_back(r);
 
   ChurnCheckReport report;
-  ChurnState churn;
+  ChurnState churn(options.churn_log);
   std::vector<absl::Status> worker_status(options.workers);
   std::vector<uint64_t> frames(options.workers), unchecked(options.workers);
   std::vector<std::thread> threads;
@@ -191,7 +209,8 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.seconds);
   for (uint64_t s = 0; control.ok() && !churn.stop.load() && std::chrono::steady_clock::now() < end; ++s) {
     const uint32_t k = static_cast<uint32_t>(rng() % filters.size());
-    churn.log[s % kChurnLog].store(k, std::memory_order_relaxed);
+    // (Stored after `finished` counted churn s - 1: a worker that reads this entry sees that count.)
+    churn.log[s % churn.log.size()].store(k, std::memory_order_release);
     churn.started.store(s + 1, std::memory_order_release);
     for (size_t r : rules_of_filter[k]) {
       if (control = acl.rules[r].Destroy(); !control.ok()) break;

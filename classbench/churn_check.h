@@ -8,8 +8,9 @@
 // never half). A frame whose burst overlapped churns may therefore end with any filter the header fits
 // (or none) as long as every filter before it that the header fits was churned during the burst; without
 // churn, only its first filter. Workers bracket each burst with the control thread's churn counters to
-// know which filters those are. After the churn stops, one more pass must give every frame exactly its
-// first filter.
+// know which filters those are; a burst that overlapped more churns than their log holds (a worker
+// preempted mid-burst, mostly) is not checked. After the churn stops, one more pass must give every frame
+// exactly its first filter.
 //
 // Frames are IPv4 with the header's protocol; only TCP (6) and UDP (17) frames carry ports, so for other
 // protocols the model sees ports 0, as the NIC's parser does.
@@ -30,6 +31,7 @@ struct ChurnCheckOptions {
   double seconds = 2;        // how long the control thread churns
   uint32_t seed = 1;         // which filters are churned, in what order
   size_t max_reported = 10;  // mismatches described in the report
+  size_t churn_log = 4096;   // churns a burst may overlap and still be checked (at least 1)
 };
 
 struct ChurnCheckReport {
@@ -42,7 +44,8 @@ struct ChurnCheckReport {
 };
 
 // Runs the check. InvalidArgument for an empty set or trace, fewer than 1 or more workers than the NIC
-// allows, or a set InstallAcl refuses; the report otherwise (mismatches > 0 is a failed check).
+// allows, an empty churn log, or a set InstallAcl refuses; the report otherwise (mismatches > 0 is a
+// failed check).
 absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filters,
                                                const std::vector<Header>& trace,
                                                const ChurnCheckOptions& options);
