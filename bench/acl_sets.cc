@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
 #include "bench/flows.h"
+#include "classbench/filter.h"
 #include "classbench/generator.h"
 
 namespace drsim::bench {
@@ -17,13 +19,20 @@ std::string* FiltersPath() {
   return path;
 }
 
+std::string* TracePath() {
+  static auto* path = new std::string();
+  return path;
+}
+
 }  // namespace
 
-void TakeFiltersFlag(int* argc, char** argv) {
+void TakeAclFlags(int* argc, char** argv) {
   int kept = 0;
   for (int i = 0; i < *argc; ++i) {
     if (std::strncmp(argv[i], "--filters=", 10) == 0) {
       *FiltersPath() = argv[i] + 10;
+    } else if (std::strncmp(argv[i], "--trace=", 8) == 0) {
+      *TracePath() = argv[i] + 8;
     } else {
       argv[kept++] = argv[i];
     }
@@ -50,8 +59,32 @@ const std::vector<classbench::Filter>& AclFilterSet(size_t n, benchmark::State& 
   return set;
 }
 
-std::vector<classbench::Header> AclTrace(const std::vector<classbench::Filter>& set) {
-  return classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+std::vector<classbench::Header> AclTrace(const std::vector<classbench::Filter>& set,
+                                         benchmark::State& state) {
+  std::vector<classbench::Header> trace;
+  if (TracePath()->empty()) {
+    trace = classbench::GenerateTrace(set, kTraceLength, kAclTraceSeed);
+  } else {
+    static auto* file = new std::vector<classbench::Header>();
+    if (file->empty()) {
+      absl::StatusOr<std::vector<classbench::Header>> read = classbench::ReadTraceFile(*TracePath());
+      if (!read.ok()) {
+        state.SkipWithError(std::string(read.status().message()).c_str());
+        return {};
+      }
+      if (read->size() < kBurst) {
+        state.SkipWithError(
+            absl::StrFormat("%s: %d headers, less than a burst of %d", *TracePath(), read->size(), kBurst)
+                .c_str());
+        return {};
+      }
+      read->resize(read->size() / kBurst * kBurst);  // the benches send whole bursts, round and round
+      *file = *std::move(read);
+    }
+    trace = *file;
+  }
+  state.counters["trace"] = static_cast<double>(trace.size());
+  return trace;
 }
 
 }  // namespace drsim::bench

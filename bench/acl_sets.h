@@ -1,10 +1,11 @@
 // The ACL sets and trace the ACL benches share (acl_bench: drsim and rte_acl; ovs_classifier_bench: OVS's
 // classifier), so every binary classifies the same filters and the same packets: a generated acl-profile
 // set of N filters (classbench/generator.h, seed 1), or the ClassBench file given with --filters=PATH, and
-// a trace of bench/flows.h's length drawn from the set with kAclTraceSeed.
+// a trace of bench/flows.h's length drawn from the set with kAclTraceSeed, or the ClassBench trace given
+// with --trace=PATH.
 //
-// Call TakeFiltersFlag from main before the benches run; AclFilterSet is then safe to call from benches
-// (Google Benchmark runs them one at a time).
+// Call TakeAclFlags from main before the benches run; AclFilterSet and AclTrace are then safe to call from
+// benches (Google Benchmark runs them one at a time).
 #ifndef DRSIM_BENCH_ACL_SETS_H_
 #define DRSIM_BENCH_ACL_SETS_H_
 
@@ -19,16 +20,19 @@ namespace drsim::bench {
 
 inline constexpr uint32_t kAclTraceSeed = 2;  // the trace's seed
 
-// Removes --filters=PATH from argv (keeping the rest, Google Benchmark's, in order) and remembers PATH.
-void TakeFiltersFlag(int* argc, char** argv);
+// Removes --filters=PATH and --trace=PATH from argv (keeping the rest, Google Benchmark's, in order) and
+// remembers the paths.
+void TakeAclFlags(int* argc, char** argv);
 
 // The set of a bench of `n` filters: the --filters file (whatever `n`), or a generated acl set of `n`
 // filters; kept for the process. An empty set, with the bench skipped naming file:line:col, when the file
 // cannot be read. Sets the bench's "filters" counter.
 const std::vector<classbench::Filter>& AclFilterSet(size_t n, benchmark::State& state);
 
-// The trace drawn from `set` (bench/flows.h's kTraceLength headers).
-std::vector<classbench::Header> AclTrace(const std::vector<classbench::Filter>& set);
+// The trace of a bench on `set`: the --trace file's headers, as many whole bursts (kBurst) as it holds, or
+// kTraceLength headers drawn from `set`. Empty, with the bench skipped naming the file (file:line:col for a
+// bad line), when the file cannot be read or holds less than a burst. Sets the bench's "trace" counter.
+std::vector<classbench::Header> AclTrace(const std::vector<classbench::Filter>& set, benchmark::State& state);
 
 }  // namespace drsim::bench
 

@@ -26,7 +26,7 @@
 //
 // OVS is built outside the repository; every target here is "manual":
 //   bash bench/ovs/build_ovs.sh && bazel build --config=opt //bench:ovs_classifier_bench &&
-//     bazel-bin/bench/ovs_classifier_bench [--filters=PATH] [--benchmark_format=json]
+//     bazel-bin/bench/ovs_classifier_bench [--filters=PATH] [--trace=PATH] [--benchmark_format=json]
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -131,7 +131,8 @@ void Lookups(benchmark::State& state, bool wildcards) {
   const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   Classifier cls = Install(set);
-  const std::vector<Header> trace = AclTrace(set);
+  const std::vector<Header> trace = AclTrace(set, state);
+  if (trace.empty()) return;
   Packets packets = MakePackets(trace);
   if (!CheckVerdicts(cls.get(), packets.get(), set, trace, wildcards, state)) return;
   std::vector<int64_t> found(kBurst);
@@ -168,7 +169,8 @@ void BM_OvsClsRuleUpdate(benchmark::State& state) {
   }
   ovs_cls_quiesce();
   state.SetItemsProcessed(state.iterations() * 2);
-  const std::vector<Header> trace = AclTrace(set);
+  const std::vector<Header> trace = AclTrace(set, state);
+  if (trace.empty()) return;
   Packets packets = MakePackets(trace);
   CheckVerdicts(cls.get(), packets.get(), set, trace, /*wildcards=*/true, state);
 }
@@ -178,7 +180,7 @@ BENCHMARK(BM_OvsClsRuleUpdate)->Arg(1000)->Arg(10000);
 }  // namespace drsim::bench
 
 int main(int argc, char** argv) {
-  drsim::bench::TakeFiltersFlag(&argc, argv);  // --filters=PATH is ours; the rest is Google Benchmark's
+  drsim::bench::TakeAclFlags(&argc, argv);  // --filters and --trace are ours; the rest is Google Benchmark's
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

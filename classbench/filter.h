@@ -66,7 +66,8 @@ absl::StatusOr<std::vector<Filter>> ReadFilterFile(const std::string& path);
 
 // A ClassBench trace (trace_generator's output): one header per line, whitespace-separated decimal
 // fields "<src> <dst> <sport> <dport> <proto>" with the addresses as 32-bit integers, optionally followed by
-// the filter the generator drew it from (read and ignored). Blank and '#' lines are skipped.
+// the filter the generator drew it from, or by the TCP flags and that filter (later trace_generators): any
+// fields after the fifth are ignored. Blank and '#' lines are skipped.
 // InvalidArgument "file:line:col: what was expected" for a bad line.
 absl::StatusOr<Header> ParseTraceLine(absl::string_view line, absl::string_view file, int line_number);
 // Every header of a trace file. NotFound when it cannot be read; InvalidArgument for the first bad line,

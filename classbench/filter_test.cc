@@ -79,20 +79,25 @@ TEST(FilterTest, ReadsFilesAndFindsTheFirstMatch) {
 TEST(FilterTest, ReadsClassBenchTraces) {
   const char* dir = std::getenv("TEST_TMPDIR");
   const std::string path = std::string(dir ? dir : "/tmp") + "/trace.txt";
-  // trace_generator's format: addresses as integers, then ports and protocol, then the filter drawn from.
+  // trace_generator's format: addresses as integers, then ports and protocol, then the filter drawn from;
+  // its later versions write the TCP flags before the filter (4294967295: any).
   std::ofstream(path) << "167838211\t3232235777\t1024\t80\t6\t12\n"
                          "# comment\n"
                          "\n"
-                         "1 2 3 4 17\r\n";
+                         "1 2 3 4 17\r\n"
+                         "5\t6\t65535\t0\t6\t4294967295\t9\n";
   absl::StatusOr<std::vector<Header>> trace = ReadTraceFile(path);
   ASSERT_TRUE(trace.ok()) << trace.status();
-  ASSERT_EQ(trace->size(), 2u);
+  ASSERT_EQ(trace->size(), 3u);
   EXPECT_EQ((*trace)[0].src, 0x0a010203u);
   EXPECT_EQ((*trace)[0].dst, 0xc0a80101u);
   EXPECT_EQ((*trace)[0].sport, 1024);
   EXPECT_EQ((*trace)[0].dport, 80);
   EXPECT_EQ((*trace)[0].proto, 6);
   EXPECT_EQ((*trace)[1].proto, 17);
+  EXPECT_EQ((*trace)[2].sport, 65535);
+  EXPECT_EQ((*trace)[2].dport, 0);
+  EXPECT_EQ((*trace)[2].proto, 6);
 
   EXPECT_THAT(ParseTraceLine("1 2 70000 4 6", "t", 3).status().message(),
               HasSubstr("t:3:5: bad source port '70000'"));
