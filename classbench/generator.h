@@ -5,7 +5,9 @@
 // are wildcards, how long the prefixes are, which port-range classes (wildcard, the ephemeral range
 // 1024:65535, an exact port, an arbitrary range) and which protocols appear — with the proportions written
 // in generator.cc. They are approximations drawn from a seeded generator, not ClassBench's own generator
-// and seed files.
+// and seed files, and they differ where it matters to a classifier walking filters in order: broad
+// filters come early here and take most packets (first matches ~15 matchers deep), whereas real ClassBench
+// sets are mostly specific filters, so a packet's first filter is usually the one it was drawn from.
 //
 // A trace is headers each drawn inside one filter chosen at random (uniformly), so most packets hit a real
 // filter somewhere in the set; FirstMatch gives the verdict a classifier must reproduce.
