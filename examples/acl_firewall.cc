@@ -9,11 +9,13 @@
 // drops on odd ones and on the final catch-all.
 //
 // Then traffic made from the filters (headers inside each filter's ranges, and random ones) runs through
-// the NIC, and every verdict is compared with a linear scan of the filter list.
+// the NIC, and every verdict is compared with a linear scan of the filter list; accepted frames are read
+// from their queue.
 //
 //   bazel run -c opt //examples:acl_firewall [-- path/to/filters.txt]
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,15 +24,18 @@
 #include "absl/strings/str_format.h"
 #include "classbench/dr_acl.h"
 #include "classbench/filter.h"
+#include "classbench/header_frame.h"
 #include "dr/dr.h"
 #include "examples/demo_support.h"
 #include "hw/match_params.h"
-#include "sim/frame_builder.h"
+#include "hw/net_addr.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 
 namespace {
 
 using drsim::classbench::Filter;
+using drsim::classbench::Header;
 using drsim::classbench::PortRange;
 using drsim::examples::Must;
 namespace dr = drsim::dr;
@@ -76,7 +81,10 @@ int main(int argc, char** argv) {
   absl::PrintF("%s: %d filters -> %d DR rules in %d matchers\n", path, filters.size(),
                installed->rules.size(), installed->matchers.size());
 
-  // Traffic: for each filter, headers drawn inside its ranges; and as many random headers.
+  // Traffic: for each filter, headers drawn inside its ranges; and as many random headers. Each frame is
+  // classified by a linear scan of the filters as the NIC's parser sees it (ports only for TCP and UDP), and
+  // an accepted one is read back from its queue, as an application would.
+  sim::RxQueue* accepted_queue = nic.pf().queue(accepted_q);
   std::mt19937 rng(7);
   auto in = [&](uint32_t value, uint32_t mask) { return value | (rng() & ~mask); };
   auto port_in = [&](PortRange r) { return static_cast<uint16_t>(r.lo + rng() % (r.hi - r.lo + 1u)); };
@@ -85,26 +93,26 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < filters.size(); ++i) {
       const Filter& f = filters[i];
       for (bool random : {false, true}) {
-        uint8_t proto = f.proto_mask ? f.proto : (rng() % 2 ? 6 : 17);
-        if (random) proto = rng() % 2 ? 6 : 17;
-        sim::FrameSpec s;
-        s.protocol = proto;
-        s.ipv4_src.value = random ? static_cast<uint32_t>(rng()) : in(f.src, f.src_mask);
-        s.ipv4_dst.value = random ? static_cast<uint32_t>(rng()) : in(f.dst, f.dst_mask);
-        s.sport = random ? static_cast<uint16_t>(rng()) : port_in(f.sport);
-        s.dport = random ? static_cast<uint16_t>(rng()) : port_in(f.dport);
-        s.tcp_flags = 0x002;
-        const size_t expect = drsim::classbench::FirstMatch(
-                                  filters, {s.ipv4_src.value, s.ipv4_dst.value, s.sport, s.dport, proto})
-                                  .value_or(filters.size());
+        Header h;
+        h.proto = f.proto_mask && !random ? f.proto : (rng() % 2 ? 6 : 17);
+        h.src = random ? static_cast<uint32_t>(rng()) : in(f.src, f.src_mask);
+        h.dst = random ? static_cast<uint32_t>(rng()) : in(f.dst, f.dst_mask);
+        h.sport = random ? static_cast<uint16_t>(rng()) : port_in(f.sport);
+        h.dport = random ? static_cast<uint16_t>(rng()) : port_in(f.dport);
+        const Header parsed = drsim::classbench::AsParsed(h);
+        const size_t expect = drsim::classbench::FirstMatch(filters, parsed).value_or(filters.size());
         const bool want_accept = expect < filters.size() && accept[expect];
-        const sim::Verdict v = nic.ReceiveFromWire(sim::BuildFrame(s));
-        const bool got_accept = v.fate == sim::Fate::kQueued;
-        const bool same = got_accept == want_accept && (!got_accept || v.flow_tag == expect);
+        const sim::Verdict v = nic.ReceiveFromWire(drsim::classbench::FrameOf(h));
+        const std::optional<sim::RxCompletion> completion =
+            v.fate == sim::Fate::kQueued ? accepted_queue->Poll() : std::nullopt;
+        const bool got_accept = completion.has_value();
+        const bool same = got_accept == want_accept && (!got_accept || completion->flow_tag == expect);
         if (!same && ++mismatches <= 5) {
           absl::PrintF("MISMATCH %s:%d -> %s:%d proto %d: reference filter %d (%s), NIC %s tag %d\n",
-                       s.ipv4_src.ToString(), s.sport, s.ipv4_dst.ToString(), s.dport, proto, expect,
-                       want_accept ? "accept" : "deny", sim::FateName(v.fate), v.flow_tag);
+                       hw::Ipv4Address{parsed.src}.ToString(), parsed.sport,
+                       hw::Ipv4Address{parsed.dst}.ToString(), parsed.dport, parsed.proto, expect,
+                       want_accept ? "accept" : "deny", sim::FateName(v.fate),
+                       got_accept ? completion->flow_tag : v.flow_tag);
         }
         ++checked;
         (got_accept ? accepted : denied)++;
