@@ -59,6 +59,10 @@ struct Nic::InFlight {
   const hw::CompiledMatcher* looked_up = nullptr;
   const hw::RuleRecord* looked_up_hit = nullptr;
   Entry entry;        // set by FollowJumps, for its burst only: the table its walk starts at, if any
+  // Set by WalkTogether: the table (entry.table) it walked for this frame, and the matcher that hit
+  // (looked_up, with looked_up_hit) or nullptr when none did. The frame's walk takes it from there.
+  const hw::FlowTable* walked = nullptr;
+  const hw::CompiledMatcher* walked_to = nullptr;
   bool copy = false;  // a copy: its outcome goes to verdict->copies
 
   // Parses the frame as it is now, with its metadata, for the lookups that follow.
@@ -95,6 +99,17 @@ struct Nic::InFlight {
   }
   // The frame changed (a rewrite, new metadata): what `hv` holds is stale.
   void Unparse() { parsed = Parsed::kNo; }
+  // The frame's hit in `m`, or nullptr; `key` is scratch for its key. Most matchers of a long walk (an
+  // ACL's) refuse the frame on their summary word alone, read from the outer headers if that is where it
+  // lies and the frame is parsed that far; the key is extracted, and the frame parsed as far as it needs,
+  // only for the others.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE const hw::RuleRecord* LookUp(const hw::CompiledMatcher& m, uint32_t* key) {
+    if (parsed != Parsed::kWhole) EnsureParsedFor(m.summary_word.ReadsOnly(FilledByOuterParse));
+    if (!m.MayMatch(hv.bytes)) return nullptr;
+    if (parsed != Parsed::kWhole) EnsureParsedFor(m.definer.ReadsOnly(FilledByOuterParse));
+    m.definer.Extract(hv.bytes, key);
+    return m.table.Find(key);
+  }
 };
 
 static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Parse builds it over the old one
@@ -615,6 +630,49 @@ void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
   }
 }
 
+void Nic::WalkTogether(Burst& b, size_t n) {
+  InFlight* burst = b.frames;
+  size_t walking[kBurst];  // the frames left to walk, those of the table being walked first
+  size_t left = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (burst[j].entry.table != nullptr && burst[j].looked_up_hit == nullptr) walking[left++] = j;
+  }
+  uint32_t key[kMaxKeyWords];
+  while (left > 0) {
+    const hw::FlowTable* table = burst[walking[0]].entry.table;
+    size_t live = 0;  // walking[0, live): the frames into `table` not hit yet
+    for (size_t i = 0; i < left; ++i) {
+      if (burst[walking[i]].entry.table == table) std::swap(walking[i], walking[live++]);
+    }
+    const size_t into_table = live;
+    for (const hw::CompiledMatcher* m = table->first_matcher(); m != nullptr && live > 0;
+         m = m->next_matcher()) {
+      m->PrefetchAhead();
+      for (size_t i = 0; i < live;) {
+        InFlight& p = burst[walking[i]];
+        // (The frame missed the first matcher, which FollowJumps looked it up in.)
+        const hw::RuleRecord* hit = m == p.looked_up ? nullptr : p.LookUp(*m, key);
+        if (hit == nullptr) {
+          ++i;
+          continue;
+        }
+        p.walked = table;
+        p.walked_to = m;
+        p.looked_up = m;
+        p.looked_up_hit = hit;
+        std::swap(walking[i], walking[--live]);
+      }
+    }
+    for (size_t i = 0; i < live; ++i) {  // missed every matcher
+      burst[walking[i]].walked = table;
+      burst[walking[i]].walked_to = nullptr;
+    }
+    // The frames into other tables are next.
+    for (size_t i = into_table; i < left; ++i) walking[i - into_table] = walking[i];
+    left -= into_table;
+  }
+}
+
 absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
                           bool trace, uint16_t source, uint32_t sqn, Stage stage, Function& fn) {
   if (!verdicts.empty() && verdicts.size() != frames.size()) {
@@ -649,6 +707,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       p.Unparse();
       p.looked_up = nullptr;
       p.looked_up_hit = nullptr;
+      p.walked = nullptr;
     };
     // The first lookup of every frame, overlapped: read and hash all their keys, load their buckets, then
     // their records, so what follows finds them in cache instead of waiting on each miss in turn. A key that
@@ -685,7 +744,10 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         if (!trace && burst[j].looked_up_hit != nullptr) b.NoteJump(j, *burst[j].looked_up_hit, first.pipe);
       }
       followed = b.jumping > 0;
-      if (followed) FollowJumps(b, n, first);
+      if (followed) {
+        FollowJumps(b, n, first);
+        WalkTogether(b, n);
+      }
     } else {
       for (size_t j = 0; j < n; ++j) start(j);
     }
@@ -906,28 +968,20 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   uint32_t key[kMaxKeyWords];
   const hw::FlowTable* table = entry.table;  // nullptr: the merged root
   uint32_t root_rank = entry.root_rank;
+  // Where the walk of the first table starts: WalkTogether may have walked it for the frame already.
+  const hw::CompiledMatcher* walk_from = nullptr;
+  const bool walked = table != nullptr && p.walked == table;
+  if (walked) walk_from = p.walked_to;
+  p.walked = nullptr;
   for (int jumps = entry.jumps;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
     const hw::RuleRecord* hit = nullptr;
     const hw::CompiledMatcher* hit_matcher = nullptr;
     const hw::FlowTable* hit_table = table;
     auto try_matcher = [&](const hw::CompiledMatcher* m) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-      if (m == p.looked_up) {
-        hit = p.looked_up_hit;  // the burst's first lookup (Process), made on these same headers
-      } else {
-        // Most matchers of a long walk (an ACL's) refuse the frame on their summary word alone, read from
-        // the outer headers if that is where it lies and the frame is parsed that far; the key is
-        // extracted, and the frame parsed as far as it needs, only for the others.
-        if (p.parsed != InFlight::Parsed::kWhole)
-          p.EnsureParsedFor(m->summary_word.ReadsOnly(FilledByOuterParse));
-        hit = nullptr;
-        if (m->MayMatch(p.hv.bytes)) {
-          if (p.parsed != InFlight::Parsed::kWhole)
-            p.EnsureParsedFor(m->definer.ReadsOnly(FilledByOuterParse));
-          m->definer.Extract(p.hv.bytes, key);
-          hit = m->table.Find(key);
-        }
-      }
+      // The burst's first lookup (Process, FollowJumps, WalkTogether), made on these same headers, or a
+      // lookup now.
+      hit = m == p.looked_up ? p.looked_up_hit : p.LookUp(*m, key);
       p.looked_up = nullptr;
       hit_matcher = m;
       return hit != nullptr;
@@ -941,7 +995,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         }
       }
     } else {
-      for (const hw::CompiledMatcher* m = table->first_matcher(); m != nullptr; m = m->next_matcher()) {
+      const hw::CompiledMatcher* from = jumps == entry.jumps && walked ? walk_from : table->first_matcher();
+      for (const hw::CompiledMatcher* m = from; m != nullptr; m = m->next_matcher()) {
         m->PrefetchAhead();
         if (try_matcher(m)) break;
       }

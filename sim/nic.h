@@ -348,6 +348,11 @@ class Nic {
   // level, and leaves the frame's walk to start at the last table reached (InFlight::entry, which it
   // sets for all `n` frames of the burst). Not when tracing: the walk records the path.
   void FollowJumps(Burst& burst, size_t n, const FirstLookup& first);
+  // Walks, for the frames FollowJumps led into a table whose first matcher missed them, the table's
+  // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
+  // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
+  // at the matcher that hit (InFlight::walked), or to find that none did.
+  void WalkTogether(Burst& burst, size_t n);
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, or the one
   // FollowJumps led to) when that hit's program only sends the frame on — no ops, a terminal destination
   // — as the walks up to it would; false, with nothing done, otherwise. Not when tracing: the walk

@@ -232,6 +232,81 @@ TEST(NicTest, JumpsFollowedAheadCountTowardsTheLoopLimit) {
   }
 }
 
+// Frames the root sends into two tables of three matchers each: they hit at every depth, one rule shadows
+// another of a later matcher, one hit tags (ops: its walk goes on from the hit), and some frames miss every
+// matcher. An untraced burst walks each table once for all its frames (Nic::WalkTogether); every verdict
+// must be the traced walk's, frame by frame.
+TEST(NicTest, BurstWalksOfTablesGiveEachFrameItsOwnWalksVerdict) {
+  Nic nic;
+  const uint32_t q1 = nic.pf().CreateQueue(1000), q2 = nic.pf().CreateQueue(1000);
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  hw::FlowTable t1{2, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  hw::FlowTable t2{3, 1, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  auto r = PortMatcher(10, 0, 1);
+  std::vector<std::unique_ptr<hw::CompiledMatcher>> in_t1, in_t2;
+  for (uint16_t i = 0; i < 3; ++i) {
+    in_t1.push_back(PortMatcher(20 + i, i, 10 + i));
+    in_t2.push_back(PortMatcher(30 + i, i, 20 + i));
+  }
+  TestRule to_t1 = Rule(100, hw::Destination::kTable, 0, &t1);
+  TestRule to_t2 = Rule(101, hw::Destination::kTable, 0, &t2);
+  TestRule deliver1 = Rule(102, hw::Destination::kQueue, q1);
+  TestRule deliver2 = Rule(103, hw::Destination::kQueue, q2);
+  TestRule tag_deliver = Rule(104, hw::Destination::kQueue, q2);
+  tag_deliver.programs[hw::kRxPipe].ops.push_back({hw::OpCode::kTag, 0x77});
+  TestRule drop = Rule(105, hw::Destination::kDrop);
+  // Ports 1..8 go to t1, 11..18 to t2. t1: port 1 in its first matcher, 2 and 3 in its second, 3 (shadowed)
+  // and 4 in its third; t2 the same shape with 11..14, its port 13 tagged. Ports 5..8 and 15..18 miss.
+  for (uint16_t p = 1; p <= 8; ++p) {
+    AddRule(*r, p, &to_t1);
+    AddRule(*r, p + 10, &to_t2);
+  }
+  AddRule(*in_t1[0], 1, &deliver1);
+  AddRule(*in_t1[1], 2, &drop);
+  AddRule(*in_t1[1], 3, &deliver2);
+  AddRule(*in_t1[2], 3, &drop);
+  AddRule(*in_t1[2], 4, &deliver1);
+  AddRule(*in_t2[0], 11, &drop);
+  AddRule(*in_t2[1], 12, &deliver1);
+  AddRule(*in_t2[1], 13, &tag_deliver);
+  AddRule(*in_t2[2], 13, &drop);
+  AddRule(*in_t2[2], 14, &deliver2);
+  root.chain = {r.get()};
+  root.LinkAll();
+  for (auto& m : in_t1) t1.chain.insert(m.get());
+  for (auto& m : in_t2) t2.chain.insert(m.get());
+  t1.LinkAll();
+  t2.LinkAll();
+  nic.pf().AttachRootTable(&root);
+
+  std::vector<std::vector<uint8_t>> frames;
+  for (int i = 0; i < 45; ++i) frames.push_back(UdpFrame(static_cast<uint16_t>(1 + (i * 7) % 18)));
+  std::vector<Frame> views(frames.begin(), frames.end());
+  std::vector<Verdict> burst(views.size());
+  ASSERT_TRUE(nic.ReceiveFromWire(views, absl::MakeSpan(burst), /*trace=*/false).ok());
+  int queued = 0;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const Verdict walked = nic.ReceiveFromWire(views[i]);
+    SCOPED_TRACE(testing::Message() << "frame " << i << ", port " << 1 + (i * 7) % 18);
+    EXPECT_EQ(burst[i].fate, walked.fate);
+    EXPECT_EQ(burst[i].qp_num, walked.qp_num);
+    EXPECT_EQ(burst[i].has_flow_tag, walked.has_flow_tag);
+    EXPECT_EQ(burst[i].flow_tag, walked.flow_tag);
+    queued += walked.fate == Fate::kQueued;
+  }
+  // The traced walks themselves, for a few ports.
+  EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(1)).qp_num, q1);
+  EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(3)).qp_num, q2);  // the second matcher's rule, not the third's drop
+  EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(4)).qp_num, q1);
+  EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(6)).fate, Fate::kDomainDefault);
+  const Verdict tagged = nic.ReceiveFromWire(UdpFrame(13));
+  EXPECT_EQ(tagged.qp_num, q2);
+  EXPECT_EQ(tagged.flow_tag, 0x77u);
+  EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(14)).qp_num, q2);
+  EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(16)).fate, Fate::kDomainDefault);
+  EXPECT_GT(queued, 10);
+}
+
 TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   Nic nic;
   uint32_t q = nic.pf().CreateQueue(1000);
