@@ -76,9 +76,10 @@ class MatchTable {
   const RuleRecord* Find(const uint32_t* key, uint64_t hash) const;
   // False when no key in the table has `word` as its summary word (then Find misses every key with it);
   // true when one may. Valid in a read section like Find.
-  bool MayHold(uint32_t word) const {
-    return (summary_.load(std::memory_order_acquire) >> SummaryBit(word) & 1) != 0;
-  }
+  bool MayHold(uint32_t word) const { return MayHoldIn(summary(), word); }
+  // MayHold in two steps, for many words against one instant of the table: MayHoldIn(summary(), word).
+  uint64_t summary() const { return summary_.load(std::memory_order_acquire); }
+  static bool MayHoldIn(uint64_t summary, uint32_t word) { return (summary >> SummaryBit(word) & 1) != 0; }
   // Starts loading the bucket `hash` falls in, for a Find() soon after (a burst's lookups overlap).
   inline void Prefetch(uint64_t hash) const;
   // A record PrefetchRecords found, for FindFrom: where its words are (nullptr: none).

@@ -632,26 +632,47 @@ void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
 
 void Nic::WalkTogether(Burst& b, size_t n) {
   InFlight* burst = b.frames;
-  size_t walking[kBurst];  // the frames left to walk, those of the table being walked first
+  // The frames left to walk, those of the table being walked first, with what the summary test reads of
+  // them kept at hand: most matchers refuse every frame on its summary word, read here without a call.
+  struct Walking {
+    size_t frame;
+    const uint8_t* hv;
+    InFlight::Parsed parsed;
+  };
+  Walking walking[kBurst];
   size_t left = 0;
   for (size_t j = 0; j < n; ++j) {
-    if (burst[j].entry.table != nullptr && burst[j].looked_up_hit == nullptr) walking[left++] = j;
+    InFlight& p = burst[j];
+    if (p.entry.table != nullptr && p.looked_up_hit == nullptr) {
+      walking[left++] = {j, p.hv.bytes, p.parsed};
+    }
   }
   uint32_t key[kMaxKeyWords];
   while (left > 0) {
-    const hw::FlowTable* table = burst[walking[0]].entry.table;
+    const hw::FlowTable* table = burst[walking[0].frame].entry.table;
     size_t live = 0;  // walking[0, live): the frames into `table` not hit yet
     for (size_t i = 0; i < left; ++i) {
-      if (burst[walking[i]].entry.table == table) std::swap(walking[i], walking[live++]);
+      if (burst[walking[i].frame].entry.table == table) std::swap(walking[i], walking[live++]);
     }
     const size_t into_table = live;
     for (const hw::CompiledMatcher* m = table->first_matcher(); m != nullptr && live > 0;
          m = m->next_matcher()) {
       m->PrefetchAhead();
+      const hw::Definer::Word summary_word = m->summary_word;
+      const bool outer_word = summary_word.ReadsOnly(FilledByOuterParse);
+      const uint64_t summary = m->table.summary();  // (one load for all the frames: one instant)
       for (size_t i = 0; i < live;) {
-        InFlight& p = burst[walking[i]];
+        Walking& w = walking[i];
+        const bool readable =
+            w.parsed == InFlight::Parsed::kWhole || (w.parsed == InFlight::Parsed::kOuter && outer_word);
+        if (readable && !hw::MatchTable::MayHoldIn(summary, summary_word.Read(w.hv))) {
+          ++i;
+          continue;
+        }
+        InFlight& p = burst[w.frame];
         // (The frame missed the first matcher, which FollowJumps looked it up in.)
         const hw::RuleRecord* hit = m == p.looked_up ? nullptr : p.LookUp(*m, key);
+        w.parsed = p.parsed;
         if (hit == nullptr) {
           ++i;
           continue;
@@ -660,12 +681,12 @@ void Nic::WalkTogether(Burst& b, size_t n) {
         p.walked_to = m;
         p.looked_up = m;
         p.looked_up_hit = hit;
-        std::swap(walking[i], walking[--live]);
+        std::swap(w, walking[--live]);
       }
     }
     for (size_t i = 0; i < live; ++i) {  // missed every matcher
-      burst[walking[i]].walked = table;
-      burst[walking[i]].walked_to = nullptr;
+      burst[walking[i].frame].walked = table;
+      burst[walking[i].frame].walked_to = nullptr;
     }
     // The frames into other tables are next.
     for (size_t i = into_table; i < left; ++i) walking[i - into_table] = walking[i];
