@@ -54,8 +54,8 @@ struct Nic::InFlight {
   enum class Parsed : uint8_t { kNo, kOuter, kWhole };
   Parsed parsed = Parsed::kNo;
   Verdict* verdict = nullptr;  // the original frame's
-  // The first lookup, done ahead by Process for the whole burst: the walk's first lookup, if in this
-  // matcher, takes its result.
+  // A lookup done ahead for the whole burst (Process's first, FollowJumps's, WalkTogether's hit): the
+  // walk's lookup in this matcher takes its result.
   const hw::CompiledMatcher* looked_up = nullptr;
   const hw::RuleRecord* looked_up_hit = nullptr;
   Entry entry;        // set by FollowJumps, for its burst only: the table its walk starts at, if any
@@ -685,8 +685,10 @@ void Nic::WalkTogether(Burst& b, size_t n) {
       }
     }
     for (size_t i = 0; i < live; ++i) {  // missed every matcher
-      burst[walking[i].frame].walked = table;
-      burst[walking[i].frame].walked_to = nullptr;
+      InFlight& p = burst[walking[i].frame];
+      p.walked = table;
+      p.walked_to = nullptr;
+      p.looked_up = nullptr;  // consumed, as a walk consumes it
     }
     // The frames into other tables are next.
     for (size_t i = into_table; i < left; ++i) walking[i - into_table] = walking[i];

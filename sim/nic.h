@@ -351,12 +351,12 @@ class Nic {
   // Walks, for the frames FollowJumps led into a table whose first matcher missed them, the table's
   // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
-  // at the matcher that hit (InFlight::walked), or to find that none did.
+  // at the matcher that hit (InFlight::walked_to), or to find that none did.
   void WalkTogether(Burst& burst, size_t n);
-  // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, or the one
-  // FollowJumps led to) when that hit's program only sends the frame on — no ops, a terminal destination
-  // — as the walks up to it would; false, with nothing done, otherwise. Not when tracing: the walk
-  // records the path.
+  // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, the one
+  // FollowJumps led to, or WalkTogether's) when that hit's program only sends the frame on — no ops, a
+  // terminal destination — as the walks up to it would; false, with nothing done, otherwise. Not when
+  // tracing: the walk records the path.
   bool DispatchLookedUpHit(InFlight& p, const FirstLookup& first);
   // Runs `frames` on `worker` from `stage` on `fn`, in bursts of kBurst whose first lookups overlap.
   absl::Status Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,

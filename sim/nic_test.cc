@@ -233,9 +233,9 @@ TEST(NicTest, JumpsFollowedAheadCountTowardsTheLoopLimit) {
 }
 
 // Frames the root sends into two tables of three matchers each: they hit at every depth, one rule shadows
-// another of a later matcher, one hit tags (ops: its walk goes on from the hit), and some frames miss every
-// matcher. An untraced burst walks each table once for all its frames (Nic::WalkTogether); every verdict
-// must be the traced walk's, frame by frame.
+// another of a later matcher, one hit tags and counts (ops: its walk goes on from the hit, and runs them
+// once), and some frames miss every matcher. An untraced burst walks each table once for all its frames
+// (Nic::WalkTogether); every verdict must be the traced walk's, frame by frame.
 TEST(NicTest, BurstWalksOfTablesGiveEachFrameItsOwnWalksVerdict) {
   Nic nic;
   const uint32_t q1 = nic.pf().CreateQueue(1000), q2 = nic.pf().CreateQueue(1000);
@@ -253,7 +253,9 @@ TEST(NicTest, BurstWalksOfTablesGiveEachFrameItsOwnWalksVerdict) {
   TestRule deliver1 = Rule(102, hw::Destination::kQueue, q1);
   TestRule deliver2 = Rule(103, hw::Destination::kQueue, q2);
   TestRule tag_deliver = Rule(104, hw::Destination::kQueue, q2);
+  const uint32_t counter = *nic.AllocateCounters(1);
   tag_deliver.programs[hw::kRxPipe].ops.push_back({hw::OpCode::kTag, 0x77});
+  tag_deliver.programs[hw::kRxPipe].ops.push_back({hw::OpCode::kCounter, counter});
   TestRule drop = Rule(105, hw::Destination::kDrop);
   // Ports 1..8 go to t1, 11..18 to t2. t1: port 1 in its first matcher, 2 and 3 in its second, 3 (shadowed)
   // and 4 in its third; t2 the same shape with 11..14, its port 13 tagged. Ports 5..8 and 15..18 miss.
@@ -302,6 +304,10 @@ TEST(NicTest, BurstWalksOfTablesGiveEachFrameItsOwnWalksVerdict) {
   const Verdict tagged = nic.ReceiveFromWire(UdpFrame(13));
   EXPECT_EQ(tagged.qp_num, q2);
   EXPECT_EQ(tagged.flow_tag, 0x77u);
+  // Port 13 is frames 12 and 30 of the burst, then the same two walked one by one, then this one.
+  uint64_t packets = 0, bytes = 0;
+  ASSERT_TRUE(nic.QueryCounter(counter, &packets, &bytes).ok());
+  EXPECT_EQ(packets, 5u);
   EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(14)).qp_num, q2);
   EXPECT_EQ(nic.ReceiveFromWire(UdpFrame(16)).fate, Fate::kDomainDefault);
   EXPECT_GT(queued, 10);
