@@ -106,6 +106,11 @@ struct Nic::InFlight {
   ABSL_ATTRIBUTE_ALWAYS_INLINE const hw::RuleRecord* LookUp(const hw::CompiledMatcher& m, uint32_t* key) {
     if (parsed != Parsed::kWhole) EnsureParsedFor(m.summary_word.ReadsOnly(FilledByOuterParse));
     if (!m.MayMatch(hv.bytes)) return nullptr;
+    return LookUpPastSummary(m, key);
+  }
+  // LookUp for a frame `m`'s summary has let through already.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE const hw::RuleRecord* LookUpPastSummary(const hw::CompiledMatcher& m,
+                                                                       uint32_t* key) {
     if (parsed != Parsed::kWhole) EnsureParsedFor(m.definer.ReadsOnly(FilledByOuterParse));
     m.definer.Extract(hv.bytes, key);
     return m.table.Find(key);
@@ -670,8 +675,11 @@ void Nic::WalkTogether(Burst& b, size_t n) {
           continue;
         }
         InFlight& p = burst[w.frame];
-        // (The frame missed the first matcher, which FollowJumps looked it up in.)
-        const hw::RuleRecord* hit = m == p.looked_up ? nullptr : p.LookUp(*m, key);
+        // (The frame missed the first matcher, which FollowJumps looked it up in.) A readable frame's summary
+        // word passed above.
+        const hw::RuleRecord* hit = m == p.looked_up ? nullptr
+                                    : readable       ? p.LookUpPastSummary(*m, key)
+                                                     : p.LookUp(*m, key);
         w.parsed = p.parsed;
         if (hit == nullptr) {
           ++i;
