@@ -28,6 +28,7 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   // Tried before the matchers of higher priority numbers and the older ones of its own (hw::LookupBefore).
   t->matchers.insert(m);
   t->ft.LinkMatcher(&m->hw);
+  internal::IndexMatcher(m);
   ++t->refs;
   device.TableChanged(&t->ft);
   return Matcher(m);

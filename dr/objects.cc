@@ -1,7 +1,12 @@
 #include "dr/objects.h"
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 #include "dr/dr.h"
 #include "hw/lookup_memory.h"
+#include "hw/match_layout.h"
 
 namespace drsim::dr::internal {
 
@@ -59,7 +64,16 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
 void Unref(RuleObj* rule) {
   if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
-  matcher->hw.table.Erase(rule->entry);
+  if (matcher->index_state != nullptr) {
+    // Out of the index only once out of the match table: a packet finding the rule finds its matcher.
+    uint32_t key[hw::kMatchParamBytes / 4];
+    const uint32_t* installed = matcher->hw.table.key(rule->entry);
+    std::copy(installed, installed + matcher->hw.table.key_words(), key);
+    matcher->hw.table.Erase(rule->entry);
+    matcher->table->index->RemoveRule(matcher->index_state.get(), key);
+  } else {
+    matcher->hw.table.Erase(rule->entry);
+  }
   (rule->prev_in_matcher ? rule->prev_in_matcher->next_in_matcher : matcher->first_rule) =
       rule->next_in_matcher;
   (rule->next_in_matcher ? rule->next_in_matcher->prev_in_matcher : matcher->last_rule) =
@@ -79,11 +93,40 @@ void Unref(MatcherObj* matcher) {
   if (--matcher->refs > 0) return;
   TableObj* table = matcher->table;
   hw::Device* device = table->domain->device;
+  UnindexMatcher(matcher);
   table->ft.UnlinkMatcher(&matcher->hw);
   table->matchers.erase(matcher);
   device->TableChanged(&table->ft);
   hw::Retire(device->reclaimer(), [matcher] { delete matcher; });  // lookups may still walk it
   Unref(table);
+}
+
+void IndexMatcher(MatcherObj* matcher) {
+  TableObj* table = matcher->table;
+  if (table->index != nullptr) {
+    matcher->index_state = std::make_unique<hw::TableIndex::MatcherState>();
+    table->index->AddMatcher(&matcher->hw, matcher->index_state.get());
+    return;
+  }
+  if (table->ft.level == 0 || table->matchers.size() < hw::TableIndex::kIndexFromMatchers) return;
+  std::vector<const hw::CompiledMatcher*> compiled;
+  for (const MatcherObj* m : table->matchers) compiled.push_back(&m->hw);
+  auto index = std::make_unique<hw::TableIndex>(compiled, table->domain->device->reclaimer());
+  for (MatcherObj* m : table->matchers) {
+    m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
+    index->AddMatcher(&m->hw, m->index_state.get());
+    for (const RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
+      index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
+    }
+  }
+  table->index = std::move(index);
+  table->ft.index.store(table->index.get(), std::memory_order_release);
+}
+
+void UnindexMatcher(MatcherObj* matcher) {
+  if (matcher->index_state == nullptr) return;
+  matcher->table->index->RemoveMatcher(matcher->index_state.get());
+  matcher->index_state.reset();
 }
 
 void Unref(TableObj* table) {

@@ -25,6 +25,7 @@
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/lookup_memory.h"
+#include "hw/table_index.h"
 #include "matcher/mask_compiler.h"
 
 namespace drsim::dr::internal {
@@ -61,6 +62,9 @@ struct TableObj {
   int refs = 1;  // the handle, each matcher, each dest_table action
   hw::FlowTable ft;
   absl::btree_set<MatcherObj*, InLookupOrder> matchers;  // mirrors ft.chain
+  // Built once the table has hw::TableIndex::kIndexFromMatchers matchers (not for root tables, whose
+  // matchers merge with other tables'); published as ft.index.
+  std::unique_ptr<hw::TableIndex> index;
   std::list<TableObj*>::iterator in_domain;
 };
 
@@ -82,6 +86,8 @@ struct MatcherObj {
   ProgramsObj* last_compiled = nullptr;
   hw::CompiledMatcher hw;  // what lookups walk; lives as long as the matcher (both retired together)
   matcher::CompiledMask compiled;
+  // Its part of its table's index, while the table has one.
+  std::unique_ptr<hw::TableIndex::MatcherState> index_state;
 };
 
 inline bool InLookupOrder::operator()(const MatcherObj* a, const MatcherObj* b) const {
@@ -147,6 +153,12 @@ void Unref(TableObj* table);
 void Unref(MatcherObj* matcher);
 void Unref(RuleObj* rule);
 void Unref(ActionObj* action);
+
+// Table indexes (hw/table_index.h); the domain lock must be held. IndexMatcher, for a matcher just linked
+// into its table: it joins the table's index, or the table gets one once it has enough matchers (every
+// rule in it indexed before the index is published). UnindexMatcher, before it is unlinked.
+void IndexMatcher(MatcherObj* matcher);
+void UnindexMatcher(MatcherObj* matcher);
 
 // The domain lock must be held. `rule` starts using `programs` (which take references on their actions when
 // they gain their first rule; Unref(RuleObj*) gives them back with the last).

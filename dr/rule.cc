@@ -150,6 +150,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   internal::UsePrograms(programs, rule);
   hw::RuleRecord record = programs->record;
   record.rule_id = rule->id;
+  // Into the index first: a packet finding the rule finds its matcher.
+  if (m->index_state != nullptr) m->table->index->AddRule(m->index_state.get(), key);
   rule->entry = m->hw.table.Insert(key, hash, record);
   rule->prev_in_matcher = m->last_rule;
   (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;

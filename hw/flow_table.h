@@ -36,6 +36,8 @@
 
 namespace drsim::hw {
 
+class TableIndex;
+
 // How many matchers ahead of its position a walk requests the next one it will read
 // (CompiledMatcher::PrefetchAhead): about a miss's latency over the cost of passing a matcher on its summary.
 inline constexpr int kWalkAhead = 6;
@@ -136,6 +138,10 @@ struct FlowTable {
   RootNamespace root_ns = RootNamespace::kBypass;  // level 0: where the chain goes in the merged root
   // What lookups walk: the chain's first matcher, then next links.
   std::atomic<const CompiledMatcher*> first{nullptr};
+  // Which matchers may hit a packet (hw/table_index.h), once the driver indexes the table (nullptr until
+  // then): a lookup from the first matcher may probe only those, in lookup order, instead of the chain.
+  // Published once, complete; it lives as long as the table.
+  std::atomic<const TableIndex*> index{nullptr};
 
   // The first matcher lookups try (then each one's next_matcher()), or nullptr.
   const CompiledMatcher* first_matcher() const { return first.load(std::memory_order_acquire); }

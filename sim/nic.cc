@@ -8,6 +8,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_format.h"
 #include "hw/match_params.h"
+#include "hw/table_index.h"
 #include "sim/packet_parser.h"
 #include "sim/plain_ipv4.h"
 #include "sim/rss.h"
@@ -107,6 +108,25 @@ struct Nic::InFlight {
     if (parsed != Parsed::kWhole) EnsureParsedFor(m.summary_word.ReadsOnly(FilledByOuterParse));
     if (!m.MayMatch(hv.bytes)) return nullptr;
     return LookUpPastSummary(m, key);
+  }
+  // The first hit in the table `index` indexes, and its matcher (`*hit` nullptr: none hit), from its index's
+  // candidates in lookup order; false, with nothing looked up, when there were too many candidates (then
+  // walk the table's chain). `key` is scratch for keys.
+  bool LookUpIndexed(const hw::TableIndex& index, uint32_t* key, const hw::RuleRecord** hit,
+                     const hw::CompiledMatcher** hit_matcher) {
+    if (parsed != Parsed::kWhole) EnsureParsedFor(index.ReadsOnly(FilledByOuterParse));
+    hw::TableIndex::Candidate candidates[hw::TableIndex::kMaxCandidates];
+    const size_t n = index.Candidates(hv.bytes, candidates);
+    if (n > hw::TableIndex::kMaxCandidates) return false;
+    *hit = nullptr;
+    for (size_t i = 0; i < n && *hit == nullptr; ++i) {
+      const hw::CompiledMatcher* m = candidates[i].matcher;
+      // The burst's lookup in the table's first matcher (FollowJumps), made on these same headers, or now.
+      *hit = m == looked_up ? looked_up_hit : LookUp(*m, key);
+      *hit_matcher = m;
+    }
+    looked_up = nullptr;
+    return true;
   }
   // LookUp for a frame `m`'s summary has let through already.
   ABSL_ATTRIBUTE_ALWAYS_INLINE const hw::RuleRecord* LookUpPastSummary(const hw::CompiledMatcher& m,
@@ -648,7 +668,9 @@ void Nic::WalkTogether(Burst& b, size_t n) {
   size_t left = 0;
   for (size_t j = 0; j < n; ++j) {
     InFlight& p = burst[j];
-    if (p.entry.table != nullptr && p.looked_up_hit == nullptr) {
+    // (An indexed table's walk probes only the matchers its index names: frame by frame, in WalkDomain.)
+    if (p.entry.table != nullptr && p.looked_up_hit == nullptr &&
+        p.entry.table->index.load(std::memory_order_acquire) == nullptr) {
       walking[left++] = {j, p.hv.bytes, p.parsed};
     }
   }
@@ -1017,6 +1039,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       hit_matcher = m;
       return hit != nullptr;
     };
+    // Whether WalkTogether walked this table for the frame already (before it had an index, if it has one).
+    const bool resume = jumps == entry.jumps && walked;
     if (table == nullptr) {
       for (const Function::RootEntry& e : root) {
         if (e.rank < root_rank) continue;
@@ -1025,8 +1049,9 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
           break;
         }
       }
-    } else {
-      const hw::CompiledMatcher* from = jumps == entry.jumps && walked ? walk_from : table->first_matcher();
+    } else if (const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
+               resume || index == nullptr || !p.LookUpIndexed(*index, key, &hit, &hit_matcher)) {
+      const hw::CompiledMatcher* from = resume ? walk_from : table->first_matcher();
       for (const hw::CompiledMatcher* m = from; m != nullptr; m = m->next_matcher()) {
         m->PrefetchAhead();
         if (try_matcher(m)) break;

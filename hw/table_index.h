@@ -1,0 +1,152 @@
+// TableIndex: which matchers of a flow table may hold a rule a packet matches, so that a lookup in a
+// table of thousands of small matchers (an ACL's, one or more per filter) probes a few of them instead of
+// walking them all.
+//
+// The driver keeps one per flow table once the table has kIndexFromMatchers matchers. The index reads four
+// words of the header vector, chosen from the table's matchers when it is built: the two with the longest
+// prefix masks (addresses, in an ACL) key two tries, the two with the most other mask bits (ports,
+// protocol) only filter. Every distinct rule key of a matcher, cut to those four words, is one entry
+// (value, mask, the matcher, its lookup rank), filed in the trie of whichever prefix word it masks longer,
+// at the node of that prefix's whole nibbles (4-bit stride: at most 9 nodes a path). A packet collects the
+// entries along its path in each trie whose four words it matches: the candidates. Every matcher holding a
+// rule the packet matches is a candidate, so probing the candidates in lookup order (ascending rank) and
+// stopping at the first hit gives the table's first hit, as walking its whole chain does. The entries
+// only filter: a candidate is looked up in its own match table.
+//
+// A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
+// one entry with empty masks, a candidate of every packet, so an index never costs a rule more than a
+// few loads, nor memory per rule.
+//
+// Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
+// the reclaimer. Entries are appended to a node's slot array and published by its count (release); a
+// removed entry's matcher pointer is cleared in place (a hole); a full array is replaced by a compacted
+// or doubled copy, published whole, the old one retired. Trie nodes live as long as the index. The driver
+// adds a rule's entry before the rule goes into its match table and removes it after the rule left it,
+// so a packet that finds the rule also finds its matcher among the candidates.
+#ifndef DRSIM_HW_TABLE_INDEX_H_
+#define DRSIM_HW_TABLE_INDEX_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "hw/definer.h"
+#include "hw/flow_table.h"
+#include "hw/reclaimer.h"
+
+namespace drsim::hw {
+
+class TableIndex {
+ public:
+  static constexpr int kWords = 4;      // words 0 and 1 key the tries; all four filter entries
+  static constexpr int kTrieWords = 2;  // (the trie words come first)
+  static constexpr size_t kIndexFromMatchers = 16;
+  static constexpr size_t kMaxEntriesPerMatcher = 8;
+  static constexpr size_t kMaxCandidates = 64;
+
+  // A header-vector word the index reads, as a definer reads it (its fold included); `used` false: none
+  // (the table's matchers mask fewer words), which reads as 0 and no entry masks.
+  struct Word {
+    uint32_t offset = 0;
+    uint32_t fold_from = 0;
+    bool used = false;
+  };
+
+  // A matcher that may hold a rule the packet matches, with its place in the lookup order.
+  struct Candidate {
+    uint64_t rank;
+    const CompiledMatcher* matcher;
+  };
+
+  struct Entry;
+  struct Slots;
+  struct Node;
+  // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory.
+  struct Item {
+    std::array<uint32_t, kWords> value{};
+    uint32_t rules = 0;
+    Node* node = nullptr;
+    uint32_t slot = 0;
+  };
+  // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
+  // on each call; the index reads and writes it only under the driver's lock.
+  struct MatcherState {
+    const CompiledMatcher* matcher = nullptr;
+    std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
+    std::array<uint32_t, kWords> mask{};
+    uint64_t rank = 0;
+    bool broad = false;
+    size_t items = 0;  // item[0, items): the distinct entries while not broad
+    std::array<Item, kMaxEntriesPerMatcher> item{};
+    Item broad_item;  // the one entry (empty masks) while broad
+  };
+
+  // An index over the words ChooseWords picks from `matchers` (a table's, at least one). `reclaimer`: where
+  // replaced slot arrays wait for readers (nullptr: no concurrent readers).
+  TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer);
+  ~TableIndex();
+  TableIndex(const TableIndex&) = delete;
+  TableIndex& operator=(const TableIndex&) = delete;
+
+  // The words an index over `matchers` reads: the two unfolded-or-equally-folded words with the most
+  // leading mask bits summed over the matchers, then the two others with the most mask bits.
+  static std::array<Word, kWords> ChooseWords(absl::Span<const CompiledMatcher* const> matchers);
+  const std::array<Word, kWords>& words() const { return words_; }
+
+  // Control side, under the driver's lock. A matcher joins before its first rule is indexed and leaves
+  // after its last rule was removed (or, broad, whenever it leaves: its broad entry goes with it).
+  void AddMatcher(const CompiledMatcher* matcher, MatcherState* state);
+  void RemoveMatcher(MatcherState* state);
+  // A rule with definer key `key` (the matcher's key_words() words): AddRule before it is inserted into the
+  // match table, RemoveRule after it was erased from it.
+  void AddRule(MatcherState* state, const uint32_t* key);
+  void RemoveRule(MatcherState* state, const uint32_t* key);
+
+  // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
+  // vector `hv`, in ascending rank, each matcher once, and returns how many; kMaxCandidates + 1 when there
+  // were more (then `out` is unspecified: walk the chain instead).
+  size_t Candidates(const uint8_t* hv, Candidate* out) const;
+
+  // Whether `reads(offset)` holds for the byte offset of every header-vector word the index reads.
+  template <typename Pred>
+  bool ReadsOnly(Pred reads) const {
+    for (const Word& w : words_) {
+      if (w.used && !(reads(size_t{w.offset}) && reads(size_t{w.fold_from}))) return false;
+    }
+    return true;
+  }
+
+  // Entries now in the index (distinct per matcher), for tests and dumps.
+  size_t entries() const { return entries_; }
+
+ private:
+  // The node an entry with `value` under `mask` is filed at (made if missing).
+  Node* NodeFor(const std::array<uint32_t, kWords>& value, const std::array<uint32_t, kWords>& mask);
+  // The node of the trie under `node` (of a depth up to `depth`) for the first `depth` nibbles of `host`,
+  // made (and a node where its path leaves another's) if missing.
+  Node* Descend(Node* node, uint32_t host, int depth);
+  Node* MakeNode(uint32_t prefix, int depth);
+  // Files `item` (its value under `mask`) of `state`'s matcher at `node`.
+  void Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, const MatcherState& state);
+  void Remove(const Item& item);
+  // Replaces `node`'s slot array by one with room for `room` more entries than it has live.
+  void Reslot(Node* node, size_t room);
+  // Item `i` of `state` leaves (its entry removed first): the last item takes its place.
+  static void DropItem(MatcherState* state, size_t i);
+  // `state`'s matcher becomes broad: its broad entry goes in, then its items' entries go.
+  void GoBroad(MatcherState* state);
+
+  std::array<Word, kWords> words_;
+  Reclaimer* reclaimer_;
+  std::vector<std::unique_ptr<Node>> nodes_;  // every node of every trie
+  Node* root_;                                // of the trie on word 0
+  size_t entries_ = 0;
+};
+
+}  // namespace drsim::hw
+
+#endif  // DRSIM_HW_TABLE_INDEX_H_

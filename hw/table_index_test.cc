@@ -1,0 +1,200 @@
+#include "hw/table_index.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hw/definer.h"
+#include "hw/flow_table.h"
+#include "hw/match_params.h"
+
+namespace drsim::hw {
+namespace {
+
+// Offsets of the outer IPv4 source and destination words and of the TCP ports word in the layout.
+constexpr uint32_t kSrcWord = 0x2c, kDstWord = 0x3c, kPortsWord = 0x14;
+
+MatchParams Acl(uint32_t src, uint32_t dst, uint16_t dport, uint8_t proto) {
+  return *MatchBuilder()
+              .Ipv4Src(kOuter, Ipv4Address{src})
+              .Ipv4Dst(kOuter, Ipv4Address{dst})
+              .TcpDport(kOuter, dport)
+              .IpProtocol(kOuter, proto)
+              .Build();
+}
+
+uint32_t Prefix(int length) { return length == 0 ? 0 : ~uint32_t{0} << (32 - length); }
+
+// A table's matchers and their rules, indexed, with what each matcher holds kept aside to judge by.
+class IndexedTable {
+ public:
+  // A matcher of `priority` over `mask`; the index is built over the first ones made (Build).
+  size_t AddMatcher(uint16_t priority, const MatchParams& mask) {
+    matchers_.push_back(std::make_unique<CompiledMatcher>(static_cast<uint32_t>(matchers_.size() + 1), priority,
+                                                          sequence_++, Definer::FromMask(mask.bytes())));
+    states_.push_back(std::make_unique<TableIndex::MatcherState>());
+    keys_.emplace_back();
+    if (index_ != nullptr) index_->AddMatcher(matchers_.back().get(), states_.back().get());
+    return matchers_.size() - 1;
+  }
+  void Build() {
+    std::vector<const CompiledMatcher*> all;
+    for (const auto& m : matchers_) all.push_back(m.get());
+    index_ = std::make_unique<TableIndex>(all, nullptr);
+    for (size_t i = 0; i < matchers_.size(); ++i) {
+      index_->AddMatcher(matchers_[i].get(), states_[i].get());
+      for (const std::vector<uint32_t>& key : keys_[i]) index_->AddRule(states_[i].get(), key.data());
+    }
+  }
+  void AddRule(size_t m, const MatchParams& value) {
+    std::vector<uint32_t> key(matchers_[m]->definer.key_words());
+    matchers_[m]->definer.Extract(value.bytes(), key.data());
+    if (index_ != nullptr) index_->AddRule(states_[m].get(), key.data());
+    keys_[m].insert(key);
+  }
+  // Removes one rule of matcher `m` (the `k`-th of its keys); false when it has none.
+  bool RemoveRule(size_t m, size_t k) {
+    if (keys_[m].empty()) return false;
+    auto it = keys_[m].begin();
+    std::advance(it, k % keys_[m].size());
+    const std::vector<uint32_t> key = *it;
+    keys_[m].erase(it);
+    index_->RemoveRule(states_[m].get(), key.data());
+    return true;
+  }
+  void RemoveMatcher(size_t m) { index_->RemoveMatcher(states_[m].get()); }
+
+  // The matchers holding a rule `packet` matches.
+  std::set<const CompiledMatcher*> Hits(const MatchParams& packet) const {
+    std::set<const CompiledMatcher*> hits;
+    for (size_t i = 0; i < matchers_.size(); ++i) {
+      std::vector<uint32_t> key(matchers_[i]->definer.key_words());
+      matchers_[i]->definer.Extract(packet.bytes(), key.data());
+      if (keys_[i].count(key) > 0) hits.insert(matchers_[i].get());
+    }
+    return hits;
+  }
+  std::vector<TableIndex::Candidate> Candidates(const MatchParams& packet) const {
+    std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
+    const size_t n = index_->Candidates(packet.bytes(), out.data());
+    out.resize(n > TableIndex::kMaxCandidates ? 0 : n);
+    return out;
+  }
+  const TableIndex& index() const { return *index_; }
+  const CompiledMatcher* matcher(size_t m) const { return matchers_[m].get(); }
+  const TableIndex::MatcherState& state(size_t m) const { return *states_[m]; }
+
+ private:
+  uint64_t sequence_ = 1;
+  std::vector<std::unique_ptr<CompiledMatcher>> matchers_;
+  std::vector<std::unique_ptr<TableIndex::MatcherState>> states_;
+  std::vector<std::multiset<std::vector<uint32_t>>> keys_;
+  std::unique_ptr<TableIndex> index_;
+};
+
+// Every matcher holding a hit is a candidate, and the candidates come in lookup order, each once.
+void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
+  const std::vector<TableIndex::Candidate> candidates = t.Candidates(packet);
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    ASSERT_TRUE(LookupBefore(*candidates[i - 1].matcher, *candidates[i].matcher)) << "candidate " << i;
+  }
+  std::set<const CompiledMatcher*> named;
+  for (const TableIndex::Candidate& c : candidates) named.insert(c.matcher);
+  for (const CompiledMatcher* hit : t.Hits(packet)) {
+    EXPECT_EQ(named.count(hit), 1u) << "matcher " << hit->id << " holds a hit but is not a candidate";
+  }
+}
+
+TEST(TableIndexTest, ChoosesTheAddressWordsForTriesAndThePortsForAFilter) {
+  IndexedTable t;
+  t.AddMatcher(0, Acl(Prefix(32), Prefix(24), 0xffff, 0xff));
+  t.AddMatcher(1, Acl(Prefix(16), Prefix(32), 0, 0xff));
+  t.AddMatcher(2, Acl(Prefix(8), 0, 0xff00, 0));
+  t.Build();
+  const auto& words = t.index().words();
+  EXPECT_EQ(words[0].offset, kSrcWord);  // 56 prefix bits, as the destination's: the first (lower) of equals
+  EXPECT_EQ(words[1].offset, kDstWord);
+  EXPECT_EQ(words[2].offset, kPortsWord);
+  EXPECT_TRUE(words[3].used);  // the protocol's word
+}
+
+TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrder) {
+  IndexedTable t;
+  const size_t a = t.AddMatcher(5, Acl(Prefix(32), 0, 0, 0));
+  const size_t b = t.AddMatcher(1, Acl(0, Prefix(16), 0, 0));
+  const size_t c = t.AddMatcher(1, Acl(Prefix(8), Prefix(8), 0, 0));  // newer than b: tried first
+  t.Build();
+  t.AddRule(a, Acl(0x0a000001, 0, 0, 0));
+  t.AddRule(b, Acl(0, 0xc0a80000, 0, 0));
+  t.AddRule(c, Acl(0x0a000000, 0xc0000000, 0, 0));
+  const std::vector<TableIndex::Candidate> all = t.Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6));
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].matcher, t.matcher(c));
+  EXPECT_EQ(all[1].matcher, t.matcher(b));
+  EXPECT_EQ(all[2].matcher, t.matcher(a));
+  // Another source: a's rule cannot match, c's still can.
+  const std::vector<TableIndex::Candidate> some = t.Candidates(Acl(0x0a000002, 0xc0a80101, 80, 6));
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some[0].matcher, t.matcher(c));
+  EXPECT_EQ(some[1].matcher, t.matcher(b));
+  EXPECT_TRUE(t.Candidates(Acl(0x0b000001, 0x01010101, 80, 6)).empty());
+}
+
+TEST(TableIndexTest, SharedEntriesStayUntilTheirLastRuleAndBroadMatchersMatchEverything) {
+  IndexedTable t;
+  const size_t a = t.AddMatcher(0, Acl(Prefix(32), 0, 0xffff, 0));
+  for (int i = 0; i < 15; ++i) t.AddMatcher(1, Acl(Prefix(32), 0, 0, 0));
+  t.Build();
+  // Two rules differing only outside the index words share one entry.
+  t.AddRule(a, Acl(0x01020304, 0, 80, 0));
+  EXPECT_EQ(t.index().entries(), 1u);
+  const size_t big = t.AddMatcher(2, Acl(Prefix(32), 0, 0, 0));
+  for (uint32_t i = 0; i < TableIndex::kMaxEntriesPerMatcher; ++i) t.AddRule(big, Acl(0x0a000000 + i, 0, 0, 0));
+  EXPECT_FALSE(t.state(big).broad);
+  EXPECT_EQ(t.index().entries(), 1 + TableIndex::kMaxEntriesPerMatcher);
+  t.AddRule(big, Acl(0x0b000000, 0, 0, 0));
+  EXPECT_TRUE(t.state(big).broad);
+  EXPECT_EQ(t.index().entries(), 2u);
+  const std::vector<TableIndex::Candidate> any = t.Candidates(Acl(0x7f000001, 0, 80, 6));
+  ASSERT_EQ(any.size(), 1u);
+  EXPECT_EQ(any[0].matcher, t.matcher(big));
+  ASSERT_TRUE(t.RemoveRule(a, 0));
+  EXPECT_EQ(t.index().entries(), 1u);
+  t.RemoveMatcher(big);
+  EXPECT_EQ(t.index().entries(), 0u);
+  EXPECT_TRUE(t.Candidates(Acl(0x01020304, 0, 80, 6)).empty());
+}
+
+TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
+  std::mt19937 rng(20261126);
+  const int lengths[] = {0, 3, 8, 13, 16, 24, 27, 32};
+  const uint16_t port_masks[] = {0, 0xffff, 0xff00, 0xfff0};
+  const uint32_t hosts[] = {0x0a000001, 0x0a000102, 0x0a0a0a0a, 0xc0a80001, 0xc0a80101, 0x7f000001};
+  auto pick = [&](auto& array) { return array[rng() % std::size(array)]; };
+  auto value = [&]() { return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11); };
+  IndexedTable t;
+  std::vector<size_t> all;
+  for (int i = 0; i < 60; ++i) {
+    if (i == 20) t.Build();
+    const size_t m = t.AddMatcher(static_cast<uint16_t>(rng() % 6),
+                                  Acl(Prefix(pick(lengths)), Prefix(pick(lengths)), pick(port_masks),
+                                      rng() % 2 ? 0xff : 0));
+    all.push_back(m);
+    const int rules = 1 + static_cast<int>(rng() % 12);  // some beyond kMaxEntriesPerMatcher: broad
+    for (int r = 0; r < rules; ++r) t.AddRule(m, value());
+  }
+  for (int round = 0; round < 200; ++round) {
+    for (int p = 0; p < 20; ++p) ExpectCandidatesCover(t, value());
+    for (int c = 0; c < 10; ++c) {
+      const size_t m = pick(all);
+      if (rng() % 2 == 0 || !t.RemoveRule(m, rng())) t.AddRule(m, value());
+    }
+    if (HasFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace drsim::hw
