@@ -379,27 +379,34 @@ MatchParams RandomFields(std::mt19937& rng) {
 
 class DifferentialRun {
  public:
-  explicit DifferentialRun(uint32_t seed)
-      : seed_(seed), rng_(seed), model_(/*queues=*/4, {0x1, 0xabcdef, 0x123}) {}
+  // `crowded`: a root and one level-1 table holding most of the matchers (more than
+  // hw::TableIndex::kIndexFromMatchers: its lookups go through its index); else one or two roots and
+  // levels 1..3.
+  explicit DifferentialRun(uint32_t seed, bool crowded = false)
+      : seed_(seed), crowded_(crowded), rng_(seed), model_(/*queues=*/4, {0x1, 0xabcdef, 0x123}) {}
 
   void Run() {
     ASSERT_TRUE(model_.SetAllowDuplicates(seed_ % 3 != 0).ok());
-    // Tables: one or two roots, and levels 1..3.
     std::vector<uint32_t> levels = {0, 1, 2, 3};
-    if (seed_ % 2 == 0) levels.push_back(0);
+    if (crowded_) {
+      levels = {0, 1};
+    } else if (seed_ % 2 == 0) {
+      levels.push_back(0);
+    }
     for (uint32_t level : levels) model_.AddTable(level);
     // The first matchers take the templates in turn (each seed starting further on), so that the seeds
     // together use every template; replacements pick at random.
-    for (size_t i = 0; i < 14 && !::testing::Test::HasFatalFailure(); ++i) {
-      AddMatcher(&kMasks[(seed_ * 14 + i) % kMasks.size()]);
+    const size_t matchers = crowded_ ? 48 : 14;
+    for (size_t i = 0; i < matchers && !::testing::Test::HasFatalFailure(); ++i) {
+      AddMatcher(&kMasks[(seed_ * matchers + i) % kMasks.size()]);
     }
 
     for (int phase = 0; phase < kPhases && !::testing::Test::HasFatalFailure(); ++phase) {
       if (phase > 0) {
         DeleteSome();
-        for (int i = 0; i < 2; ++i) ReplaceMatcher();
+        for (int i = 0; i < (crowded_ ? 6 : 2); ++i) ReplaceMatcher();
       }
-      for (int i = 0; i < 250 && !::testing::Test::HasFatalFailure(); ++i) AddRule();
+      for (int i = 0; i < (crowded_ ? 600 : 250) && !::testing::Test::HasFatalFailure(); ++i) AddRule();
       SendPackets(phase);
     }
   }
@@ -408,7 +415,8 @@ class DifferentialRun {
   // Adds a matcher to a random table.
   void AddMatcher(const MaskTemplate* chosen = nullptr) {
     const MaskTemplate& t = chosen != nullptr ? *chosen : Pick(rng_, kMasks);
-    const int table = static_cast<int>(rng_() % model_.num_tables());
+    // (Crowded: table 1 takes seven matchers in eight.)
+    const int table = crowded_ ? (rng_() % 8 != 0) : static_cast<int>(rng_() % model_.num_tables());
     // Catch-all matchers (empty, source port) go last in their table, so the others get traffic too.
     const bool catch_all = std::string(t.name) == "empty" || std::string(t.name) == "source port";
     const uint16_t prio = catch_all ? 3 : static_cast<uint16_t>(rng_() % 4);
@@ -521,6 +529,7 @@ class DifferentialRun {
 
  private:
   uint32_t seed_;
+  bool crowded_;
   std::mt19937 rng_;
   NicRxModel model_;
   std::vector<int> matchers_;                      // the model's live matchers
@@ -549,6 +558,20 @@ TEST(DifferentialTest, SoftwareNicAgreesWithTheReferenceClassifier) {
   std::cout << "rule hits per mask template:";
   for (const MaskTemplate& t : kMasks) std::cout << " " << t.name << "=" << hits[t.name] << ";";
   std::cout << "\n";
+}
+
+// The same with most matchers in one level-1 table, whose lookups go through its index (hw/table_index.h):
+// matchers of every template, broad ones (many rules) and narrow ones, created and destroyed as rules churn.
+TEST(DifferentialTest, IndexedTableAgreesWithTheReferenceClassifier) {
+  int packets = 0;
+  for (uint32_t seed : kSeeds) {
+    DifferentialRun run(seed, /*crowded=*/true);
+    run.Run();
+    if (::testing::Test::HasFatalFailure()) return;
+    packets += run.packets();
+    std::cout << run.Summary() << "\n";
+  }
+  EXPECT_GE(packets, 100000);
 }
 
 // Each mask template alone in a root table, with rules made from random packets' fields: those packets and
