@@ -93,10 +93,11 @@ static_assert(std::is_trivially_destructible_v<TableIndex::Entry> && sizeof(Tabl
 // the first trie (on word 0) leads by `sub` to a trie on word 1 of the entries whose word-0 prefix ends
 // there; entries sit in the nodes of those second tries. What a walk reads first shares the first line.
 struct alignas(64) TableIndex::Node {
-  Node(uint32_t prefix, int depth) : prefix(prefix), depth(depth) {}
+  Node(uint32_t prefix, int depth, int level) : prefix(prefix), depth(depth), level(level) {}
 
   const uint32_t prefix;
-  const int depth;
+  const uint8_t depth;
+  const uint8_t level;  // the trie word it branches on
   std::atomic<Slots*> slots{nullptr};
   std::atomic<Node*> sub{nullptr};
   std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
@@ -104,24 +105,37 @@ struct alignas(64) TableIndex::Node {
   uint32_t live = 0;
   std::vector<Item*> back;
   std::vector<uint32_t> holes;
+  bool fat = false;  // level 1: its entries moved to the level-2 trie under it (sub), as later ones go
 };
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
-    : words_(ChooseWords(matchers)), reclaimer_(reclaimer), root_(MakeNode(0, 0)) {}
+    : words_(ChooseWords(matchers)), reclaimer_(reclaimer), root_(MakeNode(0, 0, 0)) {}
 
 TableIndex::~TableIndex() {
   for (const std::unique_ptr<Node>& node : nodes_) Slots::Free(node->slots.load(std::memory_order_relaxed));
 }
 
-TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth) {
-  nodes_.push_back(std::make_unique<Node>(prefix & PrefixMask(depth), depth));
+TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
+  nodes_.push_back(std::make_unique<Node>(prefix & PrefixMask(depth), depth, level));
   return nodes_.back().get();
+}
+
+uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
+  const uint32_t host = HostOrder(word);
+  const int r = words_[i].rotate;
+  return r == 0 ? host : host << r | host >> (32 - r);
+}
+
+int TableIndex::TrieDepth(int i, uint32_t mask) const {
+  if (!words_[i].used) return 0;
+  const uint32_t key = TrieKey(i, mask);
+  return (key == 0xffffffffu ? 32 : __builtin_clz(~key)) / kStrideBits;
 }
 
 std::array<TableIndex::Word, TableIndex::kWords> TableIndex::ChooseWords(
     absl::Span<const CompiledMatcher* const> matchers) {
   struct Score {
-    uint64_t prefix_bits = 0;
+    uint64_t prefix_bits[2] = {};  // leading mask bits, read as is and rotated by 16
     uint64_t mask_bits = 0;
   };
   std::map<std::pair<uint32_t, uint32_t>, Score> scores;  // by (offset, fold_from): ordered, deterministic
@@ -129,23 +143,28 @@ std::array<TableIndex::Word, TableIndex::kWords> TableIndex::ChooseWords(
     for (size_t i = 0; i < m->definer.key_words(); ++i) {
       const Definer::Word w = m->definer.word(i);
       Score& s = scores[{w.offset, w.fold_from}];
-      s.prefix_bits += LeadingOnes(w.mask);
+      const uint32_t host = HostOrder(w.mask);
+      s.prefix_bits[0] += LeadingOnes(w.mask);
+      s.prefix_bits[1] += LeadingOnes(HostOrder(host << 16 | host >> 16));
       s.mask_bits += __builtin_popcount(w.mask);
     }
   }
   std::array<Word, kWords> words{};
-  // Picks the word with the highest `by` score not picked yet (the lowest offset of equals), if any scores.
-  auto pick = [&](uint64_t Score::*by, Word* out) {
+  // Picks the word scoring highest by `score` (> 0) not picked yet (the lowest offset of equals), if any.
+  auto pick = [&](auto score, Word* out) {
     auto best = scores.end();
     for (auto it = scores.begin(); it != scores.end(); ++it) {
-      if (it->second.*by > 0 && (best == scores.end() || it->second.*by > best->second.*by)) best = it;
+      if (score(it->second) > 0 && (best == scores.end() || score(it->second) > score(best->second))) best = it;
     }
     if (best == scores.end()) return;
-    *out = {best->first.first, best->first.second, true};
+    const Score& s = best->second;
+    *out = {best->first.first, best->first.second, true,
+            static_cast<uint8_t>(s.prefix_bits[1] > s.prefix_bits[0] ? 16 : 0)};
     scores.erase(best);
   };
-  for (int i = 0; i < kTrieWords; ++i) pick(&Score::prefix_bits, &words[i]);
-  for (int i = kTrieWords; i < kWords; ++i) pick(&Score::mask_bits, &words[i]);
+  auto prefix = [](const Score& s) { return std::max(s.prefix_bits[0], s.prefix_bits[1]); };
+  for (int i = 0; i < kTrieWords; ++i) pick(prefix, &words[i]);
+  pick([](const Score& s) { return s.mask_bits; }, &words[kTrieWords]);
   return words;
 }
 
@@ -167,8 +186,8 @@ void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state)
 }
 
 void TableIndex::RemoveMatcher(MatcherState* state) {
-  if (state->broad) Remove(state->broad_item);
-  for (size_t i = 0; i < state->items; ++i) Remove(state->item[i]);
+  if (state->broad) RemoveAt(state->broad_item.node, state->broad_item.slot);
+  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i].node, state->item[i].slot);
   state->items = 0;
   state->broad = false;
 }
@@ -190,7 +209,7 @@ void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   Item* item = &state->item[state->items++];
   item->value = value;
   item->rules = 1;
-  Append(NodeFor(value, state->mask), item, state->mask, *state);
+  Place(item, state->mask, state->rank, state->matcher);
 }
 
 void TableIndex::RemoveRule(MatcherState* state, const uint32_t* key) {
@@ -200,7 +219,7 @@ void TableIndex::RemoveRule(MatcherState* state, const uint32_t* key) {
   for (size_t i = 0; i < state->items; ++i) {
     if (state->item[i].value != value) continue;
     if (--state->item[i].rules == 0) {
-      Remove(state->item[i]);
+      RemoveAt(state->item[i].node, state->item[i].slot);
       DropItem(state, i);
     }
     return;
@@ -210,8 +229,8 @@ void TableIndex::RemoveRule(MatcherState* state, const uint32_t* key) {
 void TableIndex::GoBroad(MatcherState* state) {
   constexpr std::array<uint32_t, kWords> kNone{};
   state->broad_item = Item{};
-  Append(NodeFor(kNone, kNone), &state->broad_item, kNone, *state);
-  for (size_t i = 0; i < state->items; ++i) Remove(state->item[i]);
+  Place(&state->broad_item, kNone, state->rank, state->matcher);
+  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i].node, state->item[i].slot);
   state->items = 0;
   state->broad = true;
 }
@@ -223,46 +242,66 @@ void TableIndex::DropItem(MatcherState* state, size_t i) {
   state->item[i].node->back[state->item[i].slot] = &state->item[i];
 }
 
-TableIndex::Node* TableIndex::NodeFor(const std::array<uint32_t, kWords>& value,
-                                      const std::array<uint32_t, kWords>& mask) {
-  Node* node = root_;
-  for (int t = 0; t < kTrieWords; ++t) {
-    if (t > 0) {
-      if (node->sub.load(std::memory_order_relaxed) == nullptr) {
-        node->sub.store(MakeNode(0, 0), std::memory_order_release);
-      }
-      node = node->sub.load(std::memory_order_relaxed);
-    }
-    const int length = words_[t].used ? LeadingOnes(mask[t]) : 0;
-    node = Descend(node, HostOrder(value[t]), length / kStrideBits);
-  }
-  return node;
+void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+                       const CompiledMatcher* matcher) {
+  Node* node = Descend(root_, TrieKey(0, item->value[0]), TrieDepth(0, mask[0]));
+  node = Descend(SubOf(node), TrieKey(1, item->value[1]), TrieDepth(1, mask[1]));
+  if (node->fat) node = Descend(SubOf(node), TrieKey(2, item->value[2]), TrieDepth(2, mask[2]));
+  Append(node, item, mask, rank, matcher);
+  if (node->level == 1 && !node->fat && node->live > kFatNode) Split(node);
 }
 
-TableIndex::Node* TableIndex::Descend(Node* node, uint32_t host, int depth) {
+TableIndex::Node* TableIndex::SubOf(Node* node) {
+  if (node->sub.load(std::memory_order_relaxed) == nullptr) {
+    node->sub.store(MakeNode(0, 0, node->level + 1), std::memory_order_release);
+  }
+  return node->sub.load(std::memory_order_relaxed);
+}
+
+void TableIndex::Split(Node* node) {
+  // The entries are filed again under the new trie before it is linked (a reader sees them there or here,
+  // or both: candidates are deduplicated), and only then removed here.
+  Node* sub = MakeNode(0, 0, 2);
+  const Slots* slots = node->slots.load(std::memory_order_relaxed);
+  std::vector<uint32_t> moved;
+  for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
+    Item* item = node->back[i];
+    if (item == nullptr) continue;
+    const Entry& e = slots->entries()[i];
+    const std::array<uint32_t, kWords> mask = e.Masks();
+    Append(Descend(sub, TrieKey(2, item->value[2]), TrieDepth(2, mask[2])), item, mask,
+           e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed));
+    moved.push_back(i);
+  }
+  node->sub.store(sub, std::memory_order_release);
+  node->fat = true;
+  for (const uint32_t i : moved) RemoveAt(node, i);
+}
+
+TableIndex::Node* TableIndex::Descend(Node* node, uint32_t key, int depth) {
   while (node->depth < depth) {
-    std::atomic<Node*>& link = node->child[Nibble(host, node->depth)];
+    std::atomic<Node*>& link = node->child[Nibble(key, node->depth)];
     Node* next = link.load(std::memory_order_relaxed);
     if (next == nullptr) {  // a leaf for the prefix
-      Node* leaf = MakeNode(host, depth);
+      Node* leaf = MakeNode(key, depth, node->level);
       link.store(leaf, std::memory_order_release);
       return leaf;
     }
-    // The nibbles `host` (to `depth`) and `next` share.
-    const uint32_t differ = (host ^ next->prefix) & PrefixMask(std::min(depth, next->depth));
-    const int common = differ == 0 ? std::min(depth, next->depth) : __builtin_clz(differ) / kStrideBits;
+    // The nibbles `key` (to `depth`) and `next` share.
+    const uint32_t differ = (key ^ next->prefix) & PrefixMask(std::min<int>(depth, next->depth));
+    const int common = differ == 0 ? std::min<int>(depth, next->depth) : __builtin_clz(differ) / kStrideBits;
     if (common == next->depth) {
       node = next;
       continue;
     }
     // `next` is deeper than what they share: a node at `common` goes between, with `next` below it (and the
     // leaf for the prefix, unless that is the new node itself), complete before it is linked.
-    Node* between = MakeNode(host, common);
+    Node* between = MakeNode(key, common, node->level);
     between->child[Nibble(next->prefix, common)].store(next, std::memory_order_relaxed);
     Node* target = between;
     if (common < depth) {
-      target = MakeNode(host, depth);
-      between->child[Nibble(host, common)].store(target, std::memory_order_relaxed);
+      target = MakeNode(key, depth, node->level);
+      between->child[Nibble(key, common)].store(target, std::memory_order_relaxed);
     }
     link.store(between, std::memory_order_release);
     return target;
@@ -270,16 +309,16 @@ TableIndex::Node* TableIndex::Descend(Node* node, uint32_t host, int depth) {
   return node;
 }
 
-void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask,
-                        const MatcherState& state) {
+void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+                        const CompiledMatcher* matcher) {
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
   if (!node->holes.empty()) {
     at = node->holes.back();
     node->holes.pop_back();
     Entry& e = slots->entries()[at];
-    e.Fill(item->value, mask, state.rank);
-    e.matcher.store(state.matcher, std::memory_order_release);
+    e.Fill(item->value, mask, rank);
+    e.matcher.store(matcher, std::memory_order_release);
   } else {
     if (slots == nullptr || slots->count.load(std::memory_order_relaxed) == slots->capacity) {
       Reslot(node, 1);
@@ -287,8 +326,8 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
     }
     at = slots->count.load(std::memory_order_relaxed);
     Entry& e = slots->entries()[at];
-    e.Fill(item->value, mask, state.rank);
-    e.matcher.store(state.matcher, std::memory_order_relaxed);
+    e.Fill(item->value, mask, rank);
+    e.matcher.store(matcher, std::memory_order_relaxed);
     slots->count.store(at + 1, std::memory_order_release);
   }
   node->back[at] = item;
@@ -298,12 +337,10 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
   ++entries_;
 }
 
-void TableIndex::Remove(const Item& item) {
-  Node* node = item.node;
-  node->slots.load(std::memory_order_relaxed)->entries()[item.slot].matcher.store(nullptr,
-                                                                                 std::memory_order_release);
-  node->back[item.slot] = nullptr;
-  node->holes.push_back(item.slot);
+void TableIndex::RemoveAt(Node* node, uint32_t slot) {
+  node->slots.load(std::memory_order_relaxed)->entries()[slot].matcher.store(nullptr, std::memory_order_release);
+  node->back[slot] = nullptr;
+  node->holes.push_back(slot);
   --node->live;
   --entries_;
 }
@@ -366,11 +403,14 @@ size_t TableIndex::Candidates(const uint8_t* hv, Candidate* out) const {
     if (next == nullptr || ((host ^ next->prefix) & PrefixMask(next->depth)) != 0) return nullptr;
     return next;
   };
-  static_assert(kTrieWords == 2);
-  const uint32_t first = HostOrder(w[0]), second = HostOrder(w[1]);
-  for (const Node* node = root_; node != nullptr; node = down(node, first)) {
-    for (const Node* sub = node->sub.load(std::memory_order_acquire); sub != nullptr; sub = down(sub, second)) {
-      if (!collect(sub)) return kMaxCandidates + 1;
+  static_assert(kTrieWords == 3);
+  const uint32_t k0 = TrieKey(0, w[0]), k1 = TrieKey(1, w[1]), k2 = TrieKey(2, w[2]);
+  for (const Node* n0 = root_; n0 != nullptr; n0 = down(n0, k0)) {
+    for (const Node* n1 = n0->sub.load(std::memory_order_acquire); n1 != nullptr; n1 = down(n1, k1)) {
+      if (!collect(n1)) return kMaxCandidates + 1;
+      for (const Node* n2 = n1->sub.load(std::memory_order_acquire); n2 != nullptr; n2 = down(n2, k2)) {
+        if (!collect(n2)) return kMaxCandidates + 1;
+      }
     }
   }
   // Ascending rank, each matcher once (ranks are distinct per matcher); a handful, mostly.

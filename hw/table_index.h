@@ -3,26 +3,30 @@
 // walking them all.
 //
 // The driver keeps one per flow table once the table has kIndexFromMatchers matchers. The index reads four
-// words of the header vector, chosen from the table's matchers when it is built: the two with the longest
-// prefix masks (addresses, in an ACL) key two tries, the two with the most other mask bits (ports,
-// protocol) only filter. Every distinct rule key of a matcher, cut to those four words, is one entry
-// (value, mask, the matcher, its lookup rank), filed in the trie of whichever prefix word it masks longer,
-// at the node of that prefix's whole nibbles (4-bit stride: at most 9 nodes a path). A packet collects the
-// entries along its path in each trie whose four words it matches: the candidates. Every matcher holding a
-// rule the packet matches is a candidate, so probing the candidates in lookup order (ascending rank) and
-// stopping at the first hit gives the table's first hit, as walking its whole chain does. The entries
-// only filter: a candidate is looked up in its own match table.
+// words of the header vector, chosen from the table's matchers when it is built: the three whose masks
+// have the most leading bits key tries (addresses, and a ports word read from its destination port when
+// that is where its masks' prefixes are), the one with the most mask bits of the others only filters.
+// Every distinct rule key of a matcher, cut to those four words, is one entry (value, mask, the matcher,
+// its lookup rank). Entries are filed by their prefixes in nested tries, each path-compressed with a
+// 4-bit stride (a path crosses at most 9 nodes of a trie): a node of the word-0 trie leads to a word-1
+// trie of the entries whose word-0 prefix ends there, whose nodes hold the entries; a word-1 node that
+// comes to hold more than kFatNode entries splits them into a word-2 trie under it. A packet collects,
+// along its path through every trie it reaches, the entries whose four words it matches: the candidates.
+// Every matcher holding a rule the packet matches is a candidate, so probing the candidates in lookup
+// order (ascending rank) and stopping at the first hit gives the table's first hit, as walking its whole
+// chain does. The entries only filter: a candidate is looked up in its own match table.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
 // one entry with empty masks, a candidate of every packet, so an index never costs a rule more than a
 // few loads, nor memory per rule.
 //
 // Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
-// the reclaimer. Entries are appended to a node's slot array and published by its count (release); a
-// removed entry's matcher pointer is cleared in place (a hole); a full array is replaced by a compacted
-// or doubled copy, published whole, the old one retired. Trie nodes live as long as the index. The driver
-// adds a rule's entry before the rule goes into its match table and removes it after the rule left it,
-// so a packet that finds the rule also finds its matcher among the candidates.
+// the reclaimer. An entry is published by its node's count (release) or, in the slot of a removed one
+// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place; a full slot
+// array is replaced by a larger copy, published whole, the old one retired. Trie nodes are complete
+// before they are linked and live as long as the index. The driver adds a rule's entry before the rule
+// goes into its match table and removes it after the rule left it, so a packet that finds the rule also
+// finds its matcher among the candidates.
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -42,8 +46,9 @@ namespace drsim::hw {
 
 class TableIndex {
  public:
-  static constexpr int kWords = 4;      // words 0 and 1 key the tries; all four filter entries
-  static constexpr int kTrieWords = 2;  // (the trie words come first)
+  static constexpr int kWords = 4;      // words 0 to 2 key the tries; all four filter entries
+  static constexpr int kTrieWords = 3;  // (the trie words come first)
+  static constexpr uint32_t kFatNode = 16;
   static constexpr size_t kIndexFromMatchers = 16;
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
@@ -54,6 +59,7 @@ class TableIndex {
     uint32_t offset = 0;
     uint32_t fold_from = 0;
     bool used = false;
+    uint8_t rotate = 0;  // a trie reads the word (as a number, its first byte highest) rotated left by this
   };
 
   // A matcher that may hold a rule the packet matches, with its place in the lookup order.
@@ -92,8 +98,9 @@ class TableIndex {
   TableIndex(const TableIndex&) = delete;
   TableIndex& operator=(const TableIndex&) = delete;
 
-  // The words an index over `matchers` reads: the two unfolded-or-equally-folded words with the most
-  // leading mask bits summed over the matchers, then the two others with the most mask bits.
+  // The words an index over `matchers` reads (a word is a layout offset with the word folded into it, as
+  // definers read it): the three with the most leading mask bits summed over the matchers, each read as
+  // is or rotated by 16 bits, whichever gives more; then the one of the others with the most mask bits.
   static std::array<Word, kWords> ChooseWords(absl::Span<const CompiledMatcher* const> matchers);
   const std::array<Word, kWords>& words() const { return words_; }
 
@@ -120,19 +127,29 @@ class TableIndex {
     return true;
   }
 
-  // Entries now in the index (distinct per matcher), for tests and dumps.
+  // Entries now in the index (distinct per matcher), and trie nodes, for tests and dumps.
   size_t entries() const { return entries_; }
+  size_t nodes() const { return nodes_.size(); }
 
  private:
-  // The node an entry with `value` under `mask` is filed at (made if missing).
-  Node* NodeFor(const std::array<uint32_t, kWords>& value, const std::array<uint32_t, kWords>& mask);
-  // The node of the trie under `node` (of a depth up to `depth`) for the first `depth` nibbles of `host`,
+  // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
+  // made if missing; a word-1 node growing past kFatNode entries splits.
+  void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank, const CompiledMatcher* matcher);
+  // The root of the trie under `node`, made if missing.
+  Node* SubOf(Node* node);
+  // Moves the entries of the word-1 node `node` into a word-2 trie under it.
+  void Split(Node* node);
+  // The node of the trie under `node` (of a depth up to `depth`) for the first `depth` nibbles of `key`,
   // made (and a node where its path leaves another's) if missing.
-  Node* Descend(Node* node, uint32_t host, int depth);
-  Node* MakeNode(uint32_t prefix, int depth);
-  // Files `item` (its value under `mask`) of `state`'s matcher at `node`.
-  void Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, const MatcherState& state);
-  void Remove(const Item& item);
+  Node* Descend(Node* node, uint32_t key, int depth);
+  Node* MakeNode(uint32_t prefix, int depth, int level);
+  // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
+  uint32_t TrieKey(int i, uint32_t word) const;
+  int TrieDepth(int i, uint32_t mask) const;
+  void Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+              const CompiledMatcher* matcher);
+  // Empties `slot` of `node` (a hole).
+  void RemoveAt(Node* node, uint32_t slot);
   // Replaces `node`'s slot array by one with room for `room` more entries than it has live.
   void Reslot(Node* node, size_t room);
   // Item `i` of `state` leaves (its entry removed first): the last item takes its place.

@@ -14,8 +14,9 @@
 namespace drsim::hw {
 namespace {
 
-// Offsets of the outer IPv4 source and destination words and of the TCP ports word in the layout.
-constexpr uint32_t kSrcWord = 0x2c, kDstWord = 0x3c, kPortsWord = 0x14;
+// Offsets of the outer IPv4 source and destination words, the TCP ports word and the word of the IP
+// protocol in the layout.
+constexpr uint32_t kSrcWord = 0x2c, kDstWord = 0x3c, kPortsWord = 0x14, kProtocolWord = 0x10;
 
 MatchParams Acl(uint32_t src, uint32_t dst, uint16_t dport, uint8_t proto) {
   return *MatchBuilder()
@@ -108,7 +109,7 @@ void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
   }
 }
 
-TEST(TableIndexTest, ChoosesTheAddressWordsForTriesAndThePortsForAFilter) {
+TEST(TableIndexTest, ChoosesTheAddressesAndTheDestinationPortForTriesAndTheProtocolForAFilter) {
   IndexedTable t;
   t.AddMatcher(0, Acl(Prefix(32), Prefix(24), 0xffff, 0xff));
   t.AddMatcher(1, Acl(Prefix(16), Prefix(32), 0, 0xff));
@@ -118,7 +119,9 @@ TEST(TableIndexTest, ChoosesTheAddressWordsForTriesAndThePortsForAFilter) {
   EXPECT_EQ(words[0].offset, kSrcWord);  // 56 prefix bits, as the destination's: the first (lower) of equals
   EXPECT_EQ(words[1].offset, kDstWord);
   EXPECT_EQ(words[2].offset, kPortsWord);
-  EXPECT_TRUE(words[3].used);  // the protocol's word
+  EXPECT_EQ(words[2].rotate, 16);  // its masks' prefixes are destination ports: the word's second half
+  EXPECT_EQ(words[3].offset, kProtocolWord);
+  EXPECT_EQ(words[3].rotate, 0);
 }
 
 TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrder) {
@@ -166,6 +169,27 @@ TEST(TableIndexTest, SharedEntriesStayUntilTheirLastRuleAndBroadMatchersMatchEve
   t.RemoveMatcher(big);
   EXPECT_EQ(t.index().entries(), 0u);
   EXPECT_TRUE(t.Candidates(Acl(0x01020304, 0, 80, 6)).empty());
+}
+
+TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
+  IndexedTable t;
+  std::vector<size_t> ms;
+  for (int i = 0; i < 40; ++i) ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  t.Build();
+  const size_t unsplit = t.index().nodes();  // the two roots, and the word-1 root
+  for (int i = 0; i < 40; ++i) t.AddRule(ms[i], Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
+  // One word-0 node and one word-1 node for the addresses, split into a word-2 trie of 40 ports.
+  EXPECT_GT(t.index().nodes(), unsplit + 2 + 40);
+  EXPECT_EQ(t.index().entries(), 40u);
+  for (int i = 0; i < 40; ++i) {
+    const std::vector<TableIndex::Candidate> c = t.Candidates(Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
+    ASSERT_EQ(c.size(), 1u) << i;
+    EXPECT_EQ(c[0].matcher, t.matcher(ms[i]));
+  }
+  for (int i = 0; i < 40; i += 2) ASSERT_TRUE(t.RemoveRule(ms[i], 0));
+  EXPECT_EQ(t.index().entries(), 20u);
+  EXPECT_TRUE(t.Candidates(Acl(0x0a000001, 0x0b000001, 1000, 6)).empty());
+  EXPECT_EQ(t.Candidates(Acl(0x0a000001, 0x0b000001, 1001, 6)).size(), 1u);
 }
 
 TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
