@@ -103,24 +103,33 @@ void Unref(MatcherObj* matcher) {
 
 void IndexMatcher(MatcherObj* matcher) {
   TableObj* table = matcher->table;
-  if (table->index != nullptr) {
+  const size_t matchers = table->matchers.size();
+  if (table->index != nullptr && matchers < 2 * table->indexed_matchers) {
     matcher->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     table->index->AddMatcher(&matcher->hw, matcher->index_state.get());
     return;
   }
-  if (table->ft.level == 0 || table->matchers.size() < hw::TableIndex::kIndexFromMatchers) return;
+  if (table->ft.level == 0 || matchers < hw::TableIndex::kIndexFromMatchers) return;
+  BuildIndex(table);
+}
+
+void BuildIndex(TableObj* table) {
   std::vector<const hw::CompiledMatcher*> compiled;
   for (const MatcherObj* m : table->matchers) compiled.push_back(&m->hw);
-  auto index = std::make_unique<hw::TableIndex>(compiled, table->domain->device->reclaimer());
+  hw::Reclaimer* reclaimer = table->domain->device->reclaimer();
+  auto index = std::make_unique<hw::TableIndex>(compiled, reclaimer);
   for (MatcherObj* m : table->matchers) {
+    // (The index this one replaces is never written again: its entries' items may go.)
     m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     index->AddMatcher(&m->hw, m->index_state.get());
     for (const RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
       index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
     }
   }
+  table->indexed_matchers = table->matchers.size();
+  table->ft.index.store(index.get(), std::memory_order_release);
+  if (hw::TableIndex* old = table->index.release()) hw::Retire(reclaimer, [old] { delete old; });
   table->index = std::move(index);
-  table->ft.index.store(table->index.get(), std::memory_order_release);
 }
 
 void UnindexMatcher(MatcherObj* matcher) {

@@ -158,6 +158,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   m->last_rule = rule;
   ++m->rule_count;
   ++m->refs;
+  // (With the rule in its matcher's list, which a new index is built from.)
+  if (m->index_state != nullptr && m->table->index->Stale()) internal::BuildIndex(m->table);
   return rule;
 }
 

@@ -69,6 +69,7 @@ struct TableIndex::Entry {
 struct TableIndex::Slots {
   // A new array with room for `capacity` entries.
   static Slots* Make(uint32_t capacity) {
+    static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) % alignof(Entry) == 0);
     void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry));
     auto* slots = new (memory) Slots(capacity);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
@@ -86,7 +87,6 @@ struct TableIndex::Slots {
  private:
   explicit Slots(uint32_t capacity) : capacity(capacity) {}
 };
-static_assert(std::is_trivially_destructible_v<TableIndex::Entry> && sizeof(TableIndex::Slots) % alignof(TableIndex::Entry) == 0);
 
 // A node of a path-compressed trie with a 4-bit stride: it stands for the first `depth` nibbles of a word,
 // `prefix` (the rest 0), and branches on the next nibble; a child may be several nibbles deeper. A node of
@@ -230,8 +230,6 @@ void TableIndex::GoBroad(MatcherState* state) {
   constexpr std::array<uint32_t, kWords> kNone{};
   state->broad_item = Item{};
   Place(&state->broad_item, kNone, state->rank, state->matcher);
-  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i].node, state->item[i].slot);
-  state->items = 0;
   state->broad = true;
 }
 
@@ -317,11 +315,14 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
     at = node->holes.back();
     node->holes.pop_back();
     Entry& e = slots->entries()[at];
+    // A reader that reads any word written below and then the matcher pointer again (Candidates) sees the
+    // removal's nullptr or this entry's matcher, not the removed entry's.
+    std::atomic_thread_fence(std::memory_order_release);
     e.Fill(item->value, mask, rank);
     e.matcher.store(matcher, std::memory_order_release);
   } else {
     if (slots == nullptr || slots->count.load(std::memory_order_relaxed) == slots->capacity) {
-      Reslot(node, 1);
+      Grow(node);
       slots = node->slots.load(std::memory_order_relaxed);
     }
     at = slots->count.load(std::memory_order_relaxed);
@@ -345,16 +346,15 @@ void TableIndex::RemoveAt(Node* node, uint32_t slot) {
   --entries_;
 }
 
-void TableIndex::Reslot(Node* node, size_t room) {
-  const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, (node->live + room) * 2));
+void TableIndex::Grow(Node* node) {
+  const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, size_t{node->live} * 2));
   Slots* fresh = Slots::Make(capacity);
   std::vector<Item*> back(capacity, nullptr);
   Slots* old = node->slots.load(std::memory_order_relaxed);
   uint32_t count = 0;
   if (old != nullptr) {
     const uint32_t used = old->count.load(std::memory_order_relaxed);
-    for (uint32_t i = 0; i < used; ++i) {
-      if (node->back[i] == nullptr) continue;
+    for (uint32_t i = 0; i < used; ++i) {  // (all live: a node with holes fills them first)
       const Entry& from = old->entries()[i];
       Entry& to = fresh->entries()[count];
       to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed));
@@ -366,7 +366,6 @@ void TableIndex::Reslot(Node* node, size_t room) {
   }
   fresh->count.store(count, std::memory_order_relaxed);
   node->back = std::move(back);
-  node->holes.clear();
   node->slots.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
@@ -384,15 +383,20 @@ size_t TableIndex::Candidates(const uint8_t* hv, Candidate* out) const {
     const uint32_t count = slots->count.load(std::memory_order_acquire);
     const Entry* e = slots->entries();
     for (uint32_t i = 0; i < count; ++i, ++e) {
+      const CompiledMatcher* m = e->matcher.load(std::memory_order_acquire);
+      if (m == nullptr) continue;
       uint32_t differ = 0;
       for (int k = 0; k < kWords; ++k) {
         differ |= (w[k] & e->mask[k].load(std::memory_order_relaxed)) ^ e->value[k].load(std::memory_order_relaxed);
       }
       if (differ != 0) continue;
-      const CompiledMatcher* m = e->matcher.load(std::memory_order_acquire);
-      if (m == nullptr) continue;
+      const uint64_t rank = e->rank.load(std::memory_order_relaxed);
+      // The slot was not emptied and filed again meanwhile (its words and rank are m's entry's); if it was,
+      // the entry is being removed, or added, now, and either way may be missed.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (e->matcher.load(std::memory_order_relaxed) != m) continue;
       if (n == kMaxCandidates) return false;
-      out[n++] = {e->rank.load(std::memory_order_relaxed), m};
+      out[n++] = {rank, m};
     }
     return true;
   };

@@ -17,16 +17,24 @@
 // chain does. The entries only filter: a candidate is looked up in its own match table.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
-// one entry with empty masks, a candidate of every packet, so an index never costs a rule more than a
-// few loads, nor memory per rule.
+// one more entry with empty masks, a candidate of every packet, and its rules no longer change the index,
+// so an index never costs a rule more than a few loads, nor memory per rule.
+//
+// Trie nodes are never freed while the index lives, so a table whose prefixes keep changing leaves nodes
+// behind: the driver builds a new index when Stale() says so, as when the table has doubled its matchers
+// (the words are chosen again).
 //
 // Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
-// the reclaimer. An entry is published by its node's count (release) or, in the slot of a removed one
-// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place; a full slot
-// array is replaced by a larger copy, published whole, the old one retired. Trie nodes are complete
-// before they are linked and live as long as the index. The driver adds a rule's entry before the rule
-// goes into its match table and removes it after the rule left it, so a packet that finds the rule also
-// finds its matcher among the candidates.
+// the reclaimer. A new entry is published by its node's count (release) or, in the slot of a removed one
+// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place; a reader
+// re-reads an entry's matcher pointer after its words, so words and matcher belong together. A full slot
+// array is replaced by a larger copy, published whole, the old one retired. A node's entries that split
+// into a new trie are filed there before it is linked and removed only after. Trie nodes are complete
+// before they are linked. The driver adds a rule's entry before the rule goes into its match table and
+// removes it after the rule left it, so a packet that finds the rule also finds its matcher among the
+// candidates; an entry that disappears or appears while a packet is looked up stands only for rules
+// being deleted or added meanwhile (a broad matcher keeps its entries: the broad entry may sit where the
+// packet had already looked).
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -49,6 +57,7 @@ class TableIndex {
   static constexpr int kWords = 4;      // words 0 to 2 key the tries; all four filter entries
   static constexpr int kTrieWords = 3;  // (the trie words come first)
   static constexpr uint32_t kFatNode = 16;
+  static constexpr size_t kStaleNodesPerEntry = 16;
   static constexpr size_t kIndexFromMatchers = 16;
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
@@ -68,9 +77,7 @@ class TableIndex {
     const CompiledMatcher* matcher;
   };
 
-  struct Entry;
-  struct Slots;
-  struct Node;
+  struct Node;  // (a trie node; an Item names the one holding its entry)
   // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory.
   struct Item {
     std::array<uint32_t, kWords> value{};
@@ -98,8 +105,8 @@ class TableIndex {
   TableIndex(const TableIndex&) = delete;
   TableIndex& operator=(const TableIndex&) = delete;
 
-  // The words an index over `matchers` reads (a word is a layout offset with the word folded into it, as
-  // definers read it): the three with the most leading mask bits summed over the matchers, each read as
+  // The words an index over `matchers` reads (a word is a layout offset and the word folded into it, as
+  // definers read them): the three with the most leading mask bits summed over the matchers, each read as
   // is or rotated by 16 bits, whichever gives more; then the one of the others with the most mask bits.
   static std::array<Word, kWords> ChooseWords(absl::Span<const CompiledMatcher* const> matchers);
   const std::array<Word, kWords>& words() const { return words_; }
@@ -130,6 +137,9 @@ class TableIndex {
   // Entries now in the index (distinct per matcher), and trie nodes, for tests and dumps.
   size_t entries() const { return entries_; }
   size_t nodes() const { return nodes_.size(); }
+  // Whether most of the trie nodes lead to no entry any more (removed rules' prefixes): time for a new
+  // index.
+  bool Stale() const { return nodes_.size() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
 
  private:
   // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
@@ -150,12 +160,15 @@ class TableIndex {
               const CompiledMatcher* matcher);
   // Empties `slot` of `node` (a hole).
   void RemoveAt(Node* node, uint32_t slot);
-  // Replaces `node`'s slot array by one with room for `room` more entries than it has live.
-  void Reslot(Node* node, size_t room);
+  // Replaces `node`'s full slot array (no holes) by one twice as large.
+  void Grow(Node* node);
   // Item `i` of `state` leaves (its entry removed first): the last item takes its place.
   static void DropItem(MatcherState* state, size_t i);
   // `state`'s matcher becomes broad: its broad entry goes in, then its items' entries go.
   void GoBroad(MatcherState* state);
+
+  struct Entry;
+  struct Slots;
 
   std::array<Word, kWords> words_;
   Reclaimer* reclaimer_;
