@@ -11,7 +11,9 @@
 // (hw/reclaimer.h). A walk through many small matchers (an ACL's) passes most of them on one key word
 // (CompiledMatcher::MayMatch, against the match table's summary) without extracting or hashing the key, and
 // requests each matcher a few places before it reaches it (CompiledMatcher::PrefetchAhead, on hints the
-// driver's link and unlink keep), so a chain larger than the caches costs few waits on memory.
+// driver's link and unlink keep), so a chain larger than the caches costs few waits on memory. A table of
+// many matchers also gets an index (hw/table_index.h) naming the few matchers that may hold a packet's
+// hit: lookups probe those, in lookup order, instead of walking the chain.
 //
 // Root (level-0) tables of one domain type on a function are merged into one lookup order. On hardware
 // they are flow tables of the kernel's steering tree, and rdma-core's root tables share its "bypass"

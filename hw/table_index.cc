@@ -186,13 +186,14 @@ void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state)
 }
 
 void TableIndex::RemoveMatcher(MatcherState* state) {
+  shedding_.erase(std::remove(shedding_.begin(), shedding_.end(), state), shedding_.end());
   if (state->broad) RemoveAt(state->broad_item.node, state->broad_item.slot);
-  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i].node, state->item[i].slot);
-  state->items = 0;
+  DropItems(state);
   state->broad = false;
 }
 
 void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
+  if (!shedding_.empty()) Shed();
   if (state->broad) return;
   std::array<uint32_t, kWords> value{};
   for (int i = 0; i < kWords; ++i) value[i] = state->position[i] < 0 ? 0 : key[state->position[i]];
@@ -213,6 +214,7 @@ void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
 }
 
 void TableIndex::RemoveRule(MatcherState* state, const uint32_t* key) {
+  if (!shedding_.empty()) Shed();
   if (state->broad) return;
   std::array<uint32_t, kWords> value{};
   for (int i = 0; i < kWords; ++i) value[i] = state->position[i] < 0 ? 0 : key[state->position[i]];
@@ -231,6 +233,24 @@ void TableIndex::GoBroad(MatcherState* state) {
   state->broad_item = Item{};
   Place(&state->broad_item, kNone, state->rank, state->matcher);
   state->broad = true;
+  // Its other entries go once no reader can have passed where the broad entry went before it was there.
+  if (reclaimer_ == nullptr) {
+    DropItems(state);
+    return;
+  }
+  state->broad_since = reclaimer_->Stamp();
+  shedding_.push_back(state);
+}
+
+void TableIndex::DropItems(MatcherState* state) {
+  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i].node, state->item[i].slot);
+  state->items = 0;
+}
+
+void TableIndex::Shed() {
+  size_t done = 0;
+  while (done < shedding_.size() && reclaimer_->Safe(shedding_[done]->broad_since)) DropItems(shedding_[done++]);
+  shedding_.erase(shedding_.begin(), shedding_.begin() + done);
 }
 
 void TableIndex::DropItem(MatcherState* state, size_t i) {

@@ -17,8 +17,8 @@
 // chain does. The entries only filter: a candidate is looked up in its own match table.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
-// one more entry with empty masks, a candidate of every packet, and its rules no longer change the index,
-// so an index never costs a rule more than a few loads, nor memory per rule.
+// one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
+// an index never costs a rule more than a few loads, nor memory per rule.
 //
 // Trie nodes are never freed while the index lives, so a table whose prefixes keep changing leaves nodes
 // behind: the driver builds a new index when Stale() says so, as when the table has doubled its matchers
@@ -33,8 +33,8 @@
 // before they are linked. The driver adds a rule's entry before the rule goes into its match table and
 // removes it after the rule left it, so a packet that finds the rule also finds its matcher among the
 // candidates; an entry that disappears or appears while a packet is looked up stands only for rules
-// being deleted or added meanwhile (a broad matcher keeps its entries: the broad entry may sit where the
-// packet had already looked).
+// being deleted or added meanwhile (a matcher going broad keeps its other entries until readers are past:
+// the broad entry may sit where a packet had already looked).
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -93,9 +93,10 @@ class TableIndex {
     std::array<uint32_t, kWords> mask{};
     uint64_t rank = 0;
     bool broad = false;
-    size_t items = 0;  // item[0, items): the distinct entries while not broad
+    size_t items = 0;  // item[0, items): the distinct entries (broad: until readers are past them)
     std::array<Item, kMaxEntriesPerMatcher> item{};
-    Item broad_item;  // the one entry (empty masks) while broad
+    Item broad_item;           // the entry with empty masks while broad
+    uint64_t broad_since = 0;  // the reclaimer's stamp when it went broad
   };
 
   // An index over the words ChooseWords picks from `matchers` (a table's, at least one). `reclaimer`: where
@@ -164,8 +165,13 @@ class TableIndex {
   void Grow(Node* node);
   // Item `i` of `state` leaves (its entry removed first): the last item takes its place.
   static void DropItem(MatcherState* state, size_t i);
-  // `state`'s matcher becomes broad: its broad entry goes in, then its items' entries go.
+  // `state`'s matcher becomes broad: its broad entry goes in; its items' entries go once no reader can
+  // still be looking a packet up that passed where the broad entry went before it was there (Shed).
   void GoBroad(MatcherState* state);
+  // Removes the entries of `state`'s items.
+  void DropItems(MatcherState* state);
+  // DropItems for the broad matchers in shedding_ whose stamps readers are past.
+  void Shed();
 
   struct Entry;
   struct Slots;
@@ -175,6 +181,7 @@ class TableIndex {
   std::vector<std::unique_ptr<Node>> nodes_;  // every node of every trie
   Node* root_;                                // of the trie on word 0
   size_t entries_ = 0;
+  std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
 };
 
 }  // namespace drsim::hw

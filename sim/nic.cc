@@ -109,9 +109,10 @@ struct Nic::InFlight {
     if (!m.MayMatch(hv.bytes)) return nullptr;
     return LookUpPastSummary(m, key);
   }
-  // The first hit in the table `index` indexes, and its matcher (`*hit` nullptr: none hit), from its index's
-  // candidates in lookup order; false, with nothing looked up, when there were too many candidates (then
-  // walk the table's chain). `key` is scratch for keys.
+  // The first hit in the table `index` indexes (nullptr: none) in `*hit`, and in `*hit_matcher` its matcher
+  // (on a miss, the last candidate tried, if any), from the index's candidates in lookup order; false, with
+  // nothing looked up, when there were too many candidates (then walk the table's chain). `key` is scratch
+  // for keys.
   bool LookUpIndexed(const hw::TableIndex& index, uint32_t* key, const hw::RuleRecord** hit,
                      const hw::CompiledMatcher** hit_matcher) {
     if (parsed != Parsed::kWhole) EnsureParsedFor(index.ReadsOnly(FilledByOuterParse));

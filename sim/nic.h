@@ -16,8 +16,9 @@
 // With no FDB rules at all the eSwitch passes wire traffic to the PF and vport traffic to the wire.
 // In each domain a frame enters the merged level-0 tables (ordered by hw::RootRank: the kernel's
 // namespaces, then priority, then newest matcher first); in a table the matchers are tried in lookup
-// order, the first hit runs its rule's program for the pipe (operations in the hardware's order, then a
-// destination), a miss takes the domain default. Headers a program changes are parsed again before the
+// order (only those its index names, in a table of many: hw/table_index.h), the first hit runs its rule's
+// program for the pipe (operations in the hardware's order, then a destination), a miss takes the domain
+// default. Headers a program changes are parsed again before the
 // next lookup; steering registers, the flow tag and reg_b travel with the frame across tables and
 // domains. A jump chain longer than kMaxTableJumps is dropped (rdma-core allows loops).
 //
@@ -351,7 +352,8 @@ class Nic {
   // Walks, for the frames FollowJumps led into a table whose first matcher missed them, the table's
   // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
-  // at the matcher that hit (InFlight::walked_to), or to find that none did.
+  // at the matcher that hit (InFlight::walked_to), or to find that none did. Not for a table with an index:
+  // the walk probes only the matchers it names (InFlight::LookUpIndexed).
   void WalkTogether(Burst& burst, size_t n);
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, the one
   // FollowJumps led to, or WalkTogether's) when that hit's program only sends the frame on — no ops, a
