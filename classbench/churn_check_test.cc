@@ -24,6 +24,39 @@ TEST(ChurnCheckTest, EveryVerdictMatchesFirstMatchWhileRulesChurn) {
   }
 }
 
+// More filters than matcher priorities (16 bits): filters share priorities, and the earlier of two filters
+// sharing one must still win. Pairs of overlapping filters (a /32 source before its /24) sit mostly at one
+// priority each.
+TEST(ChurnCheckTest, SetsBeyondTheMatcherPrioritiesKeepFirstMatchOrder) {
+  std::vector<Filter> filters;
+  std::vector<Header> trace;
+  constexpr uint32_t kPairs = 35000;
+  for (uint32_t k = 0; k < kPairs; ++k) {
+    const uint32_t net = 0x0a000000 | k << 8;
+    Filter host, subnet;
+    host.src = net | 1;
+    host.src_mask = 0xffffffff;
+    subnet.src = net;
+    subnet.src_mask = 0xffffff00;
+    filters.push_back(host);
+    filters.push_back(subnet);
+    if (k % 7 == 0) {
+      for (uint32_t last : {1, 2}) {
+        Header h;
+        h.src = net | last;
+        h.proto = 6;
+        trace.push_back(h);
+      }
+    }
+  }
+  ChurnCheckOptions options;
+  options.seconds = 0.2;
+  absl::StatusOr<ChurnCheckReport> report = RunChurnCheck(filters, trace, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->mismatches, 0u) << (report->examples.empty() ? "" : report->examples[0]);
+  EXPECT_GE(report->frames, trace.size());
+}
+
 // A burst that overlaps more churns than the log holds is not checked: the log entries it would be judged
 // by may be other churns' by then. With a log of one churn most bursts are such, and none may count as a
 // mismatch.

@@ -6,17 +6,22 @@
 #include "hw/match_params.h"
 
 namespace drsim::classbench {
+namespace {
+
+constexpr size_t kPriorities = 0x10000;  // matcher priorities are 16 bits
+
+}  // namespace
 
 absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filter>& filters,
                                  const std::function<std::vector<const dr::Action*>(size_t)>& actions) {
-  if (filters.size() > 0xffff) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%d filters: matcher priorities allow 65535", filters.size()));
-  }
   using hw::kOuter;
+  const size_t n = filters.size();
   DrAcl acl;
-  for (size_t i = 0; i < filters.size(); ++i) {
+  // Last filter first: among matchers of equal priority the newest is tried first, and that must be the
+  // earliest filter's.
+  for (size_t i = n; i-- > 0;) {
     const Filter& f = filters[i];
+    const auto priority = static_cast<uint16_t>(n <= kPriorities ? i : i * kPriorities / n);
     const std::vector<const dr::Action*> list = actions(i);
     const bool ports = !f.sport.all() || !f.dport.all();
     const std::vector<PortPrefix> sports = RangeToPrefixes(f.sport), dports = RangeToPrefixes(f.dport);
@@ -36,7 +41,7 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
         if (m == by_mask.size()) {
           absl::StatusOr<hw::MatchParams> built = mask.Build();
           if (!built.ok()) return built.status();
-          absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table, static_cast<uint16_t>(i), *built);
+          absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table, priority, *built);
           if (!matcher.ok()) {
             return absl::Status(matcher.status().code(),
                                 absl::StrFormat("filter %d: %s", i, matcher.status().message()));

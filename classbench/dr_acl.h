@@ -1,6 +1,9 @@
 // A ClassBench filter set as Direct Rule rules in one table, so that the first filter a packet fits decides,
 // as FirstMatch does: filter i's rules sit in matchers of priority i, one matcher per distinct pair of
 // port-prefix masks the filter's ranges split into (RangeToPrefixes), every rule carrying filter i's actions.
+// A set of more than 65,536 filters (matcher priorities are 16 bits) shares priorities: filter i's is
+// i * 65536 / size, and filters are installed last first, as a newer matcher is tried before an older one of
+// its priority.
 // TCP and UDP ports share the L4 lookup (the tcp_* fields also match UDP), so a filter on ports matches
 // either protocol unless its protocol says which.
 //
@@ -31,8 +34,7 @@ struct DrAcl {
 };
 
 // Installs `filters` into `table`; `actions(i)` is filter i's action list (the actions must outlive the
-// rules). InvalidArgument for more than 65535 filters (matcher priorities are 16 bits); DR's errors,
-// prefixed with the filter's index, otherwise. On error the objects made so far are destroyed.
+// rules). DR's errors, prefixed with the filter's index. On error the objects made so far are destroyed.
 absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filter>& filters,
                                  const std::function<std::vector<const dr::Action*>(size_t)>& actions);
 
