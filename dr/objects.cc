@@ -101,10 +101,15 @@ void Unref(MatcherObj* matcher) {
   Unref(table);
 }
 
+namespace {
+// A table's index is built again, its words chosen again, when its matchers have grown this many times.
+constexpr size_t kReindexGrowth = 4;
+}  // namespace
+
 void IndexMatcher(MatcherObj* matcher) {
   TableObj* table = matcher->table;
   const size_t matchers = table->matchers.size();
-  if (table->index != nullptr && matchers < 2 * table->indexed_matchers) {
+  if (table->index != nullptr && matchers < kReindexGrowth * table->indexed_matchers) {
     matcher->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     table->index->AddMatcher(&matcher->hw, matcher->index_state.get());
     return;

@@ -63,7 +63,8 @@ struct TableObj {
   hw::FlowTable ft;
   absl::btree_set<MatcherObj*, InLookupOrder> matchers;  // mirrors ft.chain
   // Built once the table has hw::TableIndex::kIndexFromMatchers matchers (not for root tables, whose
-  // matchers merge with other tables'), and again when they double or it goes stale; published as ft.index.
+  // matchers merge with other tables'), and again when they grow fourfold or it goes stale; published as
+  // ft.index.
   std::unique_ptr<hw::TableIndex> index;
   size_t indexed_matchers = 0;  // the matchers the index was built over
   std::list<TableObj*>::iterator in_domain;
@@ -157,7 +158,7 @@ void Unref(ActionObj* action);
 
 // Table indexes (hw/table_index.h); the domain lock must be held. IndexMatcher, for a matcher just linked
 // into its table: it joins the table's index, or the table gets a new one once it has enough matchers, or
-// twice as many as its index was built over. BuildIndex builds it over every matcher and rule of the
+// four times as many as its index was built over. BuildIndex builds it over every matcher and rule of the
 // table, publishes it and retires the one it replaces (also when the index goes stale). UnindexMatcher,
 // before a matcher is unlinked.
 void IndexMatcher(MatcherObj* matcher);

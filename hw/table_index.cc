@@ -1,6 +1,7 @@
 #include "hw/table_index.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <new>
 #include <type_traits>
@@ -108,16 +109,24 @@ struct alignas(64) TableIndex::Node {
   bool fat = false;  // level 1: its entries moved to the level-2 trie under it (sub), as later ones go
 };
 
+struct TableIndex::NodeArena {
+  std::deque<Node> nodes;
+};
+
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
-    : words_(ChooseWords(matchers)), reclaimer_(reclaimer), root_(MakeNode(0, 0, 0)) {}
+    : words_(ChooseWords(matchers)),
+      reclaimer_(reclaimer),
+      nodes_(std::make_unique<NodeArena>()),
+      root_(MakeNode(0, 0, 0)) {}
+
+size_t TableIndex::nodes() const { return nodes_->nodes.size(); }
 
 TableIndex::~TableIndex() {
-  for (const std::unique_ptr<Node>& node : nodes_) Slots::Free(node->slots.load(std::memory_order_relaxed));
+  for (const Node& node : nodes_->nodes) Slots::Free(node.slots.load(std::memory_order_relaxed));
 }
 
 TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
-  nodes_.push_back(std::make_unique<Node>(prefix & PrefixMask(depth), depth, level));
-  return nodes_.back().get();
+  return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level);
 }
 
 uint32_t TableIndex::TrieKey(int i, uint32_t word) const {

@@ -137,10 +137,10 @@ class TableIndex {
 
   // Entries now in the index (distinct per matcher), and trie nodes, for tests and dumps.
   size_t entries() const { return entries_; }
-  size_t nodes() const { return nodes_.size(); }
+  size_t nodes() const;
   // Whether most of the trie nodes lead to no entry any more (removed rules' prefixes): time for a new
   // index.
-  bool Stale() const { return nodes_.size() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
+  bool Stale() const { return nodes() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
 
  private:
   // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
@@ -178,7 +178,8 @@ class TableIndex {
 
   std::array<Word, kWords> words_;
   Reclaimer* reclaimer_;
-  std::vector<std::unique_ptr<Node>> nodes_;  // every node of every trie
+  struct NodeArena;
+  std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
   Node* root_;                                // of the trie on word 0
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
