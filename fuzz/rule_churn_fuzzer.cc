@@ -25,7 +25,8 @@
 //   5 destroy matcher: matcher
 //   6 frame:          6 bytes (DecodeFrame), classified with the others
 //   7 duplicates:     bit 0 set: disallowed in later inserts
-//   8 classify now
+//   8 crowd:          table; kCrowd matchers there, each a priority (% 4) and a mask (2 bytes): enough for
+//                     a table below the root to get an index (hw::TableIndex::kIndexFromMatchers)
 //   9 rules:         matcher; count (% 4, plus 1); that many values, each as for 2; action shape;
 //                     indices (the same actions for all, in one Rule::CreateMany call)
 // Random variants come from a generator seeded with a hash of the whole input.
@@ -59,7 +60,10 @@ using testing::ActionShape;
 constexpr int kMaxOps = 128;
 constexpr int kCheckEvery = 16;
 constexpr int kMaxTables = 6;
-constexpr int kMaxMatchers = 12;
+constexpr int kMaxMatchers = 44;
+// Matchers one crowd operation adds to a table: past hw::TableIndex::kIndexFromMatchers, so that a level-1
+// or deeper table gets an index.
+constexpr int kCrowd = 16;
 constexpr size_t kMaxFrames = 32;
 constexpr uint32_t kMaxBatch = 4;  // rules in one CreateMany call
 
@@ -317,6 +321,11 @@ class ChurnRun {
         Expect(model_.SetAllowDuplicates(allow));
         return;
       }
+      case 8: {
+        const int table = in_.Byte() % model_.num_tables();
+        for (int i = 0; i < kCrowd; ++i) AddMatcherTo(table);
+        return;
+      }
       case 9:
         AddRules();
         return;
@@ -330,8 +339,9 @@ class ChurnRun {
     Log(absl::StrFormat("table %d at level %d", model_.AddTable(level), level));
   }
 
-  void AddMatcher() {
-    const int table = in_.Byte() % model_.num_tables();
+  void AddMatcher() { AddMatcherTo(in_.Byte() % model_.num_tables()); }
+
+  void AddMatcherTo(int table) {
     const uint16_t priority = in_.Below(4);
     const uint8_t fields = in_.Byte();
     const MatchParams mask = DecodeMask(fields, in_.Byte());
