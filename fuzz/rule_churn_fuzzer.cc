@@ -25,8 +25,8 @@
 //   5 destroy matcher: matcher
 //   6 frame:          6 bytes (DecodeFrame), classified with the others
 //   7 duplicates:     bit 0 set: disallowed in later inserts
-//   8 crowd:          table; kCrowd matchers there, each a priority (% 4) and a mask (2 bytes): enough for
-//                     a table below the root to get an index (hw::TableIndex::kIndexFromMatchers)
+//   8 crowd:          table; kCrowd (16) matchers there, each a priority (% 4) and a mask (2 bytes):
+//                     enough for a table below the root to get an index (hw::TableIndex::kIndexFromMatchers)
 //   9 rules:         matcher; count (% 4, plus 1); that many values, each as for 2; action shape;
 //                     indices (the same actions for all, in one Rule::CreateMany call)
 // Random variants come from a generator seeded with a hash of the whole input.
@@ -61,8 +61,8 @@ constexpr int kMaxOps = 128;
 constexpr int kCheckEvery = 16;
 constexpr int kMaxTables = 6;
 constexpr int kMaxMatchers = 44;
-// Matchers one crowd operation adds to a table: past hw::TableIndex::kIndexFromMatchers, so that a level-1
-// or deeper table gets an index.
+// Matchers one crowd operation adds to a table: hw::TableIndex::kIndexFromMatchers, so that a level-1 or
+// deeper table gets an index (which lookups reach past its first two matchers).
 constexpr int kCrowd = 16;
 constexpr size_t kMaxFrames = 32;
 constexpr uint32_t kMaxBatch = 4;  // rules in one CreateMany call

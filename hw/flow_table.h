@@ -87,6 +87,13 @@ inline bool LookupBefore(const CompiledMatcher& a, const CompiledMatcher& b) {
   return a.sequence > b.sequence;
 }
 
+// LookupBefore as one number: a is tried before b iff LookupRank(a) < LookupRank(b) (for sequence numbers
+// below 2^48, which a device would take centuries to hand out).
+inline uint64_t LookupRank(const CompiledMatcher& m) {
+  constexpr uint64_t kSequenceMask = (uint64_t{1} << 48) - 1;
+  return uint64_t{m.priority} << 48 | (kSequenceMask - (m.sequence & kSequenceMask));
+}
+
 // The kernel steering namespaces a root table can sit in, in lookup order (Linux mlx5: the sniffer
 // namespaces, then in the bypass namespace the DONT_TRAP priority 2p and the regular priority 2p + 1 of
 // each verbs priority p, its multicast priority, and the leftovers namespace). rdma-core's root tables

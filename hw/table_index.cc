@@ -28,12 +28,6 @@ uint32_t PrefixMask(int depth) { return depth == 0 ? 0 : ~uint32_t{0} << (32 - k
 // The nibble of `host` a trie node at `depth` branches on.
 unsigned Nibble(uint32_t host, int depth) { return host >> (32 - kStrideBits * (depth + 1)) & 0xf; }
 
-// The lookup order as one number: ascending priority, then newest (highest sequence) first.
-uint64_t RankOf(const CompiledMatcher& m) {
-  constexpr uint64_t kSequenceMask = (uint64_t{1} << 48) - 1;
-  return uint64_t{m.priority} << 48 | (kSequenceMask - (m.sequence & kSequenceMask));
-}
-
 }  // namespace
 
 // A removed entry's slot (a hole: no matcher) takes the next entry filed at its node at once: a reader
@@ -115,6 +109,7 @@ struct TableIndex::NodeArena {
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
     : words_(ChooseWords(matchers)),
+      chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
       root_(MakeNode(0, 0, 0)) {}
@@ -180,7 +175,7 @@ std::array<TableIndex::Word, TableIndex::kWords> TableIndex::ChooseWords(
 void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state) {
   *state = MatcherState{};
   state->matcher = matcher;
-  state->rank = RankOf(*matcher);
+  state->rank = LookupRank(*matcher);
   for (int i = 0; i < kWords; ++i) {
     state->position[i] = -1;
     if (!words_[i].used) continue;
@@ -399,7 +394,7 @@ void TableIndex::Grow(Node* node) {
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
 
-size_t TableIndex::Candidates(const uint8_t* hv, Candidate* out) const {
+size_t TableIndex::Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* out) const {
   std::array<uint32_t, kWords> w{};
   for (int i = 0; i < kWords; ++i) {
     if (words_[i].used) w[i] = Definer::Word{words_[i].offset, words_[i].fold_from, 0xffffffffu}.Read(hv);
@@ -420,6 +415,7 @@ size_t TableIndex::Candidates(const uint8_t* hv, Candidate* out) const {
       }
       if (differ != 0) continue;
       const uint64_t rank = e->rank.load(std::memory_order_relaxed);
+      if (rank < from_rank) continue;
       // The slot was not emptied and filed again meanwhile (its words and rank are m's entry's); if it was,
       // the entry is being removed, or added, now, and either way may be missed.
       std::atomic_thread_fence(std::memory_order_acquire);

@@ -61,6 +61,11 @@ class TableIndex {
   static constexpr size_t kIndexFromMatchers = 16;
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
+  // A lookup in an indexed table walks the first chain_first() matchers on the chain before it asks the
+  // index about the rest: sets whose packets mostly hit early (a few hot matchers before a long tail) are
+  // cheaper walked than indexed. That is an eighth of the matchers the index was built over, up to 128.
+  static constexpr int kChainFirst = 128;
+  static constexpr int kChainShare = 8;
 
   // A header-vector word the index reads, as a definer reads it (its fold included); `used` false: none
   // (the table's matchers mask fewer words), which reads as 0 and no entry masks.
@@ -111,6 +116,7 @@ class TableIndex {
   // is or rotated by 16 bits, whichever gives more; then the one of the others with the most mask bits.
   static std::array<Word, kWords> ChooseWords(absl::Span<const CompiledMatcher* const> matchers);
   const std::array<Word, kWords>& words() const { return words_; }
+  int chain_first() const { return chain_first_; }
 
   // Control side, under the driver's lock. A matcher joins before its first rule is indexed and leaves
   // after its last rule was removed (or, broad, whenever it leaves: its broad entry goes with it).
@@ -122,9 +128,10 @@ class TableIndex {
   void RemoveRule(MatcherState* state, const uint32_t* key);
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
-  // vector `hv`, in ascending rank, each matcher once, and returns how many; kMaxCandidates + 1 when there
-  // were more (then `out` is unspecified: walk the chain instead).
-  size_t Candidates(const uint8_t* hv, Candidate* out) const;
+  // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
+  // that rank would try), in ascending rank, each matcher once, and returns how many; kMaxCandidates + 1
+  // when there were more (then `out` is unspecified: walk the chain instead).
+  size_t Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* out) const;
 
   // Whether `reads(offset)` holds for the byte offset of every header-vector word the index reads.
   template <typename Pred>
@@ -177,6 +184,7 @@ class TableIndex {
   struct Slots;
 
   std::array<Word, kWords> words_;
+  int chain_first_;
   Reclaimer* reclaimer_;
   struct NodeArena;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)

@@ -91,7 +91,7 @@ class IndexedTable {
   }
   std::vector<TableIndex::Candidate> Candidates(const MatchParams& packet) const {
     std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
-    const size_t n = index_->Candidates(packet.bytes(), out.data());
+    const size_t n = index_->Candidates(packet.bytes(), 0, out.data());
     out.resize(n > TableIndex::kMaxCandidates ? 0 : n);
     return out;
   }
@@ -150,6 +150,13 @@ TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrder) {
   EXPECT_EQ(all[0].matcher, t.matcher(c));
   EXPECT_EQ(all[1].matcher, t.matcher(b));
   EXPECT_EQ(all[2].matcher, t.matcher(a));
+  // From b's rank on (as a walk that passed c asks): b and a.
+  std::vector<TableIndex::Candidate> from_b(TableIndex::kMaxCandidates);
+  from_b.resize(t.index().Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6).bytes(), LookupRank(*t.matcher(b)),
+                                     from_b.data()));
+  ASSERT_EQ(from_b.size(), 2u);
+  EXPECT_EQ(from_b[0].matcher, t.matcher(b));
+  EXPECT_EQ(from_b[1].matcher, t.matcher(a));
   // Another source: a's rule cannot match, c's still can.
   const std::vector<TableIndex::Candidate> some = t.Candidates(Acl(0x0a000002, 0xc0a80101, 80, 6));
   ASSERT_EQ(some.size(), 2u);
@@ -257,7 +264,7 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
     while (!done.load(std::memory_order_relaxed)) {
       for (int i = 0; i < kStaying; ++i) {
         r.Enter();
-        const size_t n = t.index().Candidates(staying[i].bytes(), out.data());
+        const size_t n = t.index().Candidates(staying[i].bytes(), 0, out.data());
         bool found = n > TableIndex::kMaxCandidates;  // (overflow: the chain is walked instead)
         for (size_t c = 0; c < n && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[i]);
         r.Leave();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <type_traits>
 
@@ -61,9 +62,12 @@ struct Nic::InFlight {
   const hw::RuleRecord* looked_up_hit = nullptr;
   Entry entry;        // set by FollowJumps, for its burst only: the table its walk starts at, if any
   // Set by WalkTogether: the table (entry.table) it walked for this frame, and the matcher that hit
-  // (looked_up, with looked_up_hit) or nullptr when none did. The frame's walk takes it from there.
+  // (looked_up, with looked_up_hit) or nullptr when none did; then, in a table with an index, the matcher
+  // the walk stopped before (nullptr: the chain's end), for the index to take over from. The frame's walk
+  // takes it from there.
   const hw::FlowTable* walked = nullptr;
   const hw::CompiledMatcher* walked_to = nullptr;
+  const hw::CompiledMatcher* walked_until = nullptr;
   bool copy = false;  // a copy: its outcome goes to verdict->copies
 
   // Parses the frame as it is now, with its metadata, for the lookups that follow.
@@ -109,15 +113,15 @@ struct Nic::InFlight {
     if (!m.MayMatch(hv.bytes)) return nullptr;
     return LookUpPastSummary(m, key);
   }
-  // The first hit in the table `index` indexes (nullptr: none) in `*hit`, and in `*hit_matcher` its matcher
-  // (on a miss, the last candidate tried, if any), from the index's candidates in lookup order; false, with
-  // nothing looked up, when there were too many candidates (then walk the table's chain). `key` is scratch
-  // for keys.
-  bool LookUpIndexed(const hw::TableIndex& index, uint32_t* key, const hw::RuleRecord** hit,
+  // The first hit among the matchers of rank `from_rank` or more (hw::LookupRank) of the table `index`
+  // indexes (nullptr: none) in `*hit`, and in `*hit_matcher` its matcher (on a miss, the last candidate
+  // tried, if any), from the index's candidates in lookup order; false, with nothing looked up, when there
+  // were too many candidates (then walk the table's chain). `key` is scratch for keys.
+  bool LookUpIndexed(const hw::TableIndex& index, uint64_t from_rank, uint32_t* key, const hw::RuleRecord** hit,
                      const hw::CompiledMatcher** hit_matcher) {
     if (parsed != Parsed::kWhole) EnsureParsedFor(index.ReadsOnly(FilledByOuterParse));
     hw::TableIndex::Candidate candidates[hw::TableIndex::kMaxCandidates];
-    const size_t n = index.Candidates(hv.bytes, candidates);
+    const size_t n = index.Candidates(hv.bytes, from_rank, candidates);
     if (n > hw::TableIndex::kMaxCandidates) return false;
     *hit = nullptr;
     for (size_t i = 0; i < n && *hit == nullptr; ++i) {
@@ -669,9 +673,7 @@ void Nic::WalkTogether(Burst& b, size_t n) {
   size_t left = 0;
   for (size_t j = 0; j < n; ++j) {
     InFlight& p = burst[j];
-    // (An indexed table's walk probes only the matchers its index names: frame by frame, in WalkDomain.)
-    if (p.entry.table != nullptr && p.looked_up_hit == nullptr &&
-        p.entry.table->index.load(std::memory_order_acquire) == nullptr) {
+    if (p.entry.table != nullptr && p.looked_up_hit == nullptr) {
       walking[left++] = {j, p.hv.bytes, p.parsed};
     }
   }
@@ -683,8 +685,12 @@ void Nic::WalkTogether(Burst& b, size_t n) {
       if (burst[walking[i].frame].entry.table == table) std::swap(walking[i], walking[live++]);
     }
     const size_t into_table = live;
-    for (const hw::CompiledMatcher* m = table->first_matcher(); m != nullptr && live > 0;
-         m = m->next_matcher()) {
+    // A table with an index is walked for its first matchers only; the index takes over from there, frame
+    // by frame, in WalkDomain.
+    const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
+    int chain_left = index == nullptr ? std::numeric_limits<int>::max() : index->chain_first();
+    const hw::CompiledMatcher* m = table->first_matcher();
+    for (; m != nullptr && live > 0 && chain_left > 0; m = m->next_matcher(), --chain_left) {
       m->PrefetchAhead();
       const hw::Definer::Word summary_word = m->summary_word;
       const bool outer_word = summary_word.ReadsOnly(FilledByOuterParse);
@@ -715,10 +721,11 @@ void Nic::WalkTogether(Burst& b, size_t n) {
         std::swap(w, walking[--live]);
       }
     }
-    for (size_t i = 0; i < live; ++i) {  // missed every matcher
+    for (size_t i = 0; i < live; ++i) {  // missed every matcher walked
       InFlight& p = burst[walking[i].frame];
       p.walked = table;
       p.walked_to = nullptr;
+      p.walked_until = m;
       p.looked_up = nullptr;  // consumed, as a walk consumes it
     }
     // The frames into other tables are next.
@@ -1024,8 +1031,9 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
   uint32_t root_rank = entry.root_rank;
   // Where the walk of the first table starts: WalkTogether may have walked it for the frame already.
   const hw::CompiledMatcher* walk_from = nullptr;
+  const hw::CompiledMatcher* walked_until = nullptr;
   const bool walked = table != nullptr && p.walked == table;
-  if (walked) walk_from = p.walked_to;
+  if (walked) walk_from = p.walked_to, walked_until = p.walked_until;
   p.walked = nullptr;
   for (int jumps = entry.jumps;; ++jumps) {
     if (jumps > kMaxTableJumps) return {Exit::kLoop};
@@ -1050,12 +1058,26 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
           break;
         }
       }
-    } else if (const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
-               resume || index == nullptr || !p.LookUpIndexed(*index, key, &hit, &hit_matcher)) {
-      const hw::CompiledMatcher* from = resume ? walk_from : table->first_matcher();
-      for (const hw::CompiledMatcher* m = from; m != nullptr; m = m->next_matcher()) {
+    } else {
+      // The chain, up to its end or, in a table with an index, for its first matchers only (none when
+      // WalkTogether walked those); then the index from the next one on.
+      const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
+      const hw::CompiledMatcher* m = table->first_matcher();
+      int chain_left = index == nullptr ? std::numeric_limits<int>::max() : index->chain_first();
+      if (resume) {
+        m = walk_from != nullptr ? walk_from : walked_until;
+        if (walk_from == nullptr && index != nullptr) chain_left = 0;
+      }
+      for (; m != nullptr && chain_left > 0; m = m->next_matcher(), --chain_left) {
         m->PrefetchAhead();
         if (try_matcher(m)) break;
+      }
+      if (hit == nullptr && m != nullptr && index != nullptr &&
+          !p.LookUpIndexed(*index, hw::LookupRank(*m), key, &hit, &hit_matcher)) {
+        for (; m != nullptr; m = m->next_matcher()) {  // too many candidates
+          m->PrefetchAhead();
+          if (try_matcher(m)) break;
+        }
       }
     }
     if (trace && !p.copy) {

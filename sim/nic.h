@@ -352,8 +352,9 @@ class Nic {
   // Walks, for the frames FollowJumps led into a table whose first matcher missed them, the table's
   // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
-  // at the matcher that hit (InFlight::walked_to), or to find that none did. Not for a table with an index:
-  // the walk probes only the matchers it names (InFlight::LookUpIndexed).
+  // at the matcher that hit (InFlight::walked_to), or to find that none did. In a table with an index, only
+  // its first hw::TableIndex::chain_first() matchers: the walk asks the index about the rest
+  // (InFlight::LookUpIndexed).
   void WalkTogether(Burst& burst, size_t n);
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, the one
   // FollowJumps led to, or WalkTogether's) when that hit's program only sends the frame on — no ops, a

@@ -379,8 +379,8 @@ MatchParams RandomFields(std::mt19937& rng) {
 
 class DifferentialRun {
  public:
-  // `crowded`: a root and one level-1 table holding most of the matchers (more than
-  // hw::TableIndex::kIndexFromMatchers: its lookups go through its index); else one or two roots and
+  // `crowded`: a root and one level-1 table holding most of the matchers (an indexed table: lookups past
+  // its first hw::TableIndex::chain_first() matchers go through the index); else one or two roots and
   // levels 1..3.
   explicit DifferentialRun(uint32_t seed, bool crowded = false)
       : seed_(seed), crowded_(crowded), rng_(seed), model_(/*queues=*/4, {0x1, 0xabcdef, 0x123}) {}
@@ -396,7 +396,7 @@ class DifferentialRun {
     for (uint32_t level : levels) model_.AddTable(level);
     // The first matchers take the templates in turn (each seed starting further on), so that the seeds
     // together use every template; replacements pick at random.
-    const size_t matchers = crowded_ ? 48 : 14;
+    const size_t matchers = crowded_ ? 60 : 14;
     for (size_t i = 0; i < matchers && !::testing::Test::HasFatalFailure(); ++i) {
       AddMatcher(&kMasks[(seed_ * matchers + i) % kMasks.size()]);
     }
@@ -560,7 +560,8 @@ TEST(DifferentialTest, SoftwareNicAgreesWithTheReferenceClassifier) {
   std::cout << "\n";
 }
 
-// The same with most matchers in one level-1 table, whose lookups go through its index (hw/table_index.h):
+// The same with most matchers in one level-1 table, whose lookups go through its index (hw/table_index.h)
+// past its first matchers:
 // matchers of every template, broad ones (many rules) and narrow ones, created and destroyed as rules churn.
 TEST(DifferentialTest, IndexedTableAgreesWithTheReferenceClassifier) {
   int packets = 0;
