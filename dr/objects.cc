@@ -1,12 +1,10 @@
 #include "dr/objects.h"
 
-#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "dr/dr.h"
 #include "hw/lookup_memory.h"
-#include "hw/match_layout.h"
 
 namespace drsim::dr::internal {
 
@@ -66,11 +64,10 @@ void Unref(RuleObj* rule) {
   MatcherObj* matcher = rule->matcher;
   if (matcher->index_state != nullptr) {
     // Out of the index only once out of the match table: a packet finding the rule finds its matcher.
-    uint32_t key[hw::kMatchParamBytes / 4];
-    const uint32_t* installed = matcher->hw.table.key(rule->entry);
-    std::copy(installed, installed + matcher->hw.table.key_words(), key);
+    const hw::TableIndex::Values indexed =
+        hw::TableIndex::ValuesOf(*matcher->index_state, matcher->hw.table.key(rule->entry));
     matcher->hw.table.Erase(rule->entry);
-    matcher->table->index->RemoveRule(matcher->index_state.get(), key);
+    matcher->table->index->RemoveRule(matcher->index_state.get(), indexed);
   } else {
     matcher->hw.table.Erase(rule->entry);
   }

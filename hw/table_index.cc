@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+
 namespace drsim::hw {
 namespace {
 
@@ -107,11 +109,28 @@ struct TableIndex::NodeArena {
   std::deque<Node> nodes;
 };
 
+// The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
+// with one probe rather than a walk down two tries (nodes never move, and a node inserted above one later
+// does not change which node a pair's entries go to).
+struct TableIndex::PairNodes {
+  struct Pair {
+    uint32_t key0, key1;
+    uint16_t depths;
+    bool operator==(const Pair& o) const { return key0 == o.key0 && key1 == o.key1 && depths == o.depths; }
+    template <typename H>
+    friend H AbslHashValue(H h, const Pair& p) {
+      return H::combine(std::move(h), p.key0, p.key1, p.depths);
+    }
+  };
+  absl::flat_hash_map<Pair, Node*> nodes;
+};
+
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
     : words_(ChooseWords(matchers)),
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
+      pairs_(std::make_unique<PairNodes>()),
       root_(MakeNode(0, 0, 0)) {}
 
 size_t TableIndex::nodes() const { return nodes_->nodes.size(); }
@@ -196,11 +215,16 @@ void TableIndex::RemoveMatcher(MatcherState* state) {
   state->broad = false;
 }
 
+TableIndex::Values TableIndex::ValuesOf(const MatcherState& state, const uint32_t* key) {
+  Values value{};
+  for (int i = 0; i < kWords; ++i) value[i] = state.position[i] < 0 ? 0 : key[state.position[i]];
+  return value;
+}
+
 void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   if (!shedding_.empty()) Shed();
   if (state->broad) return;
-  std::array<uint32_t, kWords> value{};
-  for (int i = 0; i < kWords; ++i) value[i] = state->position[i] < 0 ? 0 : key[state->position[i]];
+  const Values value = ValuesOf(*state, key);
   for (size_t i = 0; i < state->items; ++i) {
     if (state->item[i].value == value) {
       ++state->item[i].rules;
@@ -217,11 +241,9 @@ void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   Place(item, state->mask, state->rank, state->matcher);
 }
 
-void TableIndex::RemoveRule(MatcherState* state, const uint32_t* key) {
+void TableIndex::RemoveRule(MatcherState* state, const Values& value) {
   if (!shedding_.empty()) Shed();
   if (state->broad) return;
-  std::array<uint32_t, kWords> value{};
-  for (int i = 0; i < kWords; ++i) value[i] = state->position[i] < 0 ? 0 : key[state->position[i]];
   for (size_t i = 0; i < state->items; ++i) {
     if (state->item[i].value != value) continue;
     if (--state->item[i].rules == 0) {
@@ -266,8 +288,12 @@ void TableIndex::DropItem(MatcherState* state, size_t i) {
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                        const CompiledMatcher* matcher) {
-  Node* node = Descend(root_, TrieKey(0, item->value[0]), TrieDepth(0, mask[0]));
-  node = Descend(SubOf(node), TrieKey(1, item->value[1]), TrieDepth(1, mask[1]));
+  const int depth0 = TrieDepth(0, mask[0]), depth1 = TrieDepth(1, mask[1]);
+  const uint32_t key0 = TrieKey(0, item->value[0]) & PrefixMask(depth0);
+  const uint32_t key1 = TrieKey(1, item->value[1]) & PrefixMask(depth1);
+  Node*& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
+  if (pair == nullptr) pair = Descend(SubOf(Descend(root_, key0, depth0)), key1, depth1);
+  Node* node = pair;
   if (node->fat) node = Descend(SubOf(node), TrieKey(2, item->value[2]), TrieDepth(2, mask[2]));
   Append(node, item, mask, rank, matcher);
   if (node->level == 1 && !node->fat && node->live > kFatNode) Split(node);

@@ -123,9 +123,12 @@ class TableIndex {
   void AddMatcher(const CompiledMatcher* matcher, MatcherState* state);
   void RemoveMatcher(MatcherState* state);
   // A rule with definer key `key` (the matcher's key_words() words): AddRule before it is inserted into the
-  // match table, RemoveRule after it was erased from it.
+  // match table, RemoveRule after it was erased from it, with the index words of its key (ValuesOf, taken
+  // before: an erased rule's key may be gone).
+  using Values = std::array<uint32_t, kWords>;
+  static Values ValuesOf(const MatcherState& state, const uint32_t* key);
   void AddRule(MatcherState* state, const uint32_t* key);
-  void RemoveRule(MatcherState* state, const uint32_t* key);
+  void RemoveRule(MatcherState* state, const Values& value);
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
@@ -187,7 +190,9 @@ class TableIndex {
   int chain_first_;
   Reclaimer* reclaimer_;
   struct NodeArena;
+  struct PairNodes;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
+  std::unique_ptr<PairNodes> pairs_;
   Node* root_;                                // of the trie on word 0
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since

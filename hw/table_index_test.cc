@@ -67,7 +67,7 @@ class IndexedTable {
     std::advance(it, k % keys_[m].size());
     const std::vector<uint32_t> key = *it;
     keys_[m].erase(it);
-    index_->RemoveRule(states_[m].get(), key.data());
+    index_->RemoveRule(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
     return true;
   }
   // Removes a rule of matcher `m` with `value`.
@@ -75,7 +75,7 @@ class IndexedTable {
     std::vector<uint32_t> key(matchers_[m]->definer.key_words());
     matchers_[m]->definer.Extract(value.bytes(), key.data());
     keys_[m].erase(keys_[m].find(key));
-    index_->RemoveRule(states_[m].get(), key.data());
+    index_->RemoveRule(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
   }
   void RemoveMatcher(size_t m) { index_->RemoveMatcher(states_[m].get()); }
 
