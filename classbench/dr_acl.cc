@@ -17,11 +17,14 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
   using hw::kOuter;
   const size_t n = filters.size();
   DrAcl acl;
-  // Last filter first: among matchers of equal priority the newest is tried first, and that must be the
-  // earliest filter's.
-  for (size_t i = n; i-- > 0;) {
+  // Filters sharing priorities go in last first: among matchers of equal priority the newest is tried
+  // first, and that must be the earliest filter's. Others go in first first (a table's index chooses the
+  // words it reads from the matchers it has when it is built: the set's own order gives them).
+  const bool shared = n > kPriorities;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = shared ? n - 1 - k : k;
     const Filter& f = filters[i];
-    const auto priority = static_cast<uint16_t>(n <= kPriorities ? i : i * kPriorities / n);
+    const auto priority = static_cast<uint16_t>(shared ? i * kPriorities / n : i);
     const std::vector<const dr::Action*> list = actions(i);
     const bool ports = !f.sport.all() || !f.dport.all();
     const std::vector<PortPrefix> sports = RangeToPrefixes(f.sport), dports = RangeToPrefixes(f.dport);

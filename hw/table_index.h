@@ -66,6 +66,8 @@ class TableIndex {
   // cheaper walked than indexed. That is an eighth of the matchers the index was built over, up to 128.
   static constexpr int kChainFirst = 128;
   static constexpr int kChainShare = 8;
+  // ... and no further for a packet than its kChainLookups-th lookup in vain (past a matcher's summary).
+  static constexpr int kChainLookups = 2;
 
   // A header-vector word the index reads, as a definer reads it (its fold included); `used` false: none
   // (the table's matchers mask fewer words), which reads as 0 and no entry masks.

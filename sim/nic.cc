@@ -668,13 +668,14 @@ void Nic::WalkTogether(Burst& b, size_t n) {
     size_t frame;
     const uint8_t* hv;
     InFlight::Parsed parsed;
+    int lookups;  // past the summary, in vain
   };
   Walking walking[kBurst];
   size_t left = 0;
   for (size_t j = 0; j < n; ++j) {
     InFlight& p = burst[j];
     if (p.entry.table != nullptr && p.looked_up_hit == nullptr) {
-      walking[left++] = {j, p.hv.bytes, p.parsed};
+      walking[left++] = {j, p.hv.bytes, p.parsed, 0};
     }
   }
   uint32_t key[kMaxKeyWords];
@@ -685,8 +686,9 @@ void Nic::WalkTogether(Burst& b, size_t n) {
       if (burst[walking[i].frame].entry.table == table) std::swap(walking[i], walking[live++]);
     }
     const size_t into_table = live;
-    // A table with an index is walked for its first matchers only; the index takes over from there, frame
-    // by frame, in WalkDomain.
+    // A table with an index is walked for its first matchers only, and by a frame only while their
+    // summaries do not let it through to a lookup in vain more than kChainLookups times (early matchers
+    // that are broad); the index takes over from there, frame by frame, in WalkDomain.
     const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
     int chain_left = index == nullptr ? std::numeric_limits<int>::max() : index->chain_first();
     const hw::CompiledMatcher* m = table->first_matcher();
@@ -710,8 +712,16 @@ void Nic::WalkTogether(Burst& b, size_t n) {
                                     : readable       ? p.LookUpPastSummary(*m, key)
                                                      : p.LookUp(*m, key);
         w.parsed = p.parsed;
-        if (hit == nullptr) {
+        if (hit == nullptr && (index == nullptr || ++w.lookups <= hw::TableIndex::kChainLookups)) {
           ++i;
+          continue;
+        }
+        if (hit == nullptr) {  // the index takes over after `m`
+          p.walked = table;
+          p.walked_to = nullptr;
+          p.walked_until = m->next_matcher();
+          p.looked_up = nullptr;
+          std::swap(w, walking[--live]);
           continue;
         }
         p.walked = table;
