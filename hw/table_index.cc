@@ -177,7 +177,8 @@ std::array<TableIndex::Word, TableIndex::kWords> TableIndex::ChooseWords(
   auto pick = [&](auto score, Word* out) {
     auto best = scores.end();
     for (auto it = scores.begin(); it != scores.end(); ++it) {
-      if (score(it->second) > 0 && (best == scores.end() || score(it->second) > score(best->second))) best = it;
+      if (score(it->second) > 0 && (best == scores.end() || score(it->second) > score(best->second)))
+        best = it;
     }
     if (best == scores.end()) return;
     const Score& s = best->second;
@@ -275,7 +276,8 @@ void TableIndex::DropItems(MatcherState* state) {
 
 void TableIndex::Shed() {
   size_t done = 0;
-  while (done < shedding_.size() && reclaimer_->Safe(shedding_[done]->broad_since)) DropItems(shedding_[done++]);
+  while (done < shedding_.size() && reclaimer_->Safe(shedding_[done]->broad_since))
+    DropItems(shedding_[done++]);
   shedding_.erase(shedding_.begin(), shedding_.begin() + done);
 }
 
@@ -389,7 +391,9 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
 }
 
 void TableIndex::RemoveAt(Node* node, uint32_t slot) {
-  node->slots.load(std::memory_order_relaxed)->entries()[slot].matcher.store(nullptr, std::memory_order_release);
+  node->slots.load(std::memory_order_relaxed)
+      ->entries()[slot]
+      .matcher.store(nullptr, std::memory_order_release);
   node->back[slot] = nullptr;
   node->holes.push_back(slot);
   --node->live;
@@ -437,7 +441,8 @@ size_t TableIndex::Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* 
       if (m == nullptr) continue;
       uint32_t differ = 0;
       for (int k = 0; k < kWords; ++k) {
-        differ |= (w[k] & e->mask[k].load(std::memory_order_relaxed)) ^ e->value[k].load(std::memory_order_relaxed);
+        differ |=
+            (w[k] & e->mask[k].load(std::memory_order_relaxed)) ^ e->value[k].load(std::memory_order_relaxed);
       }
       if (differ != 0) continue;
       const uint64_t rank = e->rank.load(std::memory_order_relaxed);

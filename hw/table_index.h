@@ -157,7 +157,8 @@ class TableIndex {
  private:
   // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
   // made if missing; a word-1 node growing past kFatNode entries splits.
-  void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank, const CompiledMatcher* matcher);
+  void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+             const CompiledMatcher* matcher);
   // The root of the trie under `node`, made if missing.
   Node* SubOf(Node* node);
   // Moves the entries of the word-1 node `node` into a word-2 trie under it.
@@ -195,7 +196,7 @@ class TableIndex {
   struct PairNodes;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
   std::unique_ptr<PairNodes> pairs_;
-  Node* root_;                                // of the trie on word 0
+  Node* root_;  // of the trie on word 0
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
 };

@@ -38,8 +38,8 @@ class IndexedTable {
 
   // A matcher of `priority` over `mask`; the index is built over the first ones made (Build).
   size_t AddMatcher(uint16_t priority, const MatchParams& mask) {
-    matchers_.push_back(std::make_unique<CompiledMatcher>(static_cast<uint32_t>(matchers_.size() + 1), priority,
-                                                          sequence_++, Definer::FromMask(mask.bytes())));
+    matchers_.push_back(std::make_unique<CompiledMatcher>(
+        static_cast<uint32_t>(matchers_.size() + 1), priority, sequence_++, Definer::FromMask(mask.bytes())));
     states_.push_back(std::make_unique<TableIndex::MatcherState>());
     keys_.emplace_back();
     if (index_ != nullptr) index_->AddMatcher(matchers_.back().get(), states_.back().get());
@@ -174,7 +174,8 @@ TEST(TableIndexTest, SharedEntriesStayUntilTheirLastRuleAndBroadMatchersMatchEve
   t.AddRule(a, Acl(0x01020304, 0, 80, 0));
   EXPECT_EQ(t.index().entries(), 1u);
   const size_t big = t.AddMatcher(2, Acl(Prefix(32), 0, 0, 0));
-  for (uint32_t i = 0; i < TableIndex::kMaxEntriesPerMatcher; ++i) t.AddRule(big, Acl(0x0a000000 + i, 0, 0, 0));
+  for (uint32_t i = 0; i < TableIndex::kMaxEntriesPerMatcher; ++i)
+    t.AddRule(big, Acl(0x0a000000 + i, 0, 0, 0));
   EXPECT_FALSE(t.state(big).broad);
   EXPECT_EQ(t.index().entries(), 1 + TableIndex::kMaxEntriesPerMatcher);
   t.AddRule(big, Acl(0x0b000000, 0, 0, 0));
@@ -194,15 +195,18 @@ TEST(TableIndexTest, SharedEntriesStayUntilTheirLastRuleAndBroadMatchersMatchEve
 TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   IndexedTable t;
   std::vector<size_t> ms;
-  for (int i = 0; i < 40; ++i) ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  for (int i = 0; i < 40; ++i)
+    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
   t.Build();
   const size_t unsplit = t.index().nodes();  // the two roots, and the word-1 root
-  for (int i = 0; i < 40; ++i) t.AddRule(ms[i], Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
+  for (int i = 0; i < 40; ++i)
+    t.AddRule(ms[i], Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
   // One word-0 node and one word-1 node for the addresses, split into a word-2 trie of 40 ports.
   EXPECT_GT(t.index().nodes(), unsplit + 2 + 40);
   EXPECT_EQ(t.index().entries(), 40u);
   for (int i = 0; i < 40; ++i) {
-    const std::vector<TableIndex::Candidate> c = t.Candidates(Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
+    const std::vector<TableIndex::Candidate> c =
+        t.Candidates(Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
     ASSERT_EQ(c.size(), 1u) << i;
     EXPECT_EQ(c[0].matcher, t.matcher(ms[i]));
   }
@@ -218,14 +222,16 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
   const uint16_t port_masks[] = {0, 0xffff, 0xff00, 0xfff0};
   const uint32_t hosts[] = {0x0a000001, 0x0a000102, 0x0a0a0a0a, 0xc0a80001, 0xc0a80101, 0x7f000001};
   auto pick = [&](auto& array) { return array[rng() % std::size(array)]; };
-  auto value = [&]() { return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11); };
+  auto value = [&]() {
+    return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11);
+  };
   IndexedTable t;
   std::vector<size_t> all;
   for (int i = 0; i < 60; ++i) {
     if (i == 20) t.Build();
-    const size_t m = t.AddMatcher(static_cast<uint16_t>(rng() % 6),
-                                  Acl(Prefix(pick(lengths)), Prefix(pick(lengths)), pick(port_masks),
-                                      rng() % 2 ? 0xff : 0));
+    const size_t m = t.AddMatcher(
+        static_cast<uint16_t>(rng() % 6),
+        Acl(Prefix(pick(lengths)), Prefix(pick(lengths)), pick(port_masks), rng() % 2 ? 0xff : 0));
     all.push_back(m);
     const int rules = 1 + static_cast<int>(rng() % 12);  // some beyond kMaxEntriesPerMatcher: broad
     for (int r = 0; r < rules; ++r) t.AddRule(m, value());
@@ -279,7 +285,8 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
       // Same addresses as the rules that stay, other ports: the same nodes. Matcher 0 (a staying rule's)
       // takes some too, and goes broad.
       const size_t m = rng() % 8 == 0 ? ms[0] : ms[kStaying + rng() % kChurning];
-      added.emplace_back(m, Acl(0x0a000001, 0x0b000000 + 0x100 * (rng() % 2), static_cast<uint16_t>(1000 + rng() % 512), 6));
+      added.emplace_back(
+          m, Acl(0x0a000001, 0x0b000000 + 0x100 * (rng() % 2), static_cast<uint16_t>(1000 + rng() % 512), 6));
       t.AddRule(added.back().first, added.back().second);
     } else {
       const size_t k = rng() % added.size();

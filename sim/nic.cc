@@ -117,8 +117,8 @@ struct Nic::InFlight {
   // indexes (nullptr: none) in `*hit`, and in `*hit_matcher` its matcher (on a miss, the last candidate
   // tried, if any), from the index's candidates in lookup order; false, with nothing looked up, when there
   // were too many candidates (then walk the table's chain). `key` is scratch for keys.
-  bool LookUpIndexed(const hw::TableIndex& index, uint64_t from_rank, uint32_t* key, const hw::RuleRecord** hit,
-                     const hw::CompiledMatcher** hit_matcher) {
+  bool LookUpIndexed(const hw::TableIndex& index, uint64_t from_rank, uint32_t* key,
+                     const hw::RuleRecord** hit, const hw::CompiledMatcher** hit_matcher) {
     if (parsed != Parsed::kWhole) EnsureParsedFor(index.ReadsOnly(FilledByOuterParse));
     hw::TableIndex::Candidate candidates[hw::TableIndex::kMaxCandidates];
     const size_t n = index.Candidates(hv.bytes, from_rank, candidates);
