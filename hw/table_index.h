@@ -21,8 +21,8 @@
 // an index never costs a rule more than a few loads, nor memory per rule.
 //
 // Trie nodes are never freed while the index lives, so a table whose prefixes keep changing leaves nodes
-// behind: the driver builds a new index when Stale() says so, as when the table has doubled its matchers
-// (the words are chosen again).
+// behind: the driver builds a new index when Stale() says so, as when the table has grown its matchers
+// fourfold (the words are chosen again).
 //
 // Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
 // the reclaimer. A new entry is published by its node's count (release) or, in the slot of a removed one
