@@ -13,7 +13,7 @@
 // requests each matcher a few places before it reaches it (CompiledMatcher::PrefetchAhead, on hints the
 // driver's link and unlink keep), so a chain larger than the caches costs few waits on memory. A table of
 // many matchers also gets an index (hw/table_index.h) naming the few matchers that may hold a packet's
-// hit: lookups probe those, in lookup order, instead of walking the chain.
+// hit: past the chain's first matchers, lookups probe those, in lookup order, instead of walking on.
 //
 // Root (level-0) tables of one domain type on a function are merged into one lookup order. On hardware
 // they are flow tables of the kernel's steering tree, and rdma-core's root tables share its "bypass"
@@ -148,8 +148,8 @@ struct FlowTable {
   // What lookups walk: the chain's first matcher, then next links.
   std::atomic<const CompiledMatcher*> first{nullptr};
   // Which matchers may hit a packet (hw/table_index.h), once the driver indexes the table (nullptr until
-  // then): a lookup from the first matcher may probe only those, in lookup order, instead of the chain.
-  // Published once, complete; it lives as long as the table.
+  // then): past the chain's first matchers, a lookup may probe only those, in lookup order. Published
+  // complete; a new one replaces it when the driver builds it again, and the old one is retired.
   std::atomic<const TableIndex*> index{nullptr};
 
   // The first matcher lookups try (then each one's next_matcher()), or nullptr.

@@ -401,25 +401,19 @@ void TableIndex::RemoveAt(Node* node, uint32_t slot) {
 }
 
 void TableIndex::Grow(Node* node) {
-  const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, size_t{node->live} * 2));
-  Slots* fresh = Slots::Make(capacity);
-  std::vector<Item*> back(capacity, nullptr);
+  // (A node fills its holes first: every slot of a full array is live, and keeps its place.)
   Slots* old = node->slots.load(std::memory_order_relaxed);
-  uint32_t count = 0;
-  if (old != nullptr) {
-    const uint32_t used = old->count.load(std::memory_order_relaxed);
-    for (uint32_t i = 0; i < used; ++i) {  // (all live: a node with holes fills them first)
-      const Entry& from = old->entries()[i];
-      Entry& to = fresh->entries()[count];
-      to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed));
-      to.matcher.store(from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      back[count] = node->back[i];
-      back[count]->slot = count;
-      ++count;
-    }
+  const uint32_t used = old == nullptr ? 0 : old->count.load(std::memory_order_relaxed);
+  const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, size_t{used} * 2));
+  Slots* fresh = Slots::Make(capacity);
+  for (uint32_t i = 0; i < used; ++i) {
+    const Entry& from = old->entries()[i];
+    Entry& to = fresh->entries()[i];
+    to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed));
+    to.matcher.store(from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
-  fresh->count.store(count, std::memory_order_relaxed);
-  node->back = std::move(back);
+  fresh->count.store(used, std::memory_order_relaxed);
+  node->back.resize(capacity, nullptr);
   node->slots.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }

@@ -66,7 +66,8 @@ class TableIndex {
   // cheaper walked than indexed. That is an eighth of the matchers the index was built over, up to 128.
   static constexpr int kChainFirst = 128;
   static constexpr int kChainShare = 8;
-  // ... and no further for a packet than its kChainLookups-th lookup in vain (past a matcher's summary).
+  // The burst walk takes a packet no further than its kChainLookups-th lookup in vain there (past a
+  // matcher's summary).
   static constexpr int kChainLookups = 2;
 
   // A header-vector word the index reads, as a definer reads it (its fold included); `used` false: none

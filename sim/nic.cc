@@ -1070,7 +1070,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       }
     } else {
       // The chain, up to its end or, in a table with an index, for its first matchers only (none when
-      // WalkTogether walked those); then the index from the next one on.
+      // WalkTogether walked those); then the index from the next one on, or the chain again when the index
+      // has too many candidates.
       const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
       const hw::CompiledMatcher* m = table->first_matcher();
       int chain_left = index == nullptr ? std::numeric_limits<int>::max() : index->chain_first();
@@ -1078,16 +1079,10 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
         m = walk_from != nullptr ? walk_from : walked_until;
         if (walk_from == nullptr && index != nullptr) chain_left = 0;
       }
-      for (; m != nullptr && chain_left > 0; m = m->next_matcher(), --chain_left) {
+      for (; m != nullptr; m = m->next_matcher()) {
+        if (chain_left-- == 0 && p.LookUpIndexed(*index, hw::LookupRank(*m), key, &hit, &hit_matcher)) break;
         m->PrefetchAhead();
         if (try_matcher(m)) break;
-      }
-      if (hit == nullptr && m != nullptr && index != nullptr &&
-          !p.LookUpIndexed(*index, hw::LookupRank(*m), key, &hit, &hit_matcher)) {
-        for (; m != nullptr; m = m->next_matcher()) {  // too many candidates
-          m->PrefetchAhead();
-          if (try_matcher(m)) break;
-        }
       }
     }
     if (trace && !p.copy) {
