@@ -40,7 +40,7 @@ struct TableIndex::Entry {
   std::array<std::atomic<uint32_t>, kWords> value;
   std::array<std::atomic<uint32_t>, kWords> mask;
   std::atomic<uint64_t> rank;
-  std::atomic<const CompiledMatcher*> matcher;  // nullptr: removed (a hole)
+  std::atomic<uintptr_t> matcher;  // Tagged(matcher, exact); 0: removed (a hole)
 
   void Fill(const std::array<uint32_t, kWords>& v, const std::array<uint32_t, kWords>& m, uint64_t r) {
     for (int i = 0; i < kWords; ++i) {
@@ -196,6 +196,7 @@ void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state)
   *state = MatcherState{};
   state->matcher = matcher;
   state->rank = LookupRank(*matcher);
+  size_t covered = 0;  // key words among the index words
   for (int i = 0; i < kWords; ++i) {
     state->position[i] = -1;
     if (!words_[i].used) continue;
@@ -204,9 +205,11 @@ void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state)
       if (w.offset == words_[i].offset && w.fold_from == words_[i].fold_from) {
         state->position[i] = static_cast<int8_t>(k);
         state->mask[i] = w.mask;
+        ++covered;
       }
     }
   }
+  state->exact = covered == matcher->definer.key_words();
 }
 
 void TableIndex::RemoveMatcher(MatcherState* state) {
@@ -239,7 +242,7 @@ void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   Item* item = &state->item[state->items++];
   item->value = value;
   item->rules = 1;
-  Place(item, state->mask, state->rank, state->matcher);
+  Place(item, state->mask, state->rank, Tagged(state->matcher, state->exact));
 }
 
 void TableIndex::RemoveRule(MatcherState* state, const Values& value) {
@@ -258,7 +261,7 @@ void TableIndex::RemoveRule(MatcherState* state, const Values& value) {
 void TableIndex::GoBroad(MatcherState* state) {
   constexpr std::array<uint32_t, kWords> kNone{};
   state->broad_item = Item{};
-  Place(&state->broad_item, kNone, state->rank, state->matcher);
+  Place(&state->broad_item, kNone, state->rank, Tagged(state->matcher, false));
   state->broad = true;
   // Its other entries go once no reader can have passed where the broad entry went before it was there.
   if (reclaimer_ == nullptr) {
@@ -289,7 +292,7 @@ void TableIndex::DropItem(MatcherState* state, size_t i) {
 }
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-                       const CompiledMatcher* matcher) {
+                       uintptr_t matcher) {
   const int depth0 = TrieDepth(0, mask[0]), depth1 = TrieDepth(1, mask[1]);
   const uint32_t key0 = TrieKey(0, item->value[0]) & PrefixMask(depth0);
   const uint32_t key1 = TrieKey(1, item->value[1]) & PrefixMask(depth1);
@@ -360,7 +363,7 @@ TableIndex::Node* TableIndex::Descend(Node* node, uint32_t key, int depth) {
 }
 
 void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-                        const CompiledMatcher* matcher) {
+                        uintptr_t matcher) {
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
   if (!node->holes.empty()) {
@@ -393,7 +396,7 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
 void TableIndex::RemoveAt(Node* node, uint32_t slot) {
   node->slots.load(std::memory_order_relaxed)
       ->entries()[slot]
-      .matcher.store(nullptr, std::memory_order_release);
+      .matcher.store(0, std::memory_order_release);
   node->back[slot] = nullptr;
   node->holes.push_back(slot);
   --node->live;
@@ -418,67 +421,138 @@ void TableIndex::Grow(Node* node) {
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
 
-size_t TableIndex::Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* out) const {
-  std::array<uint32_t, kWords> w{};
-  for (int i = 0; i < kWords; ++i) {
-    if (words_[i].used) w[i] = Definer::Word{words_[i].offset, words_[i].fold_from, 0xffffffffu}.Read(hv);
+// A query's walk through the tries: the steps it has still to take (nodes to visit, slot arrays to scan,
+// each requested from memory when it was added), its candidates so far, and the rank of the first exact one.
+struct TableIndex::Walk {
+  static constexpr size_t kMaxPending = 64;  // a walk's steps pending stay far fewer (about 3 per trie)
+
+  Query* query;
+  std::array<uint32_t, kWords> word;
+  std::array<uint32_t, kTrieWords> key;  // word i as its trie reads it
+  uint64_t bound = ~uint64_t{0};
+  size_t count = 0;
+  bool overflow = false;
+  uint32_t pending = 0;
+  std::array<uintptr_t, kMaxPending> step;
+
+  void Add(uintptr_t next, size_t lines) {
+    if (pending == kMaxPending) {
+      overflow = true;
+      return;
+    }
+    for (size_t l = 0; l < lines; ++l) __builtin_prefetch(reinterpret_cast<const char*>(next & ~uintptr_t{1}) + 64 * l);
+    step[pending++] = next;
   }
-  size_t n = 0;
-  // Adds the entries of `node` the packet matches; false when they overflow `out`.
-  auto collect = [&](const Node* node) {
-    const Slots* slots = node->slots.load(std::memory_order_acquire);
-    if (slots == nullptr) return true;
-    const uint32_t count = slots->count.load(std::memory_order_acquire);
-    const Entry* e = slots->entries();
-    for (uint32_t i = 0; i < count; ++i, ++e) {
-      const CompiledMatcher* m = e->matcher.load(std::memory_order_acquire);
-      if (m == nullptr) continue;
-      uint32_t differ = 0;
+  // Keeps the candidates up to the bound; false when `out` is still full.
+  bool MakeRoom() {
+    size_t kept = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (query->out[i].rank <= bound) query->out[kept++] = query->out[i];
+    }
+    count = kept;
+    return count < kMaxCandidates;
+  }
+};
+
+void TableIndex::Step(uintptr_t step, Walk* q) const {
+  if ((step & 1) == 0) {
+    const Node* node = reinterpret_cast<const Node*>(step);
+    const uint32_t key = q->key[node->level];
+    if (((key ^ node->prefix) & PrefixMask(node->depth)) != 0) return;  // the packet's path leaves here
+    // (Only a node's first line, with all but most of its children, is requested ahead.)
+    if (node->depth < kMaxDepth) {
+      if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
+        q->Add(reinterpret_cast<uintptr_t>(child), 1);
+    }
+    if (const Node* sub = node->sub.load(std::memory_order_acquire)) q->Add(reinterpret_cast<uintptr_t>(sub), 1);
+    if (const Slots* slots = node->slots.load(std::memory_order_acquire))
+      q->Add(reinterpret_cast<uintptr_t>(slots) | 1, 2);
+    return;
+  }
+  const Slots* slots = reinterpret_cast<const Slots*>(step & ~uintptr_t{1});
+  const uint32_t count = slots->count.load(std::memory_order_acquire);
+  const Entry* e = slots->entries();
+  const uint64_t from_rank = q->query->from_rank;
+  for (uint32_t i = 0; i < count; ++i, ++e) {
+    const uintptr_t tagged = e->matcher.load(std::memory_order_acquire);
+    if (tagged == 0) continue;
+    uint32_t differ = 0;
+    for (int k = 0; k < kWords; ++k) {
+      differ |= (q->word[k] & e->mask[k].load(std::memory_order_relaxed)) ^ e->value[k].load(std::memory_order_relaxed);
+    }
+    if (differ != 0) continue;
+    const uint64_t rank = e->rank.load(std::memory_order_relaxed);
+    if (rank < from_rank || rank > q->bound) continue;
+    // The slot was not emptied and filed again meanwhile (its words and rank are the matcher's entry's); if
+    // it was, the entry is being removed, or added, now, and either way may be missed.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (e->matcher.load(std::memory_order_relaxed) != tagged) continue;
+    const bool exact = (tagged & 1) != 0;
+    if (exact) q->bound = rank;
+    if (q->count == kMaxCandidates && !q->MakeRoom()) {
+      q->overflow = true;
+      return;
+    }
+    q->query->out[q->count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}), exact};
+  }
+}
+
+void TableIndex::CandidatesOf(Query* queries, size_t n) const {
+  constexpr size_t kMaxWalks = 32;
+  for (size_t at = 0; at < n; at += kMaxWalks) {
+    const size_t walks = std::min(kMaxWalks, n - at);
+    Walk walk[kMaxWalks];
+    uint8_t live[kMaxWalks];
+    for (size_t i = 0; i < walks; ++i) {
+      Walk& q = walk[i];
+      q.query = &queries[at + i];
       for (int k = 0; k < kWords; ++k) {
-        differ |=
-            (w[k] & e->mask[k].load(std::memory_order_relaxed)) ^ e->value[k].load(std::memory_order_relaxed);
+        q.word[k] =
+            words_[k].used ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv) : 0;
       }
-      if (differ != 0) continue;
-      const uint64_t rank = e->rank.load(std::memory_order_relaxed);
-      if (rank < from_rank) continue;
-      // The slot was not emptied and filed again meanwhile (its words and rank are m's entry's); if it was,
-      // the entry is being removed, or added, now, and either way may be missed.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (e->matcher.load(std::memory_order_relaxed) != m) continue;
-      if (n == kMaxCandidates) return false;
-      out[n++] = {rank, m};
+      for (int k = 0; k < kTrieWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
+      q.Add(reinterpret_cast<uintptr_t>(root_), 0);
+      live[i] = static_cast<uint8_t>(i);
     }
-    return true;
-  };
-  // The child of `node` on the path of `host`, or nullptr.
-  auto down = [](const Node* node, uint32_t host) -> const Node* {
-    if (node->depth == kMaxDepth) return nullptr;
-    const Node* next = node->child[Nibble(host, node->depth)].load(std::memory_order_acquire);
-    if (next == nullptr || ((host ^ next->prefix) & PrefixMask(next->depth)) != 0) return nullptr;
-    return next;
-  };
-  static_assert(kTrieWords == 3);
-  const uint32_t k0 = TrieKey(0, w[0]), k1 = TrieKey(1, w[1]), k2 = TrieKey(2, w[2]);
-  for (const Node* n0 = root_; n0 != nullptr; n0 = down(n0, k0)) {
-    for (const Node* n1 = n0->sub.load(std::memory_order_acquire); n1 != nullptr; n1 = down(n1, k1)) {
-      if (!collect(n1)) return kMaxCandidates + 1;
-      for (const Node* n2 = n1->sub.load(std::memory_order_acquire); n2 != nullptr; n2 = down(n2, k2)) {
-        if (!collect(n2)) return kMaxCandidates + 1;
+    // One step of each walk in turn: what a step requests has the others' steps' time to arrive.
+    size_t active = walks;
+    while (active > 0) {
+      for (size_t i = 0; i < active;) {
+        Walk& q = walk[live[i]];
+        if (q.pending == 0 || q.overflow) {
+          live[i] = live[--active];
+          continue;
+        }
+        Step(q.step[--q.pending], &q);
+        ++i;
       }
     }
+    for (size_t i = 0; i < walks; ++i) {
+      Walk& q = walk[i];
+      Candidate* out = q.query->out;
+      if (q.overflow) {
+        q.query->count = kMaxCandidates + 1;
+        continue;
+      }
+      // Ascending rank (a handful, mostly), up to the bound, each matcher once (ranks are distinct per
+      // matcher), exact if any of its entries found was.
+      for (size_t k = 1; k < q.count; ++k) {
+        const Candidate c = out[k];
+        size_t j = k;
+        for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
+        out[j] = c;
+      }
+      size_t kept = 0;
+      for (size_t k = 0; k < q.count && out[k].rank <= q.bound; ++k) {
+        if (kept > 0 && out[kept - 1].rank == out[k].rank) {
+          out[kept - 1].exact |= out[k].exact;
+        } else {
+          out[kept++] = out[k];
+        }
+      }
+      q.query->count = kept;
+    }
   }
-  // Ascending rank, each matcher once (ranks are distinct per matcher); a handful, mostly.
-  for (size_t i = 1; i < n; ++i) {
-    const Candidate c = out[i];
-    size_t j = i;
-    for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
-    out[j] = c;
-  }
-  size_t kept = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (kept == 0 || out[kept - 1].rank != out[i].rank) out[kept++] = out[i];
-  }
-  return kept;
 }
 
 }  // namespace drsim::hw

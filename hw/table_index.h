@@ -79,10 +79,13 @@ class TableIndex {
     uint8_t rotate = 0;  // a trie reads the word (as a number, its first byte highest) rotated left by this
   };
 
-  // A matcher that may hold a rule the packet matches, with its place in the lookup order.
+  // A matcher that may hold a rule the packet matches, with its place in the lookup order. `exact`: the
+  // packet matches one of its rules' whole keys (the entry covers every word the matcher's key has), so it
+  // hits unless that rule is being added or removed meanwhile.
   struct Candidate {
     uint64_t rank;
     const CompiledMatcher* matcher;
+    bool exact;
   };
 
   struct Node;  // (a trie node; an Item names the one holding its entry)
@@ -100,6 +103,7 @@ class TableIndex {
     std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
     std::array<uint32_t, kWords> mask{};
     uint64_t rank = 0;
+    bool exact = false;  // the index words cover every word of the matcher's key (its entries are exact)
     bool broad = false;
     size_t items = 0;  // item[0, items): the distinct entries (broad: until readers are past them)
     std::array<Item, kMaxEntriesPerMatcher> item{};
@@ -135,9 +139,25 @@ class TableIndex {
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
-  // that rank would try), in ascending rank, each matcher once, and returns how many; kMaxCandidates + 1
-  // when there were more (then `out` is unspecified: walk the chain instead).
-  size_t Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* out) const;
+  // that rank would try), in ascending rank, each matcher once, up to the first exact one (the walk ends
+  // there unless its rule is coming or going: then ask again from the next rank), and returns how many;
+  // kMaxCandidates + 1 when there were more (then `out` is unspecified: walk the chain instead). Every
+  // matcher holding a rule the packet matches, of a rank up to the last candidate's (any rank when that is
+  // not exact), is a candidate.
+  size_t Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* out) const {
+    Query query{hv, from_rank, out, 0};
+    CandidatesOf(&query, 1);
+    return query.count;
+  }
+  // Candidates for many packets at once, their walks interleaved so that their loads overlap (a burst's):
+  // sets each query's `count` as Candidates returns it, with its candidates in its `out`.
+  struct Query {
+    const uint8_t* hv;
+    uint64_t from_rank;
+    Candidate* out;
+    size_t count;
+  };
+  void CandidatesOf(Query* queries, size_t n) const;
 
   // Whether `reads(offset)` holds for the byte offset of every header-vector word the index reads.
   template <typename Pred>
@@ -158,8 +178,7 @@ class TableIndex {
  private:
   // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
   // made if missing; a word-1 node growing past kFatNode entries splits.
-  void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-             const CompiledMatcher* matcher);
+  void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank, uintptr_t matcher);
   // The root of the trie under `node`, made if missing.
   Node* SubOf(Node* node);
   // Moves the entries of the word-1 node `node` into a word-2 trie under it.
@@ -172,7 +191,14 @@ class TableIndex {
   uint32_t TrieKey(int i, uint32_t word) const;
   int TrieDepth(int i, uint32_t mask) const;
   void Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-              const CompiledMatcher* matcher);
+              uintptr_t matcher);
+  // An entry's matcher word: the matcher's address, its low bit set for an exact entry.
+  static uintptr_t Tagged(const CompiledMatcher* matcher, bool exact) {
+    return reinterpret_cast<uintptr_t>(matcher) | uintptr_t{exact};
+  }
+  // Visits the trie node or scans the slot array (tagged) `step` for query `q`'s walk (CandidatesOf).
+  struct Walk;
+  void Step(uintptr_t step, Walk* q) const;
   // Empties `slot` of `node` (a hole).
   void RemoveAt(Node* node, uint32_t slot);
   // Replaces `node`'s full slot array (no holes) by one twice as large.

@@ -20,12 +20,14 @@ namespace {
 // protocol in the layout.
 constexpr uint32_t kSrcWord = 0x2c, kDstWord = 0x3c, kPortsWord = 0x14, kProtocolWord = 0x10;
 
-MatchParams Acl(uint32_t src, uint32_t dst, uint16_t dport, uint8_t proto) {
+// An ACL key; `ttl`, a word no index of these tables reads: a matcher masking it has inexact entries.
+MatchParams Acl(uint32_t src, uint32_t dst, uint16_t dport, uint8_t proto, uint8_t ttl = 0) {
   return *MatchBuilder()
               .Ipv4Src(kOuter, Ipv4Address{src})
               .Ipv4Dst(kOuter, Ipv4Address{dst})
               .TcpDport(kOuter, dport)
               .IpProtocol(kOuter, proto)
+              .TtlHoplimit(kOuter, ttl)
               .Build();
 }
 
@@ -108,15 +110,23 @@ class IndexedTable {
   std::unique_ptr<TableIndex> index_;
 };
 
-// Every matcher holding a hit is a candidate, and the candidates come in lookup order, each once.
+// The candidates come in lookup order, each once, up to the first exact one, which holds a hit; every
+// matcher holding a hit up to there (anywhere, when none is exact) is a candidate.
 void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
   const std::vector<TableIndex::Candidate> candidates = t.Candidates(packet);
+  const std::set<const CompiledMatcher*> hits = t.Hits(packet);
   for (size_t i = 1; i < candidates.size(); ++i) {
     ASSERT_TRUE(LookupBefore(*candidates[i - 1].matcher, *candidates[i].matcher)) << "candidate " << i;
+    ASSERT_FALSE(candidates[i - 1].exact) << "candidate " << i - 1 << " is exact but not the last";
+  }
+  const bool bounded = !candidates.empty() && candidates.back().exact;
+  if (bounded) {
+    EXPECT_EQ(hits.count(candidates.back().matcher), 1u) << "an exact candidate holds no hit";
   }
   std::set<const CompiledMatcher*> named;
   for (const TableIndex::Candidate& c : candidates) named.insert(c.matcher);
-  for (const CompiledMatcher* hit : t.Hits(packet)) {
+  for (const CompiledMatcher* hit : hits) {
+    if (bounded && LookupBefore(*candidates.back().matcher, *hit)) continue;
     EXPECT_EQ(named.count(hit), 1u) << "matcher " << hit->id << " holds a hit but is not a candidate";
   }
 }
@@ -136,20 +146,32 @@ TEST(TableIndexTest, ChoosesTheAddressesAndTheDestinationPortForTriesAndTheProto
   EXPECT_EQ(words[3].rotate, 0);
 }
 
-TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrder) {
+TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrderUpToAnExactOne) {
   IndexedTable t;
-  const size_t a = t.AddMatcher(5, Acl(Prefix(32), 0, 0, 0));
-  const size_t b = t.AddMatcher(1, Acl(0, Prefix(16), 0, 0));
-  const size_t c = t.AddMatcher(1, Acl(Prefix(8), Prefix(8), 0, 0));  // newer than b: tried first
+  // (The index reads the addresses, the ports and the protocol, not the TTL: b's and c's entries are inexact.)
+  const size_t a = t.AddMatcher(5, Acl(Prefix(32), Prefix(8), 0xffff, 0xff));
+  const size_t b = t.AddMatcher(1, Acl(0, Prefix(16), 0, 0xff, 0xff));
+  const size_t c = t.AddMatcher(1, Acl(Prefix(8), Prefix(8), 0, 0xff, 0xff));  // newer than b: tried first
+  const size_t d = t.AddMatcher(7, Acl(Prefix(32), Prefix(8), 0xffff, 0xff));
   t.Build();
-  t.AddRule(a, Acl(0x0a000001, 0, 0, 0));
-  t.AddRule(b, Acl(0, 0xc0a80000, 0, 0));
-  t.AddRule(c, Acl(0x0a000000, 0xc0000000, 0, 0));
+  t.AddRule(a, Acl(0x0a000001, 0xc0000000, 80, 6));
+  t.AddRule(b, Acl(0, 0xc0a80000, 0, 6));
+  t.AddRule(c, Acl(0x0a000000, 0xc0000000, 0, 6));
+  t.AddRule(d, Acl(0x0a000001, 0xc0000000, 80, 6));
   const std::vector<TableIndex::Candidate> all = t.Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6));
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 3u);  // a's entry is exact: d, after it, is never looked into
   EXPECT_EQ(all[0].matcher, t.matcher(c));
+  EXPECT_FALSE(all[0].exact);
   EXPECT_EQ(all[1].matcher, t.matcher(b));
+  EXPECT_FALSE(all[1].exact);
   EXPECT_EQ(all[2].matcher, t.matcher(a));
+  EXPECT_TRUE(all[2].exact);
+  // Asked again past a (as a walk whose rule in a was just deleted asks): d.
+  std::vector<TableIndex::Candidate> past_a(TableIndex::kMaxCandidates);
+  past_a.resize(t.index().Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6).bytes(), LookupRank(*t.matcher(a)) + 1,
+                                     past_a.data()));
+  ASSERT_EQ(past_a.size(), 1u);
+  EXPECT_EQ(past_a[0].matcher, t.matcher(d));
   // From b's rank on (as a walk that passed c asks): b and a.
   std::vector<TableIndex::Candidate> from_b(TableIndex::kMaxCandidates);
   from_b.resize(t.index().Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6).bytes(), LookupRank(*t.matcher(b)),
@@ -223,21 +245,39 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
   const uint32_t hosts[] = {0x0a000001, 0x0a000102, 0x0a0a0a0a, 0xc0a80001, 0xc0a80101, 0x7f000001};
   auto pick = [&](auto& array) { return array[rng() % std::size(array)]; };
   auto value = [&]() {
-    return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11);
+    return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11, 64 + rng() % 2);
   };
   IndexedTable t;
   std::vector<size_t> all;
   for (int i = 0; i < 60; ++i) {
     if (i == 20) t.Build();
-    const size_t m = t.AddMatcher(
-        static_cast<uint16_t>(rng() % 6),
-        Acl(Prefix(pick(lengths)), Prefix(pick(lengths)), pick(port_masks), rng() % 2 ? 0xff : 0));
+    const size_t m = t.AddMatcher(static_cast<uint16_t>(rng() % 6),
+                                  Acl(Prefix(pick(lengths)), Prefix(pick(lengths)), pick(port_masks),
+                                      rng() % 2 ? 0xff : 0, rng() % 4 == 0 ? 0xff : 0));
     all.push_back(m);
     const int rules = 1 + static_cast<int>(rng() % 12);  // some beyond kMaxEntriesPerMatcher: broad
     for (int r = 0; r < rules; ++r) t.AddRule(m, value());
   }
   for (int round = 0; round < 200; ++round) {
-    for (int p = 0; p < 20; ++p) ExpectCandidatesCover(t, value());
+    std::vector<MatchParams> packets;
+    for (int p = 0; p < 40; ++p) {
+      packets.push_back(value());
+      ExpectCandidatesCover(t, packets.back());
+    }
+    // The same packets looked up together (their walks interleaved) get the same candidates.
+    std::vector<TableIndex::Query> queries;
+    std::vector<std::vector<TableIndex::Candidate>> out(packets.size(),
+                                                        std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
+    for (size_t p = 0; p < packets.size(); ++p) queries.push_back({packets[p].bytes(), 0, out[p].data(), 0});
+    t.index().CandidatesOf(queries.data(), queries.size());
+    for (size_t p = 0; p < packets.size(); ++p) {
+      const std::vector<TableIndex::Candidate> alone = t.Candidates(packets[p]);
+      ASSERT_EQ(queries[p].count, alone.size()) << "packet " << p;
+      for (size_t c = 0; c < alone.size(); ++c) {
+        EXPECT_EQ(out[p][c].matcher, alone[c].matcher) << "packet " << p << " candidate " << c;
+        EXPECT_EQ(out[p][c].exact, alone[c].exact) << "packet " << p << " candidate " << c;
+      }
+    }
     for (int c = 0; c < 10; ++c) {
       const size_t m = pick(all);
       if (rng() % 2 == 0 || !t.RemoveRule(m, rng())) t.AddRule(m, value());

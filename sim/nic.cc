@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "absl/base/attributes.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "hw/match_params.h"
 #include "hw/table_index.h"
@@ -123,12 +124,24 @@ struct Nic::InFlight {
     hw::TableIndex::Candidate candidates[hw::TableIndex::kMaxCandidates];
     const size_t n = index.Candidates(hv.bytes, from_rank, candidates);
     if (n > hw::TableIndex::kMaxCandidates) return false;
+    return LookUpCandidates(index, candidates, n, key, hit, hit_matcher);
+  }
+  // LookUpIndexed past the index's `n` candidates (n <= kMaxCandidates).
+  bool LookUpCandidates(const hw::TableIndex& index, hw::TableIndex::Candidate* candidates, size_t n,
+                        uint32_t* key, const hw::RuleRecord** hit, const hw::CompiledMatcher** hit_matcher) {
     *hit = nullptr;
-    for (size_t i = 0; i < n && *hit == nullptr; ++i) {
-      const hw::CompiledMatcher* m = candidates[i].matcher;
-      // The burst's lookup in the table's first matcher (FollowJumps), made on these same headers, or now.
-      *hit = m == looked_up ? looked_up_hit : LookUp(*m, key);
-      *hit_matcher = m;
+    for (;;) {
+      for (size_t i = 0; i < n && *hit == nullptr; ++i) {
+        const hw::CompiledMatcher* m = candidates[i].matcher;
+        // The burst's lookup in the table's first matcher (FollowJumps), made on these same headers, or now.
+        *hit = m == looked_up ? looked_up_hit : LookUp(*m, key);
+        *hit_matcher = m;
+      }
+      // The exact candidate that ended the candidates missed: its rule is coming or going. The matchers
+      // after it are asked about.
+      if (*hit != nullptr || n == 0 || !candidates[n - 1].exact) break;
+      n = index.Candidates(hv.bytes, candidates[n - 1].rank + 1, candidates);
+      if (n > hw::TableIndex::kMaxCandidates) return false;
     }
     looked_up = nullptr;
     return true;
@@ -164,6 +177,32 @@ struct Nic::Burst {
   const hw::FlowTable* into[kBurst];
   const hw::CompiledMatcher* next[kBurst];
   bool refused[kBurst];  // FollowJumps: the next matcher refused the frame on its summary
+  // WalkTogether: the frames the index takes over for, and their queries and candidates.
+  size_t handed[kBurst];
+  hw::TableIndex::Query queries[kBurst];
+  hw::TableIndex::Candidate index_candidates[kBurst][hw::TableIndex::kMaxCandidates];
+  // WalkTogether's judgement, per index, of whether walking the first matchers of its table's chain before
+  // asking the index pays: it does when most frames hit there (a few hot matchers before a long tail, each
+  // refusing most frames on its summary for a few cycles), not when they hit all over the table (then it
+  // costs each frame a summary test per matcher walked, in vain).
+  struct ChainJudge {
+    static constexpr uint32_t kFrames = 256;     // frames a verdict is drawn from
+    static constexpr uint32_t kProbeEvery = 64;  // a burst in this many walks the chain anyway, to judge it
+    uint64_t past = 0;  // the rank of the first matcher past the walked part of the chain (the last walk's)
+    uint32_t frames = 0;
+    uint32_t early = 0;  // frames that hit a matcher of a rank below `past`
+    uint32_t bursts = 0;
+    bool walk = true;
+    bool WalkNow() { return walk || ++bursts % kProbeEvery == 0; }
+    void Count(uint32_t n, uint32_t hit_early) {
+      frames += n;
+      early += hit_early;
+      if (frames < kFrames) return;
+      walk = 2 * early >= frames;
+      frames = early = 0;
+    }
+  };
+  absl::flat_hash_map<const hw::TableIndex*, ChainJudge> chain_judges;  // (stale ones only mislead a while)
 
   // Adds frame `j` to the jumping ones when its looked-up `hit` only jumps.
   void NoteJump(size_t j, const hw::RuleRecord& hit, hw::Pipe pipe) {
@@ -690,7 +729,16 @@ void Nic::WalkTogether(Burst& b, size_t n) {
     // summaries do not let it through to a lookup in vain more than kChainLookups times (early matchers
     // that are broad); the index takes over from there, frame by frame, in WalkDomain.
     const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
-    int chain_left = index == nullptr ? std::numeric_limits<int>::max() : index->chain_first();
+    Burst::ChainJudge* judge = nullptr;
+    int chain_left = std::numeric_limits<int>::max();
+    if (index != nullptr) {
+      if (b.chain_judges.size() > kMaxChainJudges) b.chain_judges.clear();
+      judge = &b.chain_judges[index];
+      chain_left = judge->WalkNow() ? index->chain_first() : 0;
+    }
+    const bool walk_chain = chain_left > 0;
+    uint32_t chain_hits = 0;
+    size_t handed = 0;  // b.handed[0, handed): the frames the index takes over for
     const hw::CompiledMatcher* m = table->first_matcher();
     for (; m != nullptr && live > 0 && chain_left > 0; m = m->next_matcher(), --chain_left) {
       m->PrefetchAhead();
@@ -721,6 +769,7 @@ void Nic::WalkTogether(Burst& b, size_t n) {
           p.walked_to = nullptr;
           p.walked_until = m->next_matcher();
           p.looked_up = nullptr;
+          if (p.walked_until != nullptr) b.handed[handed++] = w.frame;
           std::swap(w, walking[--live]);
           continue;
         }
@@ -728,6 +777,7 @@ void Nic::WalkTogether(Burst& b, size_t n) {
         p.walked_to = m;
         p.looked_up = m;
         p.looked_up_hit = hit;
+        ++chain_hits;
         std::swap(w, walking[--live]);
       }
     }
@@ -737,11 +787,45 @@ void Nic::WalkTogether(Burst& b, size_t n) {
       p.walked_to = nullptr;
       p.walked_until = m;
       p.looked_up = nullptr;  // consumed, as a walk consumes it
+      if (index != nullptr && m != nullptr) b.handed[handed++] = walking[i].frame;
+    }
+    if (judge != nullptr) {
+      if (walk_chain) judge->past = m == nullptr ? ~uint64_t{0} : hw::LookupRank(*m);
+      const uint32_t index_hits_early = handed > 0 ? LookUpIndexedTogether(b, *index, handed, judge->past) : 0;
+      judge->Count(static_cast<uint32_t>(into_table), chain_hits + index_hits_early);
     }
     // The frames into other tables are next.
     for (size_t i = into_table; i < left; ++i) walking[i - into_table] = walking[i];
     left -= into_table;
   }
+}
+
+uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_t k, uint64_t below) {
+  const bool outer_words = index.ReadsOnly(FilledByOuterParse);
+  for (size_t i = 0; i < k; ++i) {
+    InFlight& p = b.frames[b.handed[i]];
+    p.EnsureParsedFor(outer_words);
+    b.queries[i] = {p.hv.bytes, hw::LookupRank(*p.walked_until), b.index_candidates[i], 0};
+  }
+  index.CandidatesOf(b.queries, k);
+  uint32_t key[kMaxKeyWords];
+  uint32_t hits_below = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const hw::TableIndex::Query& q = b.queries[i];
+    InFlight& p = b.frames[b.handed[i]];
+    const hw::RuleRecord* hit = nullptr;
+    const hw::CompiledMatcher* hit_matcher = nullptr;
+    if (q.count > hw::TableIndex::kMaxCandidates ||
+        !p.LookUpCandidates(index, q.out, q.count, key, &hit, &hit_matcher)) {
+      continue;  // (walked_until stays: the frame's walk asks the index again, then walks the chain)
+    }
+    p.walked_to = hit == nullptr ? nullptr : hit_matcher;
+    p.walked_until = nullptr;  // (a miss: no matcher from there on holds a hit)
+    p.looked_up = p.walked_to;
+    p.looked_up_hit = hit;
+    if (hit != nullptr && hw::LookupRank(*hit_matcher) < below) ++hits_below;
+  }
+  return hits_below;
 }
 
 absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
@@ -1077,7 +1161,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
       int chain_left = index == nullptr ? std::numeric_limits<int>::max() : index->chain_first();
       if (resume) {
         m = walk_from != nullptr ? walk_from : walked_until;
-        if (walk_from == nullptr && index != nullptr) chain_left = 0;
+        if (index != nullptr) chain_left = walk_from == nullptr ? 0 : std::numeric_limits<int>::max();
       }
       for (; m != nullptr; m = m->next_matcher()) {
         if (chain_left-- == 0 && p.LookUpIndexed(*index, hw::LookupRank(*m), key, &hit, &hit_matcher)) break;

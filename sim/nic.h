@@ -353,9 +353,16 @@ class Nic {
   // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
   // at the matcher that hit (InFlight::walked_to), or to find that none did. In a table with an index, only
-  // its first hw::TableIndex::chain_first() matchers: the walk asks the index about the rest
-  // (InFlight::LookUpIndexed).
+  // its first hw::TableIndex::chain_first() matchers, and only when walking them has paid for the worker
+  // lately (Burst::ChainJudge); then the index about the rest (LookUpIndexedTogether).
   void WalkTogether(Burst& burst, size_t n);
+  // Looks up the `k` frames burst.handed[0, k) that WalkTogether walked into `index`'s table up to the
+  // matchers they hold (InFlight::walked_until) in the table from there on, with the index's walks of all
+  // of them interleaved, and leaves each frame's walk to start at the matcher that hit, or to find that
+  // none did (or to ask the index again, frame by frame, if it had too many candidates). Returns how many
+  // hit a matcher of a rank below `below`.
+  uint32_t LookUpIndexedTogether(Burst& burst, const hw::TableIndex& index, size_t k, uint64_t below);
+  static constexpr size_t kMaxChainJudges = 64;  // indexes a worker judges at once (Burst::ChainJudge)
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, the one
   // FollowJumps led to, or WalkTogether's) when that hit's program only sends the frame on — no ops, a
   // terminal destination — as the walks up to it would; false, with nothing done, otherwise. Not when
