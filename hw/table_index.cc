@@ -102,7 +102,7 @@ struct alignas(64) TableIndex::Node {
   uint32_t live = 0;
   std::vector<Item*> back;
   std::vector<uint32_t> holes;
-  bool fat = false;  // level 1: its entries moved to the level-2 trie under it (sub), as later ones go
+  bool fat = false;  // level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go
 };
 
 struct TableIndex::NodeArena {
@@ -187,8 +187,10 @@ std::array<TableIndex::Word, TableIndex::kWords> TableIndex::ChooseWords(
     scores.erase(best);
   };
   auto prefix = [](const Score& s) { return std::max(s.prefix_bits[0], s.prefix_bits[1]); };
-  for (int i = 0; i < kTrieWords; ++i) pick(prefix, &words[i]);
-  pick([](const Score& s) { return s.mask_bits; }, &words[kTrieWords]);
+  for (int i = 0; i < kWords; ++i) {
+    pick(prefix, &words[i]);
+    if (!words[i].used) pick([](const Score& s) { return s.mask_bits; }, &words[i]);  // (only filters)
+  }
   return words;
 }
 
@@ -299,9 +301,12 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   Node*& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
   if (pair == nullptr) pair = Descend(SubOf(Descend(root_, key0, depth0)), key1, depth1);
   Node* node = pair;
-  if (node->fat) node = Descend(SubOf(node), TrieKey(2, item->value[2]), TrieDepth(2, mask[2]));
+  while (node->fat) {
+    const int next = node->level + 1;
+    node = Descend(SubOf(node), TrieKey(next, item->value[next]), TrieDepth(next, mask[next]));
+  }
   Append(node, item, mask, rank, matcher);
-  if (node->level == 1 && !node->fat && node->live > kFatNode) Split(node);
+  if (node->level + 1 < kWords && words_[node->level + 1].used && node->live > kFatNode) Split(node);
 }
 
 TableIndex::Node* TableIndex::SubOf(Node* node) {
@@ -314,7 +319,8 @@ TableIndex::Node* TableIndex::SubOf(Node* node) {
 void TableIndex::Split(Node* node) {
   // The entries are filed again under the new trie before it is linked (a reader sees them there or here,
   // or both: candidates are deduplicated), and only then removed here.
-  Node* sub = MakeNode(0, 0, 2);
+  const int next = node->level + 1;
+  Node* sub = MakeNode(0, 0, next);
   const Slots* slots = node->slots.load(std::memory_order_relaxed);
   std::vector<uint32_t> moved;
   for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
@@ -322,7 +328,7 @@ void TableIndex::Split(Node* node) {
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
-    Append(Descend(sub, TrieKey(2, item->value[2]), TrieDepth(2, mask[2])), item, mask,
+    Append(Descend(sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next])), item, mask,
            e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed));
     moved.push_back(i);
   }
@@ -428,7 +434,7 @@ struct TableIndex::Walk {
 
   Query* query;
   std::array<uint32_t, kWords> word;
-  std::array<uint32_t, kTrieWords> key;  // word i as its trie reads it
+  std::array<uint32_t, kWords> key;  // word i as its trie reads it
   uint64_t bound = ~uint64_t{0};
   size_t count = 0;
   bool overflow = false;
@@ -510,7 +516,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
         q.word[k] =
             words_[k].used ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv) : 0;
       }
-      for (int k = 0; k < kTrieWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
+      for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       q.Add(reinterpret_cast<uintptr_t>(root_), 0);
       live[i] = static_cast<uint8_t>(i);
     }

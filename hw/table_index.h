@@ -3,18 +3,21 @@
 // walking them all.
 //
 // The driver keeps one per flow table once the table has kIndexFromMatchers matchers. The index reads four
-// words of the header vector, chosen from the table's matchers when it is built: the three whose masks
-// have the most leading bits key tries (addresses, and a ports word read from its destination port when
-// that is where its masks' prefixes are), the one with the most mask bits of the others only filters.
-// Every distinct rule key of a matcher, cut to those four words, is one entry (value, mask, the matcher,
-// its lookup rank). Entries are filed by their prefixes in nested tries, each path-compressed with a
-// 4-bit stride (a path crosses at most 9 nodes of a trie): a node of the word-0 trie leads to a word-1
-// trie of the entries whose word-0 prefix ends there, whose nodes hold the entries; a word-1 node that
-// comes to hold more than kFatNode entries splits them into a word-2 trie under it. A packet collects,
+// words of the header vector, chosen from the table's matchers when it is built: in order, those whose
+// masks have the most leading bits (addresses, then say the ports word, read from its destination port
+// when that is where its masks' prefixes are, and the protocol's). Every distinct rule key of a matcher,
+// cut to those four words, is one entry (value, mask, the matcher, its lookup rank). Entries are filed by
+// their prefixes in nested tries, one level per word, each path-compressed with a 4-bit stride (a path
+// crosses at most 9 nodes of a trie): a node of the word-0 trie leads to a word-1 trie of the entries whose
+// word-0 prefix ends there, whose nodes hold the entries; a node of a word-1 or later trie that comes to
+// hold more than kFatNode entries splits them into a trie of the next word under it. A packet collects,
 // along its path through every trie it reaches, the entries whose four words it matches: the candidates.
 // Every matcher holding a rule the packet matches is a candidate, so probing the candidates in lookup
 // order (ascending rank) and stopping at the first hit gives the table's first hit, as walking its whole
-// chain does. The entries only filter: a candidate is looked up in its own match table.
+// chain does. An entry is exact when the four words cover the matcher's whole key (an ACL's, mostly): a
+// packet matching it matches a rule, so the candidates end at the first exact one. Other entries only
+// filter: a candidate is looked up in its own match table. A burst's packets walk the tries together, a
+// step of each in turn (CandidatesOf), so that their loads overlap.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
 // one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
@@ -54,16 +57,16 @@ namespace drsim::hw {
 
 class TableIndex {
  public:
-  static constexpr int kWords = 4;      // words 0 to 2 key the tries; all four filter entries
-  static constexpr int kTrieWords = 3;  // (the trie words come first)
+  static constexpr int kWords = 4;  // each keys a level of tries, and filters entries
   static constexpr uint32_t kFatNode = 16;
   static constexpr size_t kStaleNodesPerEntry = 16;
   static constexpr size_t kIndexFromMatchers = 16;
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
-  // A lookup in an indexed table walks the first chain_first() matchers on the chain before it asks the
+  // A lookup in an indexed table may walk the first chain_first() matchers on the chain before it asks the
   // index about the rest: sets whose packets mostly hit early (a few hot matchers before a long tail) are
-  // cheaper walked than indexed. That is an eighth of the matchers the index was built over, up to 128.
+  // cheaper walked than indexed (the NIC's burst walk judges whether they do). That is an eighth of the
+  // matchers the index was built over, up to 128.
   static constexpr int kChainFirst = 128;
   static constexpr int kChainShare = 8;
   // The burst walk takes a packet no further than its kChainLookups-th lookup in vain there (past a
@@ -119,8 +122,9 @@ class TableIndex {
   TableIndex& operator=(const TableIndex&) = delete;
 
   // The words an index over `matchers` reads (a word is a layout offset and the word folded into it, as
-  // definers read them): the three with the most leading mask bits summed over the matchers, each read as
-  // is or rotated by 16 bits, whichever gives more; then the one of the others with the most mask bits.
+  // definers read them): in turn, the one with the most leading mask bits summed over the matchers, read as
+  // is or rotated by 16 bits, whichever gives more, of those not chosen yet (once none has any, the one with
+  // the most mask bits: it only filters).
   static std::array<Word, kWords> ChooseWords(absl::Span<const CompiledMatcher* const> matchers);
   const std::array<Word, kWords>& words() const { return words_; }
   int chain_first() const { return chain_first_; }

@@ -131,7 +131,7 @@ void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
   }
 }
 
-TEST(TableIndexTest, ChoosesTheAddressesAndTheDestinationPortForTriesAndTheProtocolForAFilter) {
+TEST(TableIndexTest, ChoosesTheAddressesThenTheDestinationPortThenTheProtocol) {
   IndexedTable t;
   t.AddMatcher(0, Acl(Prefix(32), Prefix(24), 0xffff, 0xff));
   t.AddMatcher(1, Acl(Prefix(16), Prefix(32), 0, 0xff));
