@@ -102,7 +102,8 @@ struct alignas(64) TableIndex::Node {
   uint32_t live = 0;
   std::vector<Item*> back;
   std::vector<uint32_t> holes;
-  bool fat = false;  // level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go
+  // Level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go.
+  bool fat = false;
 };
 
 struct TableIndex::NodeArena {
