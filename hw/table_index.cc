@@ -401,9 +401,7 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
 }
 
 void TableIndex::RemoveAt(Node* node, uint32_t slot) {
-  node->slots.load(std::memory_order_relaxed)
-      ->entries()[slot]
-      .matcher.store(0, std::memory_order_release);
+  node->slots.load(std::memory_order_relaxed)->entries()[slot].matcher.store(0, std::memory_order_release);
   node->back[slot] = nullptr;
   node->holes.push_back(slot);
   --node->live;
@@ -447,7 +445,8 @@ struct TableIndex::Walk {
       overflow = true;
       return;
     }
-    for (size_t l = 0; l < lines; ++l) __builtin_prefetch(reinterpret_cast<const char*>(next & ~uintptr_t{1}) + 64 * l);
+    for (size_t l = 0; l < lines; ++l)
+      __builtin_prefetch(reinterpret_cast<const char*>(next & ~uintptr_t{1}) + 64 * l);
     step[pending++] = next;
   }
   // Keeps the candidates up to the bound; false when `out` is still full.
@@ -471,7 +470,8 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
       if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
         q->Add(reinterpret_cast<uintptr_t>(child), 1);
     }
-    if (const Node* sub = node->sub.load(std::memory_order_acquire)) q->Add(reinterpret_cast<uintptr_t>(sub), 1);
+    if (const Node* sub = node->sub.load(std::memory_order_acquire))
+      q->Add(reinterpret_cast<uintptr_t>(sub), 1);
     if (const Slots* slots = node->slots.load(std::memory_order_acquire))
       q->Add(reinterpret_cast<uintptr_t>(slots) | 1, 2);
     return;
@@ -485,7 +485,8 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     if (tagged == 0) continue;
     uint32_t differ = 0;
     for (int k = 0; k < kWords; ++k) {
-      differ |= (q->word[k] & e->mask[k].load(std::memory_order_relaxed)) ^ e->value[k].load(std::memory_order_relaxed);
+      differ |= (q->word[k] & e->mask[k].load(std::memory_order_relaxed)) ^
+                e->value[k].load(std::memory_order_relaxed);
     }
     if (differ != 0) continue;
     const uint64_t rank = e->rank.load(std::memory_order_relaxed);
@@ -500,7 +501,8 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
       q->overflow = true;
       return;
     }
-    q->query->out[q->count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}), exact};
+    q->query->out[q->count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
+                                 exact};
   }
 }
 
@@ -514,8 +516,9 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       Walk& q = walk[i];
       q.query = &queries[at + i];
       for (int k = 0; k < kWords; ++k) {
-        q.word[k] =
-            words_[k].used ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv) : 0;
+        q.word[k] = words_[k].used
+                        ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv)
+                        : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       q.Add(reinterpret_cast<uintptr_t>(root_), 0);

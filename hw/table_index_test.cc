@@ -148,7 +148,8 @@ TEST(TableIndexTest, ChoosesTheAddressesThenTheDestinationPortThenTheProtocol) {
 
 TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrderUpToAnExactOne) {
   IndexedTable t;
-  // (The index reads the addresses, the ports and the protocol, not the TTL: b's and c's entries are inexact.)
+  // (The index reads the addresses, the ports and the protocol, not the TTL: b's and c's entries are
+  // inexact.)
   const size_t a = t.AddMatcher(5, Acl(Prefix(32), Prefix(8), 0xffff, 0xff));
   const size_t b = t.AddMatcher(1, Acl(0, Prefix(16), 0, 0xff, 0xff));
   const size_t c = t.AddMatcher(1, Acl(Prefix(8), Prefix(8), 0, 0xff, 0xff));  // newer than b: tried first
@@ -168,8 +169,8 @@ TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrderUpToAn
   EXPECT_TRUE(all[2].exact);
   // Asked again past a (as a walk whose rule in a was just deleted asks): d.
   std::vector<TableIndex::Candidate> past_a(TableIndex::kMaxCandidates);
-  past_a.resize(t.index().Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6).bytes(), LookupRank(*t.matcher(a)) + 1,
-                                     past_a.data()));
+  past_a.resize(t.index().Candidates(Acl(0x0a000001, 0xc0a80101, 80, 6).bytes(),
+                                     LookupRank(*t.matcher(a)) + 1, past_a.data()));
   ASSERT_EQ(past_a.size(), 1u);
   EXPECT_EQ(past_a[0].matcher, t.matcher(d));
   // From b's rank on (as a walk that passed c asks): b and a.
@@ -245,7 +246,8 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
   const uint32_t hosts[] = {0x0a000001, 0x0a000102, 0x0a0a0a0a, 0xc0a80001, 0xc0a80101, 0x7f000001};
   auto pick = [&](auto& array) { return array[rng() % std::size(array)]; };
   auto value = [&]() {
-    return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11, 64 + rng() % 2);
+    return Acl(pick(hosts) ^ (rng() % 4), pick(hosts), rng() % 4 * 0x1111, 6 + rng() % 2 * 11,
+               64 + rng() % 2);
   };
   IndexedTable t;
   std::vector<size_t> all;
@@ -266,8 +268,8 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
     }
     // The same packets looked up together (their walks interleaved) get the same candidates.
     std::vector<TableIndex::Query> queries;
-    std::vector<std::vector<TableIndex::Candidate>> out(packets.size(),
-                                                        std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
+    std::vector<std::vector<TableIndex::Candidate>> out(
+        packets.size(), std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
     for (size_t p = 0; p < packets.size(); ++p) queries.push_back({packets[p].bytes(), 0, out[p].data(), 0});
     t.index().CandidatesOf(queries.data(), queries.size());
     for (size_t p = 0; p < packets.size(); ++p) {

@@ -791,7 +791,8 @@ void Nic::WalkTogether(Burst& b, size_t n) {
     }
     if (judge != nullptr) {
       if (walk_chain) judge->past = m == nullptr ? ~uint64_t{0} : hw::LookupRank(*m);
-      const uint32_t index_hits_early = handed > 0 ? LookUpIndexedTogether(b, *index, handed, judge->past) : 0;
+      const uint32_t index_hits_early =
+          handed > 0 ? LookUpIndexedTogether(b, *index, handed, judge->past) : 0;
       judge->Count(static_cast<uint32_t>(into_table), chain_hits + index_hits_early);
     }
     // The frames into other tables are next.
