@@ -12,7 +12,7 @@
 namespace drsim::hw {
 namespace {
 
-constexpr int kStrideBits = 4;
+constexpr int kStrideBits = 2;
 constexpr int kMaxDepth = 32 / kStrideBits;
 
 // A memory-order (big-endian) word as a number, its first byte the most significant.
@@ -24,11 +24,11 @@ int LeadingOnes(uint32_t mask) {
   return host == 0xffffffffu ? 32 : __builtin_clz(~host);
 }
 
-// The first `depth` nibbles of a word, as a mask.
+// The first `depth` nibbles (strides) of a word, as a mask.
 uint32_t PrefixMask(int depth) { return depth == 0 ? 0 : ~uint32_t{0} << (32 - kStrideBits * depth); }
 
 // The nibble of `host` a trie node at `depth` branches on.
-unsigned Nibble(uint32_t host, int depth) { return host >> (32 - kStrideBits * (depth + 1)) & 0xf; }
+unsigned Nibble(uint32_t host, int depth) { return host >> (32 - kStrideBits * (depth + 1)) & ((1u << kStrideBits) - 1); }
 
 }  // namespace
 
@@ -85,29 +85,37 @@ struct TableIndex::Slots {
   explicit Slots(uint32_t capacity) : capacity(capacity) {}
 };
 
-// A node of a path-compressed trie with a 4-bit stride: it stands for the first `depth` nibbles of a word,
-// `prefix` (the rest 0), and branches on the next nibble; a child may be several nibbles deeper. A node of
-// the first trie (on word 0) leads by `sub` to a trie on word 1 of the entries whose word-0 prefix ends
-// there; entries sit in the nodes of those second tries. What a walk reads first shares the first line.
+// The writer's book of a node's entries: how many are not removed, by slot the item whose entry it holds
+// (nullptr: a hole), the holes.
+struct TableIndex::NodeBook {
+  uint32_t live = 0;
+  std::vector<Item*> back;
+  std::vector<uint32_t> holes;
+};
+
+// A node of a path-compressed trie with a kStrideBits stride: it stands for the first `depth` strides
+// ("nibbles") of a word, `prefix` (the rest 0), and branches on the next one; a child may be several deeper.
+// A node of a word-i trie leads by `sub` to a trie on word i + 1 of the entries whose word-i prefix ends
+// there (level 0), or that it held before it split (fat). What a walk reads is one cache line.
 struct alignas(64) TableIndex::Node {
-  Node(uint32_t prefix, int depth, int level) : prefix(prefix), depth(depth), level(level) {}
+  Node(uint32_t prefix, int depth, int level, NodeBook* book)
+      : prefix(prefix), depth(depth), level(level), book(book) {}
 
   const uint32_t prefix;
   const uint8_t depth;
   const uint8_t level;  // the trie word it branches on
+  // Level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go. The
+  // writer's, as is the book.
+  bool fat = false;
   std::atomic<Slots*> slots{nullptr};
   std::atomic<Node*> sub{nullptr};
   std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
-  // The writer's: entries not removed, by slot the item whose entry it holds (nullptr: a hole), the holes.
-  uint32_t live = 0;
-  std::vector<Item*> back;
-  std::vector<uint32_t> holes;
-  // Level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go.
-  bool fat = false;
+  NodeBook* const book;
 };
 
 struct TableIndex::NodeArena {
   std::deque<Node> nodes;
+  std::deque<NodeBook> books;
 };
 
 // The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
@@ -141,7 +149,8 @@ TableIndex::~TableIndex() {
 }
 
 TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
-  return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level);
+  static_assert(sizeof(Node) == 64, "a walk reads one line of a node");
+  return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level, &nodes_->books.emplace_back());
 }
 
 uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
@@ -291,7 +300,7 @@ void TableIndex::DropItem(MatcherState* state, size_t i) {
   const size_t last = --state->items;
   if (i == last) return;
   state->item[i] = state->item[last];
-  state->item[i].node->back[state->item[i].slot] = &state->item[i];
+  state->item[i].node->book->back[state->item[i].slot] = &state->item[i];
 }
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
@@ -307,7 +316,7 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
     node = Descend(SubOf(node), TrieKey(next, item->value[next]), TrieDepth(next, mask[next]));
   }
   Append(node, item, mask, rank, matcher);
-  if (node->level + 1 < kWords && words_[node->level + 1].used && node->live > kFatNode) Split(node);
+  if (node->level + 1 < kWords && words_[node->level + 1].used && node->book->live > kFatNode) Split(node);
 }
 
 TableIndex::Node* TableIndex::SubOf(Node* node) {
@@ -325,7 +334,7 @@ void TableIndex::Split(Node* node) {
   const Slots* slots = node->slots.load(std::memory_order_relaxed);
   std::vector<uint32_t> moved;
   for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
-    Item* item = node->back[i];
+    Item* item = node->book->back[i];
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
@@ -373,9 +382,9 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
                         uintptr_t matcher) {
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
-  if (!node->holes.empty()) {
-    at = node->holes.back();
-    node->holes.pop_back();
+  if (!node->book->holes.empty()) {
+    at = node->book->holes.back();
+    node->book->holes.pop_back();
     Entry& e = slots->entries()[at];
     // A reader that reads any word written below and then the matcher pointer again (Candidates) sees the
     // removal's nullptr or this entry's matcher, not the removed entry's.
@@ -393,18 +402,18 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
     e.matcher.store(matcher, std::memory_order_relaxed);
     slots->count.store(at + 1, std::memory_order_release);
   }
-  node->back[at] = item;
+  node->book->back[at] = item;
   item->node = node;
   item->slot = at;
-  ++node->live;
+  ++node->book->live;
   ++entries_;
 }
 
 void TableIndex::RemoveAt(Node* node, uint32_t slot) {
   node->slots.load(std::memory_order_relaxed)->entries()[slot].matcher.store(0, std::memory_order_release);
-  node->back[slot] = nullptr;
-  node->holes.push_back(slot);
-  --node->live;
+  node->book->back[slot] = nullptr;
+  node->book->holes.push_back(slot);
+  --node->book->live;
   --entries_;
 }
 
@@ -421,13 +430,16 @@ void TableIndex::Grow(Node* node) {
     to.matcher.store(from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   fresh->count.store(used, std::memory_order_relaxed);
-  node->back.resize(capacity, nullptr);
+  node->book->back.resize(capacity, nullptr);
   node->slots.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
 
-// A query's walk through the tries: the steps it has still to take (nodes to visit, slot arrays to scan,
-// each requested from memory when it was added), its candidates so far, and the rank of the first exact one.
+// A walk's step, an address tagged in its low bit: a node to visit, or a node's slot array to scan.
+enum : uintptr_t { kVisit = 0, kScan = 1, kStepKind = 1 };
+
+// A query's walk through the tries: the steps it has still to take (each requested from memory when it was
+// added), its candidates so far, and the rank of the first exact one.
 struct TableIndex::Walk {
   static constexpr size_t kMaxPending = 64;  // a walk's steps pending stay far fewer (about 3 per trie)
 
@@ -446,7 +458,7 @@ struct TableIndex::Walk {
       return;
     }
     for (size_t l = 0; l < lines; ++l)
-      __builtin_prefetch(reinterpret_cast<const char*>(next & ~uintptr_t{1}) + 64 * l);
+      __builtin_prefetch(reinterpret_cast<const char*>(next & ~kStepKind) + 64 * l);
     step[pending++] = next;
   }
   // Keeps the candidates up to the bound; false when `out` is still full.
@@ -461,11 +473,10 @@ struct TableIndex::Walk {
 };
 
 void TableIndex::Step(uintptr_t step, Walk* q) const {
-  if ((step & 1) == 0) {
+  if ((step & kStepKind) == kVisit) {
     const Node* node = reinterpret_cast<const Node*>(step);
     const uint32_t key = q->key[node->level];
     if (((key ^ node->prefix) & PrefixMask(node->depth)) != 0) return;  // the packet's path leaves here
-    // (Only a node's first line, with all but most of its children, is requested ahead.)
     if (node->depth < kMaxDepth) {
       if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
         q->Add(reinterpret_cast<uintptr_t>(child), 1);
@@ -473,10 +484,10 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     if (const Node* sub = node->sub.load(std::memory_order_acquire))
       q->Add(reinterpret_cast<uintptr_t>(sub), 1);
     if (const Slots* slots = node->slots.load(std::memory_order_acquire))
-      q->Add(reinterpret_cast<uintptr_t>(slots) | 1, 2);
+      q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, 2);
     return;
   }
-  const Slots* slots = reinterpret_cast<const Slots*>(step & ~uintptr_t{1});
+  const Slots* slots = reinterpret_cast<const Slots*>(step & ~kStepKind);
   const uint32_t count = slots->count.load(std::memory_order_acquire);
   const Entry* e = slots->entries();
   const uint64_t from_rank = q->query->from_rank;

@@ -7,8 +7,8 @@
 // masks have the most leading bits (addresses, then say the ports word, read from its destination port
 // when that is where its masks' prefixes are, and the protocol's). Every distinct rule key of a matcher,
 // cut to those four words, is one entry (value, mask, the matcher, its lookup rank). Entries are filed by
-// their prefixes in nested tries, one level per word, each path-compressed with a 4-bit stride (a path
-// crosses at most 9 nodes of a trie): a node of the word-0 trie leads to a word-1 trie of the entries whose
+// their prefixes in nested tries, one level per word, each path-compressed with a 2-bit stride (a path
+// crosses at most 17 nodes of a trie, one cache line each): a node of the word-0 trie leads to a word-1 trie of the entries whose
 // word-0 prefix ends there, whose nodes hold the entries; a node of a word-1 or later trie that comes to
 // hold more than kFatNode entries splits them into a trie of the next word under it. A packet collects,
 // along its path through every trie it reaches, the entries whose four words it matches: the candidates.
@@ -223,6 +223,7 @@ class TableIndex {
   std::array<Word, kWords> words_;
   int chain_first_;
   Reclaimer* reclaimer_;
+  struct NodeBook;
   struct NodeArena;
   struct PairNodes;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)

@@ -133,7 +133,8 @@ struct Nic::InFlight {
     for (;;) {
       for (size_t i = 0; i < n && *hit == nullptr; ++i) {
         const hw::CompiledMatcher* m = candidates[i].matcher;
-        // The burst's lookup in the table's first matcher (FollowJumps), made on these same headers, or now.
+        // The burst's lookup made ahead on these same headers (FollowJumps's in the table's first matcher,
+        // LookUpIndexedTogether's in the first candidate), or one now.
         *hit = m == looked_up ? looked_up_hit : LookUp(*m, key);
         *hit_matcher = m;
       }
@@ -809,6 +810,30 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
     b.queries[i] = {p.hv.bytes, hw::LookupRank(*p.walked_until), b.index_candidates[i], 0};
   }
   index.CandidatesOf(b.queries, k);
+  // Each frame's first candidate (its hit, mostly: an exact candidate ends them) looked up the overlapped
+  // way, as FollowJumps does (its scratch arrays are free again).
+  for (size_t i = 0; i < k; ++i) {
+    const hw::TableIndex::Query& q = b.queries[i];
+    b.refused[i] = q.count == 0 || q.count > hw::TableIndex::kMaxCandidates;
+    if (b.refused[i]) continue;
+    InFlight& p = b.frames[b.handed[i]];
+    const hw::CompiledMatcher& m = *q.out[0].matcher;
+    if (p.parsed != InFlight::Parsed::kWhole) p.EnsureParsedFor(m.definer.ReadsOnly(FilledByOuterParse));
+    uint32_t* key = b.keys + i * kMaxKeyWords;
+    m.definer.Extract(p.hv.bytes, key);
+    b.hashes[i] = m.table.Hash(key);
+    m.table.Prefetch(b.hashes[i]);
+  }
+  for (size_t i = 0; i < k; ++i) {
+    if (!b.refused[i]) b.candidates[i] = b.queries[i].out[0].matcher->table.PrefetchRecords(b.hashes[i]);
+  }
+  for (size_t i = 0; i < k; ++i) {
+    if (b.refused[i]) continue;
+    InFlight& p = b.frames[b.handed[i]];
+    const hw::CompiledMatcher* m = b.queries[i].out[0].matcher;
+    p.looked_up = m;  // (LookUpCandidates takes it)
+    p.looked_up_hit = m->table.FindFrom(b.keys + i * kMaxKeyWords, b.hashes[i], b.candidates[i]);
+  }
   uint32_t key[kMaxKeyWords];
   uint32_t hits_below = 0;
   for (size_t i = 0; i < k; ++i) {
@@ -818,6 +843,7 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
     const hw::CompiledMatcher* hit_matcher = nullptr;
     if (q.count > hw::TableIndex::kMaxCandidates ||
         !p.LookUpCandidates(index, q.out, q.count, key, &hit, &hit_matcher)) {
+      p.looked_up = nullptr;
       continue;  // (walked_until stays: the frame's walk asks the index again, then walks the chain)
     }
     p.walked_to = hit == nullptr ? nullptr : hit_matcher;
