@@ -728,7 +728,8 @@ void Nic::WalkTogether(Burst& b, size_t n) {
     const size_t into_table = live;
     // A table with an index is walked for its first matchers only, and by a frame only while their
     // summaries do not let it through to a lookup in vain more than kChainLookups times (early matchers
-    // that are broad); the index takes over from there, frame by frame, in WalkDomain.
+    // that are broad), and only while that pays (ChainJudge); the index takes over from there for the
+    // frames together (LookUpIndexedTogether).
     const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
     Burst::ChainJudge* judge = nullptr;
     int chain_left = std::numeric_limits<int>::max();
