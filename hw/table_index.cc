@@ -28,7 +28,9 @@ int LeadingOnes(uint32_t mask) {
 uint32_t PrefixMask(int depth) { return depth == 0 ? 0 : ~uint32_t{0} << (32 - kStrideBits * depth); }
 
 // The nibble of `host` a trie node at `depth` branches on.
-unsigned Nibble(uint32_t host, int depth) { return host >> (32 - kStrideBits * (depth + 1)) & ((1u << kStrideBits) - 1); }
+unsigned Nibble(uint32_t host, int depth) {
+  return host >> (32 - kStrideBits * (depth + 1)) & ((1u << kStrideBits) - 1);
+}
 
 }  // namespace
 

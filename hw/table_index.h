@@ -8,13 +8,13 @@
 // when that is where its masks' prefixes are, and the protocol's). Every distinct rule key of a matcher,
 // cut to those four words, is one entry (value, mask, the matcher, its lookup rank). Entries are filed by
 // their prefixes in nested tries, one level per word, each path-compressed with a 2-bit stride (a path
-// crosses at most 17 nodes of a trie, one cache line each): a node of the word-0 trie leads to a word-1 trie of the entries whose
-// word-0 prefix ends there, whose nodes hold the entries; a node of a word-1 or later trie that comes to
-// hold more than kFatNode entries splits them into a trie of the next word under it. A packet collects,
-// along its path through every trie it reaches, the entries whose four words it matches: the candidates.
-// Every matcher holding a rule the packet matches is a candidate, so probing the candidates in lookup
-// order (ascending rank) and stopping at the first hit gives the table's first hit, as walking its whole
-// chain does. An entry is exact when the four words cover the matcher's whole key (an ACL's, mostly): a
+// crosses at most 17 nodes of a trie, one cache line each): a node of the word-0 trie leads to a word-1 trie
+// of the entries whose word-0 prefix ends there, whose nodes hold the entries; a node of a word-1 or later
+// trie that comes to hold more than kFatNode entries splits them into a trie of the next word under it. A
+// packet collects, along its path through every trie it reaches, the entries whose four words it matches: the
+// candidates. Every matcher holding a rule the packet matches is a candidate, so probing the candidates in
+// lookup order (ascending rank) and stopping at the first hit gives the table's first hit, as walking its
+// whole chain does. An entry is exact when the four words cover the matcher's whole key (an ACL's, mostly): a
 // packet matching it matches a rule, so the candidates end at the first exact one. Other entries only
 // filter: a candidate is looked up in its own match table. A burst's packets walk the tries together, a
 // step of each in turn (CandidatesOf), so that their loads overlap.
