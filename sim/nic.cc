@@ -116,8 +116,8 @@ struct Nic::InFlight {
   }
   // The first hit among the matchers of rank `from_rank` or more (hw::LookupRank) of the table `index`
   // indexes (nullptr: none) in `*hit`, and in `*hit_matcher` its matcher (on a miss, the last candidate
-  // tried, if any), from the index's candidates in lookup order; false, with nothing looked up, when there
-  // were too many candidates (then walk the table's chain). `key` is scratch for keys.
+  // tried, if any), from the index's candidates in lookup order; false when there were too many candidates
+  // (then walk the table's chain from `from_rank`: what was looked up missed). `key` is scratch for keys.
   bool LookUpIndexed(const hw::TableIndex& index, uint64_t from_rank, uint32_t* key,
                      const hw::RuleRecord** hit, const hw::CompiledMatcher** hit_matcher) {
     if (parsed != Parsed::kWhole) EnsureParsedFor(index.ReadsOnly(FilledByOuterParse));
@@ -161,8 +161,8 @@ static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Par
 static_assert(std::is_trivially_copyable_v<PacketMeta> && std::is_trivially_copyable_v<Delivery>);
 
 // A worker's frames in flight, and the keys of the lookups made ahead for them: the first (with its hits),
-// then those FollowJumps makes (with their hashes and candidate records). Kept by the worker, so packet
-// buffers and verdicts keep their capacity from one burst to the next.
+// then those FollowJumps and LookUpIndexedTogether make (with their hashes and candidate records). Kept by
+// the worker, so packet buffers and verdicts keep their capacity from one burst to the next.
 struct Nic::Burst {
   InFlight frames[kBurst];
   Verdict scratch[kBurst];  // the verdicts when the caller takes none
@@ -170,6 +170,20 @@ struct Nic::Burst {
   uint64_t hashes[kBurst];
   hw::MatchTable::Candidate candidates[kBurst];
   const hw::RuleRecord* hits[kBurst];  // the first lookup's
+
+  // Lookup i of a burst's overlapped lookups (FollowJumps's, LookUpIndexedTogether's) in matcher `m`, in
+  // three passes over them all: RequestBucket reads and hashes its key from `hv` and requests its bucket,
+  // RequestRecord requests the record under the key's signature there, Find compares it (or looks on).
+  void RequestBucket(size_t i, const hw::CompiledMatcher& m, const uint8_t* hv) {
+    uint32_t* key = keys + i * kMaxKeyWords;
+    m.definer.Extract(hv, key);
+    hashes[i] = m.table.Hash(key);
+    m.table.Prefetch(hashes[i]);
+  }
+  void RequestRecord(size_t i, const hw::CompiledMatcher& m) { candidates[i] = m.table.PrefetchRecords(hashes[i]); }
+  const hw::RuleRecord* Find(size_t i, const hw::CompiledMatcher& m) const {
+    return m.table.FindFrom(keys + i * kMaxKeyWords, hashes[i], candidates[i]);
+  }
   PlainIpv4KeyReader plain;            // the first lookup's key from plain IPv4 frames
   // The frames whose looked-up hit only jumps (no ops, to a table with a matcher), for FollowJumps: their
   // index in the burst, the table each jumps to and that table's first matcher (read once).
@@ -677,14 +691,10 @@ void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
       p.EnsureParsedFor(outer_key);
       // A table that refuses the frame on its summary (an ACL's first matcher, mostly) is not looked into.
       b.refused[i] = !m->MayMatch(p.hv.bytes);
-      if (b.refused[i]) continue;
-      uint32_t* key = b.keys + i * kMaxKeyWords;
-      m->definer.Extract(p.hv.bytes, key);
-      b.hashes[i] = m->table.Hash(key);
-      m->table.Prefetch(b.hashes[i]);
+      if (!b.refused[i]) b.RequestBucket(i, *m, p.hv.bytes);
     }
     for (size_t i = 0; i < k; ++i) {
-      b.candidates[i] = b.refused[i] ? nullptr : b.next[i]->table.PrefetchRecords(b.hashes[i]);
+      if (!b.refused[i]) b.RequestRecord(i, *b.next[i]);
     }
     b.jumping = 0;  // refilled in place: the i-th entry is read before the jumping-th (<= i) is written
     for (size_t i = 0; i < k; ++i) {
@@ -692,9 +702,7 @@ void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
       InFlight& p = burst[j];
       p.entry = {b.into[i], 0, jumps};
       p.looked_up = b.next[i];
-      p.looked_up_hit =
-          b.refused[i] ? nullptr
-                       : b.next[i]->table.FindFrom(b.keys + i * kMaxKeyWords, b.hashes[i], b.candidates[i]);
+      p.looked_up_hit = b.refused[i] ? nullptr : b.Find(i, *b.next[i]);
       if (p.looked_up_hit != nullptr) b.NoteJump(j, *p.looked_up_hit, first.pipe);
     }
   }
@@ -820,20 +828,17 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
     InFlight& p = b.frames[b.handed[i]];
     const hw::CompiledMatcher& m = *q.out[0].matcher;
     if (p.parsed != InFlight::Parsed::kWhole) p.EnsureParsedFor(m.definer.ReadsOnly(FilledByOuterParse));
-    uint32_t* key = b.keys + i * kMaxKeyWords;
-    m.definer.Extract(p.hv.bytes, key);
-    b.hashes[i] = m.table.Hash(key);
-    m.table.Prefetch(b.hashes[i]);
+    b.RequestBucket(i, m, p.hv.bytes);
   }
   for (size_t i = 0; i < k; ++i) {
-    if (!b.refused[i]) b.candidates[i] = b.queries[i].out[0].matcher->table.PrefetchRecords(b.hashes[i]);
+    if (!b.refused[i]) b.RequestRecord(i, *b.queries[i].out[0].matcher);
   }
   for (size_t i = 0; i < k; ++i) {
     if (b.refused[i]) continue;
     InFlight& p = b.frames[b.handed[i]];
     const hw::CompiledMatcher* m = b.queries[i].out[0].matcher;
     p.looked_up = m;  // (LookUpCandidates takes it)
-    p.looked_up_hit = m->table.FindFrom(b.keys + i * kMaxKeyWords, b.hashes[i], b.candidates[i]);
+    p.looked_up_hit = b.Find(i, *m);
   }
   uint32_t key[kMaxKeyWords];
   uint32_t hits_below = 0;
