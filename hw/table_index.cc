@@ -64,13 +64,14 @@ struct TableIndex::Entry {
 };
 
 // A node's entries, in one allocation with them (a scan starts on the line of the count): entries
-// [0, count) are published (holes among them); those past it are written before count covers them.
+// [0, count) are published (holes among them); those past it are written before count covers them. `book`
+// is the writer's account of them.
 struct TableIndex::Slots {
   // A new array with room for `capacity` entries.
-  static Slots* Make(uint32_t capacity) {
+  static Slots* Make(uint32_t capacity, NodeBook* book) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) % alignof(Entry) == 0);
     void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry));
-    auto* slots = new (memory) Slots(capacity);
+    auto* slots = new (memory) Slots(capacity, book);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
     return slots;
   }
@@ -82,9 +83,10 @@ struct TableIndex::Slots {
 
   const uint32_t capacity;
   std::atomic<uint32_t> count{0};
+  NodeBook* const book;
 
  private:
-  explicit Slots(uint32_t capacity) : capacity(capacity) {}
+  Slots(uint32_t capacity, NodeBook* book) : capacity(capacity), book(book) {}
 };
 
 // The writer's book of a node's entries: how many are not removed, by slot the item whose entry it holds
@@ -98,26 +100,35 @@ struct TableIndex::NodeBook {
 // A node of a path-compressed trie with a kStrideBits stride: it stands for the first `depth` strides
 // ("nibbles") of a word, `prefix` (the rest 0), and branches on the next one; a child may be several deeper.
 // A node of a word-i trie leads by `sub` to a trie on word i + 1 of the entries whose word-i prefix ends
-// there (level 0), or that it held before it split (fat). What a walk reads is one cache line.
+// there (level 0), or that it held before it split (fat); a node of a later level holds its entries in
+// `slots` until it splits. Either way they are the node's own entries, and `least` is at most the rank of
+// every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). What a
+// walk reads is one cache line.
 struct alignas(64) TableIndex::Node {
-  Node(uint32_t prefix, int depth, int level, NodeBook* book)
-      : prefix(prefix), depth(depth), level(level), book(book) {}
+  Node(uint32_t prefix, int depth, int level) : prefix(prefix), depth(depth), level(level) {}
 
   const uint32_t prefix;
   const uint8_t depth;
   const uint8_t level;  // the trie word it branches on
   // Level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go. The
-  // writer's, as is the book.
+  // writer's.
   bool fat = false;
   std::atomic<Slots*> slots{nullptr};
   std::atomic<Node*> sub{nullptr};
   std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
-  NodeBook* const book;
+  // Falls before an entry goes in; rises only to the least rank left in `slots` after one left them (a
+  // node's whose entries went to its sub-trie stays, a bound still).
+  std::atomic<uint64_t> least{~uint64_t{0}};
+
+  // Lowers `least` to `rank`, before an entry of that rank is published among the node's own.
+  void Admit(uint64_t rank) {
+    if (rank < least.load(std::memory_order_relaxed)) least.store(rank, std::memory_order_relaxed);
+  }
 };
 
 struct TableIndex::NodeArena {
   std::deque<Node> nodes;
-  std::deque<NodeBook> books;
+  std::deque<NodeBook> books;  // one per slot array (a node's, whichever array it has now)
 };
 
 // The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
@@ -133,7 +144,14 @@ struct TableIndex::PairNodes {
       return H::combine(std::move(h), p.key0, p.key1, p.depths);
     }
   };
-  absl::flat_hash_map<Pair, Node*> nodes;
+  struct Nodes {
+    Node* word0 = nullptr;  // the word-0 node whose sub-trie holds `word1`
+    Node* word1 = nullptr;
+    // At least word0's `least` (which never rises: a word-0 node has no slots), so that an entry of a rank
+    // up to it spares the word-0 node's line.
+    uint64_t word0_least = ~uint64_t{0};
+  };
+  absl::flat_hash_map<Pair, Nodes> nodes;
 };
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
@@ -152,7 +170,7 @@ TableIndex::~TableIndex() {
 
 TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
   static_assert(sizeof(Node) == 64, "a walk reads one line of a node");
-  return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level, &nodes_->books.emplace_back());
+  return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level);
 }
 
 uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
@@ -228,7 +246,7 @@ void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state)
 
 void TableIndex::RemoveMatcher(MatcherState* state) {
   shedding_.erase(std::remove(shedding_.begin(), shedding_.end(), state), shedding_.end());
-  if (state->broad) RemoveAt(state->broad_item.node, state->broad_item.slot);
+  if (state->broad) RemoveAt(state->broad_item);
   DropItems(state);
   state->broad = false;
 }
@@ -265,7 +283,7 @@ void TableIndex::RemoveRule(MatcherState* state, const Values& value) {
   for (size_t i = 0; i < state->items; ++i) {
     if (state->item[i].value != value) continue;
     if (--state->item[i].rules == 0) {
-      RemoveAt(state->item[i].node, state->item[i].slot);
+      RemoveAt(state->item[i]);
       DropItem(state, i);
     }
     return;
@@ -287,7 +305,7 @@ void TableIndex::GoBroad(MatcherState* state) {
 }
 
 void TableIndex::DropItems(MatcherState* state) {
-  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i].node, state->item[i].slot);
+  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i]);
   state->items = 0;
 }
 
@@ -302,7 +320,7 @@ void TableIndex::DropItem(MatcherState* state, size_t i) {
   const size_t last = --state->items;
   if (i == last) return;
   state->item[i] = state->item[last];
-  state->item[i].node->book->back[state->item[i].slot] = &state->item[i];
+  state->item[i].book->back[state->item[i].slot] = &state->item[i];
 }
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
@@ -310,15 +328,24 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   const int depth0 = TrieDepth(0, mask[0]), depth1 = TrieDepth(1, mask[1]);
   const uint32_t key0 = TrieKey(0, item->value[0]) & PrefixMask(depth0);
   const uint32_t key1 = TrieKey(1, item->value[1]) & PrefixMask(depth1);
-  Node*& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
-  if (pair == nullptr) pair = Descend(SubOf(Descend(root_, key0, depth0)), key1, depth1);
-  Node* node = pair;
+  PairNodes::Nodes& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
+  if (pair.word1 == nullptr) {
+    pair.word0 = Descend(root_, key0, depth0);
+    pair.word1 = Descend(SubOf(pair.word0), key1, depth1);
+  }
+  // Each node the entry is under as one of its own (a sub-trie's) bounds its rank before it is published.
+  if (rank < pair.word0_least) {
+    pair.word0->Admit(rank);
+    pair.word0_least = rank;
+  }
+  Node* node = pair.word1;
   while (node->fat) {
+    node->Admit(rank);
     const int next = node->level + 1;
     node = Descend(SubOf(node), TrieKey(next, item->value[next]), TrieDepth(next, mask[next]));
   }
   Append(node, item, mask, rank, matcher);
-  if (node->level + 1 < kWords && words_[node->level + 1].used && node->book->live > kFatNode) Split(node);
+  if (node->level + 1 < kWords && words_[node->level + 1].used && item->book->live > kFatNode) Split(node);
 }
 
 TableIndex::Node* TableIndex::SubOf(Node* node) {
@@ -330,23 +357,25 @@ TableIndex::Node* TableIndex::SubOf(Node* node) {
 
 void TableIndex::Split(Node* node) {
   // The entries are filed again under the new trie before it is linked (a reader sees them there or here,
-  // or both: candidates are deduplicated), and only then removed here.
+  // or both: candidates are deduplicated), and only then is the node's slot array let go (its `least` bounds
+  // them still).
   const int next = node->level + 1;
   Node* sub = MakeNode(0, 0, next);
-  const Slots* slots = node->slots.load(std::memory_order_relaxed);
-  std::vector<uint32_t> moved;
-  for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
-    Item* item = node->book->back[i];
+  Slots* slots = node->slots.load(std::memory_order_relaxed);
+  const uint32_t count = slots->count.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < count; ++i) {
+    Item* item = slots->book->back[i];
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
     Append(Descend(sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next])), item, mask,
            e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed));
-    moved.push_back(i);
   }
   node->sub.store(sub, std::memory_order_release);
   node->fat = true;
-  for (const uint32_t i : moved) RemoveAt(node, i);
+  entries_ -= slots->book->live;
+  node->slots.store(nullptr, std::memory_order_release);
+  Retire(reclaimer_, [slots] { Slots::Free(slots); });
 }
 
 TableIndex::Node* TableIndex::Descend(Node* node, uint32_t key, int depth) {
@@ -382,11 +411,12 @@ TableIndex::Node* TableIndex::Descend(Node* node, uint32_t key, int depth) {
 
 void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                         uintptr_t matcher) {
+  node->Admit(rank);
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
-  if (!node->book->holes.empty()) {
-    at = node->book->holes.back();
-    node->book->holes.pop_back();
+  if (slots != nullptr && !slots->book->holes.empty()) {
+    at = slots->book->holes.back();
+    slots->book->holes.pop_back();
     Entry& e = slots->entries()[at];
     // A reader that reads any word written below and then the matcher pointer again (Candidates) sees the
     // removal's nullptr or this entry's matcher, not the removed entry's.
@@ -404,19 +434,33 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
     e.matcher.store(matcher, std::memory_order_relaxed);
     slots->count.store(at + 1, std::memory_order_release);
   }
-  node->book->back[at] = item;
+  slots->book->back[at] = item;
   item->node = node;
+  item->book = slots->book;
   item->slot = at;
-  ++node->book->live;
+  ++slots->book->live;
   ++entries_;
 }
 
-void TableIndex::RemoveAt(Node* node, uint32_t slot) {
-  node->slots.load(std::memory_order_relaxed)->entries()[slot].matcher.store(0, std::memory_order_release);
-  node->book->back[slot] = nullptr;
-  node->book->holes.push_back(slot);
-  --node->book->live;
+void TableIndex::RemoveAt(const Item& item) {
+  Node* node = item.node;
+  const uint32_t slot = item.slot;
+  NodeBook* book = item.book;
+  Slots* slots = node->slots.load(std::memory_order_relaxed);
+  Entry* e = slots->entries();
+  e[slot].matcher.store(0, std::memory_order_release);
+  book->back[slot] = nullptr;
+  book->holes.push_back(slot);
+  --book->live;
   --entries_;
+  // The least rank left, if the entry held it (after it left: a reader that read the higher bound missed
+  // only the entry being removed).
+  if (e[slot].rank.load(std::memory_order_relaxed) != node->least.load(std::memory_order_relaxed)) return;
+  uint64_t least = ~uint64_t{0};
+  for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
+    if (book->back[i] != nullptr) least = std::min(least, e[i].rank.load(std::memory_order_relaxed));
+  }
+  node->least.store(least, std::memory_order_relaxed);
 }
 
 void TableIndex::Grow(Node* node) {
@@ -424,7 +468,7 @@ void TableIndex::Grow(Node* node) {
   Slots* old = node->slots.load(std::memory_order_relaxed);
   const uint32_t used = old == nullptr ? 0 : old->count.load(std::memory_order_relaxed);
   const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, size_t{used} * 2));
-  Slots* fresh = Slots::Make(capacity);
+  Slots* fresh = Slots::Make(capacity, old == nullptr ? &nodes_->books.emplace_back() : old->book);
   for (uint32_t i = 0; i < used; ++i) {
     const Entry& from = old->entries()[i];
     Entry& to = fresh->entries()[i];
@@ -432,7 +476,7 @@ void TableIndex::Grow(Node* node) {
     to.matcher.store(from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   fresh->count.store(used, std::memory_order_relaxed);
-  node->book->back.resize(capacity, nullptr);
+  fresh->book->back.resize(capacity, nullptr);
   node->slots.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
@@ -441,7 +485,9 @@ void TableIndex::Grow(Node* node) {
 enum : uintptr_t { kVisit = 0, kScan = 1, kStepKind = 1 };
 
 // A query's walk through the tries: the steps it has still to take (each requested from memory when it was
-// added), its candidates so far, and the rank of the first exact one.
+// added) with a bound below the rank of every entry each leads to, its candidates so far, and the rank of
+// the first exact one. It takes the step of the least bound first, and ends when that is past the exact
+// candidate's rank: its candidates end where they may, having looked at as few entries as it can tell.
 struct TableIndex::Walk {
   static constexpr size_t kMaxPending = 64;  // a walk's steps pending stay far fewer (about 3 per trie)
 
@@ -452,16 +498,35 @@ struct TableIndex::Walk {
   size_t count = 0;
   bool overflow = false;
   uint32_t pending = 0;
+  uint64_t least = 0;  // the bound of the step being taken
   std::array<uintptr_t, kMaxPending> step;
+  std::array<uint64_t, kMaxPending> step_least;
 
-  void Add(uintptr_t next, size_t lines) {
+  void Add(uintptr_t next, uint64_t next_least, size_t lines) {
+    if (next_least > bound) return;
     if (pending == kMaxPending) {
       overflow = true;
       return;
     }
     for (size_t l = 0; l < lines; ++l)
       __builtin_prefetch(reinterpret_cast<const char*>(next & ~kStepKind) + 64 * l);
+    step_least[pending] = next_least;
     step[pending++] = next;
+  }
+  // Takes out the pending step of the least bound, unless there is none up to the exact candidate's rank.
+  bool Next(uintptr_t* next) {
+    if (pending == 0) return false;
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < pending; ++i) {
+      if (step_least[i] < step_least[best]) best = i;
+    }
+    if (step_least[best] > bound) return false;
+    *next = step[best];
+    least = step_least[best];
+    --pending;
+    step[best] = step[pending];
+    step_least[best] = step_least[pending];
+    return true;
   }
   // Keeps the candidates up to the bound; false when `out` is still full.
   bool MakeRoom() {
@@ -481,12 +546,13 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     if (((key ^ node->prefix) & PrefixMask(node->depth)) != 0) return;  // the packet's path leaves here
     if (node->depth < kMaxDepth) {
       if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
-        q->Add(reinterpret_cast<uintptr_t>(child), 1);
+        q->Add(reinterpret_cast<uintptr_t>(child), q->least, 1);
     }
+    const uint64_t own = std::max(q->least, node->least.load(std::memory_order_relaxed));
     if (const Node* sub = node->sub.load(std::memory_order_acquire))
-      q->Add(reinterpret_cast<uintptr_t>(sub), 1);
+      q->Add(reinterpret_cast<uintptr_t>(sub), own, 1);
     if (const Slots* slots = node->slots.load(std::memory_order_acquire))
-      q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, 2);
+      q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, own, 2);
     return;
   }
   const Slots* slots = reinterpret_cast<const Slots*>(step & ~kStepKind);
@@ -534,7 +600,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
                         : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
-      q.Add(reinterpret_cast<uintptr_t>(root_), 0);
+      q.Add(reinterpret_cast<uintptr_t>(root_), 0, 0);
       live[i] = static_cast<uint8_t>(i);
     }
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.
@@ -542,11 +608,12 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     while (active > 0) {
       for (size_t i = 0; i < active;) {
         Walk& q = walk[live[i]];
-        if (q.pending == 0 || q.overflow) {
+        uintptr_t next;
+        if (q.overflow || !q.Next(&next)) {
           live[i] = live[--active];
           continue;
         }
-        Step(q.step[--q.pending], &q);
+        Step(next, &q);
         ++i;
       }
     }

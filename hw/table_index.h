@@ -16,8 +16,11 @@
 // lookup order (ascending rank) and stopping at the first hit gives the table's first hit, as walking its
 // whole chain does. An entry is exact when the four words cover the matcher's whole key (an ACL's, mostly): a
 // packet matching it matches a rule, so the candidates end at the first exact one. Other entries only
-// filter: a candidate is looked up in its own match table. A burst's packets walk the tries together, a
-// step of each in turn (CandidatesOf), so that their loads overlap.
+// filter: a candidate is looked up in its own match table. Each node bounds from below the ranks of its
+// own entries (its slots', or its sub-trie's), so a walk takes its steps in order of those bounds and ends
+// once the next one is past an exact candidate's rank: it skips the sub-tries and slots that cannot hold an
+// earlier one. A burst's packets walk the tries together, a step of each in turn (CandidatesOf), so that
+// their loads overlap.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
 // one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
@@ -91,12 +94,14 @@ class TableIndex {
     bool exact;
   };
 
-  struct Node;  // (a trie node; an Item names the one holding its entry)
+  struct Node;      // (a trie node; an Item names the one holding its entry)
+  struct NodeBook;  // (the writer's account of a node's entries)
   // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory.
   struct Item {
     std::array<uint32_t, kWords> value{};
     uint32_t rules = 0;
-    Node* node = nullptr;
+    Node* node = nullptr;  // where its entry is: the node, its book and the slot
+    NodeBook* book = nullptr;
     uint32_t slot = 0;
   };
   // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
@@ -203,8 +208,8 @@ class TableIndex {
   // Visits the trie node or scans the slot array (tagged) `step` for query `q`'s walk (CandidatesOf).
   struct Walk;
   void Step(uintptr_t step, Walk* q) const;
-  // Empties `slot` of `node` (a hole).
-  void RemoveAt(Node* node, uint32_t slot);
+  // Empties the slot holding `item`'s entry (a hole).
+  void RemoveAt(const Item& item);
   // Replaces `node`'s full slot array (no holes) by one twice as large.
   void Grow(Node* node);
   // Item `i` of `state` leaves (its entry removed first): the last item takes its place.
@@ -223,7 +228,6 @@ class TableIndex {
   std::array<Word, kWords> words_;
   int chain_first_;
   Reclaimer* reclaimer_;
-  struct NodeBook;
   struct NodeArena;
   struct PairNodes;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
