@@ -516,9 +516,13 @@ struct TableIndex::Walk {
   // Takes out the pending step of the least bound, unless there is none up to the exact candidate's rank.
   bool Next(uintptr_t* next) {
     if (pending == 0) return false;
-    uint32_t best = 0;
-    for (uint32_t i = 1; i < pending; ++i) {
-      if (step_least[i] < step_least[best]) best = i;
+    // No pending step's bound is below the last one taken's: the last added, when its bound is that (a step
+    // down the same trie), is one of the least.
+    uint32_t best = pending - 1;
+    if (step_least[best] != least) {
+      for (uint32_t i = 0; i < pending - 1; ++i) {
+        if (step_least[i] < step_least[best]) best = i;
+      }
     }
     if (step_least[best] > bound) return false;
     *next = step[best];
