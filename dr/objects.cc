@@ -63,9 +63,11 @@ void Unref(RuleObj* rule) {
   if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
   if (matcher->index_state != nullptr) {
-    // Out of the index only once out of the match table: a packet finding the rule finds its matcher.
+    // Out of the index only once out of the match table: a packet finding the rule finds its matcher. Its
+    // record is no hit the index names once it leaves the table.
     const hw::TableIndex::Values indexed =
         hw::TableIndex::ValuesOf(*matcher->index_state, matcher->hw.table.key(rule->entry));
+    matcher->table->index->DropHit(matcher->index_state.get(), indexed, matcher->hw.table.rule(rule->entry));
     matcher->hw.table.Erase(rule->entry);
     matcher->table->index->RemoveRule(matcher->index_state.get(), indexed);
   } else {
@@ -126,6 +128,7 @@ void BuildIndex(TableObj* table) {
     index->AddMatcher(&m->hw, m->index_state.get());
     for (const RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
       index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
+      index->NameHit(m->index_state.get(), m->hw.table.key(r->entry), m->hw.table.rule(r->entry));
     }
   }
   table->indexed_matchers = table->matchers.size();

@@ -107,6 +107,9 @@ class MatchTable {
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
   const uint32_t* key(Handle handle) const { return RecordKey(handle); }
+  // The rule `handle` stands for, as lookups return it (its record: it never moves, and is reused only once
+  // no reader can still hold it after the rule is erased). `handle` must not have been erased.
+  const RuleRecord* rule(Handle handle) const { return RecordRule(handle); }
   // The number of `handle`'s record in the table (records are numbered from 0 as the table first takes them;
   // an erased rule's record comes back with its number), as a dump prints it.
   static uint32_t RecordNumber(Handle handle) { return NumberOf(handle); }

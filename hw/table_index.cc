@@ -34,22 +34,36 @@ unsigned Nibble(uint32_t host, int depth) {
 
 }  // namespace
 
-// A removed entry's slot (a hole: no matcher) takes the next entry filed at its node at once: a reader
-// scanning it meanwhile may see the old entry's words with the new matcher or the other way round, which
-// only adds a candidate or misses the entry being added (as a lookup just before the add would). A reader
-// that found the rule being added (its match table publishes it after the entry) sees the whole entry.
-struct TableIndex::Entry {
+// A removed entry's slot (a hole: no matcher) takes the next entry filed at its node at once. Each filling
+// changes the slot's generation twice, odd while it lasts (a sequence lock): a reader that reads the same
+// even generation before and after the other fields read an entry whole, one filling's, or else skips the
+// slot (its entry was being removed or added meanwhile: as a lookup just before or just after).
+struct alignas(64) TableIndex::Entry {
   std::array<std::atomic<uint32_t>, kWords> value;
   std::array<std::atomic<uint32_t>, kWords> mask;
   std::atomic<uint64_t> rank;
   std::atomic<uintptr_t> matcher;  // Tagged(matcher, exact); 0: removed (a hole)
+  // An exact entry's rule while its matcher holds one rule with the entry's key, if the driver named it
+  // (NameHit): what a packet matching the entry hits, without a lookup in the matcher's table. Cleared
+  // before that rule leaves the table (DropHit), so that a reader holding it is in a read section that keeps
+  // the record.
+  std::atomic<const RuleRecord*> hit;
+  std::atomic<uint32_t> generation;
 
-  void Fill(const std::array<uint32_t, kWords>& v, const std::array<uint32_t, kWords>& m, uint64_t r) {
+  // Fills the entry (no hit named yet); `tag` is published last, with `order`.
+  void Fill(const std::array<uint32_t, kWords>& v, const std::array<uint32_t, kWords>& m, uint64_t r,
+            uintptr_t tag, std::memory_order order) {
+    const uint32_t g = generation.load(std::memory_order_relaxed);
+    generation.store(g + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     for (int i = 0; i < kWords; ++i) {
       value[i].store(v[i] & m[i], std::memory_order_relaxed);
       mask[i].store(m[i], std::memory_order_relaxed);
     }
     rank.store(r, std::memory_order_relaxed);
+    hit.store(nullptr, std::memory_order_relaxed);
+    generation.store(g + 2, std::memory_order_release);
+    matcher.store(tag, order);
   }
   std::array<uint32_t, kWords> Values() const {
     std::array<uint32_t, kWords> v;
@@ -63,20 +77,21 @@ struct TableIndex::Entry {
   }
 };
 
-// A node's entries, in one allocation with them (a scan starts on the line of the count): entries
+// A node's entries, in one allocation with them, a line each after the line of the count: entries
 // [0, count) are published (holes among them); those past it are written before count covers them. `book`
 // is the writer's account of them.
-struct TableIndex::Slots {
+struct alignas(64) TableIndex::Slots {
   // A new array with room for `capacity` entries.
   static Slots* Make(uint32_t capacity, NodeBook* book) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) % alignof(Entry) == 0);
-    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry));
+    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry), std::align_val_t{alignof(Slots)});
     auto* slots = new (memory) Slots(capacity, book);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
     return slots;
   }
   static void Free(Slots* slots) {
-    if (slots != nullptr) ::operator delete(slots);  // (Entry and Slots are trivially destructible)
+    // (Entry and Slots are trivially destructible.)
+    if (slots != nullptr) ::operator delete(slots, std::align_val_t{alignof(Slots)});
   }
   Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
   const Entry* entries() const { return reinterpret_cast<const Entry*>(this + 1); }
@@ -257,15 +272,24 @@ TableIndex::Values TableIndex::ValuesOf(const MatcherState& state, const uint32_
   return value;
 }
 
+TableIndex::Item* TableIndex::ItemOf(MatcherState* state, const Values& value) {
+  for (size_t i = 0; i < state->items; ++i) {
+    if (state->item[i].value == value) return &state->item[i];
+  }
+  return nullptr;
+}
+
+TableIndex::Entry& TableIndex::EntryOf(const Item& item) {
+  return item.node->slots.load(std::memory_order_relaxed)->entries()[item.slot];
+}
+
 void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   if (!shedding_.empty()) Shed();
   if (state->broad) return;
   const Values value = ValuesOf(*state, key);
-  for (size_t i = 0; i < state->items; ++i) {
-    if (state->item[i].value == value) {
-      ++state->item[i].rules;
-      return;
-    }
+  if (Item* item = ItemOf(state, value)) {
+    ++item->rules;
+    return;
   }
   if (state->items == kMaxEntriesPerMatcher) {
     GoBroad(state);
@@ -280,14 +304,25 @@ void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
 void TableIndex::RemoveRule(MatcherState* state, const Values& value) {
   if (!shedding_.empty()) Shed();
   if (state->broad) return;
-  for (size_t i = 0; i < state->items; ++i) {
-    if (state->item[i].value != value) continue;
-    if (--state->item[i].rules == 0) {
-      RemoveAt(state->item[i]);
-      DropItem(state, i);
-    }
-    return;
-  }
+  Item* item = ItemOf(state, value);
+  if (item == nullptr || --item->rules > 0) return;
+  RemoveAt(*item);
+  DropItem(state, static_cast<size_t>(item - state->item.data()));
+}
+
+void TableIndex::NameHit(MatcherState* state, const uint32_t* key, const RuleRecord* hit) {
+  if (!state->exact || state->broad) return;
+  const Item* item = ItemOf(state, ValuesOf(*state, key));
+  if (item != nullptr && item->rules == 1) EntryOf(*item).hit.store(hit, std::memory_order_release);
+}
+
+void TableIndex::DropHit(MatcherState* state, const Values& value, const RuleRecord* hit) {
+  // (A broad matcher's entries stay a while, named hits with them: Shed.)
+  if (!state->exact) return;
+  const Item* item = ItemOf(state, value);
+  if (item == nullptr) return;
+  std::atomic<const RuleRecord*>& named = EntryOf(*item).hit;
+  if (named.load(std::memory_order_relaxed) == hit) named.store(nullptr, std::memory_order_release);
 }
 
 void TableIndex::GoBroad(MatcherState* state) {
@@ -344,7 +379,7 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
     const int next = node->level + 1;
     node = Descend(SubOf(node), TrieKey(next, item->value[next]), TrieDepth(next, mask[next]));
   }
-  Append(node, item, mask, rank, matcher);
+  Append(node, item, mask, rank, matcher, nullptr);
   if (node->level + 1 < kWords && words_[node->level + 1].used && item->book->live > kFatNode) Split(node);
 }
 
@@ -369,7 +404,8 @@ void TableIndex::Split(Node* node) {
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
     Append(Descend(sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next])), item, mask,
-           e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed));
+           e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed),
+           e.hit.load(std::memory_order_relaxed));
   }
   node->sub.store(sub, std::memory_order_release);
   node->fat = true;
@@ -410,30 +446,24 @@ TableIndex::Node* TableIndex::Descend(Node* node, uint32_t key, int depth) {
 }
 
 void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-                        uintptr_t matcher) {
+                        uintptr_t matcher, const RuleRecord* hit) {
   node->Admit(rank);
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
   if (slots != nullptr && !slots->book->holes.empty()) {
     at = slots->book->holes.back();
     slots->book->holes.pop_back();
-    Entry& e = slots->entries()[at];
-    // A reader that reads any word written below and then the matcher pointer again (Candidates) sees the
-    // removal's nullptr or this entry's matcher, not the removed entry's.
-    std::atomic_thread_fence(std::memory_order_release);
-    e.Fill(item->value, mask, rank);
-    e.matcher.store(matcher, std::memory_order_release);
+    slots->entries()[at].Fill(item->value, mask, rank, matcher, std::memory_order_release);
   } else {
     if (slots == nullptr || slots->count.load(std::memory_order_relaxed) == slots->capacity) {
       Grow(node);
       slots = node->slots.load(std::memory_order_relaxed);
     }
     at = slots->count.load(std::memory_order_relaxed);
-    Entry& e = slots->entries()[at];
-    e.Fill(item->value, mask, rank);
-    e.matcher.store(matcher, std::memory_order_relaxed);
+    slots->entries()[at].Fill(item->value, mask, rank, matcher, std::memory_order_relaxed);
     slots->count.store(at + 1, std::memory_order_release);
   }
+  if (hit != nullptr) slots->entries()[at].hit.store(hit, std::memory_order_release);
   slots->book->back[at] = item;
   item->node = node;
   item->book = slots->book;
@@ -472,8 +502,9 @@ void TableIndex::Grow(Node* node) {
   for (uint32_t i = 0; i < used; ++i) {
     const Entry& from = old->entries()[i];
     Entry& to = fresh->entries()[i];
-    to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed));
-    to.matcher.store(from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed),
+            from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    to.hit.store(from.hit.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   fresh->count.store(used, std::memory_order_relaxed);
   fresh->book->back.resize(capacity, nullptr);
@@ -564,7 +595,8 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
   const Entry* e = slots->entries();
   const uint64_t from_rank = q->query->from_rank;
   for (uint32_t i = 0; i < count; ++i, ++e) {
-    const uintptr_t tagged = e->matcher.load(std::memory_order_acquire);
+    const uint32_t generation = e->generation.load(std::memory_order_acquire);
+    const uintptr_t tagged = e->matcher.load(std::memory_order_relaxed);
     if (tagged == 0) continue;
     uint32_t differ = 0;
     for (int k = 0; k < kWords; ++k) {
@@ -574,18 +606,21 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     if (differ != 0) continue;
     const uint64_t rank = e->rank.load(std::memory_order_relaxed);
     if (rank < from_rank || rank > q->bound) continue;
-    // The slot was not emptied and filed again meanwhile (its words and rank are the matcher's entry's); if
-    // it was, the entry is being removed, or added, now, and either way may be missed.
+    const RuleRecord* hit = e->hit.load(std::memory_order_acquire);
+    // One filling's entry (else it is being removed, or added, now, and either way may be missed).
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (e->matcher.load(std::memory_order_relaxed) != tagged) continue;
+    if ((generation & 1) != 0 || e->generation.load(std::memory_order_relaxed) != generation) continue;
     const bool exact = (tagged & 1) != 0;
-    if (exact) q->bound = rank;
+    if (exact) {
+      q->bound = rank;
+      if (hit != nullptr) __builtin_prefetch(hit);
+    }
     if (q->count == kMaxCandidates && !q->MakeRoom()) {
       q->overflow = true;
       return;
     }
     q->query->out[q->count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
-                                 exact};
+                                 exact ? hit : nullptr, exact};
   }
 }
 
@@ -640,6 +675,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       for (size_t k = 0; k < q.count && out[k].rank <= q.bound; ++k) {
         if (kept > 0 && out[kept - 1].rank == out[k].rank) {
           out[kept - 1].exact |= out[k].exact;
+          if (out[kept - 1].hit == nullptr) out[kept - 1].hit = out[k].hit;
         } else {
           out[kept++] = out[k];
         }

@@ -87,10 +87,12 @@ class TableIndex {
 
   // A matcher that may hold a rule the packet matches, with its place in the lookup order. `exact`: the
   // packet matches one of its rules' whole keys (the entry covers every word the matcher's key has), so it
-  // hits unless that rule is being added or removed meanwhile.
+  // hits unless that rule is being added or removed meanwhile; `hit`, when not nullptr, is that rule (valid
+  // for the read section), found without a lookup in the matcher's table.
   struct Candidate {
     uint64_t rank;
     const CompiledMatcher* matcher;
+    const RuleRecord* hit;
     bool exact;
   };
 
@@ -145,6 +147,13 @@ class TableIndex {
   static Values ValuesOf(const MatcherState& state, const uint32_t* key);
   void AddRule(MatcherState* state, const uint32_t* key);
   void RemoveRule(MatcherState* state, const Values& value);
+  // An exact entry names the rule a packet matching it hits, so that a lookup need not look for it in the
+  // matcher's table: NameHit after `hit`, the record of a rule with `key`, went into the table, if it is
+  // the only rule of the matcher with that key (else nothing is named); DropHit before the record `hit` of a
+  // rule whose key has index words `value` leaves the table (a reader that still holds it is then in a read
+  // section that keeps the record). Either does nothing for a matcher whose entries are not exact.
+  void NameHit(MatcherState* state, const uint32_t* key, const RuleRecord* hit);
+  void DropHit(MatcherState* state, const Values& value, const RuleRecord* hit);
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
@@ -200,7 +209,7 @@ class TableIndex {
   uint32_t TrieKey(int i, uint32_t word) const;
   int TrieDepth(int i, uint32_t mask) const;
   void Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-              uintptr_t matcher);
+              uintptr_t matcher, const RuleRecord* hit);
   // An entry's matcher word: the matcher's address, its low bit set for an exact entry.
   static uintptr_t Tagged(const CompiledMatcher* matcher, bool exact) {
     return reinterpret_cast<uintptr_t>(matcher) | uintptr_t{exact};
@@ -224,6 +233,10 @@ class TableIndex {
 
   struct Entry;
   struct Slots;
+  // The item of `state` with index words `value`, or nullptr.
+  static Item* ItemOf(MatcherState* state, const Values& value);
+  // The entry `item` fills.
+  static Entry& EntryOf(const Item& item);
 
   std::array<Word, kWords> words_;
   int chain_first_;

@@ -80,6 +80,13 @@ class IndexedTable {
     index_->RemoveRule(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
   }
   void RemoveMatcher(size_t m) { index_->RemoveMatcher(states_[m].get()); }
+  // Names `hit` as the rule of matcher `m` with `value` (NameHit), or takes it back (DropHit).
+  void NameHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
+    index_->NameHit(states_[m].get(), KeyOf(m, value).data(), hit);
+  }
+  void DropHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
+    index_->DropHit(states_[m].get(), TableIndex::ValuesOf(*states_[m], KeyOf(m, value).data()), hit);
+  }
 
   // The matchers holding a rule `packet` matches.
   std::set<const CompiledMatcher*> Hits(const MatchParams& packet) const {
@@ -102,6 +109,12 @@ class IndexedTable {
   const TableIndex::MatcherState& state(size_t m) const { return *states_[m]; }
 
  private:
+  std::vector<uint32_t> KeyOf(size_t m, const MatchParams& value) const {
+    std::vector<uint32_t> key(matchers_[m]->definer.key_words());
+    matchers_[m]->definer.Extract(value.bytes(), key.data());
+    return key;
+  }
+
   uint64_t sequence_ = 1;
   std::vector<std::unique_ptr<CompiledMatcher>> matchers_;
   std::vector<std::unique_ptr<TableIndex::MatcherState>> states_;
@@ -237,6 +250,89 @@ TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   EXPECT_EQ(t.index().entries(), 20u);
   EXPECT_TRUE(t.Candidates(Acl(0x0a000001, 0x0b000001, 1000, 6)).empty());
   EXPECT_EQ(t.Candidates(Acl(0x0a000001, 0x0b000001, 1001, 6)).size(), 1u);
+}
+
+TEST(TableIndexTest, AnExactEntryNamesTheRuleOfItsKeyWhileItIsTheOnlyOne) {
+  IndexedTable t;
+  std::vector<size_t> ms;
+  for (int i = 0; i < 40; ++i)
+    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  const size_t inexact = t.AddMatcher(50, Acl(Prefix(32), Prefix(32), 0xffff, 0xff, 0xff));
+  t.Build();
+  const MatchParams v = Acl(0x0a000001, 0x0b000001, 1000, 6);
+  auto first = [&](const MatchParams& packet) {
+    const std::vector<TableIndex::Candidate> c = t.Candidates(packet);
+    return c.empty() ? TableIndex::Candidate{} : c[0];
+  };
+  RuleRecord older, newer, other;
+  t.AddRule(ms[0], v);
+  EXPECT_EQ(first(v).hit, nullptr);  // not named yet: looked up in the matcher's table
+  t.NameHit(ms[0], v, &older);
+  EXPECT_EQ(first(v).hit, &older);
+  // A duplicate: the older rule still wins, and stays named until it leaves.
+  t.AddRule(ms[0], v);
+  t.NameHit(ms[0], v, &newer);
+  EXPECT_EQ(first(v).hit, &older);
+  t.DropHit(ms[0], v, &newer);
+  EXPECT_EQ(first(v).hit, &older);
+  t.DropHit(ms[0], v, &older);
+  t.RemoveValue(ms[0], v);
+  EXPECT_TRUE(first(v).exact);
+  EXPECT_EQ(first(v).hit, nullptr);  // the newer rule is looked up
+  // Its entry gone, the slot filled again (the same node: the same addresses) names nothing until the new
+  // rule is named.
+  t.RemoveValue(ms[0], v);
+  const MatchParams again = Acl(0x0a000001, 0x0b000001, 999, 6);
+  t.AddRule(ms[0], again);
+  EXPECT_EQ(t.index().entries(), 1u);
+  EXPECT_EQ(first(again).matcher, t.matcher(ms[0]));
+  EXPECT_EQ(first(again).hit, nullptr);
+  t.NameHit(ms[0], again, &other);
+  EXPECT_EQ(first(again).hit, &other);
+  // Each rule of 39 matchers on the same addresses, named, keeps its name as their node fills (its slot
+  // array grows) and splits on the ports.
+  std::vector<RuleRecord> records(40);
+  for (int i = 1; i < 40; ++i) {
+    const MatchParams value = Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6);
+    t.AddRule(ms[i], value);
+    t.NameHit(ms[i], value, &records[i]);
+  }
+  for (int i = 1; i < 40; ++i) {
+    EXPECT_EQ(first(Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6)).hit, &records[i]) << i;
+  }
+  // An inexact entry names nothing: the TTL is not among the words it holds.
+  const MatchParams ttl = Acl(0x0c000001, 0x0d000001, 80, 6, 64);
+  t.AddRule(inexact, ttl);
+  t.NameHit(inexact, ttl, &other);
+  EXPECT_FALSE(first(ttl).exact);
+  EXPECT_EQ(first(ttl).hit, nullptr);
+}
+
+TEST(TableIndexTest, TheNamedEntriesOfAMatcherGoingBroadLeaveNoNameInTheirSlots) {
+  IndexedTable t;
+  std::vector<size_t> ms;
+  for (int i = 0; i < 16; ++i)
+    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  t.Build();
+  // Matcher 0's rules share one node (the same addresses), each named.
+  std::vector<RuleRecord> records(TableIndex::kMaxEntriesPerMatcher);
+  for (uint32_t i = 0; i < TableIndex::kMaxEntriesPerMatcher; ++i) {
+    const MatchParams value = Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6);
+    t.AddRule(ms[0], value);
+    t.NameHit(ms[0], value, &records[i]);
+  }
+  // One more: it goes broad, and its entries leave (at once: no reclaimer) with their rules still in place.
+  t.AddRule(ms[0], Acl(0x0a000001, 0x0b000001, 2000, 6));
+  ASSERT_TRUE(t.state(ms[0]).broad);
+  // Another matcher's rules fill the slots they left.
+  for (uint32_t i = 0; i < TableIndex::kMaxEntriesPerMatcher; ++i) {
+    const MatchParams value = Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(3000 + i), 6);
+    t.AddRule(ms[1], value);
+    const std::vector<TableIndex::Candidate> c = t.Candidates(value);
+    ASSERT_EQ(c.size(), 2u) << i;  // ms[0]'s broad entry, then ms[1]'s exact one
+    EXPECT_EQ(c[1].matcher, t.matcher(ms[1])) << i;
+    EXPECT_EQ(c[1].hit, nullptr) << i;
+  }
 }
 
 TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {

@@ -134,8 +134,10 @@ struct Nic::InFlight {
       for (size_t i = 0; i < n && *hit == nullptr; ++i) {
         const hw::CompiledMatcher* m = candidates[i].matcher;
         // The burst's lookup made ahead on these same headers (FollowJumps's in the table's first matcher,
-        // LookUpIndexedTogether's in the first candidate), or one now.
-        *hit = m == looked_up ? looked_up_hit : LookUp(*m, key);
+        // LookUpIndexedTogether's in the first candidate), the hit the index names, or one now.
+        *hit = m == looked_up               ? looked_up_hit
+               : candidates[i].hit != nullptr ? candidates[i].hit
+                                              : LookUp(*m, key);
         *hit_matcher = m;
       }
       // The exact candidate that ended the candidates missed: its rule is coming or going. The matchers
@@ -191,7 +193,9 @@ struct Nic::Burst {
   size_t follower[kBurst];
   const hw::FlowTable* into[kBurst];
   const hw::CompiledMatcher* next[kBurst];
-  bool refused[kBurst];  // FollowJumps: the next matcher refused the frame on its summary
+  // FollowJumps: the next matcher refused the frame on its summary; LookUpIndexedTogether: no lookup ahead
+  // (no candidate, too many, or the index named the hit).
+  bool refused[kBurst];
   // WalkTogether: the frames the index takes over for, and their queries and candidates.
   size_t handed[kBurst];
   hw::TableIndex::Query queries[kBurst];
@@ -820,10 +824,10 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
   }
   index.CandidatesOf(b.queries, k);
   // Each frame's first candidate (its hit, mostly: an exact candidate ends them) looked up the overlapped
-  // way, as FollowJumps does (its scratch arrays are free again).
+  // way, as FollowJumps does (its scratch arrays are free again), unless the index named its hit.
   for (size_t i = 0; i < k; ++i) {
     const hw::TableIndex::Query& q = b.queries[i];
-    b.refused[i] = q.count == 0 || q.count > hw::TableIndex::kMaxCandidates;
+    b.refused[i] = q.count == 0 || q.count > hw::TableIndex::kMaxCandidates || q.out[0].hit != nullptr;
     if (b.refused[i]) continue;
     InFlight& p = b.frames[b.handed[i]];
     const hw::CompiledMatcher& m = *q.out[0].matcher;
@@ -856,7 +860,10 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
     p.walked_until = nullptr;  // (a miss: no matcher from there on holds a hit)
     p.looked_up = p.walked_to;
     p.looked_up_hit = hit;
-    if (hit != nullptr && hw::LookupRank(*hit_matcher) < below) ++hits_below;
+    if (hit != nullptr &&
+        (hit_matcher == q.out[0].matcher ? q.out[0].rank : hw::LookupRank(*hit_matcher)) < below) {
+      ++hits_below;
+    }
   }
   return hits_below;
 }
