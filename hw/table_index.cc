@@ -583,11 +583,14 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
       if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
         q->Add(reinterpret_cast<uintptr_t>(child), q->least, 1);
     }
+    // The node's own entries: in its slots, or its sub-trie. A node that splits publishes its sub-trie
+    // before it lets its slots go (and the array it lets go still holds them): slots first.
     const uint64_t own = std::max(q->least, node->least.load(std::memory_order_relaxed));
-    if (const Node* sub = node->sub.load(std::memory_order_acquire))
-      q->Add(reinterpret_cast<uintptr_t>(sub), own, 1);
-    if (const Slots* slots = node->slots.load(std::memory_order_acquire))
+    if (const Slots* slots = node->slots.load(std::memory_order_acquire)) {
       q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, own, 2);
+    } else if (const Node* sub = node->sub.load(std::memory_order_acquire)) {
+      q->Add(reinterpret_cast<uintptr_t>(sub), own, 1);
+    }
     return;
   }
   const Slots* slots = reinterpret_cast<const Slots*>(step & ~kStepKind);

@@ -32,15 +32,17 @@
 //
 // Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
 // the reclaimer. A new entry is published by its node's count (release) or, in the slot of a removed one
-// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place; a reader
-// re-reads an entry's matcher pointer after its words, so words and matcher belong together. A full slot
-// array is replaced by a larger copy, published whole, the old one retired. A node's entries that split
-// into a new trie are filed there before it is linked and removed only after. Trie nodes are complete
-// before they are linked. The driver adds a rule's entry before the rule goes into its match table and
-// removes it after the rule left it, so a packet that finds the rule also finds its matcher among the
-// candidates; an entry that disappears or appears while a packet is looked up stands only for rules
-// being deleted or added meanwhile (a matcher going broad keeps its other entries until readers are past:
-// the broad entry may sit where a packet had already looked).
+// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place; each filling of
+// a slot changes its generation (a sequence lock), so a reader takes an entry's words, matcher and named
+// hit from one filling or skips it. A full slot array is replaced by a larger copy, published whole, the
+// old one retired. A node's entries that split into a new trie are filed there before it is linked, and
+// the node's slot array is let go (retired whole) only after; a reader reads a node's slots before its
+// sub-trie. Trie nodes are complete before they are linked; a node's `least` falls before an entry under it
+// is published. The driver adds a rule's entry before the rule goes into its match table and removes it
+// after the rule left it, so a packet that finds the rule also finds its matcher among the candidates; an
+// entry that disappears or appears while a packet is looked up stands only for rules being deleted or
+// added meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry
+// may sit where a packet had already looked).
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 

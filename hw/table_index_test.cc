@@ -442,5 +442,49 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
   EXPECT_EQ(misses.load(), 0);
 }
 
+// A reader looking a rule up while the entries of its node split into a trie under it (the writer adds
+// rules of other matchers beside it, the node's seventeenth splits it) finds the rule's matcher throughout.
+TEST(TableIndexTest, ReadersFindEntriesWhileTheirNodeSplits) {
+  Reclaimer reclaimer;
+  IndexedTable t(&reclaimer);
+  constexpr int kMatchers = 40, kNodes = 3000;
+  std::vector<size_t> ms;
+  for (int i = 0; i < kMatchers; ++i)
+    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  t.Build();
+  // Node n: the addresses (n, n); its first rule (matcher 0, port 1) is the one the reader looks up.
+  auto rule = [](int node, int port) {
+    return Acl(0x0a000000 + static_cast<uint32_t>(node), 0x0b000000 + static_cast<uint32_t>(node),
+               static_cast<uint16_t>(port), 6);
+  };
+  std::atomic<int> ready{0};  // nodes whose first rule is in
+  std::atomic<bool> done{false};
+  std::atomic<int> misses{0};
+  std::thread reader([&] {
+    Reclaimer::Reader r(&reclaimer);
+    std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
+    std::mt19937 rng(11);
+    while (!done.load(std::memory_order_acquire)) {
+      const int n = ready.load(std::memory_order_acquire);
+      if (n == 0) continue;
+      const int node = n - 1 - static_cast<int>(rng() % std::min(n, 4));  // the newest: splitting now
+      r.Enter();
+      const size_t count = t.index().Candidates(rule(node, 1).bytes(), 0, out.data());
+      bool found = count > TableIndex::kMaxCandidates;
+      for (size_t c = 0; c < count && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[0]);
+      r.Leave();
+      if (!found) misses.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  for (int node = 0; node < kNodes; ++node) {
+    t.AddRule(ms[0], rule(node, 1));
+    ready.store(node + 1, std::memory_order_release);
+    for (int m = 1; m <= static_cast<int>(TableIndex::kFatNode) + 1; ++m) t.AddRule(ms[m], rule(node, 100 + m));
+  }
+  done.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_EQ(misses.load(), 0);
+}
+
 }  // namespace
 }  // namespace drsim::hw
