@@ -579,10 +579,6 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     const Node* node = reinterpret_cast<const Node*>(step);
     const uint32_t key = q->key[node->level];
     if (((key ^ node->prefix) & PrefixMask(node->depth)) != 0) return;  // the packet's path leaves here
-    if (node->depth < kMaxDepth) {
-      if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
-        q->Add(reinterpret_cast<uintptr_t>(child), q->least, 1);
-    }
     // The node's own entries: in its slots, or its sub-trie. A node that splits publishes its sub-trie
     // before it lets its slots go (and the array it lets go still holds them): slots first.
     const uint64_t own = std::max(q->least, node->least.load(std::memory_order_relaxed));
@@ -590,6 +586,11 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
       q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, own, 2);
     } else if (const Node* sub = node->sub.load(std::memory_order_acquire)) {
       q->Add(reinterpret_cast<uintptr_t>(sub), own, 1);
+    }
+    // The path goes on, added last: taken next without a search (Next), its bound being the least.
+    if (node->depth < kMaxDepth) {
+      if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
+        q->Add(reinterpret_cast<uintptr_t>(child), q->least, 1);
     }
     return;
   }
