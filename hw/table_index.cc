@@ -174,8 +174,7 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
-      pairs_(std::make_unique<PairNodes>()),
-      root_(MakeNode(0, 0, 0)) {}
+      pairs_(std::make_unique<PairNodes>()) {}
 
 size_t TableIndex::nodes() const { return nodes_->nodes.size(); }
 
@@ -365,8 +364,8 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   const uint32_t key1 = TrieKey(1, item->value[1]) & PrefixMask(depth1);
   PairNodes::Nodes& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
   if (pair.word1 == nullptr) {
-    pair.word0 = Descend(root_, key0, depth0);
-    pair.word1 = Descend(SubOf(pair.word0), key1, depth1);
+    pair.word0 = Descend(&root_, key0, depth0, 0);
+    pair.word1 = Descend(&pair.word0->sub, key1, depth1, 1);
   }
   // Each node the entry is under as one of its own (a sub-trie's) bounds its rank before it is published.
   if (rank < pair.word0_least) {
@@ -377,17 +376,10 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   while (node->fat) {
     node->Admit(rank);
     const int next = node->level + 1;
-    node = Descend(SubOf(node), TrieKey(next, item->value[next]), TrieDepth(next, mask[next]));
+    node = Descend(&node->sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next);
   }
   Append(node, item, mask, rank, matcher, nullptr);
   if (node->level + 1 < kWords && words_[node->level + 1].used && item->book->live > kFatNode) Split(node);
-}
-
-TableIndex::Node* TableIndex::SubOf(Node* node) {
-  if (node->sub.load(std::memory_order_relaxed) == nullptr) {
-    node->sub.store(MakeNode(0, 0, node->level + 1), std::memory_order_release);
-  }
-  return node->sub.load(std::memory_order_relaxed);
 }
 
 void TableIndex::Split(Node* node) {
@@ -395,7 +387,7 @@ void TableIndex::Split(Node* node) {
   // or both: candidates are deduplicated), and only then is the node's slot array let go (its `least` bounds
   // them still).
   const int next = node->level + 1;
-  Node* sub = MakeNode(0, 0, next);
+  std::atomic<Node*> sub{nullptr};
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   const uint32_t count = slots->count.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < count; ++i) {
@@ -403,46 +395,45 @@ void TableIndex::Split(Node* node) {
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
-    Append(Descend(sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next])), item, mask,
+    Append(Descend(&sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next), item, mask,
            e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed),
            e.hit.load(std::memory_order_relaxed));
   }
-  node->sub.store(sub, std::memory_order_release);
+  node->sub.store(sub.load(std::memory_order_relaxed), std::memory_order_release);
   node->fat = true;
   entries_ -= slots->book->live;
   node->slots.store(nullptr, std::memory_order_release);
   Retire(reclaimer_, [slots] { Slots::Free(slots); });
 }
 
-TableIndex::Node* TableIndex::Descend(Node* node, uint32_t key, int depth) {
-  while (node->depth < depth) {
-    std::atomic<Node*>& link = node->child[Nibble(key, node->depth)];
-    Node* next = link.load(std::memory_order_relaxed);
+TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, int depth, int level) {
+  for (;;) {
+    Node* next = link->load(std::memory_order_relaxed);
     if (next == nullptr) {  // a leaf for the prefix
-      Node* leaf = MakeNode(key, depth, node->level);
-      link.store(leaf, std::memory_order_release);
+      Node* leaf = MakeNode(key, depth, level);
+      link->store(leaf, std::memory_order_release);
       return leaf;
     }
     // The nibbles `key` (to `depth`) and `next` share.
     const uint32_t differ = (key ^ next->prefix) & PrefixMask(std::min<int>(depth, next->depth));
     const int common = differ == 0 ? std::min<int>(depth, next->depth) : __builtin_clz(differ) / kStrideBits;
     if (common == next->depth) {
-      node = next;
+      if (common == depth) return next;
+      link = &next->child[Nibble(key, common)];
       continue;
     }
     // `next` is deeper than what they share: a node at `common` goes between, with `next` below it (and the
     // leaf for the prefix, unless that is the new node itself), complete before it is linked.
-    Node* between = MakeNode(key, common, node->level);
+    Node* between = MakeNode(key, common, level);
     between->child[Nibble(next->prefix, common)].store(next, std::memory_order_relaxed);
     Node* target = between;
     if (common < depth) {
-      target = MakeNode(key, depth, node->level);
+      target = MakeNode(key, depth, level);
       between->child[Nibble(key, common)].store(target, std::memory_order_relaxed);
     }
-    link.store(between, std::memory_order_release);
+    link->store(between, std::memory_order_release);
     return target;
   }
-  return node;
 }
 
 void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
@@ -643,7 +634,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
                         : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
-      q.Add(reinterpret_cast<uintptr_t>(root_), 0, 0);
+      if (const Node* root = root_.load(std::memory_order_acquire)) q.Add(reinterpret_cast<uintptr_t>(root), 0, 0);
       live[i] = static_cast<uint8_t>(i);
     }
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.

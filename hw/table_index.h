@@ -199,13 +199,12 @@ class TableIndex {
   // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
   // made if missing; a word-1 node growing past kFatNode entries splits.
   void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank, uintptr_t matcher);
-  // The root of the trie under `node`, made if missing.
-  Node* SubOf(Node* node);
   // Moves the entries of the word-1 node `node` into a word-2 trie under it.
   void Split(Node* node);
-  // The node of the trie under `node` (of a depth up to `depth`) for the first `depth` nibbles of `key`,
-  // made (and a node where its path leaves another's) if missing.
-  Node* Descend(Node* node, uint32_t key, int depth);
+  // The node for the first `depth` nibbles of `key` in the level-`level` trie `link` leads to (a trie's top
+  // node is where its paths first part, or its only node), made (and a node where its path leaves another's)
+  // if missing.
+  Node* Descend(std::atomic<Node*>* link, uint32_t key, int depth, int level);
   Node* MakeNode(uint32_t prefix, int depth, int level);
   // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
   uint32_t TrieKey(int i, uint32_t word) const;
@@ -247,7 +246,7 @@ class TableIndex {
   struct PairNodes;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
   std::unique_ptr<PairNodes> pairs_;
-  Node* root_;  // of the trie on word 0
+  std::atomic<Node*> root_{nullptr};  // the top of the trie on word 0
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
 };

@@ -234,7 +234,7 @@ TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   for (int i = 0; i < 40; ++i)
     ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
   t.Build();
-  const size_t unsplit = t.index().nodes();  // the two roots, and the word-1 root
+  const size_t unsplit = t.index().nodes();  // (none: a trie starts with its first entry)
   for (int i = 0; i < 40; ++i)
     t.AddRule(ms[i], Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
   // One word-0 node and one word-1 node for the addresses, split into a word-2 trie of 40 ports.
