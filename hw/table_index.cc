@@ -141,6 +141,13 @@ struct alignas(64) TableIndex::Node {
   }
 };
 
+struct TableIndex::Top {
+  int passed = 0;
+  std::array<const Node*, kTopStrides> passes{};  // in the path's order
+  const Node* reached = nullptr;  // (its nibbles past the top are still to compare)
+};
+constexpr int kTopBits = TableIndex::kTopStrides * kStrideBits;
+
 struct TableIndex::NodeArena {
   std::deque<Node> nodes;
   std::deque<NodeBook> books;  // one per slot array (a node's, whichever array it has now)
@@ -174,11 +181,13 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
-      pairs_(std::make_unique<PairNodes>()) {}
+      pairs_(std::make_unique<PairNodes>()),
+      top_(std::make_unique<std::atomic<const Top*>[]>(size_t{1} << kTopBits)) {}
 
 size_t TableIndex::nodes() const { return nodes_->nodes.size(); }
 
 TableIndex::~TableIndex() {
+  for (size_t c = 0; c < size_t{1} << kTopBits; ++c) delete top_[c].load(std::memory_order_relaxed);
   for (const Node& node : nodes_->nodes) Slots::Free(node.slots.load(std::memory_order_relaxed));
 }
 
@@ -407,11 +416,17 @@ void TableIndex::Split(Node* node) {
 }
 
 TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, int depth, int level) {
+  int above = -1;  // the depth of the node whose link `link` is (-1: a trie's top)
+  // A node linked in the word-0 trie's top changes its cells.
+  auto linked = [&](int linked_depth) {
+    if (level == 0 && above < kTopStrides) RefreshTop(key, std::min(linked_depth, kTopStrides));
+  };
   for (;;) {
     Node* next = link->load(std::memory_order_relaxed);
     if (next == nullptr) {  // a leaf for the prefix
       Node* leaf = MakeNode(key, depth, level);
       link->store(leaf, std::memory_order_release);
+      linked(depth);
       return leaf;
     }
     // The nibbles `key` (to `depth`) and `next` share.
@@ -420,6 +435,7 @@ TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, in
     if (common == next->depth) {
       if (common == depth) return next;
       link = &next->child[Nibble(key, common)];
+      above = common;
       continue;
     }
     // `next` is deeper than what they share: a node at `common` goes between, with `next` below it (and the
@@ -432,7 +448,28 @@ TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, in
       between->child[Nibble(key, common)].store(target, std::memory_order_relaxed);
     }
     link->store(between, std::memory_order_release);
+    linked(common);
     return target;
+  }
+}
+
+void TableIndex::RefreshTop(uint32_t key, int depth) {
+  const uint32_t first = (key & PrefixMask(depth)) >> (32 - kTopBits);
+  const uint32_t cells = 1u << (kTopBits - kStrideBits * depth);
+  for (uint32_t c = first; c < first + cells; ++c) {
+    auto* top = new Top;
+    const uint32_t value = c << (32 - kTopBits);
+    const Node* node = root_.load(std::memory_order_relaxed);
+    for (; node != nullptr && ((value ^ node->prefix) & PrefixMask(std::min<int>(node->depth, kTopStrides))) == 0;
+         node = node->child[Nibble(value, node->depth)].load(std::memory_order_relaxed)) {
+      if (node->depth >= kTopStrides) {
+        top->reached = node;
+        break;
+      }
+      top->passes[top->passed++] = node;
+    }
+    const Top* old = top_[c].exchange(top, std::memory_order_acq_rel);
+    if (old != nullptr) Retire(reclaimer_, [old] { delete old; });
   }
 }
 
@@ -634,7 +671,15 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
                         : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
-      if (const Node* root = root_.load(std::memory_order_acquire)) q.Add(reinterpret_cast<uintptr_t>(root), 0, 0);
+      // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.
+      if (const Top* top = top_[q.key[0] >> (32 - kTopBits)].load(std::memory_order_acquire)) {
+        for (int p = 0; p < top->passed; ++p) {
+          const Node* node = top->passes[p];
+          if (const Node* sub = node->sub.load(std::memory_order_acquire))
+            q.Add(reinterpret_cast<uintptr_t>(sub), node->least.load(std::memory_order_relaxed), 1);
+        }
+        if (top->reached != nullptr) q.Add(reinterpret_cast<uintptr_t>(top->reached), 0, 1);
+      }
       live[i] = static_cast<uint8_t>(i);
     }
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.

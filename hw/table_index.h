@@ -68,6 +68,8 @@ class TableIndex {
   static constexpr size_t kIndexFromMatchers = 16;
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
+  // A walk starts below the word-0 trie's first kTopStrides nibbles (a cell of a table for each value).
+  static constexpr int kTopStrides = 4;
   // A lookup in an indexed table may walk the first chain_first() matchers on the chain before it asks the
   // index about the rest: sets whose packets mostly hit early (a few hot matchers before a long tail) are
   // cheaper walked than indexed (the NIC's burst walk judges whether they do). That is an eighth of the
@@ -247,6 +249,14 @@ class TableIndex {
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
   std::unique_ptr<PairNodes> pairs_;
   std::atomic<Node*> root_{nullptr};  // the top of the trie on word 0
+  // The word-0 trie's first kTopStrides nibbles, a cell for each value of them: the nodes shallower than
+  // that a packet's path passes (their sub-tries are its to take) and the node it reaches past them. A walk
+  // starts there rather than at the top, whose first nodes every packet passes.
+  struct Top;
+  std::unique_ptr<std::atomic<const Top*>[]> top_;
+  // Builds afresh the cells of the word-0 trie's top whose values start with the first `depth` nibbles of
+  // `key` (after a node was linked there), retiring the old ones.
+  void RefreshTop(uint32_t key, int depth);
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
 };
