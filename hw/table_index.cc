@@ -84,14 +84,15 @@ struct alignas(64) TableIndex::Slots {
   // A new array with room for `capacity` entries.
   static Slots* Make(uint32_t capacity, NodeBook* book) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) % alignof(Entry) == 0);
-    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry), std::align_val_t{alignof(Slots)});
+    void* memory =
+        ::operator new (sizeof(Slots) + capacity * sizeof(Entry), std::align_val_t{alignof(Slots)});
     auto* slots = new (memory) Slots(capacity, book);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
     return slots;
   }
   static void Free(Slots* slots) {
     // (Entry and Slots are trivially destructible.)
-    if (slots != nullptr) ::operator delete(slots, std::align_val_t{alignof(Slots)});
+    if (slots != nullptr) ::operator delete (slots, std::align_val_t{alignof(Slots)});
   }
   Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
   const Entry* entries() const { return reinterpret_cast<const Entry*>(this + 1); }
@@ -144,7 +145,7 @@ struct alignas(64) TableIndex::Node {
 struct TableIndex::Top {
   int passed = 0;
   std::array<const Node*, kTopStrides> passes{};  // in the path's order
-  const Node* reached = nullptr;  // (its nibbles past the top are still to compare)
+  const Node* reached = nullptr;                  // (its nibbles past the top are still to compare)
 };
 constexpr int kTopBits = TableIndex::kTopStrides * kStrideBits;
 
@@ -460,7 +461,8 @@ void TableIndex::RefreshTop(uint32_t key, int depth) {
     auto* top = new Top;
     const uint32_t value = c << (32 - kTopBits);
     const Node* node = root_.load(std::memory_order_relaxed);
-    for (; node != nullptr && ((value ^ node->prefix) & PrefixMask(std::min<int>(node->depth, kTopStrides))) == 0;
+    for (; node != nullptr &&
+           ((value ^ node->prefix) & PrefixMask(std::min<int>(node->depth, kTopStrides))) == 0;
          node = node->child[Nibble(value, node->depth)].load(std::memory_order_relaxed)) {
       if (node->depth >= kTopStrides) {
         top->reached = node;

@@ -479,7 +479,8 @@ TEST(TableIndexTest, ReadersFindEntriesWhileTheirNodeSplits) {
   for (int node = 0; node < kNodes; ++node) {
     t.AddRule(ms[0], rule(node, 1));
     ready.store(node + 1, std::memory_order_release);
-    for (int m = 1; m <= static_cast<int>(TableIndex::kFatNode) + 1; ++m) t.AddRule(ms[m], rule(node, 100 + m));
+    for (int m = 1; m <= static_cast<int>(TableIndex::kFatNode) + 1; ++m)
+      t.AddRule(ms[m], rule(node, 100 + m));
   }
   done.store(true, std::memory_order_release);
   reader.join();

@@ -135,7 +135,7 @@ struct Nic::InFlight {
         const hw::CompiledMatcher* m = candidates[i].matcher;
         // The burst's lookup made ahead on these same headers (FollowJumps's in the table's first matcher,
         // LookUpIndexedTogether's in the first candidate), the hit the index names, or one now.
-        *hit = m == looked_up               ? looked_up_hit
+        *hit = m == looked_up                 ? looked_up_hit
                : candidates[i].hit != nullptr ? candidates[i].hit
                                               : LookUp(*m, key);
         *hit_matcher = m;
