@@ -123,6 +123,15 @@ class IndexedTable {
   std::unique_ptr<TableIndex> index_;
 };
 
+// `n` matchers of `t` over whole addresses, the destination port and the protocol (exact entries), of
+// priorities 0 to n - 1.
+std::vector<size_t> ExactMatchers(IndexedTable* t, int n) {
+  std::vector<size_t> ms;
+  for (int i = 0; i < n; ++i)
+    ms.push_back(t->AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  return ms;
+}
+
 // The candidates come in lookup order, each once, up to the first exact one, which holds a hit; every
 // matcher holding a hit up to there (anywhere, when none is exact) is a candidate.
 void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
@@ -230,9 +239,7 @@ TEST(TableIndexTest, SharedEntriesStayUntilTheirLastRuleAndBroadMatchersMatchEve
 
 TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   IndexedTable t;
-  std::vector<size_t> ms;
-  for (int i = 0; i < 40; ++i)
-    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  const std::vector<size_t> ms = ExactMatchers(&t, 40);
   t.Build();
   const size_t unsplit = t.index().nodes();  // (none: a trie starts with its first entry)
   for (int i = 0; i < 40; ++i)
@@ -254,9 +261,7 @@ TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
 
 TEST(TableIndexTest, AnExactEntryNamesTheRuleOfItsKeyWhileItIsTheOnlyOne) {
   IndexedTable t;
-  std::vector<size_t> ms;
-  for (int i = 0; i < 40; ++i)
-    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  const std::vector<size_t> ms = ExactMatchers(&t, 40);
   const size_t inexact = t.AddMatcher(50, Acl(Prefix(32), Prefix(32), 0xffff, 0xff, 0xff));
   t.Build();
   const MatchParams v = Acl(0x0a000001, 0x0b000001, 1000, 6);
@@ -310,9 +315,7 @@ TEST(TableIndexTest, AnExactEntryNamesTheRuleOfItsKeyWhileItIsTheOnlyOne) {
 
 TEST(TableIndexTest, TheNamedEntriesOfAMatcherGoingBroadLeaveNoNameInTheirSlots) {
   IndexedTable t;
-  std::vector<size_t> ms;
-  for (int i = 0; i < 16; ++i)
-    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  const std::vector<size_t> ms = ExactMatchers(&t, 16);
   t.Build();
   // Matcher 0's rules share one node (the same addresses), each named.
   std::vector<RuleRecord> records(TableIndex::kMaxEntriesPerMatcher);
@@ -448,9 +451,7 @@ TEST(TableIndexTest, ReadersFindEntriesWhileTheirNodeSplits) {
   Reclaimer reclaimer;
   IndexedTable t(&reclaimer);
   constexpr int kMatchers = 40, kNodes = 3000;
-  std::vector<size_t> ms;
-  for (int i = 0; i < kMatchers; ++i)
-    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  const std::vector<size_t> ms = ExactMatchers(&t, kMatchers);
   t.Build();
   // Node n: the addresses (n, n); its first rule (matcher 0, port 1) is the one the reader looks up.
   auto rule = [](int node, int port) {
