@@ -84,15 +84,17 @@ struct alignas(64) TableIndex::Slots {
   // A new array with room for `capacity` entries.
   static Slots* Make(uint32_t capacity, NodeBook* book) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) % alignof(Entry) == 0);
-    void* memory =
-        ::operator new (sizeof(Slots) + capacity * sizeof(Entry), std::align_val_t{alignof(Slots)});
-    auto* slots = new (memory) Slots(capacity, book);
+    // Aligned by hand in a plain allocation (the heap's aligned ones are slow to make and to free).
+    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry) + alignof(Slots) - 1);
+    void* start = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(memory) + alignof(Slots) - 1) &
+                                          ~uintptr_t{alignof(Slots) - 1});
+    auto* slots = new (start) Slots(capacity, book, memory);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
     return slots;
   }
   static void Free(Slots* slots) {
     // (Entry and Slots are trivially destructible.)
-    if (slots != nullptr) ::operator delete (slots, std::align_val_t{alignof(Slots)});
+    if (slots != nullptr) ::operator delete(slots->memory);
   }
   Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
   const Entry* entries() const { return reinterpret_cast<const Entry*>(this + 1); }
@@ -100,9 +102,10 @@ struct alignas(64) TableIndex::Slots {
   const uint32_t capacity;
   std::atomic<uint32_t> count{0};
   NodeBook* const book;
+  void* const memory;  // the allocation
 
  private:
-  Slots(uint32_t capacity, NodeBook* book) : capacity(capacity), book(book) {}
+  Slots(uint32_t capacity, NodeBook* book, void* memory) : capacity(capacity), book(book), memory(memory) {}
 };
 
 // The writer's book of a node's entries: how many are not removed, by slot the item whose entry it holds
@@ -142,12 +145,17 @@ struct alignas(64) TableIndex::Node {
   }
 };
 
-struct TableIndex::Top {
-  int passed = 0;
-  std::array<const Node*, kTopStrides> passes{};  // in the path's order
-  const Node* reached = nullptr;                  // (its nibbles past the top are still to compare)
-};
 constexpr int kTopBits = TableIndex::kTopStrides * kStrideBits;
+
+// The top's cells, replaced whole when a node is linked there (seldom: the top has at most 85 nodes).
+struct TableIndex::Top {
+  struct Cell {
+    int passed = 0;
+    std::array<const Node*, kTopStrides> passes{};  // in the path's order
+    const Node* reached = nullptr;                  // (its nibbles past the top are still to compare)
+  };
+  std::array<Cell, size_t{1} << kTopBits> cell;
+};
 
 struct TableIndex::NodeArena {
   std::deque<Node> nodes;
@@ -182,13 +190,12 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
-      pairs_(std::make_unique<PairNodes>()),
-      top_(std::make_unique<std::atomic<const Top*>[]>(size_t{1} << kTopBits)) {}
+      pairs_(std::make_unique<PairNodes>()) {}
 
 size_t TableIndex::nodes() const { return nodes_->nodes.size(); }
 
 TableIndex::~TableIndex() {
-  for (size_t c = 0; c < size_t{1} << kTopBits; ++c) delete top_[c].load(std::memory_order_relaxed);
+  delete top_.load(std::memory_order_relaxed);
   for (const Node& node : nodes_->nodes) Slots::Free(node.slots.load(std::memory_order_relaxed));
 }
 
@@ -455,10 +462,13 @@ TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, in
 }
 
 void TableIndex::RefreshTop(uint32_t key, int depth) {
+  const Top* old = top_.load(std::memory_order_relaxed);
+  auto* fresh = old == nullptr ? new Top : new Top(*old);
   const uint32_t first = (key & PrefixMask(depth)) >> (32 - kTopBits);
   const uint32_t cells = 1u << (kTopBits - kStrideBits * depth);
   for (uint32_t c = first; c < first + cells; ++c) {
-    auto* top = new Top;
+    Top::Cell* top = &fresh->cell[c];
+    *top = Top::Cell{};
     const uint32_t value = c << (32 - kTopBits);
     const Node* node = root_.load(std::memory_order_relaxed);
     for (; node != nullptr &&
@@ -470,9 +480,9 @@ void TableIndex::RefreshTop(uint32_t key, int depth) {
       }
       top->passes[top->passed++] = node;
     }
-    const Top* old = top_[c].exchange(top, std::memory_order_acq_rel);
-    if (old != nullptr) Retire(reclaimer_, [old] { delete old; });
   }
+  top_.store(fresh, std::memory_order_release);
+  if (old != nullptr) Retire(reclaimer_, [old] { delete old; });
 }
 
 void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
@@ -660,6 +670,7 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
 
 void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   constexpr size_t kMaxWalks = 32;
+  const Top* tops = top_.load(std::memory_order_acquire);
   for (size_t at = 0; at < n; at += kMaxWalks) {
     const size_t walks = std::min(kMaxWalks, n - at);
     Walk walk[kMaxWalks];
@@ -674,7 +685,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.
-      if (const Top* top = top_[q.key[0] >> (32 - kTopBits)].load(std::memory_order_acquire)) {
+      if (tops != nullptr) {
+        const Top::Cell* top = &tops->cell[q.key[0] >> (32 - kTopBits)];
         for (int p = 0; p < top->passed; ++p) {
           const Node* node = top->passes[p];
           if (const Node* sub = node->sub.load(std::memory_order_acquire))

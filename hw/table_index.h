@@ -253,9 +253,9 @@ class TableIndex {
   // that a packet's path passes (their sub-tries are its to take) and the node it reaches past them. A walk
   // starts there rather than at the top, whose first nodes every packet passes.
   struct Top;
-  std::unique_ptr<std::atomic<const Top*>[]> top_;
+  std::atomic<const Top*> top_{nullptr};
   // Builds afresh the cells of the word-0 trie's top whose values start with the first `depth` nibbles of
-  // `key` (after a node was linked there), retiring the old ones.
+  // `key` (after a node was linked there), in a copy of the top that replaces it.
   void RefreshTop(uint32_t key, int depth);
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
