@@ -205,8 +205,10 @@ struct Nic::Burst {
   // refusing most frames on its summary for a few cycles), not when they hit all over the table (then it
   // costs each frame a summary test per matcher walked, in vain).
   struct ChainJudge {
-    static constexpr uint32_t kFrames = 256;     // frames a verdict is drawn from
-    static constexpr uint32_t kProbeEvery = 64;  // a burst in this many walks the chain anyway, to judge it
+    static constexpr uint32_t kFrames = 256;  // frames a verdict is drawn from
+    // A burst in this many walks the chain anyway, to learn afresh where its walked part ends (matchers come
+    // and go). The verdict needs no walk: frames the index hits below `past` count as early too.
+    static constexpr uint32_t kProbeEvery = 1024;
     uint64_t past = 0;  // the rank of the first matcher past the walked part of the chain (the last walk's)
     uint32_t frames = 0;
     uint32_t early = 0;  // frames that hit a matcher of a rank below `past`
