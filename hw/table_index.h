@@ -19,7 +19,10 @@
 // filter: a candidate is looked up in its own match table. Each node bounds from below the ranks of its
 // own entries (its slots', or its sub-trie's), so a walk takes its steps in order of those bounds and ends
 // once the next one is past an exact candidate's rank: it skips the sub-tries and slots that cannot hold an
-// earlier one. A burst's packets walk the tries together, a step of each in turn (CandidatesOf), so that
+// earlier one. An exact entry also names the rule of its key when its matcher holds only one (the driver
+// tells it, NameHit), so that the lookup need not look the key up in the matcher's table. A walk starts from
+// a cell of a table over the word-0 trie's first kTopStrides nibbles, which every packet would otherwise
+// walk down. A burst's packets walk the tries together, a step of each in turn (CandidatesOf), so that
 // their loads overlap.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
