@@ -10,11 +10,24 @@ namespace drsim::dr::internal {
 
 namespace {
 
-// Frees `programs` once neither a rule nor `matcher`'s offer holds them; through the reclaimer, as lookups
+// Frees `programs` once neither a rule nor an offer holds them; through `domain`'s reclaimer, as lookups
 // may still run them for rules just deleted.
-void FreeIfUnused(MatcherObj* matcher, ProgramsObj* programs) {
-  if (programs->rules != 0 || matcher->last_compiled == programs) return;
-  hw::Retire(matcher->table->domain->device->reclaimer(), [programs] { delete programs; });
+void FreeIfUnused(const DomainObj& domain, ProgramsObj* programs) {
+  if (programs->rules != 0 || programs->offers != 0) return;
+  hw::Retire(domain.device->reclaimer(), [programs] { delete programs; });
+}
+
+// Makes `programs` (or none) the offer in `slot` (a matcher's or a table's last_compiled); the programs it
+// replaces are freed if unused.
+void Offer(const DomainObj& domain, ProgramsObj** slot, ProgramsObj* programs) {
+  ProgramsObj* old = *slot;
+  if (old == programs) return;
+  *slot = programs;
+  if (programs != nullptr) ++programs->offers;
+  if (old != nullptr) {
+    --old->offers;
+    FreeIfUnused(domain, old);
+  }
 }
 
 }  // namespace
@@ -42,10 +55,6 @@ MatcherObj::MatcherObj(TableObj* table, uint16_t priority, matcher::CompiledMask
          table->domain->device->reclaimer()),
       compiled(std::move(compiled)) {}
 
-MatcherObj::~MatcherObj() {
-  delete last_compiled;  // its rules, each holding a reference on the matcher, are gone: no rule uses them
-}
-
 void UsePrograms(ProgramsObj* programs, RuleObj* rule) {
   if (programs->rules++ == 0) {
     for (ActionObj* a : programs->actions) a->refs.fetch_add(1, std::memory_order_relaxed);
@@ -54,9 +63,9 @@ void UsePrograms(ProgramsObj* programs, RuleObj* rule) {
 }
 
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
-  ProgramsObj* old = matcher->last_compiled;
-  matcher->last_compiled = programs;
-  if (old != nullptr) FreeIfUnused(matcher, old);
+  const DomainObj& domain = *matcher->table->domain;
+  Offer(domain, &matcher->last_compiled, programs);
+  Offer(domain, &matcher->table->last_compiled, programs);
 }
 
 void Unref(RuleObj* rule) {
@@ -80,7 +89,7 @@ void Unref(RuleObj* rule) {
   --matcher->rule_count;
   if (ProgramsObj* programs = rule->programs; --programs->rules == 0) {
     for (ActionObj* action : programs->actions) Unref(action);
-    FreeIfUnused(matcher, programs);
+    FreeIfUnused(*matcher->table->domain, programs);
   }
   // Lookups never see the RuleObj (its record in the match table is retired there): freed at once, to its
   // domain's pool (the matcher's reference keeps the domain).
@@ -93,6 +102,7 @@ void Unref(MatcherObj* matcher) {
   TableObj* table = matcher->table;
   hw::Device* device = table->domain->device;
   UnindexMatcher(matcher);
+  Offer(*table->domain, &matcher->last_compiled, nullptr);
   table->ft.UnlinkMatcher(&matcher->hw);
   table->matchers.erase(matcher);
   device->TableChanged(&table->ft);
@@ -146,6 +156,7 @@ void UnindexMatcher(MatcherObj* matcher) {
 void Unref(TableObj* table) {
   if (--table->refs > 0) return;
   DomainObj* domain = table->domain.get();
+  Offer(*domain, &table->last_compiled, nullptr);
   if (table->ft.level == 0) domain->device->DetachRootTable(&table->ft);
   domain->tables.erase(table->in_domain);
   --domain->refs;

@@ -67,13 +67,15 @@ struct TableObj {
   // ft.index.
   std::unique_ptr<hw::TableIndex> index;
   size_t indexed_matchers = 0;  // the matchers the index was built over
+  // The programs the last rule of any of its matchers was compiled to: a rule of another matcher with the
+  // same actions shares them (an ACL's thousands of matchers then run one program, which stays cached).
+  ProgramsObj* last_compiled = nullptr;
   std::list<TableObj*>::iterator in_domain;
 };
 
 struct MatcherObj {
   // `hw` takes a new object id and the device's next matcher sequence number.
   MatcherObj(TableObj* table, uint16_t priority, matcher::CompiledMask compiled);
-  ~MatcherObj();
 
   // Laid out for rule inserts and deletes, which read a cold matcher: its own fields in one cache line,
   // then the match table in the same object (no pointer to wait on), then the compiled mask.
@@ -83,8 +85,8 @@ struct MatcherObj {
   RuleObj* first_rule = nullptr;
   RuleObj* last_rule = nullptr;
   size_t rule_count = 0;
-  // The programs its last rule was compiled to: the next rule with the same actions shares them. Owned by
-  // the matcher while no rule uses them.
+  // The programs its last rule was compiled to: the next rule with the same actions shares them. They are
+  // its table's offer too, unless a rule of another matcher was compiled since.
   ProgramsObj* last_compiled = nullptr;
   hw::CompiledMatcher hw;  // what lookups walk; lives as long as the matcher (both retired together)
   matcher::CompiledMask compiled;
@@ -96,8 +98,9 @@ inline bool InLookupOrder::operator()(const MatcherObj* a, const MatcherObj* b) 
   return hw::LookupBefore(a->hw, b->hw);
 }
 
-// The programs a rule's actions compiled to, shared by the rules of one matcher with the same actions in the
-// same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them.
+// The programs a rule's actions compiled to, shared by the rules of one table with the same actions in the
+// same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them, once
+// no rule uses them and no matcher or table offers them.
 struct ProgramsObj {
   hw::PipePrograms programs;
   hw::RuleRecord record;  // what its rules install (RuleRecord::Of(&programs, 0)), each with its own rule_id
@@ -108,6 +111,7 @@ struct ProgramsObj {
   bool skip_rx = false;  // FDB: the pipes its rules are not in (actions::RuleContext)
   bool skip_tx = false;
   size_t rules = 0;  // rules using it
+  int offers = 0;    // matchers and tables whose last_compiled it is
 };
 
 struct RuleObj {
@@ -168,7 +172,8 @@ void UnindexMatcher(MatcherObj* matcher);
 // The domain lock must be held. `rule` starts using `programs` (which take references on their actions when
 // they gain their first rule; Unref(RuleObj*) gives them back with the last).
 void UsePrograms(ProgramsObj* programs, RuleObj* rule);
-// Makes `programs` the ones `matcher` offers to its next rule; the ones it replaces are freed if unused.
+// Makes `programs` the ones `matcher` and its table offer to their next rules; the ones they replace are freed
+// if unused.
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs);
 
 // Drop the reference a handle holds (taking whatever lock is needed).

@@ -22,23 +22,31 @@ using internal::RuleObj;
 
 namespace {
 
-// The programs `matcher` offers, if compiled from the same actions in the same context (the matcher fixes
-// all of it but the pipes skipped); otherwise nullptr.
-ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::RuleContext& context,
-                            absl::Span<ActionObj* const> actions) {
-  ProgramsObj* cached = matcher.last_compiled;
+// Whether `cached` (or nullptr) were compiled from `actions` in `context`'s pipes (the table fixes the rest
+// of the context).
+bool CompiledFrom(const ProgramsObj* cached, const actions::RuleContext& context,
+                  absl::Span<ActionObj* const> actions) {
   if (cached == nullptr || cached->skip_rx != context.skip_rx || cached->skip_tx != context.skip_tx ||
       cached->actions.size() != actions.size()) {
-    return nullptr;
+    return false;
   }
   for (size_t i = 0; i < actions.size(); ++i) {
     // (The cached pointer is only compared: its action may be gone, the given one is alive.)
     if (actions[i] != cached->actions[i] ||
         std::make_pair(actions[i]->id, actions[i]->revision) != cached->action_versions[i]) {
-      return nullptr;
+      return false;
     }
   }
-  return cached;
+  return true;
+}
+
+// The programs `matcher` or else its table offers, if compiled from the same actions in the same pipes;
+// otherwise nullptr.
+ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::RuleContext& context,
+                            absl::Span<ActionObj* const> actions) {
+  if (CompiledFrom(matcher.last_compiled, context, actions)) return matcher.last_compiled;
+  if (CompiledFrom(matcher.table->last_compiled, context, actions)) return matcher.table->last_compiled;
+  return nullptr;
 }
 
 // The FDB pipes a rule is not in: none, or one by the source_port it matches (the wire's rules live in RX
