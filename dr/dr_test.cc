@@ -370,6 +370,46 @@ TEST_F(DrTest, RuleErrorsComeInRdmaCoreOrder) {
   EXPECT_TRUE(m.builders().size() == 1 && m.builders()[0].name == "eth_l2_src");
 }
 
+// Rules of one table's matchers with the same actions share their programs: each matcher offers the ones
+// its last rule was compiled to, and so does the table for all of them. A matcher that goes leaves the
+// programs to the rules that use them.
+TEST_F(DrTest, MatchersOfOneTableShareTheProgramsOfTheSameActions) {
+  Table t = *Table::Create(domain_, 0);
+  const hw::FlowTable& ft = *device_.roots[0];
+  const MatchParams dmac_mask = *MatchBuilder().Dmac(kOuter, hw::MacAddress::AllOnes()).Build();
+  auto dmac = [](const char* mac) { return *MatchBuilder().Dmac(kOuter, *hw::MacAddress::Parse(mac)).Build(); };
+  Matcher a = *Matcher::Create(t, 0, SmacMask());
+  Matcher b = *Matcher::Create(t, 1, dmac_mask);
+  Action drop = *Action::Drop();
+  Action tag = *Action::Tag(7);
+  auto programs_of = [&](const Matcher& m, const MatchParams& v) {
+    const hw::RuleRecord* hit = Lookup(ft, m.id(), v);
+    return hit == nullptr ? nullptr : hit->programs;
+  };
+  Rule a1 = *Rule::Create(a, Smac("00:00:00:00:00:01"), {&drop});
+  Rule b1 = *Rule::Create(b, dmac("00:00:00:00:00:01"), {&drop});
+  const hw::PipePrograms* dropping = programs_of(a, Smac("00:00:00:00:00:01"));
+  ASSERT_NE(dropping, nullptr);
+  EXPECT_EQ(programs_of(b, dmac("00:00:00:00:00:01")), dropping);
+  // Other actions, other programs (now the table's offer); a's own offer still serves its next drop rule.
+  Rule b2 = *Rule::Create(b, dmac("00:00:00:00:00:02"), {&tag});
+  EXPECT_NE(programs_of(b, dmac("00:00:00:00:00:02")), dropping);
+  Rule a2 = *Rule::Create(a, Smac("00:00:00:00:00:02"), {&drop});
+  EXPECT_EQ(programs_of(a, Smac("00:00:00:00:00:02")), dropping);
+  // a goes: b's drop rule keeps its programs. A new matcher's drop rule gets new ones, which b's next drop
+  // rule shares (b's own offer is the tag's).
+  ASSERT_TRUE(a1.Destroy().ok());
+  ASSERT_TRUE(a2.Destroy().ok());
+  ASSERT_TRUE(a.Destroy().ok());
+  EXPECT_EQ(programs_of(b, dmac("00:00:00:00:00:01")), dropping);
+  Matcher c = *Matcher::Create(t, 2, SmacMask());
+  Rule c1 = *Rule::Create(c, Smac("00:00:00:00:00:03"), {&drop});
+  const hw::PipePrograms* again = programs_of(c, Smac("00:00:00:00:00:03"));
+  ASSERT_NE(again, nullptr);
+  Rule b3 = *Rule::Create(b, dmac("00:00:00:00:00:03"), {&drop});
+  EXPECT_EQ(programs_of(b, dmac("00:00:00:00:00:03")), again);
+}
+
 TEST_F(DrTest, DuplicatesFollowTheDomainSetting) {
   Table t = *Table::Create(domain_, 1);
   Table root = *Table::Create(domain_, 0);
