@@ -377,7 +377,9 @@ TEST_F(DrTest, MatchersOfOneTableShareTheProgramsOfTheSameActions) {
   Table t = *Table::Create(domain_, 0);
   const hw::FlowTable& ft = *device_.roots[0];
   const MatchParams dmac_mask = *MatchBuilder().Dmac(kOuter, hw::MacAddress::AllOnes()).Build();
-  auto dmac = [](const char* mac) { return *MatchBuilder().Dmac(kOuter, *hw::MacAddress::Parse(mac)).Build(); };
+  auto dmac = [](const char* mac) {
+    return *MatchBuilder().Dmac(kOuter, *hw::MacAddress::Parse(mac)).Build();
+  };
   Matcher a = *Matcher::Create(t, 0, SmacMask());
   Matcher b = *Matcher::Create(t, 1, dmac_mask);
   Action drop = *Action::Drop();

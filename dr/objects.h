@@ -172,8 +172,8 @@ void UnindexMatcher(MatcherObj* matcher);
 // The domain lock must be held. `rule` starts using `programs` (which take references on their actions when
 // they gain their first rule; Unref(RuleObj*) gives them back with the last).
 void UsePrograms(ProgramsObj* programs, RuleObj* rule);
-// Makes `programs` the ones `matcher` and its table offer to their next rules; the ones they replace are freed
-// if unused.
+// Makes `programs` the ones `matcher` and its table offer to their next rules; the ones they replace are
+// freed if unused.
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs);
 
 // Drop the reference a handle holds (taking whatever lock is needed).
