@@ -343,9 +343,14 @@ void MatchTable::Reserve(size_t rules) {
   const size_t slots = rules * kMaxLoadDenominator / kMaxLoadNumerator;
   size_t needed = NextPowerOfTwo((slots + kSlotsPerBucket - 1) / kSlotsPerBucket);
   if (needed > bucket_count()) Rebuild(needed);
-  // The records too, their pages faulted in now, as rte_hash_create allocates its key store: the rules
-  // announced then go in without a page fault or a chunk allocation on the way.
-  meta_.reserve(rules);
+  // The records and their bookkeeping too, their pages faulted in now, as rte_hash_create allocates its key
+  // store: the rules announced then go in without a page fault or an allocation on the way. (Grown to
+  // `rules` and back, meta_ keeps the memory it wrote.)
+  const size_t taken = meta_.size();
+  if (rules > taken) {
+    meta_.resize(rules);
+    meta_.resize(taken);
+  }
   while (chunk_count_ < kMaxChunks && ChunkBase(chunk_count_) < rules) AddChunk(/*fault_in=*/true);
 }
 
