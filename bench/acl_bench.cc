@@ -1,10 +1,7 @@
 // ACL classification (issue #5): a ClassBench-style acl set (classbench/generator.h, or a real ClassBench
 // file with --filters=PATH) through drsim and through DPDK's rte_acl, in one binary, on the same filters and
 // the same trace (drawn from the set, or a ClassBench trace file with --trace=PATH):
-//   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
-//   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
-//   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
-//                         an iteration); every trace frame is checked against FirstMatch afterwards
+//   BM_DrAcl*             drsim's benches (bench/dr_acl_benches.cc, linked in)
 //   BM_RteAclBuild/N      rte_acl_add_rules + rte_acl_build of the set (filters/s; rte_acl rebuilds from
 //                         scratch on every change)
 //   BM_RteAclClassify/N   rte_acl_classify of the trace in bursts of 32 (packets/s)
@@ -19,144 +16,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "bench/acl_sets.h"
 #include "bench/eal.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
-#include "classbench/acl_nic.h"
-#include "classbench/dr_acl.h"
 #include "classbench/filter.h"
-#include "classbench/header_frame.h"
-#include "dr/dr.h"
-#include "sim/nic.h"
 
 namespace drsim::bench {
 namespace {
 
 using classbench::Filter;
 using classbench::Header;
-
-// ---- drsim ----
-
-struct DrSetup {
-  classbench::AclNic net;
-  sim::Nic& nic = net.nic;
-  dr::Action drop;
-  classbench::DrAcl installed;
-};
-
-std::unique_ptr<DrSetup> InstallDr(const std::vector<Filter>& set, benchmark::State& state) {
-  auto s = std::make_unique<DrSetup>();
-  s->drop = *dr::Action::Drop();
-  absl::StatusOr<classbench::DrAcl> acl = classbench::InstallAcl(
-      s->net.acl, set, [&](size_t) { return std::vector<const dr::Action*>{&s->drop}; });
-  if (!acl.ok()) {
-    state.SkipWithError(std::string(acl.status().message()).c_str());
-    return nullptr;
-  }
-  s->installed = *std::move(acl);
-  return s;
-}
-
-void BM_DrAclInsert(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  size_t rules = 0, matchers = 0;
-  for (auto _ : state) {
-    std::unique_ptr<DrSetup> s = InstallDr(set, state);
-    if (s == nullptr) break;
-    rules = s->installed.rules.size();
-    matchers = s->installed.matchers.size();
-    state.PauseTiming();
-    s.reset();
-    state.ResumeTiming();
-  }
-  state.counters["dr_rules"] = static_cast<double>(rules);
-  state.counters["matchers"] = static_cast<double>(matchers);
-  state.SetItemsProcessed(state.iterations() * set.size());
-}
-BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
-
-// Checks the first `count` frames of `trace` through `s`: the rule each hits must belong to the first
-// filter the header fits (classbench::FirstMatch). False, with the bench skipped, on a mismatch.
-bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector<Header>& trace, size_t count,
-                   benchmark::State& state) {
-  absl::flat_hash_map<uint32_t, size_t> filter_of_rule_id;
-  for (size_t r = 0; r < s.installed.rules.size(); ++r) {
-    filter_of_rule_id[s.installed.rules[r].id()] = s.installed.filter_of_rule[r];
-  }
-  for (size_t i = 0; i < count && i < trace.size(); ++i) {
-    const sim::Verdict v = s.nic.ReceiveFromWire(classbench::FrameOf(trace[i]));
-    auto it = filter_of_rule_id.find(v.path.empty() ? 0 : v.path.back().rule_id);
-    const size_t hit = it == filter_of_rule_id.end() ? set.size() : it->second;
-    const size_t want = classbench::FirstMatch(set, classbench::AsParsed(trace[i])).value_or(set.size());
-    if (hit != want) {
-      state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit, want).c_str());
-      return false;
-    }
-  }
-  return true;
-}
-
-void BM_DrAclLookup(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  std::unique_ptr<DrSetup> s = InstallDr(set, state);
-  if (s == nullptr) return;
-  const std::vector<Header> trace = AclTrace(set, state);
-  if (trace.empty() || !CheckVerdicts(*s, set, trace, 256, state)) return;
-  std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
-  std::vector<sim::Frame> views(frames.begin(), frames.end());
-  size_t at = 0;
-  for (auto _ : state) {
-    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
-      state.SkipWithError("burst rejected");
-      break;
-    }
-    at = (at + kBurst) % views.size();
-  }
-  state.SetItemsProcessed(state.iterations() * kBurst);
-}
-BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
-
-// Incremental updates of the installed set: each iteration deletes one of its DR rules and puts it back
-// (two updates; the rule's matcher stays). Afterwards every trace frame must still hit its first filter.
-void BM_DrAclRuleUpdate(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  std::unique_ptr<DrSetup> s = InstallDr(set, state);
-  if (s == nullptr) return;
-  classbench::DrAcl& acl = s->installed;
-  const std::vector<const dr::Action*> actions = {&s->drop};
-  size_t r = 0;
-  for (auto _ : state) {
-    if (!acl.rules[r].Destroy().ok()) {
-      state.SkipWithError("rule destroy failed");
-      break;
-    }
-    absl::StatusOr<dr::Rule> again =
-        dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions);
-    if (!again.ok()) {
-      state.SkipWithError(std::string(again.status().message()).c_str());
-      break;
-    }
-    acl.rules[r] = *std::move(again);
-    r = (r + 7919) % acl.rules.size();  // a prime stride: every rule in turn, not in table order
-  }
-  state.SetItemsProcessed(state.iterations() * 2);
-  const std::vector<Header> trace = AclTrace(set, state);
-  if (!trace.empty()) CheckVerdicts(*s, set, trace, kTraceLength, state);
-}
-BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
-
-// ---- rte_acl ----
 
 // rte_acl's input: the five fields, network order, with the protocol first in its own 4-byte group.
 struct AclInput {

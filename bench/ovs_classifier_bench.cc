@@ -23,10 +23,14 @@
 // prefix tries on nw_dst and nw_src (bench/ovs/ovs_cls.h). Before timing a lookup bench, every trace
 // packet's verdict (the filter of the rule found) is checked against classbench::FirstMatch; a mismatch
 // skips the bench with an error naming the packet.
+// drsim's ACL benches (BM_DrAcl*, bench/dr_acl_benches.cc) are linked in too: the "10x OVS" is a
+// ratio taken between runs of one process, the two interleaved.
 //
 // OVS is built outside the repository; every target here is "manual":
 //   bash bench/ovs/build_ovs.sh && bazel build --config=opt //bench:ovs_classifier_bench &&
 //     bazel-bin/bench/ovs_classifier_bench [--filters=PATH] [--trace=PATH] [--benchmark_format=json]
+//   bazel-bin/bench/ovs_classifier_bench --filters=PATH --trace=PATH --benchmark_repetitions=5
+//     --benchmark_enable_random_interleaving=true --benchmark_filter='(DrAclLookup|OvsClsLookup)/10000$'
 #include <cstddef>
 #include <cstdint>
 #include <memory>
