@@ -12,8 +12,14 @@
 namespace drsim::hw {
 namespace {
 
-constexpr int kStrideBits = 2;
+// Three bits a node: eight children, so that a node is two cache lines (a walk prefetches both) and a
+// path down a trie crosses at most 11 nodes. Two bits, one line a node, took walks half as many nodes again
+// (each its own wait); four, three lines a node, saved fewer lines than they cost.
+constexpr int kStrideBits = 3;
+// The deepest node branches on nothing: its depth covers 30 bits, and the entries it holds differ at most in
+// the last two, which their masks compare.
 constexpr int kMaxDepth = 32 / kStrideBits;
+constexpr int kNodeLines = 2;
 
 // A memory-order (big-endian) word as a number, its first byte the most significant.
 uint32_t HostOrder(uint32_t word) { return __builtin_bswap32(word); }
@@ -122,7 +128,7 @@ struct TableIndex::NodeBook {
 // there (level 0), or that it held before it split (fat); a node of a later level holds its entries in
 // `slots` until it splits. Either way they are the node's own entries, and `least` is at most the rank of
 // every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). What a
-// walk reads is one cache line.
+// walk reads is its kNodeLines cache lines (the first holds all but the children of the upper half).
 struct alignas(64) TableIndex::Node {
   Node(uint32_t prefix, int depth, int level) : prefix(prefix), depth(depth), level(level) {}
 
@@ -134,10 +140,10 @@ struct alignas(64) TableIndex::Node {
   bool fat = false;
   std::atomic<Slots*> slots{nullptr};
   std::atomic<Node*> sub{nullptr};
-  std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
   // Falls before an entry goes in; rises only to the least rank left in `slots` after one left them (a
   // node's whose entries went to its sub-trie stays, a bound still).
   std::atomic<uint64_t> least{~uint64_t{0}};
+  std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
 
   // Lowers `least` to `rank`, before an entry of that rank is published among the node's own.
   void Admit(uint64_t rank) {
@@ -147,7 +153,7 @@ struct alignas(64) TableIndex::Node {
 
 constexpr int kTopBits = TableIndex::kTopStrides * kStrideBits;
 
-// The top's cells, replaced whole when a node is linked there (seldom: the top has at most 85 nodes).
+// The top's cells, replaced whole when a node is linked there (seldom: the top has at most 73 nodes).
 struct TableIndex::Top {
   struct Cell {
     int passed = 0;
@@ -200,7 +206,7 @@ TableIndex::~TableIndex() {
 }
 
 TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
-  static_assert(sizeof(Node) == 64, "a walk reads one line of a node");
+  static_assert(sizeof(Node) == kNodeLines * 64, "a walk prefetches a node's kNodeLines lines");
   return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level);
 }
 
@@ -625,12 +631,12 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     if (const Slots* slots = node->slots.load(std::memory_order_acquire)) {
       q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, own, 2);
     } else if (const Node* sub = node->sub.load(std::memory_order_acquire)) {
-      q->Add(reinterpret_cast<uintptr_t>(sub), own, 1);
+      q->Add(reinterpret_cast<uintptr_t>(sub), own, kNodeLines);
     }
     // The path goes on, added last: taken next without a search (Next), its bound being the least.
     if (node->depth < kMaxDepth) {
       if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
-        q->Add(reinterpret_cast<uintptr_t>(child), q->least, 1);
+        q->Add(reinterpret_cast<uintptr_t>(child), q->least, kNodeLines);
     }
     return;
   }
@@ -690,9 +696,9 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
         for (int p = 0; p < top->passed; ++p) {
           const Node* node = top->passes[p];
           if (const Node* sub = node->sub.load(std::memory_order_acquire))
-            q.Add(reinterpret_cast<uintptr_t>(sub), node->least.load(std::memory_order_relaxed), 1);
+            q.Add(reinterpret_cast<uintptr_t>(sub), node->least.load(std::memory_order_relaxed), kNodeLines);
         }
-        if (top->reached != nullptr) q.Add(reinterpret_cast<uintptr_t>(top->reached), 0, 1);
+        if (top->reached != nullptr) q.Add(reinterpret_cast<uintptr_t>(top->reached), 0, kNodeLines);
       }
       live[i] = static_cast<uint8_t>(i);
     }

@@ -7,8 +7,8 @@
 // masks have the most leading bits (addresses, then say the ports word, read from its destination port
 // when that is where its masks' prefixes are, and the protocol's). Every distinct rule key of a matcher,
 // cut to those four words, is one entry (value, mask, the matcher, its lookup rank). Entries are filed by
-// their prefixes in nested tries, one level per word, each path-compressed with a 2-bit stride (a path
-// crosses at most 17 nodes of a trie, one cache line each): a node of the word-0 trie leads to a word-1 trie
+// their prefixes in nested tries, one level per word, each path-compressed with a 3-bit stride (a path
+// crosses at most 11 nodes of a trie, two cache lines each): a node of the word-0 trie leads to a word-1 trie
 // of the entries whose word-0 prefix ends there, whose nodes hold the entries; a node of a word-1 or later
 // trie that comes to hold more than kFatNode entries splits them into a trie of the next word under it. A
 // packet collects, along its path through every trie it reaches, the entries whose four words it matches: the
@@ -72,7 +72,7 @@ class TableIndex {
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
   // A walk starts below the word-0 trie's first kTopStrides nibbles (a cell of a table for each value).
-  static constexpr int kTopStrides = 4;
+  static constexpr int kTopStrides = 3;
   // A lookup in an indexed table may walk the first chain_first() matchers on the chain before it asks the
   // index about the rest: sets whose packets mostly hit early (a few hot matchers before a long tail) are
   // cheaper walked than indexed (the NIC's burst walk judges whether they do). That is an eighth of the
