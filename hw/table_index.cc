@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "hw/lookup_memory.h"
 
 namespace drsim::hw {
 namespace {
@@ -163,8 +164,41 @@ struct TableIndex::Top {
   std::array<Cell, size_t{1} << kTopBits> cell;
 };
 
+// Nodes packed in chunks that double from kFirstChunkNodes to kMaxChunkNodes, so that an index's nodes
+// fill their pages rather than share them with the heap's other blocks: walks take fewer TLB misses (acl1
+// lookups +4%, index builds faster too). A chunk stays below a huge page: fresh huge pages, zeroed (and
+// compacted for) on first touch, halved the installs of sets that build many indexes.
 struct TableIndex::NodeArena {
-  std::deque<Node> nodes;
+  static constexpr size_t kFirstChunkNodes = 32;
+  static constexpr size_t kMaxChunkNodes = kHugePageBytes / 2 / sizeof(Node);
+  struct Chunk {
+    Node* nodes;
+    size_t capacity;
+    size_t used;
+  };
+
+  NodeArena() = default;
+  NodeArena(const NodeArena&) = delete;
+  NodeArena& operator=(const NodeArena&) = delete;
+  ~NodeArena() {
+    static_assert(std::is_trivially_destructible_v<Node>);
+    for (const Chunk& c : chunks) FreeLookupMemory(c.nodes, c.capacity * sizeof(Node));
+  }
+  // Memory for one more node.
+  void* Allocate() {
+    if (chunks.empty() || chunks.back().used == chunks.back().capacity) {
+      const size_t capacity =
+          chunks.empty() ? kFirstChunkNodes : std::min(2 * chunks.back().capacity, kMaxChunkNodes);
+      chunks.reserve(chunks.size() + 1);  // before the chunk: nothing leaks if this throws
+      chunks.push_back({static_cast<Node*>(AllocateLookupMemory(capacity * sizeof(Node))), capacity, 0});
+    }
+    ++count;
+    Chunk& c = chunks.back();
+    return &c.nodes[c.used++];
+  }
+
+  std::vector<Chunk> chunks;
+  size_t count = 0;
   std::deque<NodeBook> books;  // one per slot array (a node's, whichever array it has now)
 };
 
@@ -198,16 +232,18 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
       nodes_(std::make_unique<NodeArena>()),
       pairs_(std::make_unique<PairNodes>()) {}
 
-size_t TableIndex::nodes() const { return nodes_->nodes.size(); }
+size_t TableIndex::nodes() const { return nodes_->count; }
 
 TableIndex::~TableIndex() {
   delete top_.load(std::memory_order_relaxed);
-  for (const Node& node : nodes_->nodes) Slots::Free(node.slots.load(std::memory_order_relaxed));
+  for (const NodeArena::Chunk& c : nodes_->chunks) {
+    for (size_t i = 0; i < c.used; ++i) Slots::Free(c.nodes[i].slots.load(std::memory_order_relaxed));
+  }
 }
 
 TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
   static_assert(sizeof(Node) == kNodeLines * 64, "a walk prefetches a node's kNodeLines lines");
-  return &nodes_->nodes.emplace_back(prefix & PrefixMask(depth), depth, level);
+  return new (nodes_->Allocate()) Node(prefix & PrefixMask(depth), depth, level);
 }
 
 uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
