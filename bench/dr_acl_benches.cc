@@ -32,7 +32,6 @@ namespace {
 using classbench::Filter;
 using classbench::Header;
 
-
 struct DrSetup {
   classbench::AclNic net;
   sim::Nic& nic = net.nic;
