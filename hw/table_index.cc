@@ -129,7 +129,7 @@ struct TableIndex::NodeBook {
 // there (level 0), or that it held before it split (fat); a node of a later level holds its entries in
 // `slots` until it splits. Either way they are the node's own entries, and `least` is at most the rank of
 // every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). What a
-// walk reads is its kNodeLines cache lines (the first holds all but the children of the upper half).
+// walk reads is its kNodeLines cache lines: the second holds children 4-7, the first everything else.
 struct alignas(64) TableIndex::Node {
   Node(uint32_t prefix, int depth, int level) : prefix(prefix), depth(depth), level(level) {}
 
