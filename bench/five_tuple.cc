@@ -30,12 +30,22 @@ hw::MatchParams FiveTupleValue(const Flow& f) {
               .Build();
 }
 
+void WriteFiveTupleValue(const Flow& f, mlx5dv_flow_match_parameters* v) {
+  v->match_sz = hw::kSectionBytes;
+  auto* outer = reinterpret_cast<uint8_t*>(v->match_buf);  // the first section; its other fields are not matched and stay zero
+  std::memset(outer, 0, hw::kSectionBytes);
+  hw::SetField(outer, hw::Field::kOuterIpVersion, 4);
+  hw::SetField(outer, hw::Field::kOuterIpProtocol, 17);
+  hw::SetField(outer, hw::Field::kOuterSrcIp31_0, f.src);
+  hw::SetField(outer, hw::Field::kOuterDstIp31_0, f.dst);
+  hw::SetField(outer, hw::Field::kOuterUdpSport, f.sport);
+  hw::SetField(outer, hw::Field::kOuterUdpDport, f.dport);
+}
+
 PackedValues::PackedValues(const std::vector<Flow>& flows) : storage_(flows.size() * kWords) {
-  static_assert(sizeof(mlx5dv_flow_match_parameters) % 8 == 0 && hw::kSectionBytes % 8 == 0);
+  static_assert(sizeof(FiveTupleValueBuffer) % 8 == 0);
   for (size_t i = 0; i < flows.size(); ++i) {
-    auto* v = reinterpret_cast<mlx5dv_flow_match_parameters*>(&storage_[i * kWords]);
-    v->match_sz = hw::kSectionBytes;
-    std::memcpy(v->match_buf, FiveTupleValue(flows[i]).bytes(), hw::kSectionBytes);  // the outer headers
+    WriteFiveTupleValue(flows[i], reinterpret_cast<mlx5dv_flow_match_parameters*>(&storage_[i * kWords]));
   }
 }
 

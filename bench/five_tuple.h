@@ -24,6 +24,16 @@ namespace drsim::bench {
 hw::MatchParams FiveTupleMask();
 // The rule value matching `f` (UDP).
 hw::MatchParams FiveTupleValue(const Flow& f);
+// Writes the rule value matching `f` into `v` (match_sz 64, the outer-header section), field by field, as a
+// datapath that offloads flows builds each rule's value from its own flow key.
+void WriteFiveTupleValue(const Flow& f, mlx5dv_flow_match_parameters* v);
+
+// One rule value in the shape WriteFiveTupleValue writes, to be reused from rule to rule.
+struct alignas(8) FiveTupleValueBuffer {
+  mlx5dv_flow_match_parameters* get() { return reinterpret_cast<mlx5dv_flow_match_parameters*>(bytes); }
+  uint8_t bytes[sizeof(mlx5dv_flow_match_parameters) + hw::kSectionBytes];
+};
+
 // The rule values of `flows` in one array, each cut to the outer-header section it sets (match_sz 64:
 // rdma-core reads the sections past match_sz as zero), kept the way the peer benches keep their keys rather
 // than as a million separate 448-byte buffers.
@@ -35,7 +45,7 @@ class PackedValues {
   }
 
  private:
-  static constexpr size_t kWords = (sizeof(mlx5dv_flow_match_parameters) + hw::kSectionBytes) / 8;
+  static constexpr size_t kWords = sizeof(FiveTupleValueBuffer) / 8;
   std::vector<uint64_t> storage_;
 };
 

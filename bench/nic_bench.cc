@@ -3,6 +3,9 @@
 //   BM_RuleInsertSized/N    the same into a matcher sized for N rules beforehand (set_layout's rule-count
 //                           hint, NUM_RULE | RESIZABLE), as rte_hash_bench's table is created for N keys
 //   BM_RuleInsertMany/N     the N rules into a sized matcher with one dr::Rule::CreateMany call
+//   BM_RuleInsertFlows/N    BM_RuleInsertSized with each value written from its flow just before its Create,
+//                           into one reused buffer, as a datapath offloading flows builds them (what
+//                           rte_hash_bench's insert reads is the same flows' 16-byte keys)
 //   BM_RuleDelete/N         destroying those N rules (rules/s)
 //   BM_RuleInsert16/N       N rules spread over 16 matchers of different masks (source prefixes /17../32)
 //   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
@@ -16,6 +19,7 @@
 //     --benchmark_repetitions=3
 //     --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsertSized|RuleInsertMany|RteHashInsert)/1000000$'
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,11 +49,17 @@ enum class Insert {
   kGrowing,    // Rule::Create one by one, the table growing
   kSized,      // the same into a matcher sized for them beforehand
   kManySized,  // one Rule::CreateMany of them all into a sized matcher
+  kSizedFromFlows,  // as kSized, each value written from its flow into one buffer just before its Create
 };
 
 void InsertRules(benchmark::State& state, Insert how) {
   const size_t n = state.range(0);
-  const PackedValues values(Flows(n, 1));
+  const std::vector<Flow> flows = Flows(n, 1);
+  const PackedValues values(flows);
+  if (std::memcmp(values[0]->match_buf, bench::FiveTupleValue(flows[0]).bytes(), hw::kSectionBytes) != 0) {
+    state.SkipWithError("the packed values differ from the MatchBuilder's");
+    return;
+  }
   std::vector<const mlx5dv_flow_match_parameters*> value_list;
   for (size_t i = 0; i < n; ++i) value_list.push_back(values[i]);
   for (auto _ : state) {
@@ -72,6 +82,12 @@ void InsertRules(benchmark::State& state, Insert how) {
       if (!dr::Rule::CreateMany(t.matcher, value_list, {&t.drop}, absl::MakeSpan(rules)).ok()) {
         state.SkipWithError("CreateMany failed");
       }
+    } else if (how == Insert::kSizedFromFlows) {
+      bench::FiveTupleValueBuffer value;
+      for (size_t i = 0; i < n; ++i) {
+        bench::WriteFiveTupleValue(flows[i], value.get());
+        rules[i] = *dr::Rule::Create(t.matcher, value.get(), {&t.drop});
+      }
     } else {
       for (size_t i = 0; i < n; ++i) rules[i] = *dr::Rule::Create(t.matcher, values[i], {&t.drop});
     }
@@ -90,6 +106,9 @@ BENCHMARK(BM_RuleInsertSized)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchm
 
 void BM_RuleInsertMany(benchmark::State& state) { InsertRules(state, Insert::kManySized); }
 BENCHMARK(BM_RuleInsertMany)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+
+void BM_RuleInsertFlows(benchmark::State& state) { InsertRules(state, Insert::kSizedFromFlows); }
+BENCHMARK(BM_RuleInsertFlows)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 void BM_RuleDelete(benchmark::State& state) {
   const size_t n = state.range(0);
