@@ -205,9 +205,8 @@ const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
 
 // Inlined into both callers: a burst's lookups call it once a key. Only the first record under the
 // signature: FindFrom tries no other (another key's signature matches once in 65,535; Find sorts it out).
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline MatchTable::Candidate MatchTable::PrefetchRecordsIn(
-    const BucketView& array, uint64_t hash) const {
-  const Bucket& bk = array.buckets[hash & array.mask];
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline MatchTable::Candidate MatchTable::PrefetchRecordsIn(const Bucket& bk,
+                                                                                        uint64_t hash) const {
   const uint32_t slots = SlotsWithSignature(bk, Signature(hash));
   if (slots == 0) return nullptr;
   const uint32_t record = bk.record[__builtin_ctz(slots) / 2].load(std::memory_order_acquire);
@@ -218,7 +217,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline MatchTable::Candidate MatchTable::PrefetchRe
 }
 
 MatchTable::Candidate MatchTable::PrefetchRecords(uint64_t hash) const {
-  return PrefetchRecordsIn(*buckets_.load(std::memory_order_acquire), hash);
+  const BucketView& array = *buckets_.load(std::memory_order_acquire);
+  return PrefetchRecordsIn(array.buckets[hash & array.mask], hash);
 }
 
 template <size_t kWords>
@@ -231,7 +231,23 @@ void MatchTable::FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** 
     hashes[i] = HashKey(keys + i * words, words);
     __builtin_prefetch(&array.buckets[hashes[i] & array.mask]);
   }
-  for (size_t i = 0; i < n; ++i) candidates[i] = PrefetchRecordsIn(array, hashes[i]);
+  // A key its home bucket had no room for lies in a bucket after it, most often the next (5% of the keys of
+  // a table at 3/4 load): for a key its home bucket has no candidate for while keys overflow past it, that
+  // bucket loads with the others, rather than in a Find after the burst's records.
+  uint8_t spilled[kMaxFindBurst];
+  size_t spills = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Bucket& home = array.buckets[hashes[i] & array.mask];
+    candidates[i] = PrefetchRecordsIn(home, hashes[i]);
+    if (candidates[i] == nullptr && home.overflow.load(std::memory_order_acquire) != 0) {
+      __builtin_prefetch(&array.buckets[(hashes[i] + 1) & array.mask]);
+      spilled[spills++] = static_cast<uint8_t>(i);
+    }
+  }
+  for (size_t k = 0; k < spills; ++k) {
+    const size_t i = spilled[k];
+    candidates[i] = PrefetchRecordsIn(array.buckets[(hashes[i] + 1) & array.mask], hashes[i]);
+  }
   for (size_t i = 0; i < n; ++i) hits[i] = FindFrom(keys + i * words, hashes[i], candidates[i], words);
 }
 

@@ -235,8 +235,9 @@ class MatchTable {
     if (candidate != nullptr && KeysEqual(KeyOf(candidate), key, words)) return RuleOf(candidate);
     return Find(key, hash);
   }
-  // PrefetchRecords in `array`, a bucket array loaded in the caller's read section.
-  Candidate PrefetchRecordsIn(const BucketView& array, uint64_t hash) const;
+  // Starts loading the first record `bk` (a bucket of an array loaded in the caller's read section) holds
+  // under the signature of `hash`, and returns it.
+  Candidate PrefetchRecordsIn(const Bucket& bk, uint64_t hash) const;
 
   // FindBurst for keys of `kWords` words (0: key_words_, read at run time), up to kMaxFindBurst keys.
   static constexpr size_t kMaxFindBurst = 64;

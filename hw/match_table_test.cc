@@ -215,6 +215,27 @@ TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {
   m.Verify({});
 }
 
+// A full fixed-size table holds many keys past their home bucket, in the next one or further (and from the
+// last bucket round to the first): a burst finds each as Find does, as keys leave and others take their
+// slots.
+TEST(MatchTableTest, BurstsFindKeysPastTheirHomeBucket) {
+  TableModel m(4);
+  m.table().Reserve(64 * MatchTable::kSlotsPerBucket * MatchTable::kMaxLoadNumerator /
+                    MatchTable::kMaxLoadDenominator);
+  m.table().set_fixed_size(true);
+  const size_t slots = m.table().bucket_count() * MatchTable::kSlotsPerBucket;
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < slots; ++i) m.Insert(RandomKey(rng, 4, 1u << 30));
+  std::vector<Key> absent;
+  for (int i = 0; i < 100; ++i) absent.push_back(RandomKey(rng, 4, 1u << 30));
+  m.Verify(absent);
+  for (size_t i = 0; i < slots / 2; ++i) m.EraseAt(rng() % m.live());
+  m.Verify(absent);
+  while (m.live() < slots) m.Insert(RandomKey(rng, 4, 1u << 30));
+  EXPECT_EQ(m.table().bucket_count() * MatchTable::kSlotsPerBucket, slots);
+  m.Verify(absent);
+}
+
 // Two keys whose hashes share the 16-bit signature, in one bucket: each lookup compares the records under
 // the signature until the key matches (a burst's candidate may be the other key's record).
 TEST(MatchTableTest, KeysSharingASignatureAreToldApartByTheirKeys) {
