@@ -17,7 +17,7 @@
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_enable_random_interleaving=true
 //     --benchmark_repetitions=3
-//     --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsertSized|RuleInsertMany|RteHashInsert)/1000000$'
+//     --benchmark_filter='(NicLookup|RteHashLookupBulk|RuleInsert(Flows|Sized|Many)|RteHashInsert)/1000000$'
 #include <cstdint>
 #include <cstring>
 #include <memory>
