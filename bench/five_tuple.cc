@@ -32,7 +32,8 @@ hw::MatchParams FiveTupleValue(const Flow& f) {
 
 void WriteFiveTupleValue(const Flow& f, mlx5dv_flow_match_parameters* v) {
   v->match_sz = hw::kSectionBytes;
-  auto* outer = reinterpret_cast<uint8_t*>(v->match_buf);  // the first section; its other fields are not matched and stay zero
+  // The first section; its fields not set here are not matched, and stay zero.
+  auto* outer = reinterpret_cast<uint8_t*>(v->match_buf);
   std::memset(outer, 0, hw::kSectionBytes);
   hw::SetField(outer, hw::Field::kOuterIpVersion, 4);
   hw::SetField(outer, hw::Field::kOuterIpProtocol, 17);

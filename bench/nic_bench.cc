@@ -46,9 +46,9 @@ using bench::PackedValues;
 
 // How a bench's rules go in.
 enum class Insert {
-  kGrowing,    // Rule::Create one by one, the table growing
-  kSized,      // the same into a matcher sized for them beforehand
-  kManySized,  // one Rule::CreateMany of them all into a sized matcher
+  kGrowing,         // Rule::Create one by one, the table growing
+  kSized,           // the same into a matcher sized for them beforehand
+  kManySized,       // one Rule::CreateMany of them all into a sized matcher
   kSizedFromFlows,  // as kSized, each value written from its flow into one buffer just before its Create
 };
 
