@@ -1,8 +1,8 @@
 // libFuzzer target: the packet parser on arbitrary bytes. It must never read outside the frame (ASan
 // checks, the input is an exact-size heap buffer), and whatever it reports must lie inside the frame. The
-// outer-headers parse must fill its words as the full parse does, and the plain IPv4 key reader must read
-// from a plain frame the keys Definer::Extract takes from that parse (every outer word; the five-tuple with
-// TCP and UDP ports folded) and refuse every other frame.
+// outer-headers parse must fill its words as the full parse does, and the plain IPv4 key reader, on the byte
+// shuffle and on the portable loop, must read from a plain frame the keys Definer::Extract takes from that
+// parse (every outer word; the five-tuple with TCP and UDP ports folded) and refuse every other frame.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -61,14 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (drsim::sim::FilledByOuterParse(w) && std::memcmp(hv.bytes + w, outer.bytes + w, 4) != 0) std::abort();
   }
   const bool plain = drsim::sim::IsPlainIpv4Frame(frame.data(), frame.size());
-  for (const drsim::hw::Definer& d : Definers()) {
-    drsim::sim::PlainIpv4KeyReader reader;
-    if (!reader.Prepare(d)) std::abort();
-    uint32_t read[drsim::hw::kMatchParamBytes / 4], want[drsim::hw::kMatchParamBytes / 4];
-    if (reader.Read(frame.data(), frame.size(), 0xffff, read) != plain) std::abort();
-    if (!plain) continue;
-    d.Extract(outer.bytes, want);
-    if (std::memcmp(read, want, d.key_words() * sizeof(uint32_t)) != 0) std::abort();
+  for (const bool byte_shuffle : {true, false}) {
+    drsim::sim::PlainIpv4KeyReader reader(byte_shuffle);
+    for (const drsim::hw::Definer& d : Definers()) {
+      if (!reader.Prepare(d)) std::abort();
+      uint32_t read[drsim::hw::kMatchParamBytes / 4], want[drsim::hw::kMatchParamBytes / 4];
+      if (reader.Read(frame.data(), frame.size(), 0xffff, read) != plain) std::abort();
+      if (!plain) continue;
+      d.Extract(outer.bytes, want);
+      if (std::memcmp(read, want, d.key_words() * sizeof(uint32_t)) != 0) std::abort();
+    }
   }
   return 0;
 }

@@ -65,6 +65,8 @@ class Definer {
     }
   };
 
+  // The key words, in key order.
+  absl::Span<const Word> words() const { return {begin_, key_words()}; }
   // Key word `i` (i < key_words()); past the key, a word that reads as 0 from any input.
   Word word(size_t i) const { return i < key_words() ? begin_[i] : Word{0, 0, 0}; }
   // The index of the key word with the most mask bits (the first of equals; 0 for an empty key): the word

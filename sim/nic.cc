@@ -61,7 +61,7 @@ struct Nic::InFlight {
   // walk's lookup in this matcher takes its result.
   const hw::CompiledMatcher* looked_up = nullptr;
   const hw::RuleRecord* looked_up_hit = nullptr;
-  Entry entry;        // set by FollowJumps, for its burst only: the table its walk starts at, if any
+  Entry entry;  // set by FollowJumps, for its burst only: the table its walk starts at, if any
   // Set by WalkTogether: the table (entry.table) it walked for this frame, and the matcher that hit
   // (looked_up, with looked_up_hit) or nullptr when none did; then, in a table with an index, the matcher
   // the walk stopped before (nullptr: the chain's end), for the index to take over from. The frame's walk
@@ -182,11 +182,14 @@ struct Nic::Burst {
     hashes[i] = m.table.Hash(key);
     m.table.Prefetch(hashes[i]);
   }
-  void RequestRecord(size_t i, const hw::CompiledMatcher& m) { candidates[i] = m.table.PrefetchRecords(hashes[i]); }
+  void RequestRecord(size_t i, const hw::CompiledMatcher& m) {
+    candidates[i] = m.table.PrefetchRecords(hashes[i]);
+  }
   const hw::RuleRecord* Find(size_t i, const hw::CompiledMatcher& m) const {
     return m.table.FindFrom(keys + i * kMaxKeyWords, hashes[i], candidates[i]);
   }
-  PlainIpv4KeyReader plain;            // the first lookup's key from plain IPv4 frames
+  PlainIpv4KeyReader plain;  // the first lookup's key from plain IPv4 frames
+  static_assert(kBurst <= 64, "PlainIpv4KeyReader::ReadBurst reads up to 64 frames");
   // The frames whose looked-up hit only jumps (no ops, to a table with a matcher), for FollowJumps: their
   // index in the burst, the table each jumps to and that table's first matcher (read once).
   size_t jumping = 0;
@@ -920,10 +923,11 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       const bool plain = worker.burst_->plain.Prepare(m->definer);
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       const size_t words = m->definer.key_words();  // the burst's keys lie end to end
+      const uint64_t plain_frames = plain ? worker.burst_->plain.ReadBurst(in, n, source, keys) : 0;
       for (size_t j = 0; j < n; ++j) {
         start(j);
+        if (plain_frames >> j & 1) continue;
         uint32_t* key = keys + j * words;
-        if (plain && worker.burst_->plain.Read(in[j].data(), in[j].size(), source, key)) continue;
         if (outer_key) {
           burst[j].ParseOuter();
         } else {

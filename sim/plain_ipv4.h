@@ -1,11 +1,14 @@
 // Plain IPv4 frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, a TCP or UDP
 // header inside the datagram: most traffic — have every outer header at a fixed place. This header says,
-// once, how each word of the match layout that ParseOuterHeaders fills comes from such a frame.
-// ParseOuterHeaders fills a header vector from it; PlainIpv4KeyReader reads a matcher's lookup key straight
-// from the frame with it, without a header vector, for the first lookup of each frame of a burst (most frames
-// need no other).
+// once, byte by byte, how each word of the match layout that ParseOuterHeaders fills comes from such a frame
+// (PlainBytesAt), and compiles runs of those words into a reader (PlainIpv4KeyReader) that takes them
+// straight from the frame: a matcher's lookup key, for the first lookup of each frame of a burst (most frames
+// need no other), and the whole outer section for ParseOuterHeaders.
 //
-// Pure functions and immutable objects; thread-safe.
+// A reader runs on the CPU's byte shuffle where it has one (x86 SSSE3: a few instructions a 16-byte block of
+// the key, whatever its words), else on a portable byte loop that reads the same keys.
+//
+// Pure functions, and readers that are immutable between Prepare calls; thread-safe.
 #ifndef DRSIM_SIM_PLAIN_IPV4_H_
 #define DRSIM_SIM_PLAIN_IPV4_H_
 
@@ -13,9 +16,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
-#include "absl/base/attributes.h"
+#include "absl/types/span.h"
 #include "hw/byte_order.h"
 #include "hw/definer.h"
 #include "hw/match_layout.h"
@@ -49,172 +51,88 @@ inline bool IsPlainIpv4Frame(const uint8_t* frame, size_t len) {
   }
 }
 
-// How one layout word comes from a plain IPv4 frame.
-enum class PlainSource : uint8_t {
-  kZero,        // nothing of the frame (cleared)
-  kBytes,       // the frame's four bytes at `at`, as they are
-  kDmacLow,     // outer.dmac_15_0 (no VLAN fields: no tag)
-  kIpWord,      // outer.ip_protocol, ip_dscp, ip_ecn, ip_version, tcp_flags
-  kTtlWord,     // outer.ipv4_ihl, ttl_hoplimit
-  kTcpPorts,    // outer.tcp_sport, tcp_dport: the L4 ports of a TCP frame, else 0
-  kUdpPorts,    // outer.udp_sport, udp_dport: the same for UDP
-  kL4Ports,     // the two above ORed (a definer folding one into the other): the L4 ports either way
-  kSourcePort,  // misc.source_port (the rest of its word is 0)
+// The frame bytes a plain IPv4 frame's layout words come from: the headers up to the TCP flags.
+inline constexpr size_t kPlainHeaderBytes = kPlainL4 + 14;
+// Where a PlainByte's source lies: bytes [0, kPlainHeaderBytes) of the frame, then the source vport (high
+// byte, low byte), then nothing (a byte that reads as 0).
+inline constexpr uint8_t kPlainSourcePortHigh = kPlainHeaderBytes,
+                         kPlainSourcePortLow = kPlainHeaderBytes + 1, kPlainNothing = 63;
+
+// How one byte of a layout word comes from a plain IPv4 frame: its source byte under the mask of the frame's
+// protocol, then `constant` ORed in.
+struct PlainByte {
+  uint8_t from = kPlainNothing;
+  uint8_t tcp_mask = 0;  // what the byte keeps of its source in a TCP frame
+  uint8_t udp_mask = 0;  // and in a UDP frame
+  uint8_t constant = 0;
 };
-struct PlainWord {
-  PlainSource source = PlainSource::kZero;
-  uint8_t at = 0;  // kBytes: the frame offset
-};
+// A layout word's four bytes, in memory (network) order.
+using PlainWordBytes = std::array<PlainByte, 4>;
 
-// How the layout word at byte `word_offset` comes from a plain IPv4 frame, for a word FilledByOuterParse
-// accepts (kZero for those of the outer section no plain frame sets).
-constexpr PlainWord PlainWordAt(size_t word_offset) {
-  using hw::Field;
-  using hw::Info;
-  switch (word_offset) {
-    case Info(Field::kOuterDmac47_16).word_offset():
-      return {PlainSource::kBytes, 0};
-    case Info(Field::kOuterDmac15_0).word_offset():
-      return {PlainSource::kDmacLow};
-    case Info(Field::kOuterSmac47_16).word_offset():
-      return {PlainSource::kBytes, 6};
-    case Info(Field::kOuterEthertype).word_offset():  // smac_15_0, then the ethertype
-      return {PlainSource::kBytes, 10};
-    case Info(Field::kOuterIpProtocol).word_offset():
-      return {PlainSource::kIpWord};
-    case Info(Field::kOuterIpTtlHoplimit).word_offset():
-      return {PlainSource::kTtlWord};
-    case Info(Field::kOuterTcpSport).word_offset():
-      return {PlainSource::kTcpPorts};
-    case Info(Field::kOuterUdpSport).word_offset():
-      return {PlainSource::kUdpPorts};
-    case Info(Field::kOuterSrcIp31_0).word_offset():
-      return {PlainSource::kBytes, kPlainL3 + 12};
-    case Info(Field::kOuterDstIp31_0).word_offset():
-      return {PlainSource::kBytes, kPlainL3 + 16};
-    case kSourcePortWord:
-      return {PlainSource::kSourcePort};
-    default:
-      return {};
-  }
-}
+// The layout word at byte `word_offset` as a plain IPv4 frame gives it, for a word FilledByOuterParse accepts
+// (all bytes from nothing for those of the outer section that no plain frame sets).
+PlainWordBytes PlainBytesAt(size_t word_offset);
 
-// The words of the outer headers section that a plain IPv4 frame sets (the others are cleared).
-inline constexpr size_t kPlainOuterWords[] = {
-    hw::Info(hw::Field::kOuterDmac47_16).word_offset(),
-    hw::Info(hw::Field::kOuterDmac15_0).word_offset(),
-    hw::Info(hw::Field::kOuterSmac47_16).word_offset(),
-    hw::Info(hw::Field::kOuterEthertype).word_offset(),
-    hw::Info(hw::Field::kOuterIpProtocol).word_offset(),
-    hw::Info(hw::Field::kOuterIpTtlHoplimit).word_offset(),
-    hw::Info(hw::Field::kOuterTcpSport).word_offset(),
-    hw::Info(hw::Field::kOuterUdpSport).word_offset(),
-    hw::Info(hw::Field::kOuterSrcIp31_0).word_offset(),
-    hw::Info(hw::Field::kOuterDstIp31_0).word_offset(),
-};
-
-// The word `w` of the plain IPv4 `frame` (IsPlainIpv4Frame) from vport `source_port`, as it lies in a header
-// vector: network order, loaded as a native word (as Definer::Word::Read loads it).
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t PlainWordValue(PlainWord w, const uint8_t* frame,
-                                                            uint16_t source_port) {
-  using hw::Field;
-  auto stored = [](uint32_t host) {  // `host` as a header vector holds it
-    uint8_t bytes[4];
-    hw::StoreBe32(bytes, host);
-    uint32_t v;
-    std::memcpy(&v, bytes, sizeof v);
-    return v;
-  };
-  auto place = [](Field f, uint32_t v) { return v << hw::Info(f).shift(); };
-  auto bytes_at = [frame](size_t at) {
-    uint32_t v;
-    std::memcpy(&v, frame + at, sizeof v);
-    return v;
-  };
-  const uint8_t* ip = frame + kPlainL3;
-  const uint8_t* l4 = frame + kPlainL4;
-  switch (w.source) {
-    case PlainSource::kZero:
-      return 0;
-    case PlainSource::kBytes:
-      return bytes_at(w.at);
-    case PlainSource::kDmacLow:
-      return stored(place(Field::kOuterDmac15_0, hw::LoadBe16(frame + 4)));
-    case PlainSource::kIpWord: {
-      const bool tcp = ip[9] == kPlainTcp;
-      return stored(place(Field::kOuterIpProtocol, ip[9]) | place(Field::kOuterIpDscp, ip[1] >> 2) |
-                    place(Field::kOuterIpEcn, ip[1] & 3) | place(Field::kOuterIpVersion, 4) |
-                    (tcp ? place(Field::kOuterTcpFlags, ((l4[12] & 1u) << 8) | l4[13]) : 0));
-    }
-    case PlainSource::kTtlWord:
-      return stored(place(Field::kOuterIpv4Ihl, 5) | place(Field::kOuterIpTtlHoplimit, ip[8]));
-    case PlainSource::kTcpPorts:
-      return ip[9] == kPlainTcp ? bytes_at(kPlainL4) : 0;
-    case PlainSource::kUdpPorts:
-      return ip[9] == kPlainUdp ? bytes_at(kPlainL4) : 0;
-    case PlainSource::kL4Ports:
-      return bytes_at(kPlainL4);
-    case PlainSource::kSourcePort:
-      return stored(source_port);
-  }
-  return 0;
-}
-
-// A matcher's lookup key read straight from plain IPv4 frames: the key Definer::Extract makes from the
-// header vector ParseOuterHeaders fills, without filling one.
+// A run of layout words read straight from plain IPv4 frames: a matcher's lookup key (Prepare), or the outer
+// headers section as ParseOuterHeaders fills it (OuterSection).
 class PlainIpv4KeyReader {
  public:
-  // Prepares to read `definer`'s key. False when the key reads a word ParseOuterHeaders does not fill
-  // (FilledByOuterParse) or is longer than the outer words; then Read must not be called. Costs a few
-  // instructions a key word: made per burst.
+  // `byte_shuffle`: run on the CPU's byte shuffle when it has one (x86 SSSE3); false: the portable byte loop.
+  // Both read the same keys.
+  explicit PlainIpv4KeyReader(bool byte_shuffle = true);
+
+  // Prepares to read `definer`'s key (the key Definer::Extract makes from the header vector ParseOuterHeaders
+  // fills). False when the key reads a word ParseOuterHeaders does not fill (FilledByOuterParse), or folds
+  // two words a plain frame fills from different bytes; then ReadBurst must not be called. Made per burst:
+  // a definer equal to the one last prepared costs a comparison of their words.
   bool Prepare(const hw::Definer& definer);
 
-  // When `frame` (len bytes, from vport `source_port`) is a plain IPv4 frame, writes its key (the definer's
-  // key_words() words) to `key` and returns true; otherwise returns false and writes nothing.
+  // For each plain IPv4 frame j among `frames[0, n)` (IsPlainIpv4Frame; n <= 64) from vport `source_port`,
+  // writes its key (key_words() words) at keys + j * key_words() and sets bit j of the result; leaves the
+  // others' keys as they were.
+  uint64_t ReadBurst(const absl::Span<const uint8_t>* frames, size_t n, uint16_t source_port,
+                     uint32_t* keys) const;
+  // ReadBurst of one frame: true when it is plain and its key was written.
   bool Read(const uint8_t* frame, size_t len, uint16_t source_port, uint32_t* key) const {
-    if (!IsPlainIpv4Frame(frame, len)) return false;
-    // Words of frame bytes as they are, kept where the protocol says (TCP or UDP ports): no branch.
-    const uint8_t protocol = frame[kPlainL3 + 9];
-    const uint32_t keep[3] = {~0u, protocol == kPlainTcp ? ~0u : 0u, protocol == kPlainUdp ? ~0u : 0u};
-    for (size_t i = 0; i < bytes_count_; ++i) {
-      const BytesWord& w = bytes_[i];
-      uint32_t v;
-      std::memcpy(&v, frame + w.at, sizeof v);
-      key[w.index] = v & w.mask & keep[w.keep];
-    }
-    for (size_t i = 0; i < other_count_; ++i) {
-      const OtherWord& w = other_[i];
-      uint32_t v = PlainWordValue(w.word, frame, source_port);
-      if (w.folded) v |= PlainWordValue(w.fold_from, frame, source_port);
-      key[w.index] = v & w.mask;
-    }
-    return true;
+    const absl::Span<const uint8_t> one(frame, frame == nullptr ? 0 : len);
+    return ReadBurst(&one, 1, source_port, key) != 0;
   }
+  size_t key_words() const { return words_; }
+
+  // Reads the outer headers section (hw::kSectionBytes, at the start of a header vector) as ParseOuterHeaders
+  // fills it, every word of it.
+  static const PlainIpv4KeyReader& OuterSection();
 
  private:
   static constexpr size_t kMaxWords = hw::kSectionBytes / 4 + 1;  // the outer section and the source port
-  // A key word that is four bytes of the frame under its mask, for every frame or for TCP or UDP only.
-  struct BytesWord {
-    uint8_t index;  // in the key
-    uint8_t at;     // frame offset
-    uint8_t keep;   // 0: always; 1: TCP frames (else 0); 2: UDP frames
-    uint32_t mask;  // as Definer::Word::mask
-  };
-  // Any other key word: computed from header fields, or two words folded.
-  struct OtherWord {
-    uint8_t index;
-    PlainWord word;
-    PlainWord fold_from;  // ORed in first when `folded`
-    bool folded = false;
-    uint32_t mask = 0;
-  };
-  // Adds key word `index`, made from `word` (and `fold_from` when `folded`) under `mask`.
-  void Add(uint8_t index, PlainWord word, PlainWord fold_from, bool folded, uint32_t mask);
+  static constexpr size_t kMaxBlocks = (kMaxWords + 3) / 4;       // of 16 bytes, a byte shuffle's width
+  static constexpr size_t kMaxBytes = kMaxBlocks * 16;
+  // The input a key byte's `from` indexes: the frame's header bytes, the source port, zeros; four blocks.
+  static constexpr size_t kInputBlocks = 4;
+  static_assert(kPlainSourcePortLow < kPlainNothing && kPlainNothing < kInputBlocks * 16);
 
-  std::array<BytesWord, kMaxWords> bytes_;
-  std::array<OtherWord, kMaxWords> other_;
-  size_t bytes_count_ = 0;
-  size_t other_count_ = 0;
+  // Compiles the key made of `words` (at most kMaxWords).
+  void Compile(absl::Span<const PlainWordBytes> words);
+  uint64_t ReadBurstPortable(const absl::Span<const uint8_t>* frames, size_t n, uint16_t source_port,
+                             uint32_t* keys) const;
+  uint64_t ReadBurstShuffled(const absl::Span<const uint8_t>* frames, size_t n, uint16_t source_port,
+                             uint32_t* keys) const;
+
+  bool byte_shuffle_;
+  // The definer last prepared (its words, up to kMaxWords) and what Prepare said of it.
+  std::array<hw::Definer::Word, kMaxWords> prepared_{};
+  size_t prepared_words_ = 0;
+  bool prepared_ok_ = false;
+  bool prepared_valid_ = false;
+
+  // The compiled key: byte i is (input[from_[i]] & mask_[udp][i]) | constant_[i], where udp is 0 for a TCP
+  // frame and 1 for a UDP one. shuffle_[b][k] picks block b's bytes from input block k (0x80: none), for the
+  // byte shuffle.
+  size_t words_ = 0;
+  alignas(16) uint8_t shuffle_[kMaxBlocks][kInputBlocks][16];
+  alignas(16) uint8_t mask_[2][kMaxBytes];
+  alignas(16) uint8_t constant_[kMaxBytes];
+  uint8_t from_[kMaxBytes];
 };
 
 }  // namespace drsim::sim
