@@ -484,6 +484,16 @@ OuterHeaders ParseOuterStack(const Ctx& c) {
 
 static_assert(hw::Info(Field::kSourceEswitchOwnerVhcaId).word_offset() == kSourcePortWord);
 
+// The outer headers section of a plain IPv4 frame, cleared first, as ParseOuterStack fills it: whole words,
+// so that the key's word loads that follow take them straight from these stores.
+void FillPlainIpv4(const uint8_t* frame, uint8_t* out) {
+#pragma GCC unroll 16
+  for (const size_t offset : kPlainOuterWords) {
+    const uint32_t v = PlainWordValue(PlainWordAt(offset), frame, /*source_port=*/0);
+    std::memcpy(out + offset, &v, sizeof v);
+  }
+}
+
 }  // namespace
 
 PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
@@ -513,12 +523,9 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
 }
 
 void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
+  std::memset(hv->bytes + hw::SectionOffset(hw::Section::kOuter), 0, hw::kSectionBytes);
   hw::StoreBe32(hv->bytes + kSourcePortWord, source_port);
-  // A plain IPv4 frame's outer section, every word of it, straight from its headers.
-  uint8_t* outer = hv->bytes + hw::SectionOffset(hw::Section::kOuter);
-  if (PlainIpv4KeyReader::OuterSection().Read(frame, len, source_port, reinterpret_cast<uint32_t*>(outer)))
-    return;
-  std::memset(outer, 0, hw::kSectionBytes);
+  if (IsPlainIpv4Frame(frame, len)) return FillPlainIpv4(frame, hv->bytes);
   if (frame == nullptr) return;
   PacketLayers unused;
   ParseOuterStack({frame, len, hv, &unused});

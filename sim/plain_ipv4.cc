@@ -75,48 +75,41 @@ bool CpuHasByteShuffle() {
 
 }  // namespace
 
-PlainWordBytes PlainBytesAt(size_t word_offset) {
+PlainWordBytes PlainBytesOf(PlainWord w) {
   constexpr size_t kIp = kPlainL3, kL4 = kPlainL4;
-  PlainWordBytes w;
-  switch (word_offset) {
-    case Info(Field::kOuterDmac47_16).word_offset():
-      return FrameBytes(0, 0xff, 0xff);
-    case Info(Field::kOuterDmac15_0).word_offset():  // then the VLAN fields: no tag
-      w[0] = Whole(4);
-      w[1] = Whole(5);
-      return w;
-    case Info(Field::kOuterSmac47_16).word_offset():
-      return FrameBytes(6, 0xff, 0xff);
-    case Info(Field::kOuterEthertype).word_offset():  // smac_15_0, then the ethertype
-      return FrameBytes(10, 0xff, 0xff);
-    case Info(Field::kOuterIpProtocol).word_offset(): {  // ip_protocol, dscp, ecn, ip_version, tcp_flags
+  PlainWordBytes bytes;
+  switch (w.source) {
+    case PlainSource::kZero:
+      return bytes;
+    case PlainSource::kBytes:
+      return FrameBytes(w.at, 0xff, 0xff);
+    case PlainSource::kDmacLow:  // then the VLAN fields: no tag
+      bytes[0] = Whole(4);
+      bytes[1] = Whole(5);
+      return bytes;
+    case PlainSource::kIpWord: {
       const int flags = Info(Field::kOuterTcpFlags).shift();
-      w[ByteHolding(Info(Field::kOuterIpProtocol).shift())] = Whole(kIp + 9);
-      w[ByteHolding(Info(Field::kOuterIpEcn).shift())] = Whole(kIp + 1);
-      w[ByteHolding(flags)] = {static_cast<uint8_t>(kL4 + 13), 0xff, 0, 0};      // flags 7..0, TCP only
-      w[ByteHolding(flags + 8)] = {static_cast<uint8_t>(kL4 + 12), 0x01, 0, 0};  // flag 8 (NS)
-      SetConstant(w, Field::kOuterIpVersion, 4);
-      return w;
+      bytes[ByteHolding(Info(Field::kOuterIpProtocol).shift())] = Whole(kIp + 9);
+      bytes[ByteHolding(Info(Field::kOuterIpEcn).shift())] = Whole(kIp + 1);
+      bytes[ByteHolding(flags)] = {static_cast<uint8_t>(kL4 + 13), 0xff, 0, 0};      // flags 7..0, TCP only
+      bytes[ByteHolding(flags + 8)] = {static_cast<uint8_t>(kL4 + 12), 0x01, 0, 0};  // flag 8 (NS)
+      SetConstant(bytes, Field::kOuterIpVersion, 4);
+      return bytes;
     }
-    case Info(Field::kOuterIpTtlHoplimit).word_offset():  // ipv4_ihl, ttl_hoplimit
-      w[ByteHolding(Info(Field::kOuterIpTtlHoplimit).shift())] = Whole(kIp + 8);
-      SetConstant(w, Field::kOuterIpv4Ihl, 5);
-      return w;
-    case Info(Field::kOuterTcpSport).word_offset():  // the ports of a TCP frame, else 0
+    case PlainSource::kTtlWord:
+      bytes[ByteHolding(Info(Field::kOuterIpTtlHoplimit).shift())] = Whole(kIp + 8);
+      SetConstant(bytes, Field::kOuterIpv4Ihl, 5);
+      return bytes;
+    case PlainSource::kTcpPorts:
       return FrameBytes(kL4, 0xff, 0);
-    case Info(Field::kOuterUdpSport).word_offset():  // the same for UDP
+    case PlainSource::kUdpPorts:
       return FrameBytes(kL4, 0, 0xff);
-    case Info(Field::kOuterSrcIp31_0).word_offset():
-      return FrameBytes(kIp + 12, 0xff, 0xff);
-    case Info(Field::kOuterDstIp31_0).word_offset():
-      return FrameBytes(kIp + 16, 0xff, 0xff);
-    case kSourcePortWord:
-      w[2] = Whole(kPlainSourcePortHigh);
-      w[3] = Whole(kPlainSourcePortLow);
-      return w;
-    default:
-      return w;
+    case PlainSource::kSourcePort:
+      bytes[2] = Whole(kPlainSourcePortHigh);
+      bytes[3] = Whole(kPlainSourcePortLow);
+      return bytes;
   }
+  return bytes;
 }
 
 PlainIpv4KeyReader::PlainIpv4KeyReader(bool byte_shuffle)
@@ -137,8 +130,8 @@ bool PlainIpv4KeyReader::Prepare(const hw::Definer& definer) {
   bool ok = definer.ReadsOnly(FilledByOuterParse);
   for (size_t i = 0; i < n && ok; ++i) {
     const hw::Definer::Word d = prepared_[i];
-    words[i] = PlainBytesAt(d.offset);
-    if (d.fold_from != d.offset) ok = FoldInto(words[i], PlainBytesAt(d.fold_from));
+    words[i] = PlainBytesOf(PlainWordAt(d.offset));
+    if (d.fold_from != d.offset) ok = FoldInto(words[i], PlainBytesOf(PlainWordAt(d.fold_from)));
     uint8_t mask[4];
     std::memcpy(mask, &d.mask, sizeof mask);  // network order, as the word lies in memory
     for (size_t b = 0; b < 4; ++b) {
@@ -254,16 +247,5 @@ uint64_t PlainIpv4KeyReader::ReadBurstShuffled(const absl::Span<const uint8_t>* 
   return ReadBurstPortable(frames, n, source_port, keys);  // no byte shuffle: CpuHasByteShuffle() is false
 }
 #endif
-
-const PlainIpv4KeyReader& PlainIpv4KeyReader::OuterSection() {
-  static const PlainIpv4KeyReader* const outer = [] {
-    auto* reader = new PlainIpv4KeyReader();
-    uint8_t mask[hw::kMatchParamBytes] = {};
-    std::memset(mask + hw::SectionOffset(hw::Section::kOuter), 0xff, hw::kSectionBytes);
-    reader->Prepare(hw::Definer::FromMask(mask));
-    return reader;
-  }();
-  return *outer;
-}
 
 }  // namespace drsim::sim

@@ -1,9 +1,11 @@
 // Plain IPv4 frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, a TCP or UDP
 // header inside the datagram: most traffic — have every outer header at a fixed place. This header says,
-// once, byte by byte, how each word of the match layout that ParseOuterHeaders fills comes from such a frame
-// (PlainBytesAt), and compiles runs of those words into a reader (PlainIpv4KeyReader) that takes them
-// straight from the frame: a matcher's lookup key, for the first lookup of each frame of a burst (most frames
-// need no other), and the whole outer section for ParseOuterHeaders.
+// once, where each word of the match layout that ParseOuterHeaders fills comes from in such a frame
+// (PlainWordAt), and how, two ways: as a word (PlainWordValue), which ParseOuterHeaders runs on its fixed set
+// of words, constant-folded; and byte by byte (PlainBytesOf), which PlainIpv4KeyReader compiles, for any
+// matcher's key, into a reader that takes the key straight from the frame without a header vector: the first
+// lookup of each frame of a burst (most frames need no other). The tests hold the two ways equal on every
+// word.
 //
 // A reader runs on the CPU's byte shuffle where it has one (x86 SSSE3: a few instructions a 16-byte block of
 // the key, whatever its words), else on a portable byte loop that reads the same keys.
@@ -16,7 +18,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "absl/base/attributes.h"
 #include "absl/types/span.h"
 #include "hw/byte_order.h"
 #include "hw/definer.h"
@@ -51,6 +55,114 @@ inline bool IsPlainIpv4Frame(const uint8_t* frame, size_t len) {
   }
 }
 
+// How one layout word comes from a plain IPv4 frame.
+enum class PlainSource : uint8_t {
+  kZero,        // nothing of the frame (cleared)
+  kBytes,       // the frame's four bytes at `at`, as they are
+  kDmacLow,     // outer.dmac_15_0 (no VLAN fields: no tag)
+  kIpWord,      // outer.ip_protocol, ip_dscp, ip_ecn, ip_version, tcp_flags
+  kTtlWord,     // outer.ipv4_ihl, ttl_hoplimit
+  kTcpPorts,    // outer.tcp_sport, tcp_dport: the L4 ports of a TCP frame, else 0
+  kUdpPorts,    // outer.udp_sport, udp_dport: the same for UDP
+  kSourcePort,  // misc.source_port (the rest of its word is 0)
+};
+struct PlainWord {
+  PlainSource source = PlainSource::kZero;
+  uint8_t at = 0;  // kBytes: the frame offset
+};
+
+// How the layout word at byte `word_offset` comes from a plain IPv4 frame, for a word FilledByOuterParse
+// accepts (kZero for those of the outer section no plain frame sets).
+constexpr PlainWord PlainWordAt(size_t word_offset) {
+  using hw::Field;
+  using hw::Info;
+  switch (word_offset) {
+    case Info(Field::kOuterDmac47_16).word_offset():
+      return {PlainSource::kBytes, 0};
+    case Info(Field::kOuterDmac15_0).word_offset():
+      return {PlainSource::kDmacLow};
+    case Info(Field::kOuterSmac47_16).word_offset():
+      return {PlainSource::kBytes, 6};
+    case Info(Field::kOuterEthertype).word_offset():  // smac_15_0, then the ethertype
+      return {PlainSource::kBytes, 10};
+    case Info(Field::kOuterIpProtocol).word_offset():
+      return {PlainSource::kIpWord};
+    case Info(Field::kOuterIpTtlHoplimit).word_offset():
+      return {PlainSource::kTtlWord};
+    case Info(Field::kOuterTcpSport).word_offset():
+      return {PlainSource::kTcpPorts};
+    case Info(Field::kOuterUdpSport).word_offset():
+      return {PlainSource::kUdpPorts};
+    case Info(Field::kOuterSrcIp31_0).word_offset():
+      return {PlainSource::kBytes, kPlainL3 + 12};
+    case Info(Field::kOuterDstIp31_0).word_offset():
+      return {PlainSource::kBytes, kPlainL3 + 16};
+    case kSourcePortWord:
+      return {PlainSource::kSourcePort};
+    default:
+      return {};
+  }
+}
+
+// The words of the outer headers section that a plain IPv4 frame sets (the others are cleared).
+inline constexpr size_t kPlainOuterWords[] = {
+    hw::Info(hw::Field::kOuterDmac47_16).word_offset(),
+    hw::Info(hw::Field::kOuterDmac15_0).word_offset(),
+    hw::Info(hw::Field::kOuterSmac47_16).word_offset(),
+    hw::Info(hw::Field::kOuterEthertype).word_offset(),
+    hw::Info(hw::Field::kOuterIpProtocol).word_offset(),
+    hw::Info(hw::Field::kOuterIpTtlHoplimit).word_offset(),
+    hw::Info(hw::Field::kOuterTcpSport).word_offset(),
+    hw::Info(hw::Field::kOuterUdpSport).word_offset(),
+    hw::Info(hw::Field::kOuterSrcIp31_0).word_offset(),
+    hw::Info(hw::Field::kOuterDstIp31_0).word_offset(),
+};
+
+// The word `w` of the plain IPv4 `frame` (IsPlainIpv4Frame) from vport `source_port`, as it lies in a header
+// vector: network order, loaded as a native word (as Definer::Word::Read loads it).
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t PlainWordValue(PlainWord w, const uint8_t* frame,
+                                                            uint16_t source_port) {
+  using hw::Field;
+  auto stored = [](uint32_t host) {  // `host` as a header vector holds it
+    uint8_t bytes[4];
+    hw::StoreBe32(bytes, host);
+    uint32_t v;
+    std::memcpy(&v, bytes, sizeof v);
+    return v;
+  };
+  auto place = [](Field f, uint32_t v) { return v << hw::Info(f).shift(); };
+  auto bytes_at = [frame](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, frame + at, sizeof v);
+    return v;
+  };
+  const uint8_t* ip = frame + kPlainL3;
+  const uint8_t* l4 = frame + kPlainL4;
+  switch (w.source) {
+    case PlainSource::kZero:
+      return 0;
+    case PlainSource::kBytes:
+      return bytes_at(w.at);
+    case PlainSource::kDmacLow:
+      return stored(place(Field::kOuterDmac15_0, hw::LoadBe16(frame + 4)));
+    case PlainSource::kIpWord: {
+      const bool tcp = ip[9] == kPlainTcp;
+      return stored(place(Field::kOuterIpProtocol, ip[9]) | place(Field::kOuterIpDscp, ip[1] >> 2) |
+                    place(Field::kOuterIpEcn, ip[1] & 3) | place(Field::kOuterIpVersion, 4) |
+                    (tcp ? place(Field::kOuterTcpFlags, ((l4[12] & 1u) << 8) | l4[13]) : 0));
+    }
+    case PlainSource::kTtlWord:
+      return stored(place(Field::kOuterIpv4Ihl, 5) | place(Field::kOuterIpTtlHoplimit, ip[8]));
+    case PlainSource::kTcpPorts:
+      return ip[9] == kPlainTcp ? bytes_at(kPlainL4) : 0;
+    case PlainSource::kUdpPorts:
+      return ip[9] == kPlainUdp ? bytes_at(kPlainL4) : 0;
+    case PlainSource::kSourcePort:
+      return stored(source_port);
+  }
+  return 0;
+}
+
 // The frame bytes a plain IPv4 frame's layout words come from: the headers up to the TCP flags.
 inline constexpr size_t kPlainHeaderBytes = kPlainL4 + 14;
 // Where a PlainByte's source lies: bytes [0, kPlainHeaderBytes) of the frame, then the source vport (high
@@ -69,12 +181,11 @@ struct PlainByte {
 // A layout word's four bytes, in memory (network) order.
 using PlainWordBytes = std::array<PlainByte, 4>;
 
-// The layout word at byte `word_offset` as a plain IPv4 frame gives it, for a word FilledByOuterParse accepts
-// (all bytes from nothing for those of the outer section that no plain frame sets).
-PlainWordBytes PlainBytesAt(size_t word_offset);
+// The bytes of `w`: what PlainWordValue computes of the word, byte by byte.
+PlainWordBytes PlainBytesOf(PlainWord w);
 
-// A run of layout words read straight from plain IPv4 frames: a matcher's lookup key (Prepare), or the outer
-// headers section as ParseOuterHeaders fills it (OuterSection).
+// A matcher's lookup key read straight from plain IPv4 frames: the key Definer::Extract makes from the
+// header vector ParseOuterHeaders fills, without filling one.
 class PlainIpv4KeyReader {
  public:
   // `byte_shuffle`: run on the CPU's byte shuffle when it has one (x86 SSSE3); false: the portable byte loop.
@@ -98,10 +209,6 @@ class PlainIpv4KeyReader {
     return ReadBurst(&one, 1, source_port, key) != 0;
   }
   size_t key_words() const { return words_; }
-
-  // Reads the outer headers section (hw::kSectionBytes, at the start of a header vector) as ParseOuterHeaders
-  // fills it, every word of it.
-  static const PlainIpv4KeyReader& OuterSection();
 
  private:
   static constexpr size_t kMaxWords = hw::kSectionBytes / 4 + 1;  // the outer section and the source port
