@@ -16,8 +16,9 @@
 
 namespace {
 
-// The definers the reader is checked with: one over every word the outer parse fills, and the five-tuple
-// with the UDP ports folded into the TCP ports (as the matcher compiler folds them).
+// The definers the reader is checked with: one over every word the outer parse fills (17), the five-tuple
+// with the UDP ports folded into the TCP ports as the matcher compiler folds them (4), and keys of 3 and 6
+// words (a 16-byte block's last part of each length).
 const std::vector<drsim::hw::Definer>& Definers() {
   using drsim::hw::Field;
   static const auto* definers = [] {
@@ -36,6 +37,15 @@ const std::vector<drsim::hw::Definer>& Definers() {
         static_cast<uint32_t>(drsim::hw::Info(Field::kOuterTcpSport).word_offset()),
         static_cast<uint32_t>(drsim::hw::Info(Field::kOuterUdpSport).word_offset())};
     d->push_back(drsim::hw::Definer::FromMask(five, {&fold, 1}));
+    // Keys that end three quarters and half into a 16-byte block: 3 words, and 6 with the source vport.
+    uint8_t three[drsim::hw::kMatchParamBytes] = {};
+    for (Field f : {Field::kOuterIpProtocol, Field::kOuterSrcIp31_0, Field::kOuterTcpSport}) {
+      drsim::hw::SetFieldAllOnes(three, f);
+    }
+    d->push_back(drsim::hw::Definer::FromMask(three, {&fold, 1}));
+    drsim::hw::SetFieldAllOnes(five, Field::kOuterIpTtlHoplimit);
+    drsim::hw::SetFieldAllOnes(five, Field::kSourcePort);
+    d->push_back(drsim::hw::Definer::FromMask(five, {&fold, 1}));
     return d;
   }();
   return *definers;
@@ -46,7 +56,9 @@ const std::vector<drsim::hw::Definer>& Definers() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> frame(data, data + size);  // exactly `size` bytes on the heap
   drsim::hw::HeaderVector hv;
-  drsim::sim::PacketLayers layers = drsim::sim::ParsePacket(frame.data(), frame.size(), 0xffff, &hv);
+  // A source vport whose two bytes differ, so that a key read with them swapped shows.
+  constexpr uint16_t kSource = 0x01fe;
+  drsim::sim::PacketLayers layers = drsim::sim::ParsePacket(frame.data(), frame.size(), kSource, &hv);
   const bool ordered = (layers.l4 == 0 || layers.l3 < layers.l4) &&
                        (layers.payload == 0 || layers.l4 < layers.payload) && layers.payload <= size;
   const uint32_t ip_version = drsim::hw::GetField(hv.bytes, drsim::hw::Field::kOuterIpVersion);
@@ -56,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   drsim::hw::HeaderVector outer;
   std::memset(outer.bytes, 0xa5, sizeof outer.bytes);
-  drsim::sim::ParseOuterHeaders(frame.data(), frame.size(), 0xffff, &outer);
+  drsim::sim::ParseOuterHeaders(frame.data(), frame.size(), kSource, &outer);
   for (size_t w = 0; w < drsim::hw::kMatchParamBytes; w += 4) {
     if (drsim::sim::FilledByOuterParse(w) && std::memcmp(hv.bytes + w, outer.bytes + w, 4) != 0) std::abort();
   }
@@ -66,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const drsim::hw::Definer& d : Definers()) {
       if (!reader.Prepare(d)) std::abort();
       uint32_t read[drsim::hw::kMatchParamBytes / 4], want[drsim::hw::kMatchParamBytes / 4];
-      if (reader.Read(frame.data(), frame.size(), 0xffff, read) != plain) std::abort();
+      if (reader.Read(frame.data(), frame.size(), kSource, read) != plain) std::abort();
       if (!plain) continue;
       d.Extract(outer.bytes, want);
       if (std::memcmp(read, want, d.key_words() * sizeof(uint32_t)) != 0) std::abort();

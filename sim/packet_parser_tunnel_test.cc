@@ -2,6 +2,7 @@
 // layer offsets, truncation and malformed tunnel headers.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -740,52 +741,86 @@ TEST(PacketParserTunnelTest, PlainKeysAreTheOuterParsesKeys) {
 }
 
 // ReadBurst writes the keys of a burst's plain frames end to end, each where its frame's place says, marks
-// them in its result, and leaves the other frames' places as they were.
+// them in its result, and leaves the other frames' places as they were: for keys that end in every part of
+// a 16-byte block (1, 3, 4 and 6 words) and the longest key (the outer section and the source port, 17).
 TEST(PacketParserTunnelTest, PlainKeysOfABurstLieEndToEnd) {
-  uint8_t mask[hw::kMatchParamBytes] = {};
-  for (Field f :
-       {Field::kOuterIpVersion, Field::kOuterIpProtocol, Field::kOuterSrcIp31_0, Field::kOuterDstIp31_0,
-        Field::kOuterTcpSport, Field::kOuterTcpDport, Field::kOuterIpTtlHoplimit, Field::kSourcePort}) {
-    hw::SetFieldAllOnes(mask, f);
-  }
   const hw::Definer::Fold fold{static_cast<uint32_t>(hw::Info(Field::kOuterTcpSport).word_offset()),
                                static_cast<uint32_t>(hw::Info(Field::kOuterUdpSport).word_offset())};
-  const hw::Definer d = hw::Definer::FromMask(mask, {&fold, 1});
-  const size_t words = d.key_words();
-  ASSERT_EQ(words, 6u);  // one block of 16 bytes, then a part of one
-  const std::vector<std::vector<uint8_t>> frames = OuterParseFrames();
-  std::vector<absl::Span<const uint8_t>> views(frames.begin(), frames.end());
+  std::vector<hw::Definer> definers;
+  for (const std::vector<Field>& fields : std::vector<std::vector<Field>>{
+           {Field::kOuterDstIp31_0},
+           {Field::kOuterIpProtocol, Field::kOuterSrcIp31_0, Field::kOuterTcpSport},
+           {Field::kOuterIpVersion, Field::kOuterIpProtocol, Field::kOuterSrcIp31_0, Field::kOuterDstIp31_0,
+            Field::kOuterTcpSport, Field::kOuterTcpDport},
+           {Field::kOuterIpVersion, Field::kOuterIpProtocol, Field::kOuterSrcIp31_0, Field::kOuterDstIp31_0,
+            Field::kOuterTcpSport, Field::kOuterTcpDport, Field::kOuterIpTtlHoplimit, Field::kSourcePort}}) {
+    uint8_t mask[hw::kMatchParamBytes] = {};
+    for (Field f : fields) hw::SetFieldAllOnes(mask, f);
+    definers.push_back(hw::Definer::FromMask(mask, {&fold, 1}));
+  }
+  {
+    uint8_t mask[hw::kMatchParamBytes] = {};
+    std::memset(mask + hw::SectionOffset(hw::Section::kOuter), 0xff, hw::kSectionBytes);
+    hw::SetFieldAllOnes(mask, Field::kSourcePort);
+    definers.push_back(hw::Definer::FromMask(mask));
+  }
+  std::vector<size_t> lengths;
+  for (const hw::Definer& d : definers) lengths.push_back(d.key_words());
+  ASSERT_EQ(lengths, (std::vector<size_t>{1, 3, 4, 6, 17}));
+  // Each frame exactly its size on the heap: ASan sees any read past it.
+  std::vector<std::unique_ptr<uint8_t[]>> copies;
+  std::vector<absl::Span<const uint8_t>> views;
+  for (const std::vector<uint8_t>& f : OuterParseFrames()) {
+    copies.push_back(std::make_unique<uint8_t[]>(f.size()));
+    std::copy(f.begin(), f.end(), copies.back().get());
+    views.emplace_back(f.empty() ? nullptr : copies.back().get(), f.size());
+  }
   for (const bool byte_shuffle : {true, false}) {
     PlainIpv4KeyReader reader(byte_shuffle);
-    ASSERT_TRUE(reader.Prepare(d));
-    size_t bursts_with_both = 0;
-    for (size_t at = 0; at < views.size(); at += 64) {
-      const size_t n = std::min<size_t>(64, views.size() - at);
-      std::vector<uint32_t> keys(n * words + 1, 0xa5a5a5a5u);
-      const uint64_t plain = reader.ReadBurst(views.data() + at, n, 9, keys.data());
-      EXPECT_EQ(keys.back(), 0xa5a5a5a5u) << "written past the last key";
-      size_t plain_frames = 0;
-      for (size_t j = 0; j < n; ++j) {
-        const absl::Span<const uint8_t> f = views[at + j];
-        const bool is_plain = IsPlainIpv4Frame(f.data(), f.size());
-        ASSERT_EQ((plain >> j & 1) != 0, is_plain) << "frame " << at + j;
-        plain_frames += is_plain;
-        uint32_t want[hw::kMatchParamBytes / 4];
-        if (is_plain) {
-          hw::HeaderVector hv;
-          ParseOuterHeaders(f.data(), f.size(), 9, &hv);
-          d.Extract(hv.bytes, want);
-        } else {
-          std::fill(want, want + words, 0xa5a5a5a5u);
+    for (const hw::Definer& d : definers) {
+      ASSERT_TRUE(reader.Prepare(d));
+      const size_t words = d.key_words();
+      size_t bursts_with_both = 0;
+      for (size_t at = 0; at < views.size(); at += 64) {
+        const size_t n = std::min<size_t>(64, views.size() - at);
+        std::vector<uint32_t> keys(n * words + 1, 0xa5a5a5a5u);
+        const uint64_t plain = reader.ReadBurst(views.data() + at, n, 0x1f2, keys.data());
+        EXPECT_EQ(keys.back(), 0xa5a5a5a5u) << "written past the last key";
+        size_t plain_frames = 0;
+        for (size_t j = 0; j < n; ++j) {
+          const absl::Span<const uint8_t> f = views[at + j];
+          const bool is_plain = IsPlainIpv4Frame(f.data(), f.size());
+          ASSERT_EQ((plain >> j & 1) != 0, is_plain) << "frame " << at + j;
+          plain_frames += is_plain;
+          uint32_t want[hw::kMatchParamBytes / 4];
+          if (is_plain) {
+            hw::HeaderVector hv;
+            ParseOuterHeaders(f.data(), f.size(), 0x1f2, &hv);
+            d.Extract(hv.bytes, want);
+          } else {
+            std::fill(want, want + words, 0xa5a5a5a5u);
+          }
+          for (size_t k = 0; k < words; ++k) {
+            ASSERT_EQ(keys[j * words + k], want[k]) << "frame " << at + j << " key word " << k << " of "
+                                                    << words << ", byte shuffle " << byte_shuffle;
+          }
         }
-        for (size_t k = 0; k < words; ++k) {
-          ASSERT_EQ(keys[j * words + k], want[k]) << "frame " << at + j << " key word " << k;
-        }
+        bursts_with_both += plain_frames > 0 && plain_frames < n;
       }
-      bursts_with_both += plain_frames > 0 && plain_frames < n;
+      EXPECT_GT(bursts_with_both, 10u);
     }
-    EXPECT_GT(bursts_with_both, 10u);
   }
+}
+
+// The byte shuffle runs wherever the CPU has one: a reader asked for it says so, and one asked for the
+// portable loop takes it.
+TEST(PacketParserTunnelTest, PlainKeysUseTheByteShuffleWhereThereIsOne) {
+#if defined(__x86_64__)
+  EXPECT_EQ(PlainIpv4KeyReader(true).byte_shuffle(), __builtin_cpu_supports("ssse3") != 0);
+#else
+  EXPECT_FALSE(PlainIpv4KeyReader(true).byte_shuffle());
+#endif
+  EXPECT_FALSE(PlainIpv4KeyReader(false).byte_shuffle());
 }
 
 // A definer that reads beyond the outer headers gets no plain reader: its key needs a parse.
@@ -807,7 +842,21 @@ TEST(PacketParserTunnelTest, FoldsOfDifferentBytesHaveNoPlainReader) {
                                static_cast<uint32_t>(hw::Info(Field::kOuterDstIp31_0).word_offset())};
   PlainIpv4KeyReader reader;
   EXPECT_FALSE(reader.Prepare(hw::Definer::FromMask(mask, {&fold, 1})));
-  EXPECT_TRUE(reader.Prepare(hw::Definer::FromMask(mask)));
+  // Refused, then a definer it takes: the keys are that definer's.
+  const hw::Definer unfolded = hw::Definer::FromMask(mask);
+  ASSERT_TRUE(reader.Prepare(unfolded));
+  FrameSpec spec;
+  spec.ipv4_src = {0x0a000001};
+  spec.ipv4_dst = {0xc0a80102};
+  const std::vector<uint8_t> frame = BuildFrame(spec);
+  uint32_t read[2], want[2];
+  ASSERT_TRUE(reader.Read(frame.data(), frame.size(), 3, read));
+  hw::HeaderVector hv;
+  ParseOuterHeaders(frame.data(), frame.size(), 3, &hv);
+  unfolded.Extract(hv.bytes, want);
+  EXPECT_EQ(read[0], want[0]);
+  EXPECT_EQ(read[1], want[1]);
+  EXPECT_EQ(hw::LoadBe32(reinterpret_cast<const uint8_t*>(&read[0])), 0x0a000001u);
 }
 
 }  // namespace

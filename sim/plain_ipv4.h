@@ -209,6 +209,8 @@ class PlainIpv4KeyReader {
     return ReadBurst(&one, 1, source_port, key) != 0;
   }
   size_t key_words() const { return words_; }
+  // Whether this reader runs on the CPU's byte shuffle (asked for, and the CPU has one).
+  bool byte_shuffle() const { return byte_shuffle_; }
 
  private:
   static constexpr size_t kMaxWords = hw::kSectionBytes / 4 + 1;  // the outer section and the source port
