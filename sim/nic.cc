@@ -920,10 +920,15 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     // misses (frames fresh from the wire, or pushed out of cache by a large rule set) overlap.
     for (size_t j = 0; j < n; ++j) __builtin_prefetch(in[j].data());
     if (const hw::CompiledMatcher* m = first.matcher) {
-      const bool plain = worker.burst_->plain.Prepare(m->definer);
       const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
       const size_t words = m->definer.key_words();  // the burst's keys lie end to end
-      const uint64_t plain_frames = plain ? worker.burst_->plain.ReadBurst(in, n, source, keys) : 0;
+      // The frames whose keys need no parse: those read from plain frames, or every frame for an empty key
+      // (a catch-all's, as a root table's jump often is), which has nothing to read.
+      uint64_t plain_frames = ~uint64_t{0};
+      if (words != 0) {
+        PlainIpv4KeyReader& reader = worker.burst_->plain;
+        plain_frames = reader.Prepare(m->definer) ? reader.ReadBurst(in, n, source, keys) : 0;
+      }
       for (size_t j = 0; j < n; ++j) {
         start(j);
         if (plain_frames >> j & 1) continue;
