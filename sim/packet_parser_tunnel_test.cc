@@ -832,6 +832,27 @@ TEST(PacketParserTunnelTest, KeysBeyondTheOuterHeadersHaveNoPlainReader) {
   EXPECT_FALSE(reader.Prepare(hw::Definer::FromMask(mask)));
 }
 
+// An empty key (a catch-all matcher's) is read from every plain frame, as nothing, on a fresh reader and
+// after a refused definer.
+TEST(PacketParserTunnelTest, AnEmptyKeyIsReadFromEveryPlainFrame) {
+  FrameSpec spec;
+  const std::vector<uint8_t> plain = BuildFrame(spec);
+  spec.vlans = {{0x8100, 5}};
+  const std::vector<uint8_t> tagged = BuildFrame(spec);
+  uint8_t inner[hw::kMatchParamBytes] = {};
+  hw::SetFieldAllOnes(inner, Field::kInnerSrcIp31_0);
+  for (const bool refused_first : {false, true}) {
+    PlainIpv4KeyReader reader;
+    if (refused_first) ASSERT_FALSE(reader.Prepare(hw::Definer::FromMask(inner)));
+    ASSERT_TRUE(reader.Prepare(hw::Definer()));
+    EXPECT_EQ(reader.key_words(), 0u);
+    uint32_t key = 0xa5a5a5a5u;
+    EXPECT_TRUE(reader.Read(plain.data(), plain.size(), 1, &key));
+    EXPECT_FALSE(reader.Read(tagged.data(), tagged.size(), 1, &key));
+    EXPECT_EQ(key, 0xa5a5a5a5u);
+  }
+}
+
 // Nor does one that folds two words a plain frame fills from different bytes (no matcher compiles such a
 // fold; a parse serves it all the same).
 TEST(PacketParserTunnelTest, FoldsOfDifferentBytesHaveNoPlainReader) {

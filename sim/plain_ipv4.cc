@@ -114,14 +114,14 @@ PlainWordBytes PlainBytesOf(PlainWord w) {
 
 PlainIpv4KeyReader::PlainIpv4KeyReader(bool byte_shuffle)
     : byte_shuffle_(byte_shuffle && CpuHasByteShuffle()) {
-  Compile({});
+  Compile({});  // the empty definer's key, which prepared_ starts with
 }
 
 bool PlainIpv4KeyReader::Prepare(const hw::Definer& definer) {
   const size_t n = definer.key_words();
   if (n > kMaxWords) return false;
   static_assert(sizeof(hw::Definer::Word) == 3 * sizeof(uint32_t), "compared with memcmp: no padding");
-  if (prepared_valid_ && n == prepared_words_ &&
+  if (n == prepared_words_ &&
       std::memcmp(definer.words().data(), prepared_.data(), n * sizeof(hw::Definer::Word)) == 0) {
     return prepared_ok_;
   }
@@ -145,7 +145,6 @@ bool PlainIpv4KeyReader::Prepare(const hw::Definer& definer) {
   if (ok) Compile({words.data(), n});
   prepared_words_ = n;
   prepared_ok_ = ok;
-  prepared_valid_ = true;
   return ok;
 }
 

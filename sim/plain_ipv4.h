@@ -228,11 +228,11 @@ class PlainIpv4KeyReader {
                              uint32_t* keys) const;
 
   bool byte_shuffle_;
-  // The definer last prepared (its words, up to kMaxWords) and what Prepare said of it.
+  // The definer last prepared (its words, up to kMaxWords) and what Prepare said of it; at first the empty
+  // definer, whose key (no words) the constructor compiles.
   std::array<hw::Definer::Word, kMaxWords> prepared_{};
   size_t prepared_words_ = 0;
-  bool prepared_ok_ = false;
-  bool prepared_valid_ = false;
+  bool prepared_ok_ = true;
 
   // The compiled key: byte i is (input[from_[i]] & mask_[udp][i]) | constant_[i], where udp is 0 for a TCP
   // frame and 1 for a UDP one. shuffle_[b][k] picks block b's bytes from input block k (0x80: none), for the
