@@ -115,12 +115,31 @@ struct alignas(64) TableIndex::Slots {
   Slots(uint32_t capacity, NodeBook* book, void* memory) : capacity(capacity), book(book), memory(memory) {}
 };
 
-// The writer's book of a node's entries: how many are not removed, by slot the item whose entry it holds
-// (nullptr: a hole), the holes.
+// The writer's book of a node's entries: how many are not removed, and by slot the item whose entry it holds
+// or, for a hole, the next hole (the holes form a list through the slots they are: a delete and the insert
+// that fills its hole touch no memory of their own).
 struct TableIndex::NodeBook {
+  static constexpr uint32_t kNoHole = 0xffffffffu;
   uint32_t live = 0;
-  std::vector<Item*> back;
-  std::vector<uint32_t> holes;
+  uint32_t first_hole = kNoHole;
+  // An item's address, or a hole's successor as (next << 1 | 1): items are aligned, so the low bit tells.
+  std::vector<uintptr_t> back;
+  static_assert(alignof(Item) > 1);
+
+  // The item whose entry slot `slot` holds, or nullptr for a hole.
+  Item* ItemAt(uint32_t slot) const { return back[slot] & 1 ? nullptr : reinterpret_cast<Item*>(back[slot]); }
+  void Hold(uint32_t slot, Item* item) { back[slot] = reinterpret_cast<uintptr_t>(item); }
+  // Slot `slot` becomes the first hole.
+  void Vacate(uint32_t slot) {
+    back[slot] = uintptr_t{first_hole} << 1 | 1;
+    first_hole = slot;
+  }
+  // Takes the first hole (there is one: first_hole != kNoHole) and returns its slot.
+  uint32_t TakeHole() {
+    const uint32_t slot = first_hole;
+    first_hole = static_cast<uint32_t>(back[slot] >> 1);
+    return slot;
+  }
 };
 
 // A node of a path-compressed trie with a kStrideBits stride: it stands for the first `depth` strides
@@ -413,7 +432,7 @@ void TableIndex::DropItem(MatcherState* state, size_t i) {
   const size_t last = --state->items;
   if (i == last) return;
   state->item[i] = state->item[last];
-  state->item[i].book->back[state->item[i].slot] = &state->item[i];
+  state->item[i].book->Hold(state->item[i].slot, &state->item[i]);
 }
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
@@ -450,7 +469,7 @@ void TableIndex::Split(Node* node) {
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   const uint32_t count = slots->count.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < count; ++i) {
-    Item* item = slots->book->back[i];
+    Item* item = slots->book->ItemAt(i);
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
@@ -532,9 +551,8 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
   node->Admit(rank);
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
-  if (slots != nullptr && !slots->book->holes.empty()) {
-    at = slots->book->holes.back();
-    slots->book->holes.pop_back();
+  if (slots != nullptr && slots->book->first_hole != NodeBook::kNoHole) {
+    at = slots->book->TakeHole();
     slots->entries()[at].Fill(item->value, mask, rank, matcher, std::memory_order_release);
   } else {
     if (slots == nullptr || slots->count.load(std::memory_order_relaxed) == slots->capacity) {
@@ -546,7 +564,7 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
     slots->count.store(at + 1, std::memory_order_release);
   }
   if (hit != nullptr) slots->entries()[at].hit.store(hit, std::memory_order_release);
-  slots->book->back[at] = item;
+  slots->book->Hold(at, item);
   item->node = node;
   item->book = slots->book;
   item->slot = at;
@@ -561,8 +579,7 @@ void TableIndex::RemoveAt(const Item& item) {
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   Entry* e = slots->entries();
   e[slot].matcher.store(0, std::memory_order_release);
-  book->back[slot] = nullptr;
-  book->holes.push_back(slot);
+  book->Vacate(slot);
   --book->live;
   --entries_;
   // The least rank left, if the entry held it (after it left: a reader that read the higher bound missed
@@ -570,7 +587,7 @@ void TableIndex::RemoveAt(const Item& item) {
   if (e[slot].rank.load(std::memory_order_relaxed) != node->least.load(std::memory_order_relaxed)) return;
   uint64_t least = ~uint64_t{0};
   for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
-    if (book->back[i] != nullptr) least = std::min(least, e[i].rank.load(std::memory_order_relaxed));
+    if (book->ItemAt(i) != nullptr) least = std::min(least, e[i].rank.load(std::memory_order_relaxed));
   }
   node->least.store(least, std::memory_order_relaxed);
 }
@@ -589,7 +606,7 @@ void TableIndex::Grow(Node* node) {
     to.hit.store(from.hit.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   fresh->count.store(used, std::memory_order_relaxed);
-  fresh->book->back.resize(capacity, nullptr);
+  fresh->book->back.resize(capacity);
   node->slots.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
