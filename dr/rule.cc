@@ -189,7 +189,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   absl::StatusOr<ValueKey> read = ReadValue(*m, *d, value, key);
   if (!read.ok()) return read.status();
   // The key's bucket loads while the actions are checked and matched against the cached ones (or compiled).
-  m->hw.table.Prefetch(read->hash);
+  m->hw.table.PrefetchForWrite(read->hash);
 
   absl::InlinedVector<ActionObj*, 8> objs;
   if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;
@@ -275,7 +275,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   std::array<ValueKey, kAhead> ring_read;
   auto read_ahead = [&](size_t i) {
     ring_read[i % kAhead] = *ReadValue(*m, *d, values[i], ring[i % kAhead].data());
-    m->hw.table.Prefetch(ring_read[i % kAhead].hash);
+    m->hw.table.PrefetchForWrite(ring_read[i % kAhead].hash);
   };
   for (size_t i = 0; i < std::min(n, kAhead); ++i) read_ahead(i);
   for (size_t i = 0; i < n; ++i) {

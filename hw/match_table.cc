@@ -381,8 +381,11 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
     MetaOf(tail).next_duplicate = record;
     return record;
   }
-  if (!fixed_size_ && (distinct_keys_ + 1) * kMaxLoadDenominator > slot_capacity() * kMaxLoadNumerator) {
-    Rebuild(bucket_count() * 2);
+  // (The writer's copy of the array's size: the published array's header is one more line to load.)
+  const size_t buckets = written_.mask + 1;
+  if (!fixed_size_ &&
+      (distinct_keys_ + 1) * kMaxLoadDenominator > buckets * kSlotsPerBucket * kMaxLoadNumerator) {
+    Rebuild(buckets * 2);
   }
   uint32_t record = AllocateRecord(key, rule, hash);
   const int bit = KeySummaryBit(key);
@@ -390,7 +393,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
     summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
   }
   // Only a full fixed-size table fails to place.
-  while (!Place(written_, record, hash)) Rebuild(bucket_count() * 2);
+  while (!Place(written_, record, hash)) Rebuild((written_.mask + 1) * 2);
   ++distinct_keys_;
   return record;
 }
