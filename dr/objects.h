@@ -80,6 +80,8 @@ struct MatcherObj {
   // Laid out for rule inserts and deletes, which read a cold matcher: its own fields in one cache line,
   // then the match table in the same object (no pointer to wait on), then the compiled mask.
   TableObj* table;
+  // Its part of its table's index, while the table has one.
+  std::unique_ptr<hw::TableIndex::MatcherState> index_state;
   int refs = 1;  // the handle and each rule
   // Its rules in creation order, linked through the rules themselves (no node to allocate per rule).
   RuleObj* first_rule = nullptr;
@@ -90,9 +92,8 @@ struct MatcherObj {
   ProgramsObj* last_compiled = nullptr;
   hw::CompiledMatcher hw;  // what lookups walk; lives as long as the matcher (both retired together)
   matcher::CompiledMask compiled;
-  // Its part of its table's index, while the table has one.
-  std::unique_ptr<hw::TableIndex::MatcherState> index_state;
 };
+static_assert(offsetof(MatcherObj, hw) == 64, "a matcher's own fields fill the line before its lookup part");
 
 inline bool InLookupOrder::operator()(const MatcherObj* a, const MatcherObj* b) const {
   return hw::LookupBefore(a->hw, b->hw);

@@ -44,7 +44,9 @@ class TableIndex;
 // (CompiledMatcher::PrefetchAhead): about a miss's latency over the cost of passing a matcher on its summary.
 inline constexpr int kWalkAhead = 6;
 
-struct CompiledMatcher {
+// Aligned on a cache line: what a walk reads of a matcher it passes (the link, the summary word, the table's
+// summary) is then one line, the one PrefetchAhead requests.
+struct alignas(64) CompiledMatcher {
   // `reclaimer`: the device's, where the match table retires what concurrent lookups may still read.
   CompiledMatcher(uint32_t id, uint16_t priority, uint64_t sequence, Definer definer,
                   Reclaimer* reclaimer = nullptr)

@@ -28,10 +28,12 @@
 
 namespace drsim::matcher {
 
+// A rule insert reads the criteria, the definer and the mask's enabled sections (of a cold matcher, mostly:
+// they come first, together).
 struct CompiledMask {
   uint8_t criteria = 0;
-  std::array<uint8_t, hw::kMatchParamBytes> mask{};  // the user's mask, enabled sections only
   hw::Definer definer;                               // over the effective mask (see above)
+  std::array<uint8_t, hw::kMatchParamBytes> mask{};  // the user's mask, enabled sections only
   std::vector<SteBuilder> rx_builders;               // per pipe; empty when the domain lacks the pipe
   std::vector<SteBuilder> tx_builders;
 };

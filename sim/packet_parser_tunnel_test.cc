@@ -843,7 +843,9 @@ TEST(PacketParserTunnelTest, AnEmptyKeyIsReadFromEveryPlainFrame) {
   hw::SetFieldAllOnes(inner, Field::kInnerSrcIp31_0);
   for (const bool refused_first : {false, true}) {
     PlainIpv4KeyReader reader;
-    if (refused_first) ASSERT_FALSE(reader.Prepare(hw::Definer::FromMask(inner)));
+    if (refused_first) {
+      ASSERT_FALSE(reader.Prepare(hw::Definer::FromMask(inner)));
+    }
     ASSERT_TRUE(reader.Prepare(hw::Definer()));
     EXPECT_EQ(reader.key_words(), 0u);
     uint32_t key = 0xa5a5a5a5u;
