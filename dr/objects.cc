@@ -71,14 +71,14 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
 void Unref(RuleObj* rule) {
   if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
-  if (matcher->index_state != nullptr) {
+  if (hw::TableIndex::MatcherState* state = matcher->index_state.get(); state != nullptr) {
     // Out of the index only once out of the match table: a packet finding the rule finds its matcher. Its
     // record is no hit the index names once it leaves the table.
-    const hw::TableIndex::Values indexed =
-        hw::TableIndex::ValuesOf(*matcher->index_state, matcher->hw.table.key(rule->entry));
-    matcher->table->index->DropHit(matcher->index_state.get(), indexed, matcher->hw.table.rule(rule->entry));
+    hw::TableIndex::Item* item =
+        hw::TableIndex::FindItem(state, hw::TableIndex::ValuesOf(*state, matcher->hw.table.key(rule->entry)));
+    matcher->table->index->DropHit(state, item, matcher->hw.table.rule(rule->entry));
     matcher->hw.table.Erase(rule->entry);
-    matcher->table->index->RemoveRule(matcher->index_state.get(), indexed);
+    matcher->table->index->RemoveRule(state, item);
   } else {
     matcher->hw.table.Erase(rule->entry);
   }
@@ -137,8 +137,8 @@ void BuildIndex(TableObj* table) {
     m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     index->AddMatcher(&m->hw, m->index_state.get());
     for (const RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
-      index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
-      index->NameHit(m->index_state.get(), m->hw.table.key(r->entry), m->hw.table.rule(r->entry));
+      const hw::TableIndex::Item* item = index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
+      index->NameHit(m->index_state.get(), item, m->hw.table.rule(r->entry));
     }
   }
   table->indexed_matchers = table->matchers.size();

@@ -349,7 +349,7 @@ TableIndex::Values TableIndex::ValuesOf(const MatcherState& state, const uint32_
   return value;
 }
 
-TableIndex::Item* TableIndex::ItemOf(MatcherState* state, const Values& value) {
+TableIndex::Item* TableIndex::FindItem(MatcherState* state, const Values& value) {
   for (size_t i = 0; i < state->items; ++i) {
     if (state->item[i].value == value) return &state->item[i];
   }
@@ -360,44 +360,41 @@ TableIndex::Entry& TableIndex::EntryOf(const Item& item) {
   return item.node->slots.load(std::memory_order_relaxed)->entries()[item.slot];
 }
 
-void TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
+const TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   if (!shedding_.empty()) Shed();
-  if (state->broad) return;
+  if (state->broad) return nullptr;
   const Values value = ValuesOf(*state, key);
-  if (Item* item = ItemOf(state, value)) {
+  if (Item* item = FindItem(state, value)) {
     ++item->rules;
-    return;
+    return item;
   }
   if (state->items == kMaxEntriesPerMatcher) {
     GoBroad(state);
-    return;
+    return nullptr;
   }
   Item* item = &state->item[state->items++];
   item->value = value;
   item->rules = 1;
   Place(item, state->mask, state->rank, Tagged(state->matcher, state->exact));
+  return item;
 }
 
-void TableIndex::RemoveRule(MatcherState* state, const Values& value) {
+void TableIndex::RemoveRule(MatcherState* state, Item* item) {
+  // (Shed drops the items of broad matchers only: a matcher that is not broad keeps `item` where it is.)
   if (!shedding_.empty()) Shed();
-  if (state->broad) return;
-  Item* item = ItemOf(state, value);
-  if (item == nullptr || --item->rules > 0) return;
+  if (state->broad || item == nullptr || --item->rules > 0) return;
   RemoveAt(*item);
   DropItem(state, static_cast<size_t>(item - state->item.data()));
 }
 
-void TableIndex::NameHit(MatcherState* state, const uint32_t* key, const RuleRecord* hit) {
-  if (!state->exact || state->broad) return;
-  const Item* item = ItemOf(state, ValuesOf(*state, key));
-  if (item != nullptr && item->rules == 1) EntryOf(*item).hit.store(hit, std::memory_order_release);
+void TableIndex::NameHit(MatcherState* state, const Item* item, const RuleRecord* hit) {
+  if (!state->exact || state->broad || item == nullptr) return;
+  if (item->rules == 1) EntryOf(*item).hit.store(hit, std::memory_order_release);
 }
 
-void TableIndex::DropHit(MatcherState* state, const Values& value, const RuleRecord* hit) {
+void TableIndex::DropHit(MatcherState* state, const Item* item, const RuleRecord* hit) {
   // (A broad matcher's entries stay a while, named hits with them: Shed.)
-  if (!state->exact) return;
-  const Item* item = ItemOf(state, value);
-  if (item == nullptr) return;
+  if (!state->exact || item == nullptr) return;
   std::atomic<const RuleRecord*>& named = EntryOf(*item).hit;
   if (named.load(std::memory_order_relaxed) == hit) named.store(nullptr, std::memory_order_release);
 }

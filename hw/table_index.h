@@ -148,19 +148,23 @@ class TableIndex {
   void AddMatcher(const CompiledMatcher* matcher, MatcherState* state);
   void RemoveMatcher(MatcherState* state);
   // A rule with definer key `key` (the matcher's key_words() words): AddRule before it is inserted into the
-  // match table, RemoveRule after it was erased from it, with the index words of its key (ValuesOf, taken
-  // before: an erased rule's key may be gone).
+  // match table, RemoveRule after it was erased from it. AddRule returns the item the rule counts in
+  // (nullptr: the matcher is broad), and RemoveRule takes it, found by the index words of the rule's key
+  // (ValuesOf and FindItem, before the erase: an erased rule's key may be gone). An item stays where it is
+  // until the next AddRule or RemoveRule of its matcher.
   using Values = std::array<uint32_t, kWords>;
   static Values ValuesOf(const MatcherState& state, const uint32_t* key);
-  void AddRule(MatcherState* state, const uint32_t* key);
-  void RemoveRule(MatcherState* state, const Values& value);
+  static Item* FindItem(MatcherState* state, const Values& value);
+  const Item* AddRule(MatcherState* state, const uint32_t* key);
+  void RemoveRule(MatcherState* state, Item* item);
   // An exact entry names the rule a packet matching it hits, so that a lookup need not look for it in the
-  // matcher's table: NameHit after `hit`, the record of a rule with `key`, went into the table, if it is
-  // the only rule of the matcher with that key (else nothing is named); DropHit before the record `hit` of a
-  // rule whose key has index words `value` leaves the table (a reader that still holds it is then in a read
-  // section that keeps the record). Either does nothing for a matcher whose entries are not exact.
-  void NameHit(MatcherState* state, const uint32_t* key, const RuleRecord* hit);
-  void DropHit(MatcherState* state, const Values& value, const RuleRecord* hit);
+  // matcher's table: NameHit after `hit`, the record of a rule counted in `item` (AddRule's), went into the
+  // table, if it is the only rule of the matcher with that key (else nothing is named); DropHit before the
+  // record `hit` of a rule counted in `item` (FindItem's) leaves the table (a reader that still holds it is
+  // then in a read section that keeps the record). Either does nothing for a matcher whose entries are not
+  // exact, or for a null item.
+  void NameHit(MatcherState* state, const Item* item, const RuleRecord* hit);
+  void DropHit(MatcherState* state, const Item* item, const RuleRecord* hit);
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
@@ -239,8 +243,6 @@ class TableIndex {
 
   struct Entry;
   struct Slots;
-  // The item of `state` with index words `value`, or nullptr.
-  static Item* ItemOf(MatcherState* state, const Values& value);
   // The entry `item` fills.
   static Entry& EntryOf(const Item& item);
 

@@ -69,7 +69,7 @@ class IndexedTable {
     std::advance(it, k % keys_[m].size());
     const std::vector<uint32_t> key = *it;
     keys_[m].erase(it);
-    index_->RemoveRule(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
+    RemoveKey(m, key);
     return true;
   }
   // Removes a rule of matcher `m` with `value`.
@@ -77,15 +77,15 @@ class IndexedTable {
     std::vector<uint32_t> key(matchers_[m]->definer.key_words());
     matchers_[m]->definer.Extract(value.bytes(), key.data());
     keys_[m].erase(keys_[m].find(key));
-    index_->RemoveRule(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
+    RemoveKey(m, key);
   }
   void RemoveMatcher(size_t m) { index_->RemoveMatcher(states_[m].get()); }
   // Names `hit` as the rule of matcher `m` with `value` (NameHit), or takes it back (DropHit).
   void NameHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
-    index_->NameHit(states_[m].get(), KeyOf(m, value).data(), hit);
+    index_->NameHit(states_[m].get(), ItemOf(m, value), hit);
   }
   void DropHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
-    index_->DropHit(states_[m].get(), TableIndex::ValuesOf(*states_[m], KeyOf(m, value).data()), hit);
+    index_->DropHit(states_[m].get(), ItemOf(m, value), hit);
   }
 
   // The matchers holding a rule `packet` matches.
@@ -113,6 +113,15 @@ class IndexedTable {
     std::vector<uint32_t> key(matchers_[m]->definer.key_words());
     matchers_[m]->definer.Extract(value.bytes(), key.data());
     return key;
+  }
+  // The index's item counting matcher `m`'s rules with `value`'s index words (nullptr: none).
+  TableIndex::Item* ItemOf(size_t m, const MatchParams& value) const {
+    return TableIndex::FindItem(states_[m].get(), TableIndex::ValuesOf(*states_[m], KeyOf(m, value).data()));
+  }
+  // Takes a rule of matcher `m` with `key` out of the index.
+  void RemoveKey(size_t m, const std::vector<uint32_t>& key) {
+    TableIndex::MatcherState* state = states_[m].get();
+    index_->RemoveRule(state, TableIndex::FindItem(state, TableIndex::ValuesOf(*state, key.data())));
   }
 
   uint64_t sequence_ = 1;
