@@ -27,6 +27,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 
@@ -82,6 +83,7 @@ struct alignas(64) CompiledMatcher {
   MatchTable table;
   Definer definer;
 };
+static_assert(offsetof(CompiledMatcher, table) == 48, "MatchTable lays its fields out for this offset");
 
 // Lookup order of matchers: ascending priority, then newest first.
 inline bool LookupBefore(const CompiledMatcher& a, const CompiledMatcher& b) {

@@ -77,10 +77,13 @@ MatchTable::BucketArray::~BucketArray() {
 
 MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_word)
     : buckets_(new BucketArray(1)),
-      key_words_(key_words),
-      summary_word_(summary_word),
+      key_words_(static_cast<uint32_t>(key_words)),
+      summary_word_(static_cast<uint32_t>(summary_word)),
       stride_((kRuleWords + key_words + 1) & ~size_t{1}),
       reclaimer_(reclaimer) {
+  // A small table's writer fields, the first chunks' pointers among them, end where the third line of a
+  // CompiledMatcher ends (the table starts 48 bytes into its first).
+  static_assert(offsetof(MatchTable, chunks_) + sizeof(chunks_[0]) <= 48 + 2 * 64);
   written_ = *buckets_.load(std::memory_order_relaxed);
   assert(key_words <= kMatchParamBytes / 4);
   assert(summary_word < key_words || summary_word == 0);
@@ -389,7 +392,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   }
   uint32_t record = AllocateRecord(key, rule, hash);
   const int bit = KeySummaryBit(key);
-  if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && keys++ == 0) {
+  if (CountSummaryKey(bit, +1) == 0) {
     summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
   }
   // Only a full fixed-size table fails to place.
@@ -424,7 +427,7 @@ void MatchTable::Erase(Handle handle) {
       }
       --distinct_keys_;
       const int bit = meta.summary_bit;
-      if (uint8_t& keys = summary_keys_[bit]; keys != kSummaryStuck && --keys == 0) {
+      if (CountSummaryKey(bit, -1) == 1) {
         summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << bit),
                        std::memory_order_release);
       }

@@ -276,16 +276,18 @@ class MatchTable {
   static bool Place(const BucketView& array, uint32_t record, uint64_t hash);
   void Rebuild(size_t buckets);
 
-  // What lookups and writes read first shares the table's first lines (a cold matcher's rule insert or
-  // delete waits on each line it touches); the writers' bulkier bookkeeping comes last.
+  // What lookups read first shares the table's first line, and what a writer reads of a small table (a rule
+  // insert or delete in a cold matcher, which waits on each line it touches) the two after it, the first
+  // record chunks' pointers included: in a CompiledMatcher (48 bytes into its first line) that is three
+  // lines in all (CompiledMatcher checks where it puts the table, the constructor where chunks_ lies).
   // Bit SummaryBit(w) is set while a key with summary word w is in the table (first: a walk through many
   // matchers reads only this of most of their tables). Set before a key's slot is published and cleared
   // after its last key's slot is emptied, so a lookup refused by it sees the table as it was before an
   // insert or after an erase.
   std::atomic<uint64_t> summary_{0};
   std::atomic<BucketArray*> buckets_;
-  size_t key_words_;
-  size_t summary_word_;
+  uint32_t key_words_;
+  uint32_t summary_word_;
   size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   Reclaimer* reclaimer_;
   std::vector<Meta> meta_;  // by record number
@@ -298,16 +300,27 @@ class MatchTable {
   }
   // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
   BucketView written_{};
-  size_t live_records_ = 0;
-  size_t distinct_keys_ = 0;
+  int chunk_count_ = 0;        // chunks allocated (the first entries)
+  uint32_t live_records_ = 0;  // (a table holds at most 2^28 - 8 records)
+  uint32_t distinct_keys_ = 0;
   // Erased records, oldest first, linked through their Meta: reused once no reader can still hold them.
   uint32_t retired_head_ = kNone;
   uint32_t retired_tail_ = kNone;
-  int chunk_count_ = 0;  // chunks allocated (the first entries)
   bool fixed_size_ = false;
-  // Distinct keys per summary bit, saturating: a count that reaches kSummaryStuck stays, its bit set.
-  static constexpr uint8_t kSummaryStuck = 255;
-  std::array<uint8_t, 64> summary_keys_{};
+  // Distinct keys per summary bit, four bits each (bit b in the low half of byte b / 2 when b is even),
+  // saturating: a count that reaches kSummaryStuck stays, its bit set. (A large table's bits all stick; the
+  // keys of a small matcher seldom share one bit fifteen times.)
+  static constexpr int kSummaryStuck = 15;
+  std::array<uint8_t, 32> summary_keys_{};
+  // Adds `delta` (+1, or -1 for a key the count holds) to bit `bit`'s count unless it is stuck, and returns
+  // the count before.
+  int CountSummaryKey(int bit, int delta) {
+    uint8_t& pair = summary_keys_[bit / 2];
+    const int shift = bit % 2 * 4;
+    const int keys = pair >> shift & 0xf;
+    if (keys != kSummaryStuck) pair = static_cast<uint8_t>(pair + delta * (1 << shift));
+    return keys;
+  }
   // Record chunks; each pointer is written before any record of its chunk is published, and never changes.
   std::atomic<uint32_t*> chunks_[kMaxChunks] = {};
 };
