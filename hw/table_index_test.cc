@@ -114,14 +114,14 @@ class IndexedTable {
     matchers_[m]->definer.Extract(value.bytes(), key.data());
     return key;
   }
-  // The index's item counting matcher `m`'s rules with `value`'s index words (nullptr: none).
-  TableIndex::Item* ItemOf(size_t m, const MatchParams& value) const {
-    return TableIndex::FindItem(states_[m].get(), TableIndex::ValuesOf(*states_[m], KeyOf(m, value).data()));
+  // The index's item counting matcher `m`'s rules with `key`'s index words (nullptr: none).
+  TableIndex::Item* ItemOfKey(size_t m, const std::vector<uint32_t>& key) const {
+    return TableIndex::FindItem(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
   }
+  TableIndex::Item* ItemOf(size_t m, const MatchParams& value) const { return ItemOfKey(m, KeyOf(m, value)); }
   // Takes a rule of matcher `m` with `key` out of the index.
   void RemoveKey(size_t m, const std::vector<uint32_t>& key) {
-    TableIndex::MatcherState* state = states_[m].get();
-    index_->RemoveRule(state, TableIndex::FindItem(state, TableIndex::ValuesOf(*state, key.data())));
+    index_->RemoveRule(states_[m].get(), ItemOfKey(m, key));
   }
 
   uint64_t sequence_ = 1;
