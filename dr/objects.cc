@@ -71,14 +71,12 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
 void Unref(RuleObj* rule) {
   if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
-  if (hw::TableIndex::MatcherState* state = matcher->index_state.get(); state != nullptr) {
+  if (hw::TableIndex::Item* item = rule->index_item; item != nullptr) {
     // Out of the index only once out of the match table: a packet finding the rule finds its matcher. Its
     // record is no hit the index names once it leaves the table.
-    hw::TableIndex::Item* item =
-        hw::TableIndex::FindItem(state, hw::TableIndex::ValuesOf(*state, matcher->hw.table.key(rule->entry)));
-    matcher->table->index->DropHit(state, item, matcher->hw.table.rule(rule->entry));
+    hw::TableIndex::DropHit(item, matcher->hw.table.rule(rule->entry));
     matcher->hw.table.Erase(rule->entry);
-    matcher->table->index->RemoveRule(state, item);
+    matcher->table->index->RemoveRule(item);
   } else {
     matcher->hw.table.Erase(rule->entry);
   }
@@ -136,9 +134,9 @@ void BuildIndex(TableObj* table) {
     // (The index this one replaces is never written again: its entries' items may go.)
     m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     index->AddMatcher(&m->hw, m->index_state.get());
-    for (const RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
-      const hw::TableIndex::Item* item = index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
-      index->NameHit(m->index_state.get(), item, m->hw.table.rule(r->entry));
+    for (RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
+      r->index_item = index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
+      index->NameHit(m->index_state.get(), r->index_item, m->hw.table.rule(r->entry));
     }
   }
   table->indexed_matchers = table->matchers.size();

@@ -123,6 +123,9 @@ struct RuleObj {
   hw::MatchTable::Handle entry = 0;
   RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
   RuleObj* next_in_matcher = nullptr;
+  // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when
+  // there is none): a delete goes to it without looking for it by the rule's key.
+  hw::TableIndex::Item* index_item = nullptr;
   // Made in its domain's rule_pool (placement new), and given back to it when unreferenced.
 };
 static_assert(std::is_trivially_destructible_v<RuleObj>);

@@ -161,9 +161,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   // Into the index first: a packet finding the rule finds its matcher. Then the index may name it as the
   // hit of its entry.
   hw::TableIndex::MatcherState* indexed = m->index_state.get();
-  const hw::TableIndex::Item* item = indexed != nullptr ? m->table->index->AddRule(indexed, key) : nullptr;
+  rule->index_item = indexed != nullptr ? m->table->index->AddRule(indexed, key) : nullptr;
   rule->entry = m->hw.table.Insert(key, hash, record);
-  if (indexed != nullptr) m->table->index->NameHit(indexed, item, m->hw.table.rule(rule->entry));
+  if (indexed != nullptr) m->table->index->NameHit(indexed, rule->index_item, m->hw.table.rule(rule->entry));
   rule->prev_in_matcher = m->last_rule;
   (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
   m->last_rule = rule;

@@ -351,51 +351,64 @@ TableIndex::Values TableIndex::ValuesOf(const MatcherState& state, const uint32_
 
 TableIndex::Item* TableIndex::FindItem(MatcherState* state, const Values& value) {
   for (size_t i = 0; i < state->items; ++i) {
-    if (state->item[i].value == value) return &state->item[i];
+    if (state->item[i].rules != 0 && state->item[i].value == value) return &state->item[i];
   }
   return nullptr;
 }
 
-TableIndex::Entry& TableIndex::EntryOf(const Item& item) {
-  return item.node->slots.load(std::memory_order_relaxed)->entries()[item.slot];
-}
-
-const TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
+TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
   if (!shedding_.empty()) Shed();
   if (state->broad) return nullptr;
   const Values value = ValuesOf(*state, key);
-  if (Item* item = FindItem(state, value)) {
-    ++item->rules;
-    return item;
+  Item* dormant = nullptr;
+  for (size_t i = 0; i < state->items; ++i) {
+    Item& at = state->item[i];
+    if (at.value == value) {
+      if (at.rules++ == 0) {
+        // Published again as it was filed (its matcher word is the last a reader checks), no hit named.
+        at.entry->hit.store(nullptr, std::memory_order_relaxed);
+        at.entry->matcher.store(Tagged(state->matcher, state->exact), std::memory_order_release);
+        ++entries_;
+      }
+      return &at;
+    }
+    if (at.rules == 0 && dormant == nullptr) dormant = &at;
   }
-  if (state->items == kMaxEntriesPerMatcher) {
+  Item* item;
+  if (state->items < kMaxEntriesPerMatcher) {
+    item = &state->item[state->items++];
+  } else if (dormant != nullptr) {
+    RemoveAt(*dormant);
+    item = dormant;
+  } else {
     GoBroad(state);
     return nullptr;
   }
-  Item* item = &state->item[state->items++];
   item->value = value;
   item->rules = 1;
   Place(item, state->mask, state->rank, Tagged(state->matcher, state->exact));
   return item;
 }
 
-void TableIndex::RemoveRule(MatcherState* state, Item* item) {
-  // (Shed drops the items of broad matchers only: a matcher that is not broad keeps `item` where it is.)
+void TableIndex::RemoveRule(Item* item) {
   if (!shedding_.empty()) Shed();
-  if (state->broad || item == nullptr || --item->rules > 0) return;
-  RemoveAt(*item);
-  DropItem(state, static_cast<size_t>(item - state->item.data()));
+  // (A broad matcher's items are shed once readers are past them: then none is in the index.)
+  if (item == nullptr || item->node == nullptr || --item->rules > 0) return;
+  // Dormant: readers skip it as they skip a hole.
+  item->entry->matcher.store(0, std::memory_order_release);
+  --entries_;
 }
 
 void TableIndex::NameHit(MatcherState* state, const Item* item, const RuleRecord* hit) {
   if (!state->exact || state->broad || item == nullptr) return;
-  if (item->rules == 1) EntryOf(*item).hit.store(hit, std::memory_order_release);
+  if (item->rules == 1) item->entry->hit.store(hit, std::memory_order_release);
 }
 
-void TableIndex::DropHit(MatcherState* state, const Item* item, const RuleRecord* hit) {
-  // (A broad matcher's entries stay a while, named hits with them: Shed.)
-  if (!state->exact || item == nullptr) return;
-  std::atomic<const RuleRecord*>& named = EntryOf(*item).hit;
+void TableIndex::DropHit(const Item* item, const RuleRecord* hit) {
+  // (A broad matcher's entries stay a while, named hits with them: Shed. An entry that is not exact names
+  // none.)
+  if (item == nullptr || item->node == nullptr) return;
+  std::atomic<const RuleRecord*>& named = item->entry->hit;
   if (named.load(std::memory_order_relaxed) == hit) named.store(nullptr, std::memory_order_release);
 }
 
@@ -414,7 +427,12 @@ void TableIndex::GoBroad(MatcherState* state) {
 }
 
 void TableIndex::DropItems(MatcherState* state) {
-  for (size_t i = 0; i < state->items; ++i) RemoveAt(state->item[i]);
+  for (size_t i = 0; i < state->items; ++i) {
+    Item& item = state->item[i];
+    RemoveAt(item);
+    item.rules = 0;
+    item.node = nullptr;
+  }
   state->items = 0;
 }
 
@@ -425,12 +443,6 @@ void TableIndex::Shed() {
   shedding_.erase(shedding_.begin(), shedding_.begin() + done);
 }
 
-void TableIndex::DropItem(MatcherState* state, size_t i) {
-  const size_t last = --state->items;
-  if (i == last) return;
-  state->item[i] = state->item[last];
-  state->item[i].book->Hold(state->item[i].slot, &state->item[i]);
-}
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                        uintptr_t matcher) {
@@ -565,6 +577,7 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
   item->node = node;
   item->book = slots->book;
   item->slot = at;
+  item->entry = &slots->entries()[at];
   ++slots->book->live;
   ++entries_;
 }
@@ -575,10 +588,10 @@ void TableIndex::RemoveAt(const Item& item) {
   NodeBook* book = item.book;
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   Entry* e = slots->entries();
+  if (e[slot].matcher.load(std::memory_order_relaxed) != 0) --entries_;  // (not dormant)
   e[slot].matcher.store(0, std::memory_order_release);
   book->Vacate(slot);
   --book->live;
-  --entries_;
   // The least rank left, if the entry held it (after it left: a reader that read the higher bound missed
   // only the entry being removed).
   if (e[slot].rank.load(std::memory_order_relaxed) != node->least.load(std::memory_order_relaxed)) return;
@@ -601,6 +614,7 @@ void TableIndex::Grow(Node* node) {
     to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed),
             from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
     to.hit.store(from.hit.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    old->book->ItemAt(i)->entry = &to;
   }
   fresh->count.store(used, std::memory_order_relaxed);
   fresh->book->back.resize(capacity);

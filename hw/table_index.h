@@ -105,13 +105,20 @@ class TableIndex {
 
   struct Node;      // (a trie node; an Item names the one holding its entry)
   struct NodeBook;  // (the writer's account of a node's entries)
-  // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory.
+  struct Entry;     // (a slot of a node's entries)
+  // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory. An item
+  // never moves while its matcher state lives, so that a rule can keep the item it counts in. Its entry
+  // stays filed when its last rule leaves, unpublished (readers take it for a hole): dormant, it is
+  // published again as it was if a rule with its values comes back (an update of a rule's actions is a
+  // delete and an insert of its key), and is removed only to make room for other values, or with its
+  // matcher.
   struct Item {
     std::array<uint32_t, kWords> value{};
-    uint32_t rules = 0;
-    Node* node = nullptr;  // where its entry is: the node, its book and the slot
-    NodeBook* book = nullptr;
+    uint32_t rules = 0;  // 0: dormant
     uint32_t slot = 0;
+    Node* node = nullptr;  // where its entry is: the node, its book, the slot and the entry itself
+    NodeBook* book = nullptr;
+    Entry* entry = nullptr;
   };
   // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
   // on each call; the index reads and writes it only under the driver's lock.
@@ -122,7 +129,8 @@ class TableIndex {
     uint64_t rank = 0;
     bool exact = false;  // the index words cover every word of the matcher's key (its entries are exact)
     bool broad = false;
-    size_t items = 0;  // item[0, items): the distinct entries (broad: until readers are past them)
+    // item[0, items) holds the distinct entries, live or dormant (broad: until readers are past them)
+    size_t items = 0;
     std::array<Item, kMaxEntriesPerMatcher> item{};
     Item broad_item;           // the entry with empty masks while broad
     uint64_t broad_since = 0;  // the reclaimer's stamp when it went broad
@@ -149,22 +157,22 @@ class TableIndex {
   void RemoveMatcher(MatcherState* state);
   // A rule with definer key `key` (the matcher's key_words() words): AddRule before it is inserted into the
   // match table, RemoveRule after it was erased from it. AddRule returns the item the rule counts in
-  // (nullptr: the matcher is broad), and RemoveRule takes it, found by the index words of the rule's key
-  // (ValuesOf and FindItem, before the erase: an erased rule's key may be gone). An item stays where it is
-  // until the next AddRule or RemoveRule of its matcher.
+  // (nullptr: the matcher is broad), which stays where it is while `state` lives: the driver keeps it with
+  // the rule and passes it to RemoveRule (and to DropHit), which reads no more of the matcher's state. FindItem
+  // finds the item of a key's index words (ValuesOf) among those with rules.
   using Values = std::array<uint32_t, kWords>;
   static Values ValuesOf(const MatcherState& state, const uint32_t* key);
   static Item* FindItem(MatcherState* state, const Values& value);
-  const Item* AddRule(MatcherState* state, const uint32_t* key);
-  void RemoveRule(MatcherState* state, Item* item);
+  Item* AddRule(MatcherState* state, const uint32_t* key);
+  void RemoveRule(Item* item);
   // An exact entry names the rule a packet matching it hits, so that a lookup need not look for it in the
   // matcher's table: NameHit after `hit`, the record of a rule counted in `item` (AddRule's), went into the
   // table, if it is the only rule of the matcher with that key (else nothing is named); DropHit before the
-  // record `hit` of a rule counted in `item` (FindItem's) leaves the table (a reader that still holds it is
+  // record `hit` of a rule counted in `item` (AddRule's) leaves the table (a reader that still holds it is
   // then in a read section that keeps the record). Either does nothing for a matcher whose entries are not
-  // exact, or for a null item.
+  // exact, or for a null item or one no longer in the index (a broad matcher's, once shed).
   void NameHit(MatcherState* state, const Item* item, const RuleRecord* hit);
-  void DropHit(MatcherState* state, const Item* item, const RuleRecord* hit);
+  static void DropHit(const Item* item, const RuleRecord* hit);
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
@@ -197,7 +205,8 @@ class TableIndex {
     return true;
   }
 
-  // Entries now in the index (distinct per matcher), and trie nodes, for tests and dumps.
+  // Entries now in the index (distinct per matcher; dormant ones not counted), and trie nodes, for tests
+  // and dumps.
   size_t entries() const { return entries_; }
   size_t nodes() const;
   // Whether most of the trie nodes lead to no entry any more (removed rules' prefixes): time for a new
@@ -227,24 +236,19 @@ class TableIndex {
   // Visits the trie node or scans the slot array (tagged) `step` for query `q`'s walk (CandidatesOf).
   struct Walk;
   void Step(uintptr_t step, Walk* q) const;
-  // Empties the slot holding `item`'s entry (a hole).
+  // Empties the slot holding `item`'s entry (a hole), dormant or not.
   void RemoveAt(const Item& item);
   // Replaces `node`'s full slot array (no holes) by one twice as large.
   void Grow(Node* node);
-  // Item `i` of `state` leaves (its entry removed first): the last item takes its place.
-  static void DropItem(MatcherState* state, size_t i);
   // `state`'s matcher becomes broad: its broad entry goes in; its items' entries go once no reader can
   // still be looking a packet up that passed where the broad entry went before it was there (Shed).
   void GoBroad(MatcherState* state);
-  // Removes the entries of `state`'s items.
+  // Removes the entries of `state`'s items (no rule counts in them any more).
   void DropItems(MatcherState* state);
   // DropItems for the broad matchers in shedding_ whose stamps readers are past.
   void Shed();
 
-  struct Entry;
   struct Slots;
-  // The entry `item` fills.
-  static Entry& EntryOf(const Item& item);
 
   std::array<Word, kWords> words_;
   int chain_first_;

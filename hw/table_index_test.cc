@@ -85,7 +85,7 @@ class IndexedTable {
     index_->NameHit(states_[m].get(), ItemOf(m, value), hit);
   }
   void DropHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
-    index_->DropHit(states_[m].get(), ItemOf(m, value), hit);
+    TableIndex::DropHit(ItemOf(m, value), hit);
   }
 
   // The matchers holding a rule `packet` matches.
@@ -121,7 +121,7 @@ class IndexedTable {
   TableIndex::Item* ItemOf(size_t m, const MatchParams& value) const { return ItemOfKey(m, KeyOf(m, value)); }
   // Takes a rule of matcher `m` with `key` out of the index.
   void RemoveKey(size_t m, const std::vector<uint32_t>& key) {
-    index_->RemoveRule(states_[m].get(), ItemOfKey(m, key));
+    index_->RemoveRule(ItemOfKey(m, key));
   }
 
   uint64_t sequence_ = 1;
@@ -321,6 +321,77 @@ TEST(TableIndexTest, AnExactEntryNamesTheRuleOfItsKeyWhileItIsTheOnlyOne) {
   t.NameHit(inexact, ttl, &other);
   EXPECT_FALSE(first(ttl).exact);
   EXPECT_EQ(first(ttl).hit, nullptr);
+}
+
+TEST(TableIndexTest, ALastRulesEntryWaitsUnseenForItsValuesAndMakesRoomForOthers) {
+  IndexedTable t;
+  const std::vector<size_t> ms = ExactMatchers(&t, 20);
+  t.Build();
+  const MatchParams v = Acl(0x0a000001, 0x0b000001, 1000, 6);
+  RuleRecord record;
+  t.AddRule(ms[0], v);
+  t.NameHit(ms[0], v, &record);
+  const size_t nodes = t.index().nodes();
+  t.DropHit(ms[0], v, &record);
+  t.RemoveValue(ms[0], v);
+  // Dormant: no entry to count, no candidate, but still filed.
+  EXPECT_EQ(t.index().entries(), 0u);
+  EXPECT_TRUE(t.Candidates(v).empty());
+  EXPECT_EQ(t.state(ms[0]).items, 1u);
+  // The same values again: the same entry, published again, naming nothing until named.
+  t.AddRule(ms[0], v);
+  EXPECT_EQ(t.index().entries(), 1u);
+  EXPECT_EQ(t.index().nodes(), nodes);
+  EXPECT_EQ(t.state(ms[0]).items, 1u);
+  std::vector<TableIndex::Candidate> c = t.Candidates(v);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].matcher, t.matcher(ms[0]));
+  EXPECT_TRUE(c[0].exact);
+  EXPECT_EQ(c[0].hit, nullptr);
+
+  // A matcher whose items are all taken makes room for new values from a dormant one, not by going broad.
+  const size_t m = ms[1];
+  auto port = [](int i) { return Acl(0x0c000001, 0x0d000001, static_cast<uint16_t>(2000 + i), 17); };
+  for (int i = 0; i < static_cast<int>(TableIndex::kMaxEntriesPerMatcher); ++i) t.AddRule(m, port(i));
+  t.RemoveValue(m, port(3));
+  t.AddRule(m, port(100));
+  EXPECT_FALSE(t.state(m).broad);
+  EXPECT_EQ(t.state(m).items, TableIndex::kMaxEntriesPerMatcher);
+  EXPECT_EQ(t.index().entries(), 1 + TableIndex::kMaxEntriesPerMatcher);
+  EXPECT_TRUE(t.Candidates(port(3)).empty());
+  c = t.Candidates(port(100));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].matcher, t.matcher(m));
+  // With none dormant, a new value makes it broad.
+  t.AddRule(m, port(101));
+  EXPECT_TRUE(t.state(m).broad);
+}
+
+TEST(TableIndexTest, DormantAndLiveEntriesKeepTheirItemsAsTheirNodeGrowsAndSplits) {
+  IndexedTable t;
+  const std::vector<size_t> ms = ExactMatchers(&t, 40);
+  t.Build();
+  auto value = [](int i) { return Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6); };
+  for (int i = 0; i < 10; ++i) t.AddRule(ms[i], value(i));
+  for (int i = 0; i < 5; ++i) t.RemoveValue(ms[i], value(i));
+  // The node's slot array grows twice, then its entries (dormant ones too) split into a trie on the ports.
+  const size_t unsplit = t.index().nodes();
+  for (int i = 10; i < 40; ++i) t.AddRule(ms[i], value(i));
+  EXPECT_GT(t.index().nodes(), unsplit);
+  EXPECT_EQ(t.index().entries(), 35u);
+  std::vector<RuleRecord> records(40);
+  for (int i = 0; i < 40; ++i) {
+    if (i < 5) {
+      EXPECT_TRUE(t.Candidates(value(i)).empty()) << i;
+      t.AddRule(ms[i], value(i));
+    }
+    t.NameHit(ms[i], value(i), &records[i]);
+    const std::vector<TableIndex::Candidate> c = t.Candidates(value(i));
+    ASSERT_EQ(c.size(), 1u) << i;
+    EXPECT_EQ(c[0].matcher, t.matcher(ms[i])) << i;
+    EXPECT_EQ(c[0].hit, &records[i]) << i;
+  }
+  EXPECT_EQ(t.index().entries(), 40u);
 }
 
 TEST(TableIndexTest, TheNamedEntriesOfAMatcherGoingBroadLeaveNoNameInTheirSlots) {
