@@ -121,20 +121,23 @@ class TableIndex {
     Entry* entry = nullptr;
   };
   // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
-  // on each call; the index reads and writes it only under the driver's lock.
-  struct MatcherState {
+  // on each call; the index reads and writes it only under the driver's lock. A rule's delete and insert in
+  // a matcher of one item read only its first line.
+  struct alignas(64) MatcherState {
     const CompiledMatcher* matcher = nullptr;
     std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
-    std::array<uint32_t, kWords> mask{};
-    uint64_t rank = 0;
     bool exact = false;  // the index words cover every word of the matcher's key (its entries are exact)
     bool broad = false;
     // item[0, items) holds the distinct entries, live or dormant (broad: until readers are past them)
-    size_t items = 0;
+    uint8_t items = 0;
     std::array<Item, kMaxEntriesPerMatcher> item{};
+    std::array<uint32_t, kWords> mask{};
+    uint64_t rank = 0;
     Item broad_item;           // the entry with empty masks while broad
     uint64_t broad_since = 0;  // the reclaimer's stamp when it went broad
   };
+  static_assert(offsetof(MatcherState, item) + sizeof(Item) <= 64, "the first item shares the first line");
+  static_assert(kMaxEntriesPerMatcher <= 255, "MatcherState::items counts them in a byte");
 
   // An index over the words ChooseWords picks from `matchers` (a table's, at least one). `reclaimer`: where
   // replaced slot arrays wait for readers (nullptr: no concurrent readers).
