@@ -1,6 +1,5 @@
 #include "hw/definer.h"
 
-#include <algorithm>
 #include <array>
 
 #include "hw/match_layout.h"
@@ -20,44 +19,34 @@ Definer Definer::FromMask(const uint8_t* mask, absl::Span<const Fold> folds) {
     masks[f.from / 4] = 0;
     fold_from[f.into / 4] = f.from;
   }
-  std::array<Word, kWords> words;
-  size_t count = 0;
-  for (uint32_t w = 0; w < kWords; ++w) {
-    if (masks[w] != 0) words[count++] = {4 * w, fold_from[w], masks[w]};
-  }
+  static_assert(kMatchParamBytes <= 0x10000, "Word's offsets are 16 bits");
   Definer d;
-  d.Assign(words.data(), count);
+  for (uint32_t w = 0; w < kWords; ++w) {
+    if (masks[w] == 0) continue;
+    const Word word{static_cast<uint16_t>(4 * w), static_cast<uint16_t>(fold_from[w]), masks[w]};
+    if (d.count_ < kInlineWords) {
+      d.inline_[d.count_] = word;
+    } else {
+      if (d.heap_.empty()) d.heap_.assign(d.inline_.begin(), d.inline_.end());
+      d.heap_.push_back(word);
+    }
+    ++d.count_;
+  }
   return d;
 }
 
-Definer& Definer::operator=(const Definer& other) {
-  if (this != &other) Assign(other.begin_, other.key_words());
-  return *this;
-}
-
-void Definer::Assign(const Word* words, size_t count) {
-  if (count <= kInlineWords) {
-    std::copy(words, words + count, inline_.begin());
-    heap_.clear();
-    begin_ = inline_.data();
-  } else {
-    heap_.assign(words, words + count);
-    begin_ = heap_.data();
-  }
-  end_ = begin_ + count;
-}
-
 size_t Definer::widest_word() const {
+  const Word* w = data();
   size_t widest = 0;
   for (size_t i = 1; i < key_words(); ++i) {
-    if (__builtin_popcount(begin_[i].mask) > __builtin_popcount(begin_[widest].mask)) widest = i;
+    if (__builtin_popcount(w[i].mask) > __builtin_popcount(w[widest].mask)) widest = i;
   }
   return widest;
 }
 
 std::vector<size_t> Definer::word_offsets() const {
   std::vector<size_t> offsets;
-  for (const Word* w = begin_; w != end_; ++w) offsets.push_back(w->offset);
+  for (const Word& w : words()) offsets.push_back(w.offset);
   return offsets;
 }
 

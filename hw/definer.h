@@ -33,22 +33,12 @@ class Definer {
   // mask of each `from` word joins its `into` word. An all-zero mask gives a zero-length key.
   static Definer FromMask(const uint8_t* mask, absl::Span<const Fold> folds = {});
 
-  Definer() = default;
-  // Copies and moves re-point the words at the copy's own storage.
-  Definer(const Definer& other) { *this = other; }
-  Definer& operator=(const Definer& other);
-
-  size_t key_words() const { return static_cast<size_t>(end_ - begin_); }
-
-  // Writes key_words() words to `key`. `input` is 448 bytes in PRM layout.
-  void Extract(const uint8_t* input, uint32_t* key) const {
-    for (const Word* w = begin_; w != end_; ++w) *key++ = w->Read(input);
-  }
+  size_t key_words() const { return count_; }
 
   // One key word: where Extract reads it and what it keeps of it.
   struct Word {
-    uint32_t offset;     // byte offset of the word in the layout
-    uint32_t fold_from;  // word ORed in first (== offset when nothing folds into this word)
+    uint16_t offset;     // byte offset of the word in the layout
+    uint16_t fold_from;  // word ORed in first (== offset when nothing folds into this word)
     uint32_t mask;       // in memory (network) byte order, like the loaded word
 
     // This word of the key Extract makes from `input`.
@@ -65,10 +55,16 @@ class Definer {
     }
   };
 
+  // Writes key_words() words to `key`. `input` is 448 bytes in PRM layout.
+  void Extract(const uint8_t* input, uint32_t* key) const {
+    const Word* w = data();
+    for (uint32_t i = 0; i < count_; ++i) key[i] = w[i].Read(input);
+  }
+
   // The key words, in key order.
-  absl::Span<const Word> words() const { return {begin_, key_words()}; }
+  absl::Span<const Word> words() const { return {data(), key_words()}; }
   // Key word `i` (i < key_words()); past the key, a word that reads as 0 from any input.
-  Word word(size_t i) const { return i < key_words() ? begin_[i] : Word{0, 0, 0}; }
+  Word word(size_t i) const { return i < key_words() ? data()[i] : Word{0, 0, 0}; }
   // The index of the key word with the most mask bits (the first of equals; 0 for an empty key): the word
   // that tells keys apart best when only one is looked at (a matcher's summary, hw/flow_table.h).
   size_t widest_word() const;
@@ -79,25 +75,24 @@ class Definer {
   // Whether `reads(offset)` holds for the byte offset of every word Extract reads, folded words included.
   template <typename Pred>
   bool ReadsOnly(Pred reads) const {
-    for (const Word* w = begin_; w != end_; ++w) {
-      if (!w->ReadsOnly(reads)) return false;
+    for (const Word& w : words()) {
+      if (!w.ReadsOnly(reads)) return false;
     }
     return true;
   }
 
  private:
   static constexpr size_t kInlineWords = 6;
-  // Stores `words` and points begin_/end_ at them.
-  void Assign(const Word* words, size_t count);
+  const Word* data() const { return count_ <= kInlineWords ? inline_.data() : heap_.data(); }
 
-  // The words in key order, in inline_ when they fit (a 5-tuple's do: a cold matcher's key extraction —
-  // every rule insert, every matcher an ACL packet tries — then loads nothing beyond the definer), else in
-  // heap_. Extract runs on the two pointers either way.
+  // The words in key order, in inline_ when they fit, else in heap_. A 5-tuple's fit: a cold matcher's key
+  // extraction (every rule insert, every matcher an ACL packet tries) then reads the count and the words,
+  // 52 bytes, and nothing else.
+  uint32_t count_ = 0;
   std::array<Word, kInlineWords> inline_{};
-  const Word* begin_ = inline_.data();
-  const Word* end_ = inline_.data();
   std::vector<Word> heap_;
 };
+static_assert(sizeof(Definer::Word) == 8);
 
 }  // namespace drsim::hw
 

@@ -80,7 +80,7 @@ struct alignas(64) CompiledMatcher {
   uint32_t id;
   uint16_t priority;
   uint64_t sequence;  // creation order across the device; newer matchers are tried first on equal priority
-  MatchTable table;
+  alignas(16) MatchTable table;  // (at 48: 8 bytes of padding before it)
   Definer definer;
 };
 static_assert(offsetof(CompiledMatcher, table) == 48, "MatchTable lays its fields out for this offset");

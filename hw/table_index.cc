@@ -750,7 +750,9 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       q.query = &queries[at + i];
       for (int k = 0; k < kWords; ++k) {
         q.word[k] = words_[k].used
-                        ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv)
+                        ? Definer::Word{static_cast<uint16_t>(words_[k].offset), static_cast<uint16_t>(words_[k].fold_from),
+                                        0xffffffffu}
+                              .Read(q.query->hv)
                         : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);

@@ -28,14 +28,14 @@
 
 namespace drsim::matcher {
 
-// A rule insert reads the criteria, the definer and the mask's enabled sections (of a cold matcher, mostly:
-// they come first, together).
-struct CompiledMask {
+// A rule insert reads the criteria and the definer's words (one line) and the mask's enabled sections, each
+// a line of its own (of a cold matcher, mostly: a 5-tuple's value is checked and keyed from two lines).
+struct alignas(64) CompiledMask {
   uint8_t criteria = 0;
-  hw::Definer definer;                               // over the effective mask (see above)
-  std::array<uint8_t, hw::kMatchParamBytes> mask{};  // the user's mask, enabled sections only
-  std::vector<SteBuilder> rx_builders;               // per pipe; empty when the domain lacks the pipe
+  hw::Definer definer;                  // over the effective mask (see above)
+  std::vector<SteBuilder> rx_builders;  // per pipe; empty when the domain lacks the pipe
   std::vector<SteBuilder> tx_builders;
+  alignas(64) std::array<uint8_t, hw::kMatchParamBytes> mask{};  // the user's mask, enabled sections only
 };
 
 // Compiles a matcher mask for a domain type. `mask` may be null (all zero). Errors, in rdma-core's order:

@@ -120,7 +120,7 @@ PlainIpv4KeyReader::PlainIpv4KeyReader(bool byte_shuffle)
 bool PlainIpv4KeyReader::Prepare(const hw::Definer& definer) {
   const size_t n = definer.key_words();
   if (n > kMaxWords) return false;
-  static_assert(sizeof(hw::Definer::Word) == 3 * sizeof(uint32_t), "compared with memcmp: no padding");
+  static_assert(sizeof(hw::Definer::Word) == 2 * sizeof(uint32_t), "compared with memcmp: no padding");
   if (n == prepared_words_ &&
       std::memcmp(definer.words().data(), prepared_.data(), n * sizeof(hw::Definer::Word)) == 0) {
     return prepared_ok_;
