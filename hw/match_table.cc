@@ -83,7 +83,7 @@ MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_wo
       reclaimer_(reclaimer) {
   // A small table's writer fields, the first chunks' pointers among them, end where the third line of a
   // CompiledMatcher ends (the table starts 48 bytes into its first).
-  static_assert(offsetof(MatchTable, chunks_) + sizeof(chunks_[0]) <= 48 + 2 * 64);
+  static_assert(offsetof(MatchTable, chunks_) + sizeof(chunks_[0]) <= 3 * 64 - 48);
   written_ = *buckets_.load(std::memory_order_relaxed);
   assert(key_words <= kMatchParamBytes / 4);
   assert(summary_word < key_words || summary_word == 0);
