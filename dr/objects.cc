@@ -69,7 +69,6 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
 }
 
 void Unref(RuleObj* rule) {
-  if (--rule->refs > 0) return;
   MatcherObj* matcher = rule->matcher;
   if (hw::TableIndex::Item* item = rule->index_item; item != nullptr) {
     // Out of the index only once out of the match table: a packet finding the rule finds its matcher. Its

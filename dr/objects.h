@@ -2,9 +2,10 @@
 //
 // Reference counts follow rdma-core: a table references its domain; a matcher its table; a rule its
 // matcher and its actions; a dest_table action its table. An object is finalised (unlinked from its
-// parent and the device, its references released) when its count reaches zero. Table, matcher and rule
-// counts are guarded by their domain's lock; action counts are atomic because actions without a domain
-// (drop, tag, dest QP, default miss) are shared by rules of any domain.
+// parent and the device, its references released) when its count reaches zero; a rule, which nothing but
+// its handle references, when its handle is released. Table and matcher counts are guarded by their
+// domain's lock; action counts are atomic because actions without a domain (drop, tag, dest QP, default
+// miss) are shared by rules of any domain.
 #ifndef DRSIM_DR_OBJECTS_H_
 #define DRSIM_DR_OBJECTS_H_
 
@@ -115,12 +116,12 @@ struct ProgramsObj {
   int offers = 0;    // matchers and tables whose last_compiled it is
 };
 
+// Referenced by its handle alone: the handle's release finalises it (48 bytes, in its domain's rule pool).
 struct RuleObj {
   MatcherObj* matcher = nullptr;
-  int refs = 1;  // the handle
   uint32_t id = 0;
-  ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
   hw::MatchTable::Handle entry = 0;
+  ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
   RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
   RuleObj* next_in_matcher = nullptr;
   // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when
@@ -128,7 +129,7 @@ struct RuleObj {
   hw::TableIndex::Item* index_item = nullptr;
   // Made in its domain's rule_pool (placement new), and given back to it when unreferenced.
 };
-static_assert(std::is_trivially_destructible_v<RuleObj>);
+static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 48);
 
 struct ActionObj {
   const uint32_t id = NextObjectId();
@@ -157,8 +158,9 @@ class DomainLock {
   std::lock_guard<std::recursive_mutex> lock_;
 };
 
-// Drop one reference; the last finalises and frees the object. Table, matcher and rule: the domain lock
-// must be held. Action: takes the lock of a referenced table's domain itself.
+// Drop one reference; the last finalises and frees the object (a rule has only its handle's). Table,
+// matcher and rule: the domain lock must be held. Action: takes the lock of a referenced table's domain
+// itself.
 void Unref(TableObj* table);
 void Unref(MatcherObj* matcher);
 void Unref(RuleObj* rule);
