@@ -360,29 +360,35 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   if (!shedding_.empty()) Shed();
   if (state->broad) return nullptr;
   const Values value = ValuesOf(*state, key);
-  Item* dormant = nullptr;
   for (size_t i = 0; i < state->items; ++i) {
     Item& at = state->item[i];
-    if (at.value == value) {
-      if (at.rules++ == 0) {
-        // Published again as it was filed (its matcher word is the last a reader checks), no hit named.
-        at.entry->hit.store(nullptr, std::memory_order_relaxed);
-        at.entry->matcher.store(Tagged(state->matcher, state->exact), std::memory_order_release);
-        ++entries_;
-      }
-      return &at;
+    if (at.node == nullptr || at.value != value) continue;
+    if (at.rules++ == 0) {
+      // Published again as it was filed (its matcher word is the last a reader checks), no hit named.
+      at.entry->hit.store(nullptr, std::memory_order_relaxed);
+      at.entry->matcher.store(Tagged(state->matcher, state->exact), std::memory_order_release);
+      ++entries_;
     }
-    if (at.rules == 0 && dormant == nullptr) dormant = &at;
+    return &at;
   }
-  Item* item;
-  if (state->items < kMaxEntriesPerMatcher) {
+  // New values: the rules of the dormant entries are not coming back (an update would have put them back
+  // first), and their slots go to others.
+  Item* item = nullptr;
+  for (size_t i = 0; i < state->items; ++i) {
+    Item& at = state->item[i];
+    if (at.rules != 0) continue;
+    if (at.node != nullptr) {
+      RemoveAt(at);
+      at.node = nullptr;
+    }
+    if (item == nullptr) item = &at;
+  }
+  if (item == nullptr) {
+    if (state->items == kMaxEntriesPerMatcher) {
+      GoBroad(state);
+      return nullptr;
+    }
     item = &state->item[state->items++];
-  } else if (dormant != nullptr) {
-    RemoveAt(*dormant);
-    item = dormant;
-  } else {
-    GoBroad(state);
-    return nullptr;
   }
   item->value = value;
   item->rules = 1;
@@ -429,7 +435,7 @@ void TableIndex::GoBroad(MatcherState* state) {
 void TableIndex::DropItems(MatcherState* state) {
   for (size_t i = 0; i < state->items; ++i) {
     Item& item = state->item[i];
-    RemoveAt(item);
+    if (item.node != nullptr) RemoveAt(item);
     item.rules = 0;
     item.node = nullptr;
   }

@@ -109,12 +109,12 @@ class TableIndex {
   // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory. An item
   // never moves while its matcher state lives, so that a rule can keep the item it counts in. Its entry
   // stays filed when its last rule leaves, unpublished (readers take it for a hole): dormant, it is
-  // published again as it was if a rule with its values comes back (an update of a rule's actions is a
-  // delete and an insert of its key), and is removed only to make room for other values, or with its
-  // matcher.
+  // published again as it was when a rule with its values comes back (an update of a rule's actions is a
+  // delete and an insert of its key), and removed when a rule with other values comes instead (or with
+  // its matcher).
   struct Item {
     std::array<uint32_t, kWords> value{};
-    uint32_t rules = 0;  // 0: dormant
+    uint32_t rules = 0;  // 0: dormant, or free when in no node
     uint32_t slot = 0;
     Node* node = nullptr;  // where its entry is: the node, its book, the slot and the entry itself
     NodeBook* book = nullptr;
@@ -128,7 +128,8 @@ class TableIndex {
     std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
     bool exact = false;  // the index words cover every word of the matcher's key (its entries are exact)
     bool broad = false;
-    // item[0, items) holds the distinct entries, live or dormant (broad: until readers are past them)
+    // item[0, items) holds the distinct entries, live or dormant, and free items (broad: until readers are
+    // past them)
     uint8_t items = 0;
     std::array<Item, kMaxEntriesPerMatcher> item{};
     std::array<uint32_t, kWords> mask{};

@@ -348,6 +348,14 @@ TEST(TableIndexTest, ALastRulesEntryWaitsUnseenForItsValuesAndMakesRoomForOthers
   EXPECT_EQ(c[0].matcher, t.matcher(ms[0]));
   EXPECT_TRUE(c[0].exact);
   EXPECT_EQ(c[0].hit, nullptr);
+  // Other values instead: the dormant entry goes, its item serves them.
+  t.RemoveValue(ms[0], v);
+  const MatchParams w = Acl(0x0a000001, 0x0b000001, 1001, 6);
+  t.AddRule(ms[0], w);
+  EXPECT_EQ(t.index().entries(), 1u);
+  EXPECT_EQ(t.state(ms[0]).items, 1u);
+  EXPECT_TRUE(t.Candidates(v).empty());
+  ASSERT_EQ(t.Candidates(w).size(), 1u);
 
   // A matcher whose items are all taken makes room for new values from a dormant one, not by going broad.
   const size_t m = ms[1];
