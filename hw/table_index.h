@@ -35,9 +35,10 @@
 //
 // Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
 // the reclaimer. A new entry is published by its node's count (release) or, in the slot of a removed one
-// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place; each filling of
-// a slot changes its generation (a sequence lock), so a reader takes an entry's words, matcher and named
-// hit from one filling or skips it. A full slot array is replaced by a larger copy, published whole, the
+// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place, as is a dormant
+// one's, which is published again by its matcher pointer alone (its words and rank are those it was filled
+// with, its hit cleared first); each filling of a slot changes its generation (a sequence lock), so a
+// reader takes an entry's words, matcher and named hit from one filling or skips it. A full slot array is replaced by a larger copy, published whole, the
 // old one retired. A node's entries that split into a new trie are filed there before it is linked, and
 // the node's slot array is let go (retired whole) only after; a reader reads a node's slots before its
 // sub-trie. Trie nodes are complete before they are linked; a node's `least` falls before an entry under it
