@@ -121,7 +121,7 @@ struct RuleObj {
   MatcherObj* matcher = nullptr;
   uint32_t id = 0;
   hw::MatchTable::Handle entry = 0;
-  ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
+  ProgramsObj* programs = nullptr;     // counts this rule; the match table's record points into it
   RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
   RuleObj* next_in_matcher = nullptr;
   // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when

@@ -449,7 +449,6 @@ void TableIndex::Shed() {
   shedding_.erase(shedding_.begin(), shedding_.begin() + done);
 }
 
-
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                        uintptr_t matcher) {
   const int depth0 = TrieDepth(0, mask[0]), depth1 = TrieDepth(1, mask[1]);
@@ -755,11 +754,10 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       Walk& q = walk[i];
       q.query = &queries[at + i];
       for (int k = 0; k < kWords; ++k) {
-        q.word[k] = words_[k].used
-                        ? Definer::Word{static_cast<uint16_t>(words_[k].offset), static_cast<uint16_t>(words_[k].fold_from),
-                                        0xffffffffu}
-                              .Read(q.query->hv)
-                        : 0;
+        const Word& w = words_[k];
+        const Definer::Word whole{static_cast<uint16_t>(w.offset), static_cast<uint16_t>(w.fold_from),
+                                  0xffffffffu};
+        q.word[k] = w.used ? whole.Read(q.query->hv) : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.

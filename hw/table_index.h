@@ -38,15 +38,15 @@
 // (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place, as is a dormant
 // one's, which is published again by its matcher pointer alone (its words and rank are those it was filled
 // with, its hit cleared first); each filling of a slot changes its generation (a sequence lock), so a
-// reader takes an entry's words, matcher and named hit from one filling or skips it. A full slot array is replaced by a larger copy, published whole, the
-// old one retired. A node's entries that split into a new trie are filed there before it is linked, and
-// the node's slot array is let go (retired whole) only after; a reader reads a node's slots before its
-// sub-trie. Trie nodes are complete before they are linked; a node's `least` falls before an entry under it
-// is published. The driver adds a rule's entry before the rule goes into its match table and removes it
-// after the rule left it, so a packet that finds the rule also finds its matcher among the candidates; an
-// entry that disappears or appears while a packet is looked up stands only for rules being deleted or
-// added meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry
-// may sit where a packet had already looked).
+// reader takes an entry's words, matcher and named hit from one filling or skips it. A full slot array is
+// replaced by a larger copy, published whole, the old one retired. A node's entries that split into a new
+// trie are filed there before it is linked, and the node's slot array is let go (retired whole) only after; a
+// reader reads a node's slots before its sub-trie. Trie nodes are complete before they are linked; a node's
+// `least` falls before an entry under it is published. The driver adds a rule's entry before the rule goes
+// into its match table and removes it after the rule left it, so a packet that finds the rule also finds its
+// matcher among the candidates; an entry that disappears or appears while a packet is looked up stands only
+// for rules being deleted or added meanwhile (a matcher going broad keeps its other entries until readers are
+// past: the broad entry may sit where a packet had already looked).
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -163,8 +163,8 @@ class TableIndex {
   // A rule with definer key `key` (the matcher's key_words() words): AddRule before it is inserted into the
   // match table, RemoveRule after it was erased from it. AddRule returns the item the rule counts in
   // (nullptr: the matcher is broad), which stays where it is while `state` lives: the driver keeps it with
-  // the rule and passes it to RemoveRule (and to DropHit), which reads no more of the matcher's state. FindItem
-  // finds the item of a key's index words (ValuesOf) among those with rules.
+  // the rule and passes it to RemoveRule (and to DropHit), which reads no more of the matcher's state.
+  // FindItem finds the item of a key's index words (ValuesOf) among those with rules.
   using Values = std::array<uint32_t, kWords>;
   static Values ValuesOf(const MatcherState& state, const uint32_t* key);
   static Item* FindItem(MatcherState* state, const Values& value);

@@ -120,9 +120,7 @@ class IndexedTable {
   }
   TableIndex::Item* ItemOf(size_t m, const MatchParams& value) const { return ItemOfKey(m, KeyOf(m, value)); }
   // Takes a rule of matcher `m` with `key` out of the index.
-  void RemoveKey(size_t m, const std::vector<uint32_t>& key) {
-    index_->RemoveRule(ItemOfKey(m, key));
-  }
+  void RemoveKey(size_t m, const std::vector<uint32_t>& key) { index_->RemoveRule(ItemOfKey(m, key)); }
 
   uint64_t sequence_ = 1;
   std::vector<std::unique_ptr<CompiledMatcher>> matchers_;
