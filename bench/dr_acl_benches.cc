@@ -6,11 +6,13 @@
 //   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
 //   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
 //                         an iteration); every trace frame is checked against FirstMatch afterwards
+//   BM_DrAclRuleMove/N    the same, each rule put back with a key it did not have (a changed match)
 // Before a lookup is timed, drsim's verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@
 #include "classbench/filter.h"
 #include "classbench/header_frame.h"
 #include "dr/dr.h"
+#include "hw/match_layout.h"
 #include "sim/nic.h"
 
 namespace drsim::bench {
@@ -150,6 +153,61 @@ void BM_DrAclRuleUpdate(benchmark::State& state) {
   if (!trace.empty()) CheckVerdicts(*s, set, trace, kTraceLength, state);
 }
 BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
+
+// Changes of the installed set's rules' keys: each iteration deletes one DR rule and puts it back with the
+// first five bits of its source address changed (of its destination address when its source prefix is
+// shorter; a rule on neither keeps its key), to the next of 31 other values in turn: every insert files a
+// key its matcher does not hold, as an update that changes a rule's match does (two updates an
+// iteration). Afterwards every rule gets its own key back, and every trace frame must hit its first filter.
+void BM_DrAclRuleMove(benchmark::State& state) {
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
+  if (set.empty()) return;
+  std::unique_ptr<DrSetup> s = InstallDr(set, state);
+  if (s == nullptr) return;
+  classbench::DrAcl& acl = s->installed;
+  const std::vector<const dr::Action*> actions = {&s->drop};
+  constexpr uint32_t kPrefixBits = 5, kValues = (1u << kPrefixBits) - 1, kShift = 32 - kPrefixBits;
+  constexpr uint32_t kFirstBits = kValues << kShift;
+  // The field each rule's key moves in (none: it keeps its key), and how its first bits differ from the
+  // rule's own.
+  std::vector<std::optional<hw::Field>> field(acl.rules.size());
+  for (size_t r = 0; r < acl.rules.size(); ++r) {
+    const Filter& f = set[acl.filter_of_rule[r]];
+    if ((f.src_mask & kFirstBits) == kFirstBits) {
+      field[r] = hw::Field::kOuterSrcIp31_0;
+    } else if ((f.dst_mask & kFirstBits) == kFirstBits) {
+      field[r] = hw::Field::kOuterDstIp31_0;
+    }
+  }
+  std::vector<uint32_t> moved(acl.rules.size(), 0);
+  auto move_to = [&](size_t r, uint32_t to) {
+    if (!field[r].has_value()) return;
+    uint8_t* value = acl.value_of_rule[r].bytes();
+    hw::SetField(value, *field[r], hw::GetField(value, *field[r]) ^ (moved[r] ^ to) << kShift);
+    moved[r] = to;
+  };
+  size_t r = 0;
+  for (auto _ : state) {
+    move_to(r, moved[r] % kValues + 1);
+    if (absl::Status u = UpdateOneRule(acl, actions, r); !u.ok()) {
+      state.SkipWithError(std::string(u.message()).c_str());
+      break;
+    }
+    r = (r + 7919) % acl.rules.size();
+  }
+  state.SetItemsProcessed(state.iterations() * 2);
+  for (size_t i = 0; i < acl.rules.size(); ++i) {
+    if (moved[i] == 0) continue;
+    move_to(i, 0);
+    if (absl::Status u = UpdateOneRule(acl, actions, i); !u.ok()) {
+      state.SkipWithError(std::string(u.message()).c_str());
+      return;
+    }
+  }
+  const std::vector<Header> trace = AclTrace(set, state);
+  if (!trace.empty()) CheckVerdicts(*s, set, trace, kTraceLength, state);
+}
+BENCHMARK(BM_DrAclRuleMove)->Arg(1000)->Arg(10000);
 
 }  // namespace
 }  // namespace drsim::bench
