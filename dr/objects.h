@@ -127,7 +127,7 @@ struct RuleObj {
   // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when
   // there is none): a delete goes to it without looking for it by the rule's key.
   hw::TableIndex::Item* index_item = nullptr;
-  // Made in its domain's rule_pool (placement new), and given back to it when unreferenced.
+  // Made in its domain's rule_pool (placement new), and given back to it when its handle is released.
 };
 static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 48);
 

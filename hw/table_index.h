@@ -164,7 +164,8 @@ class TableIndex {
   // match table, RemoveRule after it was erased from it. AddRule returns the item the rule counts in
   // (nullptr: the matcher is broad), which stays where it is while `state` lives: the driver keeps it with
   // the rule and passes it to RemoveRule (and to DropHit), which reads no more of the matcher's state.
-  // FindItem finds the item of a key's index words (ValuesOf) among those with rules.
+  // FindItem, for a caller that did not keep it (tests), finds the item of a key's index words (ValuesOf)
+  // among those with rules.
   using Values = std::array<uint32_t, kWords>;
   static Values ValuesOf(const MatcherState& state, const uint32_t* key);
   static Item* FindItem(MatcherState* state, const Values& value);
