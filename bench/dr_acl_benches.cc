@@ -119,10 +119,9 @@ void BM_DrAclLookup(benchmark::State& state) {
 }
 BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
 
-// Incremental updates of the installed set: each iteration deletes one of its DR rules and puts it back
-// (two updates; the rule's matcher stays). Afterwards every trace frame must still hit its first filter.
-// Deletes rule `r` of `acl` and puts it back with `actions`. Not inlined, so that a profiler can count the
-// updates apart from the set's install (valgrind --tool=callgrind --toggle-collect='*UpdateOneRule*').
+// Deletes rule `r` of `acl` and puts it back with `actions` and its value (acl.value_of_rule[r]). Not
+// inlined, so that a profiler can count the updates apart from the set's install (valgrind --tool=callgrind
+// --toggle-collect='*UpdateOneRule*').
 ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
                                                    const std::vector<const dr::Action*>& actions, size_t r) {
   if (absl::Status s = acl.rules[r].Destroy(); !s.ok()) return s;
@@ -133,33 +132,13 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
   return absl::OkStatus();
 }
 
-void BM_DrAclRuleUpdate(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  std::unique_ptr<DrSetup> s = InstallDr(set, state);
-  if (s == nullptr) return;
-  classbench::DrAcl& acl = s->installed;
-  const std::vector<const dr::Action*> actions = {&s->drop};
-  size_t r = 0;
-  for (auto _ : state) {
-    if (absl::Status u = UpdateOneRule(acl, actions, r); !u.ok()) {
-      state.SkipWithError(std::string(u.message()).c_str());
-      break;
-    }
-    r = (r + 7919) % acl.rules.size();  // a prime stride: every rule in turn, not in table order
-  }
-  state.SetItemsProcessed(state.iterations() * 2);
-  const std::vector<Header> trace = AclTrace(set, state);
-  if (!trace.empty()) CheckVerdicts(*s, set, trace, kTraceLength, state);
-}
-BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
-
-// Changes of the installed set's rules' keys: each iteration deletes one DR rule and puts it back with the
-// first five bits of its source address changed (of its destination address when its source prefix is
-// shorter; a rule on neither keeps its key), to the next of 31 other values in turn: every insert files a
-// key its matcher does not hold, as an update that changes a rule's match does (two updates an
-// iteration). Afterwards every rule gets its own key back, and every trace frame must hit its first filter.
-void BM_DrAclRuleMove(benchmark::State& state) {
+// The update benches: each iteration deletes one DR rule of the installed set and puts it back (two updates;
+// the rule's matcher stays), with its own key, or with `change_keys` a key it did not have: the first five
+// bits of its source address changed (of its destination address when its source prefix is shorter; a rule
+// on neither keeps its key) to the next of 31 other values in turn, so that every insert files a key its
+// matcher does not hold, as an update that changes a rule's match does. Afterwards every rule has its own key
+// again, and every trace frame must still hit its first filter.
+void RunRuleUpdates(benchmark::State& state, bool change_keys) {
   const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
@@ -171,7 +150,7 @@ void BM_DrAclRuleMove(benchmark::State& state) {
   // The field each rule's key moves in (none: it keeps its key), and how its first bits differ from the
   // rule's own.
   std::vector<std::optional<hw::Field>> field(acl.rules.size());
-  for (size_t r = 0; r < acl.rules.size(); ++r) {
+  for (size_t r = 0; r < acl.rules.size() && change_keys; ++r) {
     const Filter& f = set[acl.filter_of_rule[r]];
     if ((f.src_mask & kFirstBits) == kFirstBits) {
       field[r] = hw::Field::kOuterSrcIp31_0;
@@ -188,12 +167,12 @@ void BM_DrAclRuleMove(benchmark::State& state) {
   };
   size_t r = 0;
   for (auto _ : state) {
-    move_to(r, moved[r] % kValues + 1);
+    if (change_keys) move_to(r, moved[r] % kValues + 1);
     if (absl::Status u = UpdateOneRule(acl, actions, r); !u.ok()) {
       state.SkipWithError(std::string(u.message()).c_str());
       break;
     }
-    r = (r + 7919) % acl.rules.size();
+    r = (r + 7919) % acl.rules.size();  // a prime stride: every rule in turn, not in table order
   }
   state.SetItemsProcessed(state.iterations() * 2);
   for (size_t i = 0; i < acl.rules.size(); ++i) {
@@ -207,6 +186,11 @@ void BM_DrAclRuleMove(benchmark::State& state) {
   const std::vector<Header> trace = AclTrace(set, state);
   if (!trace.empty()) CheckVerdicts(*s, set, trace, kTraceLength, state);
 }
+
+void BM_DrAclRuleUpdate(benchmark::State& state) { RunRuleUpdates(state, false); }
+BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
+
+void BM_DrAclRuleMove(benchmark::State& state) { RunRuleUpdates(state, true); }
 BENCHMARK(BM_DrAclRuleMove)->Arg(1000)->Arg(10000);
 
 }  // namespace
