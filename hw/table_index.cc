@@ -283,7 +283,7 @@ std::array<TableIndex::Word, TableIndex::kWords> TableIndex::ChooseWords(
     uint64_t prefix_bits[2] = {};  // leading mask bits, read as is and rotated by 16
     uint64_t mask_bits = 0;
   };
-  std::map<std::pair<uint32_t, uint32_t>, Score> scores;  // by (offset, fold_from): ordered, deterministic
+  std::map<std::pair<uint16_t, uint16_t>, Score> scores;  // by (offset, fold_from): ordered, deterministic
   for (const CompiledMatcher* m : matchers) {
     for (size_t i = 0; i < m->definer.key_words(); ++i) {
       const Definer::Word w = m->definer.word(i);
@@ -754,10 +754,9 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       Walk& q = walk[i];
       q.query = &queries[at + i];
       for (int k = 0; k < kWords; ++k) {
-        const Word& w = words_[k];
-        const Definer::Word whole{static_cast<uint16_t>(w.offset), static_cast<uint16_t>(w.fold_from),
-                                  0xffffffffu};
-        q.word[k] = w.used ? whole.Read(q.query->hv) : 0;
+        q.word[k] = words_[k].used
+                        ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv)
+                        : 0;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.

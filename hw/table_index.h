@@ -87,8 +87,8 @@ class TableIndex {
   // A header-vector word the index reads, as a definer reads it (its fold included); `used` false: none
   // (the table's matchers mask fewer words), which reads as 0 and no entry masks.
   struct Word {
-    uint32_t offset = 0;
-    uint32_t fold_from = 0;
+    uint16_t offset = 0;  // (as Definer::Word has them)
+    uint16_t fold_from = 0;
     bool used = false;
     uint8_t rotate = 0;  // a trie reads the word (as a number, its first byte highest) rotated left by this
   };
