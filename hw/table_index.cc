@@ -1,6 +1,7 @@
 #include "hw/table_index.h"
 
 #include <algorithm>
+#include <cassert>
 #include <deque>
 #include <map>
 #include <new>
@@ -84,18 +85,27 @@ struct alignas(64) TableIndex::Entry {
   }
 };
 
-// A node's entries, in one allocation with them, a line each after the line of the count: entries
-// [0, count) are published (holes among them); those past it are written before count covers them. `book`
-// is the writer's account of them.
+// A node's entries, in one allocation with them, a line each after the header line: entries [0, count) are
+// published (holes among them); those past it are written before count covers them. The rest of the header is
+// the writer's book of them: how many are not removed (live or dormant), the least rank among those (the
+// node's `least`, which the writer need not load), and by slot the item whose entry it holds or, for a hole,
+// the next hole (the holes form a list through the slots they are: a delete and the insert that fills its
+// hole touch no memory of their own). The first kInlineItems slots' items are in the header line, the others'
+// after the entries: a node of a few entries is two lines to its writer, as to its readers.
 struct alignas(64) TableIndex::Slots {
-  // A new array with room for `capacity` entries.
-  static Slots* Make(uint32_t capacity, NodeBook* book) {
-    static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) % alignof(Entry) == 0);
+  static constexpr uint32_t kNoHole = 0xffffffffu;
+  static constexpr uint32_t kInlineItems = 4;
+
+  // A new array with room for `capacity` entries, and for their items.
+  static Slots* Make(uint32_t capacity) {
+    static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) == alignof(Entry));
     // Aligned by hand in a plain allocation (the heap's aligned ones are slow to make and to free).
-    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry) + alignof(Slots) - 1);
+    const size_t items = capacity > kInlineItems ? capacity - kInlineItems : 0;
+    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry) + items * sizeof(uintptr_t) +
+                                  alignof(Slots) - 1);
     void* start = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(memory) + alignof(Slots) - 1) &
                                           ~uintptr_t{alignof(Slots) - 1});
-    auto* slots = new (start) Slots(capacity, book, memory);
+    auto* slots = new (start) Slots(capacity, memory);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
     return slots;
   }
@@ -103,43 +113,46 @@ struct alignas(64) TableIndex::Slots {
     // (Entry and Slots are trivially destructible.)
     if (slots != nullptr) ::operator delete(slots->memory);
   }
+  // The array holding `item`'s entry (it has one).
+  static Slots* Of(const Item& item) { return reinterpret_cast<Slots*>(item.entry - item.slot) - 1; }
   Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
   const Entry* entries() const { return reinterpret_cast<const Entry*>(this + 1); }
 
-  const uint32_t capacity;
-  std::atomic<uint32_t> count{0};
-  NodeBook* const book;
-  void* const memory;  // the allocation
-
- private:
-  Slots(uint32_t capacity, NodeBook* book, void* memory) : capacity(capacity), book(book), memory(memory) {}
-};
-
-// The writer's book of a node's entries: how many are not removed, and by slot the item whose entry it holds
-// or, for a hole, the next hole (the holes form a list through the slots they are: a delete and the insert
-// that fills its hole touch no memory of their own).
-struct TableIndex::NodeBook {
-  static constexpr uint32_t kNoHole = 0xffffffffu;
-  uint32_t live = 0;
-  uint32_t first_hole = kNoHole;
-  // An item's address, or a hole's successor as (next << 1 | 1): items are aligned, so the low bit tells.
-  std::vector<uintptr_t> back;
-  static_assert(alignof(Item) > 1);
-
   // The item whose entry slot `slot` holds, or nullptr for a hole.
-  Item* ItemAt(uint32_t slot) const { return back[slot] & 1 ? nullptr : reinterpret_cast<Item*>(back[slot]); }
-  void Hold(uint32_t slot, Item* item) { back[slot] = reinterpret_cast<uintptr_t>(item); }
+  Item* ItemAt(uint32_t slot) {
+    const uintptr_t at = ItemWord(slot);
+    return at & 1 ? nullptr : reinterpret_cast<Item*>(at);
+  }
+  void Hold(uint32_t slot, Item* item) { ItemWord(slot) = reinterpret_cast<uintptr_t>(item); }
   // Slot `slot` becomes the first hole.
   void Vacate(uint32_t slot) {
-    back[slot] = uintptr_t{first_hole} << 1 | 1;
+    ItemWord(slot) = uintptr_t{first_hole} << 1 | 1;
     first_hole = slot;
   }
   // Takes the first hole (there is one: first_hole != kNoHole) and returns its slot.
   uint32_t TakeHole() {
     const uint32_t slot = first_hole;
-    first_hole = static_cast<uint32_t>(back[slot] >> 1);
+    first_hole = static_cast<uint32_t>(ItemWord(slot) >> 1);
     return slot;
   }
+
+  const uint32_t capacity;
+  std::atomic<uint32_t> count{0};
+  uint32_t live = 0;
+  uint32_t first_hole = kNoHole;
+  uint64_t least = ~uint64_t{0};
+  void* const memory;  // the allocation
+
+ private:
+  Slots(uint32_t capacity, void* memory) : capacity(capacity), memory(memory) {}
+  // A slot's item's address, or a hole's successor as (next << 1 | 1): items are aligned, so the low bit
+  // tells.
+  uintptr_t& ItemWord(uint32_t slot) {
+    static_assert(alignof(Item) > 1);
+    return slot < kInlineItems ? inline_items_[slot]
+                               : reinterpret_cast<uintptr_t*>(entries() + capacity)[slot - kInlineItems];
+  }
+  std::array<uintptr_t, kInlineItems> inline_items_;
 };
 
 // A node of a path-compressed trie with a kStrideBits stride: it stands for the first `depth` strides
@@ -150,7 +163,8 @@ struct TableIndex::NodeBook {
 // every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). What a
 // walk reads is its kNodeLines cache lines: the second holds children 4-7, the first everything else.
 struct alignas(64) TableIndex::Node {
-  Node(uint32_t prefix, int depth, int level) : prefix(prefix), depth(depth), level(level) {}
+  Node(uint32_t prefix, int depth, int level, Node* up, Node* owner)
+      : prefix(prefix), depth(depth), level(level), up(up), owner(owner) {}
 
   const uint32_t prefix;
   const uint8_t depth;
@@ -164,6 +178,10 @@ struct alignas(64) TableIndex::Node {
   // node's whose entries went to its sub-trie stays, a bound still).
   std::atomic<uint64_t> least{~uint64_t{0}};
   std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
+  // The writer's: the node whose link this one is, a child's or, for a trie's top, a sub-trie's (nullptr:
+  // the word-0 trie's top), and the node whose sub-trie holds this one's trie (nullptr: word 0).
+  Node* up;
+  Node* const owner;
 
   // Lowers `least` to `rank`, before an entry of that rank is published among the node's own.
   void Admit(uint64_t rank) {
@@ -173,13 +191,26 @@ struct alignas(64) TableIndex::Node {
 
 constexpr int kTopBits = TableIndex::kTopStrides * kStrideBits;
 
-// The top's cells, replaced whole when a node is linked there (seldom: the top has at most 73 nodes).
+// The top's cells. The nodes a cell's path passes (shallower than the top) change seldom (there are at most
+// 73 of them): the top is replaced whole then. The node it reaches changes as nodes below come and go: in
+// place, one store. A reader on a top replaced meanwhile reads the paths of a moment before, which lead to
+// every entry that was in then (nodes are let go only once readers are past them, and a node let go keeps its
+// links).
 struct TableIndex::Top {
   struct Cell {
     int passed = 0;
     std::array<const Node*, kTopStrides> passes{};  // in the path's order
-    const Node* reached = nullptr;                  // (its nibbles past the top are still to compare)
+    std::atomic<const Node*> reached{nullptr};      // (its nibbles past the top are still to compare)
   };
+  Top() = default;
+  // A copy to change (readers may read `from` meanwhile, the writer alone changes it).
+  explicit Top(const Top& from) {
+    for (size_t c = 0; c < cell.size(); ++c) {
+      cell[c].passed = from.cell[c].passed;
+      cell[c].passes = from.cell[c].passes;
+      cell[c].reached.store(from.cell[c].reached.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+  }
   std::array<Cell, size_t{1} << kTopBits> cell;
 };
 
@@ -203,22 +234,42 @@ struct TableIndex::NodeArena {
     static_assert(std::is_trivially_destructible_v<Node>);
     for (const Chunk& c : chunks) FreeLookupMemory(c.nodes, c.capacity * sizeof(Node));
   }
-  // Memory for one more node.
-  void* Allocate() {
+  // Memory for one more node: a node let go when readers are past it (`reclaimer` says; nullptr: none
+  // reads concurrently), else a new one.
+  void* Allocate(Reclaimer* reclaimer) {
+    ++count;
+    while (!limbo.empty() && (reclaimer == nullptr || reclaimer->Safe(limbo.front().first))) {
+      Node* node = limbo.front().second;
+      limbo.pop_front();
+      Slots::Free(node->slots.load(std::memory_order_relaxed));
+      node->slots.store(nullptr, std::memory_order_relaxed);
+      free.push_back(node);
+    }
+    if (!free.empty()) {
+      Node* node = free.back();
+      free.pop_back();
+      return node;
+    }
     if (chunks.empty() || chunks.back().used == chunks.back().capacity) {
       const size_t capacity =
           chunks.empty() ? kFirstChunkNodes : std::min(2 * chunks.back().capacity, kMaxChunkNodes);
       chunks.reserve(chunks.size() + 1);  // before the chunk: nothing leaks if this throws
       chunks.push_back({static_cast<Node*>(AllocateLookupMemory(capacity * sizeof(Node))), capacity, 0});
     }
-    ++count;
     Chunk& c = chunks.back();
     return &c.nodes[c.used++];
   }
+  // Lets `node` (unlinked, with its slot array) go once readers are past `stamp` (Reclaimer::Stamp, taken
+  // after it was unlinked).
+  void Release(Node* node, uint64_t stamp) {
+    --count;
+    limbo.emplace_back(stamp, node);
+  }
 
   std::vector<Chunk> chunks;
-  size_t count = 0;
-  std::deque<NodeBook> books;  // one per slot array (a node's, whichever array it has now)
+  size_t count = 0;  // nodes in use
+  std::deque<std::pair<uint64_t, Node*>> limbo;  // let go, by stamp (readers may be on them)
+  std::vector<Node*> free;                       // readers past, their slot arrays freed
 };
 
 // The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
@@ -260,9 +311,10 @@ TableIndex::~TableIndex() {
   }
 }
 
-TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level) {
+TableIndex::Node* TableIndex::MakeNode(uint32_t prefix, int depth, int level, Node* up, Node* owner) {
   static_assert(sizeof(Node) == kNodeLines * 64, "a walk prefetches a node's kNodeLines lines");
-  return new (nodes_->Allocate()) Node(prefix & PrefixMask(depth), depth, level);
+  static_assert(std::is_trivially_destructible_v<Node>, "a node's memory is used again as it is");
+  return new (nodes_->Allocate(reclaimer_)) Node(prefix & PrefixMask(depth), depth, level, up, owner);
 }
 
 uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
@@ -456,8 +508,8 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   const uint32_t key1 = TrieKey(1, item->value[1]) & PrefixMask(depth1);
   PairNodes::Nodes& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
   if (pair.word1 == nullptr) {
-    pair.word0 = Descend(&root_, key0, depth0, 0);
-    pair.word1 = Descend(&pair.word0->sub, key1, depth1, 1);
+    pair.word0 = Descend(nullptr, &root_, key0, depth0, 0);
+    pair.word1 = Descend(pair.word0, &pair.word0->sub, key1, depth1, 1);
   }
   // Each node the entry is under as one of its own (a sub-trie's) bounds its rank before it is published.
   if (rank < pair.word0_least) {
@@ -468,10 +520,10 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   while (node->fat) {
     node->Admit(rank);
     const int next = node->level + 1;
-    node = Descend(&node->sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next);
+    node = Descend(node, &node->sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next);
   }
   Append(node, item, mask, rank, matcher, nullptr);
-  if (node->level + 1 < kWords && words_[node->level + 1].used && item->book->live > kFatNode) Split(node);
+  if (node->level + 1 < kWords && words_[node->level + 1].used && Slots::Of(*item)->live > kFatNode) Split(node);
 }
 
 void TableIndex::Split(Node* node) {
@@ -483,31 +535,32 @@ void TableIndex::Split(Node* node) {
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   const uint32_t count = slots->count.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < count; ++i) {
-    Item* item = slots->book->ItemAt(i);
+    Item* item = slots->ItemAt(i);
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
-    Append(Descend(&sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next), item, mask,
+    Append(Descend(node, &sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next), item, mask,
            e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed),
            e.hit.load(std::memory_order_relaxed));
   }
   node->sub.store(sub.load(std::memory_order_relaxed), std::memory_order_release);
   node->fat = true;
-  entries_ -= slots->book->live;
+  entries_ -= slots->live;
   node->slots.store(nullptr, std::memory_order_release);
   Retire(reclaimer_, [slots] { Slots::Free(slots); });
 }
 
-TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, int depth, int level) {
-  int above = -1;  // the depth of the node whose link `link` is (-1: a trie's top)
+TableIndex::Node* TableIndex::Descend(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth, int level) {
+  Node* above = owner;  // the node whose link `link` is
+  int above_depth = -1;  // its depth, or -1 at a trie's top
   // A node linked in the word-0 trie's top changes its cells.
   auto linked = [&](int linked_depth) {
-    if (level == 0 && above < kTopStrides) RefreshTop(key, std::min(linked_depth, kTopStrides));
+    if (level == 0 && above_depth < kTopStrides) RefreshTop(key, std::min(linked_depth, kTopStrides));
   };
   for (;;) {
     Node* next = link->load(std::memory_order_relaxed);
     if (next == nullptr) {  // a leaf for the prefix
-      Node* leaf = MakeNode(key, depth, level);
+      Node* leaf = MakeNode(key, depth, level, above, owner);
       link->store(leaf, std::memory_order_release);
       linked(depth);
       return leaf;
@@ -518,16 +571,18 @@ TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, in
     if (common == next->depth) {
       if (common == depth) return next;
       link = &next->child[Nibble(key, common)];
-      above = common;
+      above = next;
+      above_depth = common;
       continue;
     }
     // `next` is deeper than what they share: a node at `common` goes between, with `next` below it (and the
     // leaf for the prefix, unless that is the new node itself), complete before it is linked.
-    Node* between = MakeNode(key, common, level);
+    Node* between = MakeNode(key, common, level, above, owner);
     between->child[Nibble(next->prefix, common)].store(next, std::memory_order_relaxed);
+    next->up = between;
     Node* target = between;
     if (common < depth) {
-      target = MakeNode(key, depth, level);
+      target = MakeNode(key, depth, level, between, owner);
       between->child[Nibble(key, common)].store(target, std::memory_order_relaxed);
     }
     link->store(between, std::memory_order_release);
@@ -536,26 +591,71 @@ TableIndex::Node* TableIndex::Descend(std::atomic<Node*>* link, uint32_t key, in
   }
 }
 
+std::atomic<TableIndex::Node*>* TableIndex::LinkTo(const Node& node) {
+  if (node.up == nullptr) return &root_;
+  if (node.up->level != node.level) return &node.up->sub;
+  return &node.up->child[Nibble(node.prefix, node.up->depth)];
+}
+
+void TableIndex::Prune(Node* node) {
+  while (node != nullptr) {
+    const Slots* slots = node->slots.load(std::memory_order_relaxed);
+    if ((slots != nullptr && slots->live > 0) || node->sub.load(std::memory_order_relaxed) != nullptr) return;
+    Node* only = nullptr;
+    for (const std::atomic<Node*>& c : node->child) {
+      Node* child = c.load(std::memory_order_relaxed);
+      if (child == nullptr) continue;
+      if (only != nullptr) return;  // (it parts paths)
+      only = child;
+    }
+    // Its link leads to its only child instead, or nowhere. A reader on it still (it is let go only once
+    // readers are past) finds no entry there, and its child below.
+    Node* up = node->up;
+    if (only != nullptr) only->up = up;
+    LinkTo(*node)->store(only, std::memory_order_release);
+    if (node->level == 0 && (up == nullptr || up->depth < kTopStrides))
+      RefreshTop(node->prefix, std::min<int>(node->depth, kTopStrides));
+    if (node->level == 1) {
+      pairs_->nodes.erase({node->owner->prefix, node->prefix, static_cast<uint16_t>(node->owner->depth << 8 | node->depth)});
+    }
+    nodes_->Release(node, reclaimer_ == nullptr ? 0 : reclaimer_->Stamp());
+    // `up` lost a child, or its sub-trie, unless the child took the node's place.
+    if (only != nullptr) return;
+    node = up;
+  }
+}
+
 void TableIndex::RefreshTop(uint32_t key, int depth) {
-  const Top* old = top_.load(std::memory_order_relaxed);
-  auto* fresh = old == nullptr ? new Top : new Top(*old);
+  Top* old = top_.load(std::memory_order_relaxed);
+  // Below the top's depth, a cell's passes stay: the node it reaches changes in place.
+  Top* fresh = old != nullptr && depth == kTopStrides ? old : old == nullptr ? new Top : new Top(*old);
   const uint32_t first = (key & PrefixMask(depth)) >> (32 - kTopBits);
   const uint32_t cells = 1u << (kTopBits - kStrideBits * depth);
   for (uint32_t c = first; c < first + cells; ++c) {
     Top::Cell* top = &fresh->cell[c];
-    *top = Top::Cell{};
     const uint32_t value = c << (32 - kTopBits);
+    int passed = 0;
+    std::array<const Node*, kTopStrides> passes{};
+    const Node* reached = nullptr;
     const Node* node = root_.load(std::memory_order_relaxed);
     for (; node != nullptr &&
            ((value ^ node->prefix) & PrefixMask(std::min<int>(node->depth, kTopStrides))) == 0;
          node = node->child[Nibble(value, node->depth)].load(std::memory_order_relaxed)) {
       if (node->depth >= kTopStrides) {
-        top->reached = node;
+        reached = node;
         break;
       }
-      top->passes[top->passed++] = node;
+      passes[passed++] = node;
     }
+    if (fresh == old) {
+      assert(top->passed == passed && top->passes == passes);
+    } else {
+      top->passed = passed;
+      top->passes = passes;
+    }
+    top->reached.store(reached, std::memory_order_release);
   }
+  if (fresh == old) return;
   top_.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { delete old; });
 }
@@ -565,8 +665,8 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
   node->Admit(rank);
   Slots* slots = node->slots.load(std::memory_order_relaxed);
   uint32_t at;
-  if (slots != nullptr && slots->book->first_hole != NodeBook::kNoHole) {
-    at = slots->book->TakeHole();
+  if (slots != nullptr && slots->first_hole != Slots::kNoHole) {
+    at = slots->TakeHole();
     slots->entries()[at].Fill(item->value, mask, rank, matcher, std::memory_order_release);
   } else {
     if (slots == nullptr || slots->count.load(std::memory_order_relaxed) == slots->capacity) {
@@ -578,33 +678,35 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
     slots->count.store(at + 1, std::memory_order_release);
   }
   if (hit != nullptr) slots->entries()[at].hit.store(hit, std::memory_order_release);
-  slots->book->Hold(at, item);
+  slots->Hold(at, item);
+  slots->least = std::min(slots->least, rank);
+  ++slots->live;
   item->node = node;
-  item->book = slots->book;
   item->slot = at;
   item->entry = &slots->entries()[at];
-  ++slots->book->live;
   ++entries_;
 }
 
 void TableIndex::RemoveAt(const Item& item) {
-  Node* node = item.node;
-  const uint32_t slot = item.slot;
-  NodeBook* book = item.book;
-  Slots* slots = node->slots.load(std::memory_order_relaxed);
-  Entry* e = slots->entries();
-  if (e[slot].matcher.load(std::memory_order_relaxed) != 0) --entries_;  // (not dormant)
-  e[slot].matcher.store(0, std::memory_order_release);
-  book->Vacate(slot);
-  --book->live;
+  Slots* slots = Slots::Of(item);
+  Entry& removed = *item.entry;
+  if (removed.matcher.load(std::memory_order_relaxed) != 0) --entries_;  // (not dormant)
+  removed.matcher.store(0, std::memory_order_release);
+  slots->Vacate(item.slot);
+  if (--slots->live == 0) {
+    Prune(item.node);
+    return;
+  }
   // The least rank left, if the entry held it (after it left: a reader that read the higher bound missed
   // only the entry being removed).
-  if (e[slot].rank.load(std::memory_order_relaxed) != node->least.load(std::memory_order_relaxed)) return;
+  if (removed.rank.load(std::memory_order_relaxed) != slots->least) return;
   uint64_t least = ~uint64_t{0};
+  const Entry* e = slots->entries();
   for (uint32_t i = 0; i < slots->count.load(std::memory_order_relaxed); ++i) {
-    if (book->ItemAt(i) != nullptr) least = std::min(least, e[i].rank.load(std::memory_order_relaxed));
+    if (slots->ItemAt(i) != nullptr) least = std::min(least, e[i].rank.load(std::memory_order_relaxed));
   }
-  node->least.store(least, std::memory_order_relaxed);
+  slots->least = least;
+  item.node->least.store(least, std::memory_order_relaxed);
 }
 
 void TableIndex::Grow(Node* node) {
@@ -612,17 +714,22 @@ void TableIndex::Grow(Node* node) {
   Slots* old = node->slots.load(std::memory_order_relaxed);
   const uint32_t used = old == nullptr ? 0 : old->count.load(std::memory_order_relaxed);
   const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, size_t{used} * 2));
-  Slots* fresh = Slots::Make(capacity, old == nullptr ? &nodes_->books.emplace_back() : old->book);
+  Slots* fresh = Slots::Make(capacity);
   for (uint32_t i = 0; i < used; ++i) {
     const Entry& from = old->entries()[i];
     Entry& to = fresh->entries()[i];
     to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed),
             from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
     to.hit.store(from.hit.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    old->book->ItemAt(i)->entry = &to;
+    Item* item = old->ItemAt(i);
+    fresh->Hold(i, item);
+    item->entry = &to;
   }
   fresh->count.store(used, std::memory_order_relaxed);
-  fresh->book->back.resize(capacity);
+  if (old != nullptr) {
+    fresh->live = old->live;
+    fresh->least = old->least;
+  }
   node->slots.store(fresh, std::memory_order_release);
   if (old != nullptr) Retire(reclaimer_, [old] { Slots::Free(old); });
 }
@@ -767,7 +874,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
           if (const Node* sub = node->sub.load(std::memory_order_acquire))
             q.Add(reinterpret_cast<uintptr_t>(sub), node->least.load(std::memory_order_relaxed), kNodeLines);
         }
-        if (top->reached != nullptr) q.Add(reinterpret_cast<uintptr_t>(top->reached), 0, kNodeLines);
+        if (const Node* reached = top->reached.load(std::memory_order_acquire))
+          q.Add(reinterpret_cast<uintptr_t>(reached), 0, kNodeLines);
       }
       live[i] = static_cast<uint8_t>(i);
     }

@@ -105,7 +105,6 @@ class TableIndex {
   };
 
   struct Node;      // (a trie node; an Item names the one holding its entry)
-  struct NodeBook;  // (the writer's account of a node's entries)
   struct Entry;     // (a slot of a node's entries)
   // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory. An item
   // never moves while its matcher state lives, so that a rule can keep the item it counts in. Its entry
@@ -117,8 +116,7 @@ class TableIndex {
     std::array<uint32_t, kWords> value{};
     uint32_t rules = 0;  // 0: dormant, or free when in no node
     uint32_t slot = 0;
-    Node* node = nullptr;  // where its entry is: the node, its book, the slot and the entry itself
-    NodeBook* book = nullptr;
+    Node* node = nullptr;  // where its entry is: the node, the slot and the entry itself
     Entry* entry = nullptr;
   };
   // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
@@ -228,8 +226,13 @@ class TableIndex {
   // The node for the first `depth` nibbles of `key` in the level-`level` trie `link` leads to (a trie's top
   // node is where its paths first part, or its only node), made (and a node where its path leaves another's)
   // if missing.
-  Node* Descend(std::atomic<Node*>* link, uint32_t key, int depth, int level);
-  Node* MakeNode(uint32_t prefix, int depth, int level);
+  Node* Descend(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth, int level);
+  Node* MakeNode(uint32_t prefix, int depth, int level, Node* up, Node* owner);
+  // Unlinks `node` if it holds no entry and leads to one child at most (to that child), and the nodes above
+  // it this leaves so; their memory is used again once readers are past them.
+  void Prune(Node* node);
+  // The link `node` hangs from (its up's child, or sub, or the root).
+  std::atomic<Node*>* LinkTo(const Node& node);
   // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
   uint32_t TrieKey(int i, uint32_t word) const;
   int TrieDepth(int i, uint32_t mask) const;
@@ -268,9 +271,10 @@ class TableIndex {
   // that a packet's path passes (their sub-tries are its to take) and the node it reaches past them. A walk
   // starts there rather than at the top, whose first nodes every packet passes.
   struct Top;
-  std::atomic<const Top*> top_{nullptr};
+  std::atomic<Top*> top_{nullptr};
   // Builds afresh the cells of the word-0 trie's top whose values start with the first `depth` nibbles of
-  // `key` (after a node was linked there), in a copy of the top that replaces it.
+  // `key`, after a node was linked or unlinked there: in a copy of the top that replaces it, or in place
+  // when the node is below the top's depth (`depth` is kTopStrides: only the node the cell reaches changes).
   void RefreshTop(uint32_t key, int depth);
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since

@@ -79,7 +79,12 @@ class IndexedTable {
     keys_[m].erase(keys_[m].find(key));
     RemoveKey(m, key);
   }
-  void RemoveMatcher(size_t m) { index_->RemoveMatcher(states_[m].get()); }
+  // Matcher `m` leaves the index, its rules with it; RejoinMatcher brings it back without them.
+  void RemoveMatcher(size_t m) {
+    index_->RemoveMatcher(states_[m].get());
+    keys_[m].clear();
+  }
+  void RejoinMatcher(size_t m) { index_->AddMatcher(matchers_[m].get(), states_[m].get()); }
   // Names `hit` as the rule of matcher `m` with `value` (NameHit), or takes it back (DropHit).
   void NameHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
     index_->NameHit(states_[m].get(), ItemOf(m, value), hit);
@@ -267,6 +272,68 @@ TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   EXPECT_EQ(t.Candidates(Acl(0x0a000001, 0x0b000001, 1001, 6)).size(), 1u);
 }
 
+// A node that holds no entry any more and parts no paths goes (a node on the way to one other takes its place),
+// and the nodes above it that this leaves so: rules that keep moving to new keys leave the tries as a trie
+// filed with their keys afresh would be, and every rule is found throughout.
+TEST(TableIndexTest, NodesLeftWithoutEntriesGoAndTheTriesStayAsIfFiledAfresh) {
+  constexpr int kMatchers = 64;
+  std::mt19937 rng(20261127);
+  // Each rule's addresses, no other rule's (each rule is its packets' first hit): sources in four /12s and
+  // destinations in one /28, so that paths part at many depths of both tries.
+  std::vector<std::pair<uint32_t, uint32_t>> now;
+  auto move = [&](size_t i) {
+    std::pair<uint32_t, uint32_t> to;
+    do {
+      to = {0x0a000000 | (rng() % 4) << 20 | (rng() % 64), 0x0b000000 | (rng() % 16)};
+    } while (std::count(now.begin(), now.end(), to) > 0);
+    now[i] = to;
+  };
+  auto value = [&](size_t i) { return Acl(now[i].first, now[i].second, 80, 6); };
+  IndexedTable t;
+  const std::vector<size_t> ms = ExactMatchers(&t, kMatchers);
+  t.Build();
+  now.resize(ms.size());
+  for (size_t i = 0; i < ms.size(); ++i) {
+    move(i);
+    t.AddRule(ms[i], value(i));
+  }
+  for (int round = 0; round < 40; ++round) {
+    for (size_t i = 0; i < ms.size(); ++i) {
+      if (rng() % 2 == 0) continue;
+      // The rule leaves (its entry waits, dormant), and one with other values takes its place.
+      t.RemoveValue(ms[i], value(i));
+      move(i);
+      t.AddRule(ms[i], value(i));
+    }
+    IndexedTable fresh;
+    const std::vector<size_t> fresh_ms = ExactMatchers(&fresh, kMatchers);
+    fresh.Build();
+    for (size_t i = 0; i < ms.size(); ++i) fresh.AddRule(fresh_ms[i], value(i));
+    ASSERT_EQ(t.index().nodes(), fresh.index().nodes()) << "round " << round;
+    ASSERT_EQ(t.index().entries(), fresh.index().entries()) << "round " << round;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const std::vector<TableIndex::Candidate> c = t.Candidates(value(i));
+      ASSERT_FALSE(c.empty()) << "round " << round << " rule " << i;
+      EXPECT_EQ(c.back().matcher, t.matcher(ms[i])) << "round " << round << " rule " << i;
+      EXPECT_TRUE(c.back().exact);
+      ExpectCandidatesCover(t, Acl(0x0a000000 | (rng() % 4) << 20 | (rng() % 64), 0x0b000000 | (rng() % 16), 80, 6));
+    }
+  }
+  EXPECT_FALSE(t.index().Stale());
+  for (size_t m : ms) t.RemoveMatcher(m);
+  EXPECT_EQ(t.index().entries(), 0u);
+  EXPECT_EQ(t.index().nodes(), 0u);
+  EXPECT_TRUE(t.Candidates(value(0)).empty());
+  // Filed again, in nodes whose memory is used again.
+  for (size_t i = 0; i < ms.size(); ++i) t.RejoinMatcher(ms[i]);
+  for (size_t i = 0; i < ms.size(); ++i) t.AddRule(ms[i], value(i));
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const std::vector<TableIndex::Candidate> c = t.Candidates(value(i));
+    ASSERT_FALSE(c.empty()) << "rule " << i;
+    EXPECT_EQ(c.back().matcher, t.matcher(ms[i])) << "rule " << i;
+  }
+}
+
 TEST(TableIndexTest, AnExactEntryNamesTheRuleOfItsKeyWhileItIsTheOnlyOne) {
   IndexedTable t;
   const std::vector<size_t> ms = ExactMatchers(&t, 40);
@@ -292,8 +359,7 @@ TEST(TableIndexTest, AnExactEntryNamesTheRuleOfItsKeyWhileItIsTheOnlyOne) {
   t.RemoveValue(ms[0], v);
   EXPECT_TRUE(first(v).exact);
   EXPECT_EQ(first(v).hit, nullptr);  // the newer rule is looked up
-  // Its entry gone, the slot filled again (the same node: the same addresses) names nothing until the new
-  // rule is named.
+  // Its entry gone for other values, the new entry names nothing until the new rule is named.
   t.RemoveValue(ms[0], v);
   const MatchParams again = Acl(0x0a000001, 0x0b000001, 999, 6);
   t.AddRule(ms[0], again);
@@ -573,6 +639,62 @@ TEST(TableIndexTest, ReadersFindEntriesWhileTheirNodeSplits) {
   done.store(true, std::memory_order_release);
   reader.join();
   EXPECT_EQ(misses.load(), 0);
+}
+
+// A reader looking rules up while the nodes around theirs come and go: other rules keep moving to keys on
+// the same paths (nodes part them from the staying rules' paths, and go again), and the writer uses the
+// memory of nodes gone once the reader is past them. The staying rules' matchers are always found.
+TEST(TableIndexTest, ReadersFindRulesThatStayWhileNodesAroundThemComeAndGo) {
+  Reclaimer reclaimer;
+  IndexedTable t(&reclaimer);
+  constexpr int kStaying = 8, kMoving = 24;
+  const std::vector<size_t> ms = ExactMatchers(&t, kStaying + kMoving);
+  t.Build();
+  std::vector<MatchParams> staying;
+  for (int i = 0; i < kStaying; ++i) {
+    staying.push_back(Acl(0x0a000000 + static_cast<uint32_t>(i) * 0x10000, 0x0b000000 + static_cast<uint32_t>(i),
+                          80, 6));
+    t.AddRule(ms[i], staying.back());
+  }
+  std::atomic<bool> done{false};
+  std::atomic<int> misses{0};
+  std::thread reader([&] {
+    Reclaimer::Reader r(&reclaimer);
+    std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
+    while (!done.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < kStaying; ++i) {
+        r.Enter();
+        const size_t n = t.index().Candidates(staying[i].bytes(), 0, out.data());
+        bool found = n > TableIndex::kMaxCandidates;
+        for (size_t c = 0; c < n && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[i]);
+        r.Leave();
+        if (!found) misses.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  });
+  std::mt19937 rng(13);
+  // Near a staying rule's source (its /16, or further), with its destination or beside it.
+  auto near = [&] {
+    const uint32_t i = rng() % kStaying;
+    return Acl(0x0a000000 + i * 0x10000 + (rng() % 4 == 0 ? 0 : rng() % 0x10000 << (rng() % 3 * 4)),
+               0x0b000000 + i + (rng() % 2) * (rng() % 64), static_cast<uint16_t>(rng() % 4), 6);
+  };
+  std::vector<MatchParams> now;
+  for (int i = 0; i < kMoving; ++i) {
+    now.push_back(near());
+    t.AddRule(ms[kStaying + i], now.back());
+  }
+  const size_t nodes_at_start = t.index().nodes();
+  for (int step = 0; step < 20000; ++step) {
+    const size_t i = rng() % kMoving;
+    t.RemoveValue(ms[kStaying + i], now[i]);
+    now[i] = near();
+    t.AddRule(ms[kStaying + i], now[i]);
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(misses.load(), 0);
+  EXPECT_LT(t.index().nodes(), 4 * nodes_at_start);  // (20000 moves: nodes went as they came)
 }
 
 }  // namespace
