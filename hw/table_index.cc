@@ -95,6 +95,7 @@ struct alignas(64) TableIndex::Entry {
 struct alignas(64) TableIndex::Slots {
   static constexpr uint32_t kNoHole = 0xffffffffu;
   static constexpr uint32_t kInlineItems = 4;
+  static constexpr uint32_t kFirstCapacity = 4;  // a node's first array's; each new one is twice as large
 
   // A new array with room for `capacity` entries, and for their items.
   static Slots* Make(uint32_t capacity) {
@@ -112,6 +113,14 @@ struct alignas(64) TableIndex::Slots {
   static void Free(Slots* slots) {
     // (Entry and Slots are trivially destructible.)
     if (slots != nullptr) ::operator delete(slots->memory);
+  }
+  // Empties an array no reader can still be reading, for another node (its entries are written before they
+  // are published again).
+  void Clear() {
+    count.store(0, std::memory_order_relaxed);
+    live = 0;
+    first_hole = kNoHole;
+    least = ~uint64_t{0};
   }
   // The array holding `item`'s entry (it has one).
   static Slots* Of(const Item& item) { return reinterpret_cast<Slots*>(item.entry - item.slot) - 1; }
@@ -160,8 +169,8 @@ struct alignas(64) TableIndex::Slots {
 // A node of a word-i trie leads by `sub` to a trie on word i + 1 of the entries whose word-i prefix ends
 // there (level 0), or that it held before it split (fat); a node of a later level holds its entries in
 // `slots` until it splits. Either way they are the node's own entries, and `least` is at most the rank of
-// every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). What a
-// walk reads is its kNodeLines cache lines: the second holds children 4-7, the first everything else.
+// every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). A walk
+// reads its kNodeLines cache lines (the first holds children 0 and 1, the second the others).
 struct alignas(64) TableIndex::Node {
   Node(uint32_t prefix, int depth, int level, Node* up, Node* owner)
       : prefix(prefix), depth(depth), level(level), up(up), owner(owner) {}
@@ -172,16 +181,18 @@ struct alignas(64) TableIndex::Node {
   // Level 1 or more: its entries moved to the next level's trie under it (sub), as later ones go. The
   // writer's.
   bool fat = false;
+  uint8_t children = 0;  // the writer's count of `child` links set
   std::atomic<Slots*> slots{nullptr};
   std::atomic<Node*> sub{nullptr};
   // Falls before an entry goes in; rises only to the least rank left in `slots` after one left them (a
   // node's whose entries went to its sub-trie stays, a bound still).
   std::atomic<uint64_t> least{~uint64_t{0}};
-  std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
   // The writer's: the node whose link this one is, a child's or, for a trie's top, a sub-trie's (nullptr:
-  // the word-0 trie's top), and the node whose sub-trie holds this one's trie (nullptr: word 0).
+  // the word-0 trie's top), and the node whose sub-trie holds this one's trie (nullptr: word 0). In the
+  // first line with the rest, so that a node going reads one line unless it has a child.
   Node* up;
   Node* const owner;
+  std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
 
   // Lowers `least` to `rank`, before an entry of that rank is published among the node's own.
   void Admit(uint64_t rank) {
@@ -232,19 +243,14 @@ struct TableIndex::NodeArena {
   NodeArena& operator=(const NodeArena&) = delete;
   ~NodeArena() {
     static_assert(std::is_trivially_destructible_v<Node>);
+    for (Slots* slots : spare) Slots::Free(slots);
     for (const Chunk& c : chunks) FreeLookupMemory(c.nodes, c.capacity * sizeof(Node));
   }
   // Memory for one more node: a node let go when readers are past it (`reclaimer` says; nullptr: none
   // reads concurrently), else a new one.
   void* Allocate(Reclaimer* reclaimer) {
     ++count;
-    while (!limbo.empty() && (reclaimer == nullptr || reclaimer->Safe(limbo.front().first))) {
-      Node* node = limbo.front().second;
-      limbo.pop_front();
-      Slots::Free(node->slots.load(std::memory_order_relaxed));
-      node->slots.store(nullptr, std::memory_order_relaxed);
-      free.push_back(node);
-    }
+    Collect(reclaimer);
     if (!free.empty()) {
       Node* node = free.back();
       free.pop_back();
@@ -265,11 +271,38 @@ struct TableIndex::NodeArena {
     --count;
     limbo.emplace_back(stamp, node);
   }
+  // A first slot array for a node, emptied, if a node let go left one.
+  Slots* SpareSlots(Reclaimer* reclaimer) {
+    Collect(reclaimer);
+    if (spare.empty()) return nullptr;
+    Slots* slots = spare.back();
+    spare.pop_back();
+    return slots;
+  }
+  // Moves the nodes readers are past from limbo to `free`, their slot arrays to `spare` (first ones) or back
+  // to the heap.
+  void Collect(Reclaimer* reclaimer) {
+    while (!limbo.empty() && (reclaimer == nullptr || reclaimer->Safe(limbo.front().first))) {
+      Node* node = limbo.front().second;
+      limbo.pop_front();
+      if (Slots* slots = node->slots.load(std::memory_order_relaxed)) {
+        node->slots.store(nullptr, std::memory_order_relaxed);
+        if (slots->capacity == Slots::kFirstCapacity) {
+          slots->Clear();
+          spare.push_back(slots);
+        } else {
+          Slots::Free(slots);
+        }
+      }
+      free.push_back(node);
+    }
+  }
 
   std::vector<Chunk> chunks;
   size_t count = 0;  // nodes in use
   std::deque<std::pair<uint64_t, Node*>> limbo;  // let go, by stamp (readers may be on them)
-  std::vector<Node*> free;                       // readers past, their slot arrays freed
+  std::vector<Node*> free;                       // readers past, without slot arrays
+  std::vector<Slots*> spare;                     // first slot arrays of nodes readers are past
 };
 
 // The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
@@ -561,6 +594,7 @@ TableIndex::Node* TableIndex::Descend(Node* owner, std::atomic<Node*>* link, uin
     Node* next = link->load(std::memory_order_relaxed);
     if (next == nullptr) {  // a leaf for the prefix
       Node* leaf = MakeNode(key, depth, level, above, owner);
+      if (above != owner) ++above->children;
       link->store(leaf, std::memory_order_release);
       linked(depth);
       return leaf;
@@ -579,11 +613,13 @@ TableIndex::Node* TableIndex::Descend(Node* owner, std::atomic<Node*>* link, uin
     // leaf for the prefix, unless that is the new node itself), complete before it is linked.
     Node* between = MakeNode(key, common, level, above, owner);
     between->child[Nibble(next->prefix, common)].store(next, std::memory_order_relaxed);
+    between->children = 1;
     next->up = between;
     Node* target = between;
     if (common < depth) {
       target = MakeNode(key, depth, level, between, owner);
       between->child[Nibble(key, common)].store(target, std::memory_order_relaxed);
+      between->children = 2;
     }
     link->store(between, std::memory_order_release);
     linked(common);
@@ -600,23 +636,23 @@ std::atomic<TableIndex::Node*>* TableIndex::LinkTo(const Node& node) {
 void TableIndex::Prune(Node* node) {
   while (node != nullptr) {
     const Slots* slots = node->slots.load(std::memory_order_relaxed);
-    if ((slots != nullptr && slots->live > 0) || node->sub.load(std::memory_order_relaxed) != nullptr) return;
+    if ((slots != nullptr && slots->live > 0) || node->sub.load(std::memory_order_relaxed) != nullptr ||
+        node->children > 1)
+      return;
     Node* only = nullptr;
-    for (const std::atomic<Node*>& c : node->child) {
-      Node* child = c.load(std::memory_order_relaxed);
-      if (child == nullptr) continue;
-      if (only != nullptr) return;  // (it parts paths)
-      only = child;
-    }
+    for (size_t c = 0; node->children == 1 && only == nullptr && c < node->child.size(); ++c)
+      only = node->child[c].load(std::memory_order_relaxed);
     // Its link leads to its only child instead, or nowhere. A reader on it still (it is let go only once
     // readers are past) finds no entry there, and its child below.
     Node* up = node->up;
     if (only != nullptr) only->up = up;
     LinkTo(*node)->store(only, std::memory_order_release);
+    if (only == nullptr && up != nullptr && up->level == node->level) --up->children;
     if (node->level == 0 && (up == nullptr || up->depth < kTopStrides))
       RefreshTop(node->prefix, std::min<int>(node->depth, kTopStrides));
     if (node->level == 1) {
-      pairs_->nodes.erase({node->owner->prefix, node->prefix, static_cast<uint16_t>(node->owner->depth << 8 | node->depth)});
+      const Node& word0 = *node->owner;
+      pairs_->nodes.erase({word0.prefix, node->prefix, static_cast<uint16_t>(word0.depth << 8 | node->depth)});
     }
     nodes_->Release(node, reclaimer_ == nullptr ? 0 : reclaimer_->Stamp());
     // `up` lost a child, or its sub-trie, unless the child took the node's place.
@@ -713,8 +749,9 @@ void TableIndex::Grow(Node* node) {
   // (A node fills its holes first: every slot of a full array is live, and keeps its place.)
   Slots* old = node->slots.load(std::memory_order_relaxed);
   const uint32_t used = old == nullptr ? 0 : old->count.load(std::memory_order_relaxed);
-  const auto capacity = static_cast<uint32_t>(std::max<size_t>(4, size_t{used} * 2));
-  Slots* fresh = Slots::Make(capacity);
+  const auto capacity = static_cast<uint32_t>(std::max<size_t>(Slots::kFirstCapacity, size_t{used} * 2));
+  Slots* fresh = old == nullptr ? nodes_->SpareSlots(reclaimer_) : nullptr;
+  if (fresh == nullptr) fresh = Slots::Make(capacity);
   for (uint32_t i = 0; i < used; ++i) {
     const Entry& from = old->entries()[i];
     Entry& to = fresh->entries()[i];
