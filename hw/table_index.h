@@ -29,24 +29,29 @@
 // one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
 // an index never costs a rule more than a few loads, nor memory per rule.
 //
-// Trie nodes are never freed while the index lives, so a table whose prefixes keep changing leaves nodes
-// behind: the driver builds a new index when Stale() says so, as when the table has grown its matchers
-// fourfold (the words are chosen again).
+// A node that holds no entry any more (dormant ones count) and parts no paths goes: it is unlinked (a node
+// leading to one other is replaced by it), and so are the nodes above it this leaves so, and its memory serves
+// a new node once readers are past it. The tries of a table whose rules keep moving to new keys stay as if
+// filed afresh. Dormant entries keep their nodes: the driver builds a new index when Stale() says that most
+// nodes hold no live entry, as it does when the table has grown its matchers fourfold (the words are chosen
+// again).
 //
-// Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of
-// the reclaimer. A new entry is published by its node's count (release) or, in the slot of a removed one
-// (a hole), by its matcher pointer; a removed entry's matcher pointer is cleared in place, as is a dormant
-// one's, which is published again by its matcher pointer alone (its words and rank are those it was filled
-// with, its hit cleared first); each filling of a slot changes its generation (a sequence lock), so a
-// reader takes an entry's words, matcher and named hit from one filling or skips it. A full slot array is
-// replaced by a larger copy, published whole, the old one retired. A node's entries that split into a new
-// trie are filed there before it is linked, and the node's slot array is let go (retired whole) only after; a
-// reader reads a node's slots before its sub-trie. Trie nodes are complete before they are linked; a node's
-// `least` falls before an entry under it is published. The driver adds a rule's entry before the rule goes
-// into its match table and removes it after the rule left it, so a packet that finds the rule also finds its
-// matcher among the candidates; an entry that disappears or appears while a packet is looked up stands only
-// for rules being deleted or added meanwhile (a matcher going broad keeps its other entries until readers are
-// past: the broad entry may sit where a packet had already looked).
+// Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of the
+// reclaimer. A node that goes is unlinked whole (its own links stay as they were: a reader on it goes on
+// below), and its memory is used again only once no reader can be on it (Reclaimer::Stamp). A new entry is
+// published by its node's count (release) or, in the slot of a removed one (a hole), by its matcher pointer;
+// a removed entry's matcher pointer is cleared in place, as is a dormant one's, which is published again by
+// its matcher pointer alone (its words and rank are those it was filled with, its hit cleared first); each
+// filling of a slot changes its generation (a sequence lock), so a reader takes an entry's words, matcher and
+// named hit from one filling or skips it. A full slot array is replaced by a larger copy, published whole,
+// the old one retired. A node's entries that split into a new trie are filed there before it is linked, and
+// the node's slot array is let go (retired whole) only after; a reader reads a node's slots before its
+// sub-trie. Trie nodes are complete before they are linked; a node's `least` falls before an entry under it
+// is published. The driver adds a rule's entry before the rule goes into its match table and removes it after
+// the rule left it, so a packet that finds the rule also finds its matcher among the candidates; an entry
+// that disappears or appears while a packet is looked up stands only for rules being deleted or added
+// meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry may sit
+// where a packet had already looked).
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -213,8 +218,8 @@ class TableIndex {
   // and dumps.
   size_t entries() const { return entries_; }
   size_t nodes() const;
-  // Whether most of the trie nodes lead to no entry any more (removed rules' prefixes): time for a new
-  // index.
+  // Whether most of the trie nodes lead to no live entry (dormant ones: rules deleted from matchers that
+  // stay): time for a new index.
   bool Stale() const { return nodes() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
 
  private:
