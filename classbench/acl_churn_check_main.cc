@@ -2,10 +2,11 @@
 // churns the set's rules, every verdict compared with a first-match scan (classbench/churn_check.h).
 //
 //   acl_churn_check [--filters=PATH | --profile=acl|fw|ipc --size=N] [--trace=PATH | --trace_size=N]
-//                   [--seconds=S] [--workers=W] [--seed=N]
+//                   [--seconds=S] [--workers=W] [--seed=N] [--move_keys=true|false]
 //
 // Without --filters a ClassBench-style set of --size filters (default 10000) is generated; without --trace
-// a trace of --trace_size headers (default 100000) is drawn from the set. Exits 0 when every verdict
+// a trace of --trace_size headers (default 100000) is drawn from the set. With --move_keys=true each churn
+// puts the filter's rules back with other addresses first (updates that change a rule's match). Exits 0 when every verdict
 // matched, 1 on a mismatch, 2 on bad arguments or files.
 #include <cstdio>
 #include <string>
@@ -29,7 +30,8 @@ int Usage(const std::string& why) {
       stderr,
       "acl_churn_check: %s\n"
       "usage: acl_churn_check [--filters=PATH | --profile=acl|fw|ipc --size=N]\n"
-      "                       [--trace=PATH | --trace_size=N] [--seconds=S] [--workers=W] [--seed=N]\n",
+      "                       [--trace=PATH | --trace_size=N] [--seconds=S] [--workers=W] [--seed=N]\n"
+      "                       [--move_keys=true|false]\n",
       why.c_str());
   return 2;
 }
@@ -63,6 +65,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(value, &options.workers);
     } else if (name == "seed") {
       ok = absl::SimpleAtoi(value, &options.seed);
+    } else if (name == "move_keys") {
+      ok = absl::SimpleAtob(value, &options.move_keys);
     } else {
       return Usage("unknown flag --" + std::string(name));
     }

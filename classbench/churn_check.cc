@@ -16,6 +16,8 @@
 #include "classbench/dr_acl.h"
 #include "classbench/header_frame.h"
 #include "dr/dr.h"
+#include "hw/match_layout.h"
+#include "hw/match_params.h"
 #include "hw/reclaimer.h"
 #include "sim/nic.h"
 
@@ -48,7 +50,10 @@ class Checker {
  public:
   Checker(const std::vector<Filter>& filters, const std::vector<Header>& trace,
           const ChurnCheckOptions& options)
-      : filters_(filters), options_(options) {
+      : filters_(filters), options_(options), moved_(filters.size()) {
+    for (uint32_t i = 0; i < filters.size() && options.move_keys; ++i) {
+      if (const std::optional<FilterMove> move = MoveOf(filters[i], i)) moved_[i] = MovedFilter(filters[i], *move);
+    }
     for (const Header& h : trace) {
       headers_.push_back(AsParsed(h));
       frames_.push_back(FrameOf(headers_.back()));
@@ -129,9 +134,9 @@ class Checker {
 
   uint64_t mismatches() const { return mismatches_; }
 
-  // Whether `got` is what a walk can find while the churned filters are missing, each at the moment the
-  // walk passes its matcher: `got` fits the header (or is no filter), and every filter before it that the
-  // header fits was churned during the burst.
+  // Whether `got` is what a walk can find while the churned filters are missing (or moved), each at the
+  // moment the walk passes its matcher: `got` fits the header, or was churned and its moved version fits it
+  // (or it is no filter), and every filter before it that the header fits was churned during the burst.
   bool Explained(size_t index, uint32_t got, const ChurnState& churn, uint64_t from, uint64_t to) const {
     const Header& h = headers_[index];
     auto churned = [&](uint32_t filter) {
@@ -141,9 +146,12 @@ class Checker {
       return false;
     };
     for (uint32_t i = 0; i < filters_.size(); ++i) {
-      if (!filters_[i].Matches(h)) continue;
-      if (i == got) return true;
-      if (!churned(i)) return false;
+      const bool fits = filters_[i].Matches(h);
+      const bool moved_fits = moved_[i].has_value() && moved_[i]->Matches(h);
+      if (!fits && !moved_fits) continue;
+      // (A moved version is in only while its filter churns.)
+      if (i == got) return fits || churned(i);
+      if (fits && !churned(i)) return false;
     }
     return got == kNoFilter;
   }
@@ -152,7 +160,8 @@ class Checker {
  private:
   const std::vector<Filter>& filters_;
   const ChurnCheckOptions& options_;
-  std::vector<Header> headers_;  // as parsed
+  std::vector<std::optional<Filter>> moved_;  // with move_keys, each filter's moved version (MoveOf)
+  std::vector<Header> headers_;               // as parsed
   std::vector<std::vector<uint8_t>> frames_;
   std::vector<sim::Frame> views_;
   std::vector<uint32_t> first_;  // the model's verdict of each
@@ -162,6 +171,20 @@ class Checker {
 };
 
 }  // namespace
+
+std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index) {
+  constexpr uint32_t kFirstBits = 0xf8000000;  // five
+  const uint32_t bits = (1 + index % 31) << 27;
+  if ((f.src_mask & kFirstBits) == kFirstBits) return FilterMove{true, bits};
+  if ((f.dst_mask & kFirstBits) == kFirstBits) return FilterMove{false, bits};
+  return std::nullopt;
+}
+
+Filter MovedFilter(const Filter& f, const FilterMove& move) {
+  Filter moved = f;
+  (move.source ? moved.src : moved.dst) ^= move.first_bits;
+  return moved;
+}
 
 absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filters,
                                                const std::vector<Header>& trace,
@@ -203,7 +226,27 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     });
   }
 
-  // The control thread: remove one filter's rules, put them back, next filter.
+  // Deletes filter k's rules and puts them back, moved (MoveOf) when `move` is set.
+  auto reinstall = [&](uint32_t k, const FilterMove* move) -> absl::Status {
+    for (size_t r : rules_of_filter[k]) {
+      if (absl::Status s = acl.rules[r].Destroy(); !s.ok()) return s;
+      ++report.rule_updates;
+    }
+    for (size_t r : rules_of_filter[k]) {
+      hw::MatchParams value = acl.value_of_rule[r];
+      if (move != nullptr) {
+        const hw::Field field = move->source ? hw::Field::kOuterSrcIp31_0 : hw::Field::kOuterDstIp31_0;
+        hw::SetField(value.bytes(), field, hw::GetField(value.bytes(), field) ^ move->first_bits);
+      }
+      absl::StatusOr<dr::Rule> again = dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions_of(k));
+      if (!again.ok()) return again.status();
+      acl.rules[r] = *std::move(again);
+      ++report.rule_updates;
+    }
+    return absl::OkStatus();
+  };
+
+  // The control thread: remove one filter's rules, put them back (moved first, with move_keys), next filter.
   absl::Status control;
   std::mt19937 rng(options.seed);
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.seconds);
@@ -212,21 +255,9 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     // (Stored after `finished` counted churn s - 1: a worker that reads this entry sees that count.)
     churn.log[s % churn.log.size()].store(k, std::memory_order_release);
     churn.started.store(s + 1, std::memory_order_release);
-    for (size_t r : rules_of_filter[k]) {
-      if (control = acl.rules[r].Destroy(); !control.ok()) break;
-      ++report.rule_updates;
-    }
-    for (size_t r : rules_of_filter[k]) {
-      if (!control.ok()) break;
-      absl::StatusOr<dr::Rule> again =
-          dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions_of(k));
-      if (!again.ok()) {
-        control = again.status();
-        break;
-      }
-      acl.rules[r] = *std::move(again);
-      ++report.rule_updates;
-    }
+    const std::optional<FilterMove> move = options.move_keys ? MoveOf(filters[k], k) : std::nullopt;
+    if (move.has_value()) control = reinstall(k, &*move);
+    if (control.ok()) control = reinstall(k, nullptr);
     churn.finished.store(s + 1, std::memory_order_release);
     ++report.filter_churns;
   }

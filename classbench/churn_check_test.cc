@@ -27,6 +27,59 @@ TEST(ChurnCheckTest, EveryVerdictMatchesFirstMatchWhileRulesChurn) {
 // More filters than matcher priorities (16 bits): filters share priorities, and the earlier of two filters
 // sharing one must still win. Pairs of overlapping filters (a /32 source before its /24) sit mostly at one
 // priority each.
+// Rules put back with other keys for a while, as updates that change a rule's match do: the index's nodes
+// for the old keys go and new ones come while workers look frames up.
+TEST(ChurnCheckTest, EveryVerdictMatchesFirstMatchWhileRulesMoveToOtherKeysAndBack) {
+  for (Profile profile : {Profile::kAcl, Profile::kFw, Profile::kIpc}) {
+    const std::vector<Filter> filters = Generate(profile, 300, 9);
+    // Half the frames fit the filters, half their moved versions (what only a churn puts in).
+    std::vector<Filter> moved = filters;
+    size_t moving = 0;
+    for (uint32_t i = 0; i < filters.size(); ++i) {
+      const std::optional<FilterMove> move = MoveOf(filters[i], i);
+      if (!move.has_value()) continue;
+      moved[i] = MovedFilter(filters[i], *move);
+      ++moving;
+    }
+    EXPECT_GT(moving, filters.size() / 4);
+    std::vector<Header> trace = GenerateTrace(filters, 1000, 10);
+    const std::vector<Header> to_moved = GenerateTrace(moved, 1000, 11);
+    trace.insert(trace.end(), to_moved.begin(), to_moved.end());
+    ChurnCheckOptions options;
+    options.seconds = 0.5;
+    options.move_keys = true;
+    absl::StatusOr<ChurnCheckReport> report = RunChurnCheck(filters, trace, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->mismatches, 0u) << (report->examples.empty() ? "" : report->examples[0]);
+    EXPECT_GE(report->frames, trace.size());  // the final pass at least
+    EXPECT_GT(report->filter_churns, 0u);
+    // Moved filters' rules go and come twice a churn.
+    EXPECT_GT(report->rule_updates, 2 * report->filter_churns);
+  }
+}
+
+TEST(ChurnCheckTest, AMoveChangesTheFirstFiveBitsOfTheLongerEnoughPrefix) {
+  Filter f;
+  f.src = 0x0a000000;
+  f.src_mask = 0xff000000;
+  f.dst = 0xc0000000;
+  f.dst_mask = 0xf0000000;
+  const std::optional<FilterMove> src = MoveOf(f, 0);
+  ASSERT_TRUE(src.has_value());
+  EXPECT_TRUE(src->source);
+  EXPECT_EQ(MovedFilter(f, *src).src, 0x0a000000u ^ 0x08000000u);
+  EXPECT_EQ(MovedFilter(f, *src).dst, f.dst);
+  EXPECT_EQ(MoveOf(f, 31)->first_bits, src->first_bits);  // 31 values, none of them 0
+  f.src_mask = 0xf0000000;  // four bits: the destination's turn, whose five are there
+  f.dst_mask = 0xffff0000;
+  const std::optional<FilterMove> dst = MoveOf(f, 30);
+  ASSERT_TRUE(dst.has_value());
+  EXPECT_FALSE(dst->source);
+  EXPECT_EQ(MovedFilter(f, *dst).dst, 0xc0000000u ^ 0xf8000000u);
+  f.dst_mask = 0;
+  EXPECT_FALSE(MoveOf(f, 0).has_value());
+}
+
 TEST(ChurnCheckTest, SetsBeyondTheMatcherPrioritiesKeepFirstMatchOrder) {
   std::vector<Filter> filters;
   std::vector<Header> trace;
