@@ -540,6 +540,39 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
   }
 }
 
+// A thread that, until Stop(), looks the rules of `staying` up in turn (rule i is matcher ms[i]'s) in read
+// sections of `reclaimer`, and counts the lookups whose candidates do not name the rule's matcher.
+class StayingRulesReader {
+ public:
+  StayingRulesReader(const IndexedTable& t, Reclaimer* reclaimer, const std::vector<MatchParams>& staying,
+                     const std::vector<size_t>& ms)
+      : thread_([this, &t, reclaimer, staying, ms] {
+          Reclaimer::Reader r(reclaimer);
+          std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
+          while (!done_.load(std::memory_order_relaxed)) {
+            for (size_t i = 0; i < staying.size(); ++i) {
+              r.Enter();
+              const size_t n = t.index().Candidates(staying[i].bytes(), 0, out.data());
+              bool found = n > TableIndex::kMaxCandidates;  // (overflow: the chain is walked instead)
+              for (size_t c = 0; c < n && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[i]);
+              r.Leave();
+              if (!found) misses_.fetch_add(1, std::memory_order_relaxed);
+            }
+          }
+        }) {}
+  // Stops the thread and returns the lookups that missed.
+  int Stop() {
+    done_ = true;
+    thread_.join();
+    return misses_.load();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<int> misses_{0};
+  std::thread thread_;  // (last: it starts once the counters are there)
+};
+
 // A reader looking packets up while the writer adds and removes other rules, in the same nodes (slot reuse,
 // growth, splits) and in the same matchers (one goes broad), always finds the matchers of rules that stay.
 TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
@@ -556,22 +589,7 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
     staying.push_back(Acl(0x0a000001, 0x0b000000 + 0x100 * (i % 2), static_cast<uint16_t>(80 + i), 6));
     t.AddRule(ms[i], staying.back());
   }
-  std::atomic<bool> done{false};
-  std::atomic<int> misses{0};
-  std::thread reader([&] {
-    Reclaimer::Reader r(&reclaimer);
-    std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
-    while (!done.load(std::memory_order_relaxed)) {
-      for (int i = 0; i < kStaying; ++i) {
-        r.Enter();
-        const size_t n = t.index().Candidates(staying[i].bytes(), 0, out.data());
-        bool found = n > TableIndex::kMaxCandidates;  // (overflow: the chain is walked instead)
-        for (size_t c = 0; c < n && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[i]);
-        r.Leave();
-        if (!found) misses.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-  });
+  StayingRulesReader reader(t, &reclaimer, staying, ms);
   std::mt19937 rng(7);
   std::vector<std::pair<size_t, MatchParams>> added;
   for (int step = 0; step < 20000; ++step) {
@@ -589,13 +607,11 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
       added.pop_back();
     }
   }
-  done = true;
-  reader.join();
+  EXPECT_EQ(reader.Stop(), 0);
   EXPECT_TRUE(t.state(ms[0]).broad);
   // Its other entries went once the reader was past them (at a later write).
   t.AddRule(ms[kStaying], Acl(0x0c000001, 0x0d000000, 1, 6));
   EXPECT_EQ(t.state(ms[0]).items, 0u);
-  EXPECT_EQ(misses.load(), 0);
 }
 
 // A reader looking a rule up while the entries of its node split into a trie under it (the writer adds
@@ -656,22 +672,7 @@ TEST(TableIndexTest, ReadersFindRulesThatStayWhileNodesAroundThemComeAndGo) {
                           80, 6));
     t.AddRule(ms[i], staying.back());
   }
-  std::atomic<bool> done{false};
-  std::atomic<int> misses{0};
-  std::thread reader([&] {
-    Reclaimer::Reader r(&reclaimer);
-    std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
-    while (!done.load(std::memory_order_relaxed)) {
-      for (int i = 0; i < kStaying; ++i) {
-        r.Enter();
-        const size_t n = t.index().Candidates(staying[i].bytes(), 0, out.data());
-        bool found = n > TableIndex::kMaxCandidates;
-        for (size_t c = 0; c < n && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[i]);
-        r.Leave();
-        if (!found) misses.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-  });
+  StayingRulesReader reader(t, &reclaimer, staying, ms);
   std::mt19937 rng(13);
   // Near a staying rule's source (its /16, or further), with its destination or beside it.
   auto near = [&] {
@@ -691,9 +692,7 @@ TEST(TableIndexTest, ReadersFindRulesThatStayWhileNodesAroundThemComeAndGo) {
     now[i] = near();
     t.AddRule(ms[kStaying + i], now[i]);
   }
-  done = true;
-  reader.join();
-  EXPECT_EQ(misses.load(), 0);
+  EXPECT_EQ(reader.Stop(), 0);
   EXPECT_LT(t.index().nodes(), 4 * nodes_at_start);  // (20000 moves: nodes went as they came)
 }
 
