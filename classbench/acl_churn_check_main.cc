@@ -6,8 +6,8 @@
 //
 // Without --filters a ClassBench-style set of --size filters (default 10000) is generated; without --trace
 // a trace of --trace_size headers (default 100000) is drawn from the set. With --move_keys=true each churn
-// puts the filter's rules back with other addresses first (updates that change a rule's match). Exits 0 when every verdict
-// matched, 1 on a mismatch, 2 on bad arguments or files.
+// puts the filter's rules back with other addresses first (updates that change a rule's match). Exits 0 when
+// every verdict matched, 1 on a mismatch, 2 on bad arguments or files.
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -52,7 +52,8 @@ class Checker {
           const ChurnCheckOptions& options)
       : filters_(filters), options_(options), moved_(filters.size()) {
     for (uint32_t i = 0; i < filters.size() && options.move_keys; ++i) {
-      if (const std::optional<FilterMove> move = MoveOf(filters[i], i)) moved_[i] = MovedFilter(filters[i], *move);
+      if (const std::optional<FilterMove> move = MoveOf(filters[i], i))
+        moved_[i] = MovedFilter(filters[i], *move);
     }
     for (const Header& h : trace) {
       headers_.push_back(AsParsed(h));
@@ -238,7 +239,8 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
         const hw::Field field = move->source ? hw::Field::kOuterSrcIp31_0 : hw::Field::kOuterDstIp31_0;
         hw::SetField(value.bytes(), field, hw::GetField(value.bytes(), field) ^ move->first_bits);
       }
-      absl::StatusOr<dr::Rule> again = dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions_of(k));
+      absl::StatusOr<dr::Rule> again =
+          dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions_of(k));
       if (!again.ok()) return again.status();
       acl.rules[r] = *std::move(again);
       ++report.rule_updates;

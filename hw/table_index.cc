@@ -299,7 +299,7 @@ struct TableIndex::NodeArena {
   }
 
   std::vector<Chunk> chunks;
-  size_t count = 0;  // nodes in use
+  size_t count = 0;                              // nodes in use
   std::deque<std::pair<uint64_t, Node*>> limbo;  // let go, by stamp (readers may be on them)
   std::vector<Node*> free;                       // readers past, without slot arrays
   std::vector<Slots*> spare;                     // first slot arrays of nodes readers are past
@@ -556,7 +556,8 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
     node = Descend(node, &node->sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next);
   }
   Append(node, item, mask, rank, matcher, nullptr);
-  if (node->level + 1 < kWords && words_[node->level + 1].used && Slots::Of(*item)->live > kFatNode) Split(node);
+  if (node->level + 1 < kWords && words_[node->level + 1].used && Slots::Of(*item)->live > kFatNode)
+    Split(node);
 }
 
 void TableIndex::Split(Node* node) {
@@ -572,8 +573,8 @@ void TableIndex::Split(Node* node) {
     if (item == nullptr) continue;
     const Entry& e = slots->entries()[i];
     const std::array<uint32_t, kWords> mask = e.Masks();
-    Append(Descend(node, &sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next), item, mask,
-           e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed),
+    Append(Descend(node, &sub, TrieKey(next, item->value[next]), TrieDepth(next, mask[next]), next), item,
+           mask, e.rank.load(std::memory_order_relaxed), e.matcher.load(std::memory_order_relaxed),
            e.hit.load(std::memory_order_relaxed));
   }
   node->sub.store(sub.load(std::memory_order_relaxed), std::memory_order_release);
@@ -583,8 +584,9 @@ void TableIndex::Split(Node* node) {
   Retire(reclaimer_, [slots] { Slots::Free(slots); });
 }
 
-TableIndex::Node* TableIndex::Descend(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth, int level) {
-  Node* above = owner;  // the node whose link `link` is
+TableIndex::Node* TableIndex::Descend(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth,
+                                      int level) {
+  Node* above = owner;   // the node whose link `link` is
   int above_depth = -1;  // its depth, or -1 at a trie's top
   // A node linked in the word-0 trie's top changes its cells.
   auto linked = [&](int linked_depth) {
@@ -652,7 +654,8 @@ void TableIndex::Prune(Node* node) {
       RefreshTop(node->prefix, std::min<int>(node->depth, kTopStrides));
     if (node->level == 1) {
       const Node& word0 = *node->owner;
-      pairs_->nodes.erase({word0.prefix, node->prefix, static_cast<uint16_t>(word0.depth << 8 | node->depth)});
+      pairs_->nodes.erase(
+          {word0.prefix, node->prefix, static_cast<uint16_t>(word0.depth << 8 | node->depth)});
     }
     nodes_->Release(node, reclaimer_ == nullptr ? 0 : reclaimer_->Stamp());
     // `up` lost a child, or its sub-trie, unless the child took the node's place.

@@ -30,11 +30,11 @@
 // an index never costs a rule more than a few loads, nor memory per rule.
 //
 // A node that holds no entry any more (dormant ones count) and parts no paths goes: it is unlinked (a node
-// leading to one other is replaced by it), and so are the nodes above it this leaves so, and its memory serves
-// a new node once readers are past it. The tries of a table whose rules keep moving to new keys stay as if
-// filed afresh. Dormant entries keep their nodes: the driver builds a new index when Stale() says that most
-// nodes hold no live entry, as it does when the table has grown its matchers fourfold (the words are chosen
-// again).
+// leading to one other is replaced by it), and so are the nodes above it this leaves so, and its memory
+// serves a new node once readers are past it. The tries of a table whose rules keep moving to new keys stay
+// as if filed afresh. Dormant entries keep their nodes: the driver builds a new index when Stale() says that
+// most nodes hold no live entry, as it does when the table has grown its matchers fourfold (the words are
+// chosen again).
 //
 // Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of the
 // reclaimer. A node that goes is unlinked whole (its own links stay as they were: a reader on it goes on

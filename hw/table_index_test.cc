@@ -272,9 +272,9 @@ TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   EXPECT_EQ(t.Candidates(Acl(0x0a000001, 0x0b000001, 1001, 6)).size(), 1u);
 }
 
-// A node that holds no entry any more and parts no paths goes (a node on the way to one other takes its place),
-// and the nodes above it that this leaves so: rules that keep moving to new keys leave the tries as a trie
-// filed with their keys afresh would be, and every rule is found throughout.
+// A node that holds no entry any more and parts no paths goes (a node on the way to one other takes its
+// place), and the nodes above it that this leaves so: rules that keep moving to new keys leave the tries as a
+// trie filed with their keys afresh would be, and every rule is found throughout.
 TEST(TableIndexTest, NodesLeftWithoutEntriesGoAndTheTriesStayAsIfFiledAfresh) {
   constexpr int kMatchers = 64;
   std::mt19937 rng(20261127);
@@ -316,7 +316,8 @@ TEST(TableIndexTest, NodesLeftWithoutEntriesGoAndTheTriesStayAsIfFiledAfresh) {
       ASSERT_FALSE(c.empty()) << "round " << round << " rule " << i;
       EXPECT_EQ(c.back().matcher, t.matcher(ms[i])) << "round " << round << " rule " << i;
       EXPECT_TRUE(c.back().exact);
-      ExpectCandidatesCover(t, Acl(0x0a000000 | (rng() % 4) << 20 | (rng() % 64), 0x0b000000 | (rng() % 16), 80, 6));
+      ExpectCandidatesCover(
+          t, Acl(0x0a000000 | (rng() % 4) << 20 | (rng() % 64), 0x0b000000 | (rng() % 16), 80, 6));
     }
   }
   EXPECT_FALSE(t.index().Stale());
@@ -668,8 +669,8 @@ TEST(TableIndexTest, ReadersFindRulesThatStayWhileNodesAroundThemComeAndGo) {
   t.Build();
   std::vector<MatchParams> staying;
   for (int i = 0; i < kStaying; ++i) {
-    staying.push_back(Acl(0x0a000000 + static_cast<uint32_t>(i) * 0x10000, 0x0b000000 + static_cast<uint32_t>(i),
-                          80, 6));
+    staying.push_back(
+        Acl(0x0a000000 + static_cast<uint32_t>(i) * 0x10000, 0x0b000000 + static_cast<uint32_t>(i), 80, 6));
     t.AddRule(ms[i], staying.back());
   }
   StayingRulesReader reader(t, &reclaimer, staying, ms);
