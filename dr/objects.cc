@@ -218,10 +218,6 @@ void ReleaseHandle(MatcherObj* matcher) {
 }
 
 void ReleaseHandle(RuleObj* rule) {
-  // The delete's cold lines start loading together: the rule's index item and match table record
-  // bookkeeping, while the matcher's first line and the lock are waited for.
-  hw::TableIndex::Prefetch(rule->index_item);
-  rule->matcher->hw.table.PrefetchErase(rule->entry);
   DomainLock lock(rule->matcher->table->domain);
   Unref(rule);
 }

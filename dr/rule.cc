@@ -184,8 +184,6 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   // The caller's matcher handle keeps the domain alive, and nothing here can free an object: the lock alone
   // will do (DomainLock would also hold a reference on the domain, two more atomic operations per rule).
   std::lock_guard<std::recursive_mutex> lock(d->mu);
-  // The matcher's part of the index loads while the value is read.
-  hw::TableIndex::Prefetch(m->index_state.get());
 
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
   absl::StatusOr<ValueKey> read = ReadValue(*m, *d, value, key);

@@ -119,10 +119,6 @@ class MatchTable {
 
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
-  // Starts loading what Erase(handle) reads first.
-  void PrefetchErase(Handle handle) const {
-    if (IsRecord(handle)) __builtin_prefetch(&meta_[NumberOf(handle)]);
-  }
 
   // Sizes the table for `rules` distinct keys at the target load (never shrinks below what it holds), and
   // allocates and faults in the records of that many rules.

@@ -182,13 +182,6 @@ class TableIndex {
   // exact, or for a null item or one no longer in the index (a broad matcher's, once shed).
   void NameHit(MatcherState* state, const Item* item, const RuleRecord* hit);
   static void DropHit(const Item* item, const RuleRecord* hit);
-  // Start loading `item` or `state` (nullptr: nothing), for a RemoveRule or DropHit, or an AddRule, to come.
-  static void Prefetch(const Item* item) {
-    if (item != nullptr) __builtin_prefetch(item);
-  }
-  static void Prefetch(const MatcherState* state) {
-    if (state != nullptr) __builtin_prefetch(state);
-  }
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
