@@ -28,7 +28,6 @@
 #include "classbench/filter.h"
 #include "classbench/header_frame.h"
 #include "dr/dr.h"
-#include "hw/match_layout.h"
 #include "sim/nic.h"
 
 namespace drsim::bench {
@@ -146,23 +145,15 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys) {
   classbench::DrAcl& acl = s->installed;
   const std::vector<const dr::Action*> actions = {&s->drop};
   constexpr uint32_t kPrefixBits = 5, kValues = (1u << kPrefixBits) - 1, kShift = 32 - kPrefixBits;
-  constexpr uint32_t kFirstBits = kValues << kShift;
-  // The field each rule's key moves in (none: it keeps its key), and how its first bits differ from the
-  // rule's own.
-  std::vector<std::optional<hw::Field>> field(acl.rules.size());
-  for (size_t r = 0; r < acl.rules.size() && change_keys; ++r) {
-    const Filter& f = set[acl.filter_of_rule[r]];
-    if ((f.src_mask & kFirstBits) == kFirstBits) {
-      field[r] = hw::Field::kOuterSrcIp31_0;
-    } else if ((f.dst_mask & kFirstBits) == kFirstBits) {
-      field[r] = hw::Field::kOuterDstIp31_0;
-    }
-  }
+  // The address each rule's key moves in (none: it keeps its key; classbench::MoveOf), and the value its
+  // first bits are XORed with now (0: the rule's own key).
+  std::vector<std::optional<classbench::FilterMove>> move(acl.rules.size());
+  for (size_t r = 0; r < acl.rules.size() && change_keys; ++r)
+    move[r] = classbench::MoveOf(set[acl.filter_of_rule[r]], 0);
   std::vector<uint32_t> moved(acl.rules.size(), 0);
   auto move_to = [&](size_t r, uint32_t to) {
-    if (!field[r].has_value()) return;
-    uint8_t* value = acl.value_of_rule[r].bytes();
-    hw::SetField(value, *field[r], hw::GetField(value, *field[r]) ^ (moved[r] ^ to) << kShift);
+    if (!move[r].has_value()) return;
+    classbench::MoveValue({move[r]->source, (moved[r] ^ to) << kShift}, &acl.value_of_rule[r]);
     moved[r] = to;
   };
   size_t r = 0;

@@ -16,7 +16,6 @@
 #include "classbench/dr_acl.h"
 #include "classbench/header_frame.h"
 #include "dr/dr.h"
-#include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "hw/reclaimer.h"
 #include "sim/nic.h"
@@ -173,20 +172,6 @@ class Checker {
 
 }  // namespace
 
-std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index) {
-  constexpr uint32_t kFirstBits = 0xf8000000;  // five
-  const uint32_t bits = (1 + index % 31) << 27;
-  if ((f.src_mask & kFirstBits) == kFirstBits) return FilterMove{true, bits};
-  if ((f.dst_mask & kFirstBits) == kFirstBits) return FilterMove{false, bits};
-  return std::nullopt;
-}
-
-Filter MovedFilter(const Filter& f, const FilterMove& move) {
-  Filter moved = f;
-  (move.source ? moved.src : moved.dst) ^= move.first_bits;
-  return moved;
-}
-
 absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filters,
                                                const std::vector<Header>& trace,
                                                const ChurnCheckOptions& options) {
@@ -235,10 +220,7 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     }
     for (size_t r : rules_of_filter[k]) {
       hw::MatchParams value = acl.value_of_rule[r];
-      if (move != nullptr) {
-        const hw::Field field = move->source ? hw::Field::kOuterSrcIp31_0 : hw::Field::kOuterDstIp31_0;
-        hw::SetField(value.bytes(), field, hw::GetField(value.bytes(), field) ^ move->first_bits);
-      }
+      if (move != nullptr) MoveValue(*move, &value);
       absl::StatusOr<dr::Rule> again =
           dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions_of(k));
       if (!again.ok()) return again.status();

@@ -12,9 +12,9 @@
 // preempted mid-burst, mostly) is not checked. After the churn stops, one more pass must give every frame
 // exactly its first filter.
 //
-// With move_keys a churn puts the filter's rules back with other addresses for a while (MoveOf) before it
-// puts them back as they were: a frame may also end with a churned filter whose moved version the header
-// fits.
+// With move_keys a churn puts the filter's rules back with other addresses for a while (MoveOf, in
+// dr_acl.h) before it puts them back as they were: a frame may also end with a churned filter whose moved
+// version the header fits.
 //
 // Frames are IPv4 with the header's protocol; only TCP (6) and UDP (17) frames carry ports, so for other
 // protocols the model sees ports 0, as the NIC's parser does.
@@ -22,7 +22,6 @@
 #define DRSIM_CLASSBENCH_CHURN_CHECK_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,18 +40,6 @@ struct ChurnCheckOptions {
   // update that changes a rule's match, as well as one that keeps it.
   bool move_keys = false;
 };
-
-// A filter's addresses moved: one of them with its first bits changed.
-struct FilterMove {
-  bool source;          // the source address moves, else the destination
-  uint32_t first_bits;  // XORed into the address (host order)
-};
-// Where a churn with move_keys puts filter `index` (`f`) for a while: its source prefix (its destination's
-// when the source prefix is shorter than five bits) with the first five bits changed, by `index`, to one of
-// 31 other values, so that its rules' keys are new to their matchers. nullopt when both prefixes are
-// shorter (the filter is only deleted and put back). MovedFilter is `f` moved so.
-std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index);
-Filter MovedFilter(const Filter& f, const FilterMove& move);
 
 struct ChurnCheckReport {
   uint64_t frames = 0;         // verdicts checked, the final pass included

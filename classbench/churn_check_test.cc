@@ -1,7 +1,9 @@
 #include "classbench/churn_check.h"
 
+#include <optional>
 #include <vector>
 
+#include "classbench/dr_acl.h"
 #include "classbench/filter.h"
 #include "classbench/generator.h"
 #include "gtest/gtest.h"

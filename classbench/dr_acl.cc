@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "hw/match_layout.h"
 #include "hw/match_params.h"
 
 namespace drsim::classbench {
@@ -69,6 +70,25 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
     }
   }
   return acl;
+}
+
+std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index) {
+  constexpr uint32_t kFirstBits = 0xf8000000;  // five
+  const uint32_t bits = (1 + index % 31) << 27;
+  if ((f.src_mask & kFirstBits) == kFirstBits) return FilterMove{true, bits};
+  if ((f.dst_mask & kFirstBits) == kFirstBits) return FilterMove{false, bits};
+  return std::nullopt;
+}
+
+Filter MovedFilter(const Filter& f, const FilterMove& move) {
+  Filter moved = f;
+  (move.source ? moved.src : moved.dst) ^= move.first_bits;
+  return moved;
+}
+
+void MoveValue(const FilterMove& move, hw::MatchParams* value) {
+  const hw::Field field = move.source ? hw::Field::kOuterSrcIp31_0 : hw::Field::kOuterDstIp31_0;
+  hw::SetField(value->bytes(), field, hw::GetField(value->bytes(), field) ^ move.first_bits);
 }
 
 }  // namespace drsim::classbench

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,20 @@ struct DrAcl {
 // rules). DR's errors, prefixed with the filter's index. On error the objects made so far are destroyed.
 absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filter>& filters,
                                  const std::function<std::vector<const dr::Action*>(size_t)>& actions);
+
+// A move of a filter's rules to keys their matchers do not hold, as an update that changes a rule's match
+// makes: one of its addresses with its first five bits changed.
+struct FilterMove {
+  bool source;          // the source address moves, else the destination
+  uint32_t first_bits;  // XORed into the address (host order)
+};
+// Where a churn or a bench moves filter `index` (`f`) for a while: its source prefix (its destination's when
+// the source prefix is shorter than five bits) with the first five bits changed, by `index`, to one of 31
+// other values. nullopt when both prefixes are shorter. MovedFilter is `f` moved so, and MoveValue `value`
+// (the DR value of a rule of `f`, as DrAcl::value_of_rule holds it).
+std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index);
+Filter MovedFilter(const Filter& f, const FilterMove& move);
+void MoveValue(const FilterMove& move, hw::MatchParams* value);
 
 }  // namespace drsim::classbench
 

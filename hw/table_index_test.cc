@@ -281,10 +281,14 @@ TEST(TableIndexTest, NodesLeftWithoutEntriesGoAndTheTriesStayAsIfFiledAfresh) {
   // Each rule's addresses, no other rule's (each rule is its packets' first hit): sources in four /12s and
   // destinations in one /28, so that paths part at many depths of both tries.
   std::vector<std::pair<uint32_t, uint32_t>> now;
+  auto random_addresses = [&] {
+    return std::pair<uint32_t, uint32_t>{0x0a000000 | (rng() % 4) << 20 | (rng() % 64),
+                                         0x0b000000 | (rng() % 16)};
+  };
   auto move = [&](size_t i) {
     std::pair<uint32_t, uint32_t> to;
     do {
-      to = {0x0a000000 | (rng() % 4) << 20 | (rng() % 64), 0x0b000000 | (rng() % 16)};
+      to = random_addresses();
     } while (std::count(now.begin(), now.end(), to) > 0);
     now[i] = to;
   };
@@ -316,8 +320,8 @@ TEST(TableIndexTest, NodesLeftWithoutEntriesGoAndTheTriesStayAsIfFiledAfresh) {
       ASSERT_FALSE(c.empty()) << "round " << round << " rule " << i;
       EXPECT_EQ(c.back().matcher, t.matcher(ms[i])) << "round " << round << " rule " << i;
       EXPECT_TRUE(c.back().exact);
-      ExpectCandidatesCover(
-          t, Acl(0x0a000000 | (rng() % 4) << 20 | (rng() % 64), 0x0b000000 | (rng() % 16), 80, 6));
+      const auto [src, dst] = random_addresses();
+      ExpectCandidatesCover(t, Acl(src, dst, 80, 6));
     }
   }
   EXPECT_FALSE(t.index().Stale());
