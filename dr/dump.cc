@@ -250,9 +250,9 @@ void Dumper::MatcherRecords(const MatcherObj& m) {
 
 void Dumper::MatcherSubtree(const MatcherObj& m) {
   MatcherRecords(m);
-  for (const RuleObj* r = m.first_rule; r != nullptr; r = r->next_in_matcher) {
+  for (const hw::MatchTable::Handle entry : m.hw.table.InInsertionOrder()) {
     if (!w_.ok()) return;
-    RuleRecords(*r);
+    RuleRecords(*static_cast<const RuleObj*>(m.hw.table.owner(entry)));
   }
 }
 

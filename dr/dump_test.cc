@@ -151,6 +151,31 @@ TEST_F(DumpTest, EachDumpHasRdmaCoresScope) {
   EXPECT_EQ(rule.size(), 4u);  // the rule, its entry, tag and drop
 }
 
+// A matcher lists its rules in the order they were made (rdma-core's rule_list), also when deleted rules'
+// records serve new ones and when another thread made one (its ids come from a block of its own, so a
+// later rule may have a smaller id).
+TEST_F(DumpTest, RulesAreListedInTheOrderTheyWereMade) {
+  auto port_rule = [&](uint32_t port) {
+    return *Rule::Create(ports_, Mask(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, port)), {&drop_});
+  };
+  std::vector<Rule> more;
+  for (uint32_t port = 1; port <= 4; ++port) more.push_back(port_rule(port));
+  ASSERT_TRUE(rules_[0].Destroy().ok());
+  ASSERT_TRUE(more[1].Destroy().ok());
+  more.push_back(port_rule(5));
+  std::thread([&] { more.push_back(port_rule(6)); }).join();
+  more.push_back(port_rule(7));
+  ASSERT_GT(more[5].id(), more[6].id());  // the other thread's rule has the larger id
+  const std::vector<uint32_t> made = {rules_[1].id(), more[0].id(), more[2].id(), more[3].id(),
+                                      more[4].id(),   more[5].id(), more[6].id()};
+  std::vector<std::string> want;
+  for (uint32_t id : made) want.push_back(Hex(id));
+  const std::string dump = Dump([&](std::FILE* f) { return DumpMatcher(ports_, f, kStable); });
+  std::vector<std::string> listed;
+  for (const auto& f : Records(dump, 3300)) listed.push_back(f[1]);
+  EXPECT_EQ(listed, want);
+}
+
 TEST_F(DumpTest, RootTablesHaveOnlyHeaderAndMaskRecords) {
   const std::string dump = Dump([&](std::FILE* f) { return DumpTable(root_, f, kStable); });
   EXPECT_TRUE(Records(dump, 3101).empty());

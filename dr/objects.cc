@@ -79,10 +79,6 @@ void Unref(RuleObj* rule) {
   } else {
     matcher->hw.table.Erase(rule->entry);
   }
-  (rule->prev_in_matcher ? rule->prev_in_matcher->next_in_matcher : matcher->first_rule) =
-      rule->next_in_matcher;
-  (rule->next_in_matcher ? rule->next_in_matcher->prev_in_matcher : matcher->last_rule) =
-      rule->prev_in_matcher;
   --matcher->rule_count;
   if (ProgramsObj* programs = rule->programs; --programs->rules == 0) {
     for (ActionObj* action : programs->actions) Unref(action);
@@ -133,10 +129,11 @@ void BuildIndex(TableObj* table) {
     // (The index this one replaces is never written again: its entries' items may go.)
     m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     index->AddMatcher(&m->hw, m->index_state.get());
-    for (RuleObj* r = m->first_rule; r != nullptr; r = r->next_in_matcher) {
-      r->index_item = index->AddRule(m->index_state.get(), m->hw.table.key(r->entry));
-      index->NameHit(m->index_state.get(), r->index_item, m->hw.table.rule(r->entry));
-    }
+    m->hw.table.ForEachRule([&](hw::MatchTable::Handle entry, void* owner) {
+      auto* r = static_cast<RuleObj*>(owner);
+      r->index_item = index->AddRule(m->index_state.get(), m->hw.table.key(entry));
+      index->NameHit(m->index_state.get(), r->index_item, m->hw.table.rule(entry));
+    });
   }
   table->indexed_matchers = table->matchers.size();
   table->ft.index.store(index.get(), std::memory_order_release);

@@ -84,9 +84,8 @@ struct MatcherObj {
   // Its part of its table's index, while the table has one.
   std::unique_ptr<hw::TableIndex::MatcherState> index_state;
   int refs = 1;  // the handle and each rule
-  // Its rules in creation order, linked through the rules themselves (no node to allocate per rule).
-  RuleObj* first_rule = nullptr;
-  RuleObj* last_rule = nullptr;
+  // Its rules are the owners of its match table's records (MatchTable::ForEachRule): a rule delete touches
+  // no other rule, as unlinking it from a list of them would.
   size_t rule_count = 0;
   // The programs its last rule was compiled to: the next rule with the same actions shares them. They are
   // its table's offer too, unless a rule of another matcher was compiled since.
@@ -116,20 +115,18 @@ struct ProgramsObj {
   int offers = 0;    // matchers and tables whose last_compiled it is
 };
 
-// Referenced by its handle alone: the handle's release finalises it (48 bytes, in its domain's rule pool).
+// Referenced by its handle alone: the handle's release finalises it (32 bytes, in its domain's rule pool).
 struct RuleObj {
   MatcherObj* matcher = nullptr;
   uint32_t id = 0;
   hw::MatchTable::Handle entry = 0;
-  ProgramsObj* programs = nullptr;     // counts this rule; the match table's record points into it
-  RuleObj* prev_in_matcher = nullptr;  // MatcherObj's list of rules
-  RuleObj* next_in_matcher = nullptr;
+  ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
   // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when
   // there is none): a delete goes to it without looking for it by the rule's key.
   hw::TableIndex::Item* index_item = nullptr;
   // Made in its domain's rule_pool (placement new), and given back to it when its handle is released.
 };
-static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 48);
+static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 32);
 
 struct ActionObj {
   const uint32_t id = NextObjectId();

@@ -162,11 +162,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   // hit of its entry.
   hw::TableIndex::MatcherState* indexed = m->index_state.get();
   rule->index_item = indexed != nullptr ? m->table->index->AddRule(indexed, key) : nullptr;
-  rule->entry = m->hw.table.Insert(key, hash, record);
+  rule->entry = m->hw.table.Insert(key, hash, record, rule);
   if (indexed != nullptr) m->table->index->NameHit(indexed, rule->index_item, m->hw.table.rule(rule->entry));
-  rule->prev_in_matcher = m->last_rule;
-  (m->last_rule ? m->last_rule->next_in_matcher : m->first_rule) = rule;
-  m->last_rule = rule;
   ++m->rule_count;
   ++m->refs;
   // (With the rule in its matcher's list, which a new index is built from.)

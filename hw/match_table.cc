@@ -79,7 +79,7 @@ MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_wo
     : buckets_(new BucketArray(1)),
       key_words_(static_cast<uint32_t>(key_words)),
       summary_word_(static_cast<uint32_t>(summary_word)),
-      stride_((kRuleWords + key_words + 1) & ~size_t{1}),
+      stride_(static_cast<uint32_t>((kRuleWords + key_words + 1) & ~size_t{1})),
       reclaimer_(reclaimer) {
   // A small table's writer fields, the first chunks' pointers among them, end where the third line of a
   // CompiledMatcher ends (the table starts 48 bytes into its first).
@@ -315,13 +315,13 @@ uint32_t MatchTable::TakeRecord(uint32_t* number) {
   return IndexOf(*number);
 }
 
-uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash) {
+uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash, void* owner) {
   uint32_t number;
   const uint32_t record = TakeRecord(&number);
   uint32_t* words = RecordWords(record);
   new (words) RuleRecord(rule);
   if (key_words_ != 0) std::memcpy(words + kRuleWords, key, key_words_ * sizeof(uint32_t));
-  meta_[number] = {hash, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
+  meta_[number] = {hash, owner, inserted_++, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
   ++live_records_;
   return record;
 }
@@ -373,12 +373,13 @@ void MatchTable::Reserve(size_t rules) {
   while (chunk_count_ < kMaxChunks && ChunkBase(chunk_count_) < rules) AddChunk(/*fault_in=*/true);
 }
 
-MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule) {
+MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule,
+                                      void* owner) {
   size_t bucket;
   int slot;
   if (FindSlot(key, hash, &bucket, &slot)) {
     // Duplicate: queue behind the existing rules with this key (not visible to lookups).
-    uint32_t record = AllocateRecord(key, rule, hash);
+    uint32_t record = AllocateRecord(key, rule, hash, owner);
     uint32_t tail = written_.buckets[bucket].record[slot].load(std::memory_order_relaxed);
     while (MetaOf(tail).next_duplicate != kNone) tail = MetaOf(tail).next_duplicate;
     MetaOf(tail).next_duplicate = record;
@@ -390,7 +391,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
       (distinct_keys_ + 1) * kMaxLoadDenominator > buckets * kSlotsPerBucket * kMaxLoadNumerator) {
     Rebuild(buckets * 2);
   }
-  uint32_t record = AllocateRecord(key, rule, hash);
+  uint32_t record = AllocateRecord(key, rule, hash, owner);
   const int bit = KeySummaryBit(key);
   if (CountSummaryKey(bit, +1) == 0) {
     summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
@@ -399,6 +400,17 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   while (!Place(written_, record, hash)) Rebuild((written_.mask + 1) * 2);
   ++distinct_keys_;
   return record;
+}
+
+std::vector<MatchTable::Handle> MatchTable::InInsertionOrder() const {
+  std::vector<Handle> rules;
+  rules.reserve(live_records_);
+  ForEachRule([&](Handle handle, void*) { rules.push_back(handle); });
+  // (Counted back from now, so that the order holds across the counter's wrap: a table never holds rules
+  // from 2^32 inserts apart.)
+  auto age = [&](Handle h) { return inserted_ - meta_[NumberOf(h)].inserted; };
+  std::sort(rules.begin(), rules.end(), [&](Handle a, Handle b) { return age(a) > age(b); });
+  return rules;
 }
 
 void MatchTable::Erase(Handle handle) {
@@ -438,7 +450,7 @@ void MatchTable::Erase(Handle handle) {
     MetaOf(prev).next_duplicate = meta.next_duplicate;
   }
   // A reader may still hold the record: it is reused only once none can.
-  meta = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, kNone, false, 0};
+  meta = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, nullptr, 0, kNone, false, 0};
   (retired_tail_ == kNone ? retired_head_ : MetaOf(retired_tail_).next_duplicate) = handle;
   retired_tail_ = handle;
   --live_records_;

@@ -105,8 +105,10 @@ class MatchTable {
   // Adds a copy of `rule` under `key`; an older rule with the same key keeps precedence. Throws
   // std::bad_alloc only when out of memory (a table holds at most 2^28 - 8 records).
   Handle Insert(const uint32_t* key, const RuleRecord& rule) { return Insert(key, Hash(key), rule); }
-  // The same with `hash` = Hash(key) already known (and its bucket perhaps prefetched).
-  Handle Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule);
+  // The same with `hash` = Hash(key) already known (and its bucket perhaps prefetched), and `owner`, the
+  // caller's object for the rule (the driver's rule), kept with the writer's bookkeeping of its record:
+  // owner() and ForEachRule give it back, so that the caller need not list its rules itself.
+  Handle Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule, void* owner = nullptr);
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
   const uint32_t* key(Handle handle) const { return RecordKey(handle); }
@@ -116,6 +118,17 @@ class MatchTable {
   // The number of `handle`'s record in the table (records are numbered from 0 as the table first takes them;
   // an erased rule's record comes back with its number), as a dump prints it.
   static uint32_t RecordNumber(Handle handle) { return NumberOf(handle); }
+  // Writers only (like Insert): the owner `handle` (not erased) was inserted with; f(handle, owner) for each
+  // rule in the table, duplicates included, by record number; and the rules' handles in the order they were
+  // inserted (as a dump lists them).
+  void* owner(Handle handle) const { return meta_[NumberOf(handle)].owner; }
+  template <typename F>
+  void ForEachRule(F f) const {
+    for (uint32_t number = 0; number < meta_.size(); ++number) {
+      if (meta_[number].live) f(Handle{IndexOf(number)}, meta_[number].owner);
+    }
+  }
+  std::vector<Handle> InInsertionOrder() const;
 
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
@@ -174,8 +187,10 @@ class MatchTable {
     BucketArray& operator=(const BucketArray&) = delete;
   };
   // Control-path bookkeeping of a record, kept apart from the lookup-path records.
-  struct Meta {
+  struct alignas(32) Meta {
     uint64_t hash;            // retired: the reclaimer stamp taken when it was erased
+    void* owner;              // Insert's
+    uint32_t inserted;        // the rules inserted into the table before it (modulo 2^32)
     uint32_t next_duplicate;  // FIFO chain of rules with the same key; retired: the next retired record
     bool live;
     uint8_t summary_bit;  // SummaryBit of the key's summary word (an erase need not load the key)
@@ -205,7 +220,8 @@ class MatchTable {
 
   // A record's first word (its RuleRecord); the key follows the RuleRecord.
   uint32_t* RecordWords(uint32_t record) const {
-    return chunks_[record >> kPlaceBits].load(std::memory_order_acquire) + (record & kPlaceMask) * stride_;
+    return chunks_[record >> kPlaceBits].load(std::memory_order_acquire) +
+           size_t{record & kPlaceMask} * stride_;
   }
   // The rule and the key of the record at `words`.
   static const RuleRecord* RuleOf(const uint32_t* words) {
@@ -258,7 +274,7 @@ class MatchTable {
     }
   }
 
-  uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash);
+  uint32_t AllocateRecord(const uint32_t* key, const RuleRecord& rule, uint64_t hash, void* owner);
   // A record for AllocateRecord: a retired one no reader can see any more, or a new one; `number` receives
   // its number.
   uint32_t TakeRecord(uint32_t* number);
@@ -288,7 +304,8 @@ class MatchTable {
   std::atomic<BucketArray*> buckets_;
   uint32_t key_words_;
   uint32_t summary_word_;
-  size_t stride_;  // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
+  uint32_t stride_;      // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
+  int chunk_count_ = 0;  // chunks allocated (the first entries)
   Reclaimer* reclaimer_;
   std::vector<Meta> meta_;  // by record number
   Meta& MetaOf(uint32_t record) { return meta_[NumberOf(record)]; }
@@ -300,8 +317,8 @@ class MatchTable {
   }
   // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
   BucketView written_{};
-  int chunk_count_ = 0;        // chunks allocated (the first entries)
   uint32_t live_records_ = 0;  // (a table holds at most 2^28 - 8 records)
+  uint32_t inserted_ = 0;      // rules inserted so far (modulo 2^32)
   uint32_t distinct_keys_ = 0;
   // Erased records, oldest first, linked through their Meta: reused once no reader can still hold them.
   uint32_t retired_head_ = kNone;

@@ -24,7 +24,8 @@ class TableModel {
 
   void Insert(const Key& key) {
     const uint32_t rule_id = next_rule_id_++;
-    MatchTable::Handle h = table_.Insert(key.data(), RuleRecord{&programs_, rule_id});
+    MatchTable::Handle h =
+        table_.Insert(key.data(), table_.Hash(key.data()), RuleRecord{&programs_, rule_id}, OwnerOf(rule_id));
     model_[key].push_back({h, rule_id});
     live_.push_back({key, h});
   }
@@ -60,6 +61,24 @@ class TableModel {
     for (const auto& [key, handle] : live_) {
       ASSERT_EQ(Key(table_.key(handle), table_.key(handle) + key.size()), key);  // survives growth and erases
     }
+    // Every rule is listed once with its owner, whatever records were reused: by record, and by insertion
+    // (the rule ids' order).
+    std::map<MatchTable::Handle, uint32_t> rule_of;
+    for (const auto& [key, fifo] : model_) {
+      for (const auto& [handle, rule_id] : fifo) rule_of[handle] = rule_id;
+    }
+    std::map<MatchTable::Handle, uint32_t> listed;
+    table_.ForEachRule([&](MatchTable::Handle handle, void* owner) {
+      EXPECT_TRUE(listed.emplace(handle, RuleIdOf(owner)).second) << "listed twice: " << handle;
+    });
+    EXPECT_EQ(listed, rule_of);
+    std::vector<uint32_t> in_order;
+    for (const MatchTable::Handle handle : table_.InInsertionOrder()) {
+      EXPECT_EQ(RuleIdOf(table_.owner(handle)), rule_of[handle]);
+      in_order.push_back(rule_of[handle]);
+    }
+    EXPECT_EQ(in_order.size(), rule_of.size());
+    EXPECT_TRUE(std::is_sorted(in_order.begin(), in_order.end()));
     for (const Key& k : probes) {
       if (!model_.count(k)) {
         ASSERT_EQ(table_.Find(k.data()), nullptr);
@@ -86,6 +105,10 @@ class TableModel {
   size_t live() const { return live_.size(); }
 
  private:
+  // A rule's owner, as the table keeps it (never dereferenced): its rule id.
+  static void* OwnerOf(uint32_t rule_id) { return reinterpret_cast<void*>(uintptr_t{rule_id}); }
+  static uint32_t RuleIdOf(void* owner) { return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(owner)); }
+
   MatchTable table_;
   size_t summary_word_;
   PipePrograms programs_;
