@@ -166,7 +166,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   if (indexed != nullptr) m->table->index->NameHit(indexed, rule->index_item, m->hw.table.rule(rule->entry));
   ++m->rule_count;
   ++m->refs;
-  // (With the rule in its matcher's list, which a new index is built from.)
+  // (With the rule in its matcher's table, which a new index is built from.)
   if (m->index_state != nullptr && m->table->index->Stale()) internal::BuildIndex(m->table);
   return rule;
 }
