@@ -137,7 +137,7 @@ bool RefusesDuplicates(const MatcherObj& m) {
 
 // AlreadyExists naming the rule of `m` that holds `key` (hashed `hash`) already, if one does; else OK.
 absl::Status NotInstalled(const MatcherObj& m, const uint32_t* key, uint64_t hash) {
-  const hw::RuleRecord* existing = m.hw.table.Find(key, hash);
+  const hw::RuleRecord* existing = m.hw.table.FindForWriter(key, hash);
   if (existing == nullptr) return absl::OkStatus();
   return absl::AlreadyExistsError(absl::StrFormat(
       "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",

@@ -77,9 +77,9 @@ MatchTable::BucketArray::~BucketArray() {
 
 MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_word)
     : buckets_(new BucketArray(1)),
-      key_words_(static_cast<uint32_t>(key_words)),
-      summary_word_(static_cast<uint32_t>(summary_word)),
-      stride_(static_cast<uint32_t>((kRuleWords + key_words + 1) & ~size_t{1})),
+      key_words_(static_cast<uint16_t>(key_words)),
+      summary_word_(static_cast<uint16_t>(summary_word)),
+      stride_(static_cast<uint16_t>((kRuleWords + key_words + 1) & ~size_t{1})),
       reclaimer_(reclaimer) {
   // A small table's writer fields, the first chunks' pointers among them, end where the third line of a
   // CompiledMatcher ends (the table starts 48 bytes into its first).
@@ -196,6 +196,13 @@ bool MatchTable::SlotHolding(const BucketView& array, uint32_t record, uint64_t 
 
 bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const {
   return Probe(written_, key, hash, bucket, slot) != kNone;
+}
+
+const RuleRecord* MatchTable::FindForWriter(const uint32_t* key, uint64_t hash) const {
+  size_t bucket;
+  int slot;
+  const uint32_t record = Probe(written_, key, hash, &bucket, &slot);
+  return record == kNone ? nullptr : RecordRule(record);
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
@@ -392,9 +399,17 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
     Rebuild(buckets * 2);
   }
   uint32_t record = AllocateRecord(key, rule, hash, owner);
-  const int bit = KeySummaryBit(key);
-  if (CountSummaryKey(bit, +1) == 0) {
-    summary_.store(summary_.load(std::memory_order_relaxed) | uint64_t{1} << bit, std::memory_order_release);
+  const int summary_bit = KeySummaryBit(key);
+  if (CountSummaryKey(summary_bit, +1) == 0) {
+    const uint64_t bit = uint64_t{1} << summary_bit;
+    if ((stale_summary_ & bit) != 0) {
+      stale_summary_ &= ~bit;  // still set
+    } else {
+      // The stale bits go with this store (their keys' slots were emptied before).
+      summary_.store((summary_.load(std::memory_order_relaxed) & ~stale_summary_) | bit,
+                     std::memory_order_release);
+      stale_summary_ = 0;
+    }
   }
   // Only a full fixed-size table fails to place.
   while (!Place(written_, record, hash)) Rebuild((written_.mask + 1) * 2);
@@ -438,11 +453,7 @@ void MatchTable::Erase(Handle handle) {
         array.buckets[p].overflow.fetch_sub(1, std::memory_order_release);
       }
       --distinct_keys_;
-      const int bit = meta.summary_bit;
-      if (CountSummaryKey(bit, -1) == 1) {
-        summary_.store(summary_.load(std::memory_order_relaxed) & ~(uint64_t{1} << bit),
-                       std::memory_order_release);
-      }
+      if (CountSummaryKey(meta.summary_bit, -1) == 1) stale_summary_ |= uint64_t{1} << meta.summary_bit;
     }
   } else {
     uint32_t prev = primary;

@@ -16,7 +16,9 @@
 //  - a 64-bit summary in the table's first line, one bit per group of values of one chosen key word (the
 //    summary word): Find refuses a key whose bit no key sets without loading a bucket, and a walk through
 //    an ACL's thousands of small matchers, which misses in most of them, refuses a packet on that one word
-//    (MayHold) without extracting or hashing the whole key.
+//    (MayHold) without extracting or hashing the whole key. A bit whose last key went is cleared when the
+//    table next sets a bit, so that a rule deleted and put back (an update) writes no line lookups read
+//    first.
 //
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
 // winning until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
@@ -96,6 +98,9 @@ class MatchTable {
     return FindFrom(key, hash, candidate, key_words_);
   }
   const RuleRecord* Find(const uint32_t* key) const { return Find(key, Hash(key)); }
+  // Find for the writer (Insert's caller, as Insert's are serialised): through the writer's copy of the
+  // bucket array, without the summary, so that a rule's insert reads no line a lookup reads first.
+  const RuleRecord* FindForWriter(const uint32_t* key, uint64_t hash) const;
   // Find() of `n` keys, key i at keys + i * key_words(), with their loads overlapped as a NIC's burst
   // overlaps them: every key hashed and its bucket requested, then every bucket scanned and the record
   // under the key's signature requested, then every record compared; hits[i] = Find(key i). The table's
@@ -297,15 +302,18 @@ class MatchTable {
   // record chunks' pointers included: in a CompiledMatcher (48 bytes into its first line) that is three
   // lines in all (CompiledMatcher checks where it puts the table, the constructor where chunks_ lies).
   // Bit SummaryBit(w) is set while a key with summary word w is in the table (first: a walk through many
-  // matchers reads only this of most of their tables). Set before a key's slot is published and cleared
-  // after its last key's slot is emptied, so a lookup refused by it sees the table as it was before an
-  // insert or after an erase.
+  // matchers reads only this of most of their tables). Set before a key's slot is published, so a lookup
+  // refused by it sees the table as it was before an insert or after an erase. A bit whose last key went
+  // stays set (stale_summary_) until the table next sets a bit: a rule deleted and put back with its key, an
+  // update of its actions, writes no line a lookup reads first (a stale bit only lets a lookup probe a
+  // bucket in vain).
   std::atomic<uint64_t> summary_{0};
   std::atomic<BucketArray*> buckets_;
-  uint32_t key_words_;
-  uint32_t summary_word_;
-  uint32_t stride_;      // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
-  int chunk_count_ = 0;  // chunks allocated (the first entries)
+  uint16_t key_words_;
+  uint16_t summary_word_;
+  uint16_t stride_;          // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
+  uint8_t chunk_count_ = 0;  // chunks allocated (the first entries)
+  bool fixed_size_ = false;
   Reclaimer* reclaimer_;
   std::vector<Meta> meta_;  // by record number
   Meta& MetaOf(uint32_t record) { return meta_[NumberOf(record)]; }
@@ -317,13 +325,13 @@ class MatchTable {
   }
   // The writer's copy of *buckets_ (writers never wait on loading the published array's header).
   BucketView written_{};
-  uint32_t live_records_ = 0;  // (a table holds at most 2^28 - 8 records)
+  uint64_t stale_summary_ = 0;  // summary bits set that no key has any more
+  uint32_t live_records_ = 0;   // (a table holds at most 2^28 - 8 records)
   uint32_t inserted_ = 0;      // rules inserted so far (modulo 2^32)
   uint32_t distinct_keys_ = 0;
   // Erased records, oldest first, linked through their Meta: reused once no reader can still hold them.
   uint32_t retired_head_ = kNone;
   uint32_t retired_tail_ = kNone;
-  bool fixed_size_ = false;
   // Distinct keys per summary bit, four bits each (bit b in the low half of byte b / 2 when b is even),
   // saturating: a count that reaches kSummaryStuck stays, its bit set. (A large table's bits all stick; the
   // keys of a small matcher seldom share one bit fifteen times.)

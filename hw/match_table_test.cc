@@ -220,8 +220,41 @@ TEST(MatchTableTest, TheSummaryRefusesMostWordsNoKeyHas) {
   EXPECT_EQ(m.table().Find(other), nullptr);
   m.EraseAt(1);
   m.EraseAt(0);
+  m.Verify({{5, 0x0a000001, 9}, {6, 0x0a000002, 9}});  // gone, whatever their bits say
+  // Their bits go when the table next sets one (a key put back with the same bit would set none): then only
+  // the new key's word, and those sharing its bit, pass.
+  m.Insert({5, refused, 9});
+  m.Verify({{5, 0x0a000001, 9}, {6, 0x0a000002, 9}});
+  EXPECT_TRUE(m.table().MayHold(refused));
+  EXPECT_FALSE(m.table().MayHold(0x0a000001));
+  EXPECT_FALSE(m.table().MayHold(0x0a000002));
+  may_hold = 0;
+  for (uint32_t w = 0x0a000000; w < 0x0a000400; ++w) may_hold += m.table().MayHold(w);
+  EXPECT_LE(may_hold, 1024 / 64 * 3);
+}
+
+// A key erased and put back (an update of a rule's actions) leaves the summary as it was, and a bit whose
+// last key went stays set until the table next sets one.
+TEST(MatchTableTest, AKeyPutBackLeavesTheSummaryAsItWas) {
+  TableModel m(2, 1);
+  for (uint32_t i = 0; i < 6; ++i) m.Insert({i, 0x0b000000 + i});
   m.Verify({});
-  for (uint32_t w = 0x0a000000; w < 0x0a000400; ++w) ASSERT_FALSE(m.table().MayHold(w)) << w;
+  std::vector<bool> before;
+  for (uint32_t w = 0x0b000000; w < 0x0b000400; ++w) before.push_back(m.table().MayHold(w));
+  for (int round = 0; round < 20; ++round) {
+    m.EraseAt(0);
+    m.Insert({static_cast<uint32_t>(round % 6), 0x0b000000 + round % 6});
+  }
+  m.Verify({{9, 0x0b000009}});
+  std::vector<bool> after;
+  for (uint32_t w = 0x0b000000; w < 0x0b000400; ++w) after.push_back(m.table().MayHold(w));
+  EXPECT_EQ(after, before);
+  // Erased for good (the oldest rule, key 2 after 20 rounds): its bit stays set (it passes the summary, and
+  // is not found) until a bit is set.
+  m.EraseAt(0);
+  const uint32_t gone[2] = {2, 0x0b000002};
+  EXPECT_TRUE(m.table().MayHold(gone[1]));
+  EXPECT_EQ(m.table().Find(gone), nullptr);
 }
 
 TEST(MatchTableTest, FixedSizeTableKeepsItsSizeUntilFull) {
