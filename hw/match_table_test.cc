@@ -241,9 +241,9 @@ TEST(MatchTableTest, AKeyPutBackLeavesTheSummaryAsItWas) {
   m.Verify({});
   std::vector<bool> before;
   for (uint32_t w = 0x0b000000; w < 0x0b000400; ++w) before.push_back(m.table().MayHold(w));
-  for (int round = 0; round < 20; ++round) {
+  for (uint32_t round = 0; round < 20; ++round) {
     m.EraseAt(0);
-    m.Insert({static_cast<uint32_t>(round % 6), 0x0b000000 + round % 6});
+    m.Insert({round % 6, 0x0b000000 + round % 6});
   }
   m.Verify({{9, 0x0b000009}});
   std::vector<bool> after;
