@@ -129,10 +129,14 @@ void BuildIndex(TableObj* table) {
     // (The index this one replaces is never written again: its entries' items may go.)
     m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     index->AddMatcher(&m->hw, m->index_state.get());
+    // Every rule is filed before any hit is named: an entry names the rule of its key only while it has one
+    // (NameHit), and the records come by number, not in the order their rules were made (a newer duplicate
+    // may sit in an older record, and must not be named).
     m->hw.table.ForEachRule([&](hw::MatchTable::Handle entry, void* owner) {
-      auto* r = static_cast<RuleObj*>(owner);
-      r->index_item = index->AddRule(m->index_state.get(), m->hw.table.key(entry));
-      index->NameHit(m->index_state.get(), r->index_item, m->hw.table.rule(entry));
+      static_cast<RuleObj*>(owner)->index_item = index->AddRule(m->index_state.get(), m->hw.table.key(entry));
+    });
+    m->hw.table.ForEachRule([&](hw::MatchTable::Handle entry, void* owner) {
+      index->NameHit(m->index_state.get(), static_cast<RuleObj*>(owner)->index_item, m->hw.table.rule(entry));
     });
   }
   table->indexed_matchers = table->matchers.size();

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "hw/byte_order.h"
 #include "hw/match_params.h"
+#include "hw/table_index.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
 
@@ -158,6 +159,27 @@ TEST_F(ScenarioTest, DuplicatesAreShadowedUntilTheOlderRuleGoes) {
   EXPECT_EQ(SendTraffic(kSmac, 2, qp_), 2);
   ASSERT_TRUE(rule_.Destroy().ok());
   EXPECT_EQ(SendTraffic(kSmac, 2, qp2), 2);
+}
+
+// The same in a table indexed (hw/table_index.h) after the newer duplicate took the record an erased rule
+// left, older than the older duplicate's: the index names the older rule as its entry's hit, never the newer.
+TEST_F(ScenarioTest, DuplicatesStayShadowedInATableIndexedAfterThem) {
+  const uint32_t qp2 = nic_.pf().CreateQueue(), qp3 = nic_.pf().CreateQueue();
+  dr::Action a = *dr::Action::DestQp(nic_.pf(), qp_);
+  dr::Action b = *dr::Action::DestQp(nic_.pf(), qp2);
+  dr::Action c = *dr::Action::DestQp(nic_.pf(), qp3);
+  CreateRxRecvRules({&a});                                               // the matcher's first record
+  dr::Rule older = *dr::Rule::Create(matcher_, SmacValue(kSmac), {&b});  // its second
+  ASSERT_TRUE(rule_.Destroy().ok());
+  dr::Rule newer = *dr::Rule::Create(matcher_, SmacValue(kSmac), {&c});  // the first again
+  // Enough matchers before it for the table to be indexed, and for a lookup to reach it through the index.
+  std::vector<dr::Matcher> others;
+  while (others.size() < hw::TableIndex::kIndexFromMatchers) {
+    others.push_back(*dr::Matcher::Create(table_, 0, hw::kCriteriaOuter, SmacMask().get()));
+  }
+  EXPECT_EQ(SendTraffic(kSmac, 2, qp2), 2);
+  ASSERT_TRUE(older.Destroy().ok());
+  EXPECT_EQ(SendTraffic(kSmac, 2, qp3), 2);
 }
 
 TEST_F(ScenarioTest, LowerPriorityValueWinsAndHitsDoNotFallThrough) {
