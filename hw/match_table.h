@@ -327,7 +327,7 @@ class MatchTable {
   BucketView written_{};
   uint64_t stale_summary_ = 0;  // summary bits set that no key has any more
   uint32_t live_records_ = 0;   // (a table holds at most 2^28 - 8 records)
-  uint32_t inserted_ = 0;      // rules inserted so far (modulo 2^32)
+  uint32_t inserted_ = 0;       // rules inserted so far (modulo 2^32)
   uint32_t distinct_keys_ = 0;
   // Erased records, oldest first, linked through their Meta: reused once no reader can still hold them.
   uint32_t retired_head_ = kNone;
