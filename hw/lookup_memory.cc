@@ -23,13 +23,25 @@ namespace {
 
 size_t RoundUp(size_t bytes, size_t unit) { return (bytes + unit - 1) / unit * unit; }
 
+#ifndef ABSL_HAVE_ADDRESS_SANITIZER
+// Never destroyed: blocks may be freed by static destructors of any order.
+SmallBlockArena& ProcessArena() {
+  static auto* const arena = new SmallBlockArena;
+  return *arena;
+}
+#endif
+
 }  // namespace
 
 void* AllocateLookupMemory(size_t bytes) {
   if (bytes < kHugePageBytes) {
-    void* p = std::aligned_alloc(64, RoundUp(bytes, 64));
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
+    void* p = std::aligned_alloc(64, RoundUp(std::max<size_t>(bytes, 1), 64));
     if (p == nullptr) throw std::bad_alloc();
     return p;
+#else
+    return ProcessArena().Allocate(std::max<size_t>(bytes, 1));
+#endif
   }
   // Fresh pages: memory the heap hands out again is already mapped in 4 KiB pages, which advice does not
   // change. Map a huge page more than needed and trim the ends to an aligned start.
@@ -47,8 +59,13 @@ void* AllocateLookupMemory(size_t bytes) {
 }
 
 void FreeLookupMemory(void* p, size_t bytes) {
+  if (p == nullptr) return;
   if (bytes < kHugePageBytes) {
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
     std::free(p);
+#else
+    ProcessArena().Free(p, std::max<size_t>(bytes, 1));
+#endif
   } else {
     munmap(p, RoundUp(bytes, kHugePageBytes));
   }
@@ -58,6 +75,66 @@ void TouchPages(void* p, size_t bytes) {
   constexpr size_t kPage = 4096;
   auto* bytes_at = static_cast<volatile char*>(p);
   for (size_t at = 0; at < bytes; at += kPage) bytes_at[at] = 0;
+}
+
+int SmallBlockArena::ClassOf(size_t bytes) {
+  if (bytes <= 1024) return static_cast<int>((bytes + 63) / 64) - 1;
+  const size_t last = bytes - 1;
+  const int power = 63 - __builtin_clzll(last);  // 10 or more
+  return 16 + (power - 10) * 4 + static_cast<int>(last >> (power - 2) & 3);
+}
+
+size_t SmallBlockArena::ClassBytes(int c) {
+  if (c < 16) return size_t(c + 1) * 64;
+  const int power = 10 + (c - 16) / 4;
+  return size_t(5 + (c - 16) % 4) << (power - 2);
+}
+
+SmallBlockArena::~SmallBlockArena() {
+  for (void* slab : slabs_) {
+    DRSIM_UNPOISON(slab, kHugePageBytes);
+    FreeLookupMemory(slab, kHugePageBytes);
+  }
+}
+
+void SmallBlockArena::PushFree(void* p, int c) {
+  auto* block = static_cast<FreeBlock*>(p);
+  block->next = free_[c];
+  free_[c] = block;
+  DRSIM_POISON(block, ClassBytes(c));
+}
+
+void* SmallBlockArena::Allocate(size_t bytes) {
+  const int c = ClassOf(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (FreeBlock* block = free_[c]; block != nullptr) {
+    DRSIM_UNPOISON(block, ClassBytes(c));
+    free_[c] = block->next;
+    return block;
+  }
+  const size_t size = ClassBytes(c);
+  if (static_cast<size_t>(end_ - next_) < size) {
+    // The rest of the slab serves smaller classes (it is a multiple of 64 bytes, below 2 MiB).
+    while (end_ - next_ >= 64) {
+      const auto rest = static_cast<size_t>(end_ - next_);
+      const int fits = ClassBytes(ClassOf(rest)) > rest ? ClassOf(rest) - 1 : ClassOf(rest);
+      PushFree(next_, fits);
+      next_ += ClassBytes(fits);
+    }
+    slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if this throws
+    next_ = static_cast<char*>(AllocateLookupMemory(kHugePageBytes));
+    end_ = next_ + kHugePageBytes;
+    slabs_.push_back(next_);
+  }
+  void* p = next_;
+  next_ += size;
+  return p;
+}
+
+void SmallBlockArena::Free(void* p, size_t bytes) {
+  if (p == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  PushFree(p, ClassOf(bytes));
 }
 
 SlabPool::SlabPool(size_t object_size)

@@ -1,8 +1,11 @@
 #include "hw/lookup_memory.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <cstring>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -72,6 +75,104 @@ TEST(SlabPoolTest, ReservedSlabsServeTheObjectsThatFollow) {
   take(10);
   for (size_t i = 0; i < objects.size(); ++i) ASSERT_EQ(static_cast<uint8_t*>(objects[i])[47], i & 0xff);
   for (void* p : objects) pool.Free(p);
+}
+
+TEST(SmallBlockArenaTest, ClassesPadLittle) {
+  EXPECT_EQ(SmallBlockArena::BlockBytes(1), 64u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(64), 64u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(65), 128u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(1024), 1024u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(1025), 1280u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(2048), 2048u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(2049), 2560u);
+  EXPECT_EQ(SmallBlockArena::BlockBytes(SmallBlockArena::kMaxBytes), kHugePageBytes);
+  for (size_t bytes = 1; bytes <= SmallBlockArena::kMaxBytes; bytes += bytes / 7 + 1) {
+    const size_t block = SmallBlockArena::BlockBytes(bytes);
+    ASSERT_EQ(block % 64, 0u) << bytes;
+    ASSERT_GE(block, bytes);
+    if (bytes <= 1024) {
+      ASSERT_LT(block - bytes, 64u) << bytes;
+    } else {
+      ASSERT_LT(block - bytes, block / 5) << bytes;
+    }
+    // Classes are monotonic: a block fits every smaller request.
+    ASSERT_LE(SmallBlockArena::BlockBytes(bytes - 1 + (bytes == 1)), block) << bytes;
+  }
+}
+
+// Blocks of mixed sizes over several slabs: aligned, distinct, each keeping what was written into it; a freed
+// block serves the next request of its class.
+TEST(SmallBlockArenaTest, BlocksAreAlignedDistinctAndReused) {
+  SmallBlockArena arena;
+  struct Block {
+    uint8_t* p;
+    size_t bytes;
+  };
+  std::vector<Block> blocks;
+  const size_t sizes[] = {1, 40, 64, 100, 320, 1216, 4000, 70000, 300000};
+  size_t total = 0;
+  for (int i = 0; total < 3 * kHugePageBytes; ++i) {
+    const size_t bytes = sizes[i % std::size(sizes)];
+    auto* p = static_cast<uint8_t*>(arena.Allocate(bytes));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    std::memset(p, i & 0xff, bytes);
+    blocks.push_back({p, bytes});
+    total += bytes;
+  }
+  std::set<std::pair<uintptr_t, uintptr_t>> spans;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto begin = reinterpret_cast<uintptr_t>(blocks[i].p);
+    ASSERT_EQ(blocks[i].p[0], i & 0xff);
+    ASSERT_EQ(blocks[i].p[blocks[i].bytes - 1], i & 0xff);
+    spans.insert({begin, begin + blocks[i].bytes});
+  }
+  for (auto it = spans.begin(); std::next(it) != spans.end(); ++it) {
+    ASSERT_LE(it->second, std::next(it)->first) << "blocks overlap";
+  }
+  void* freed = blocks[5].p;
+  arena.Free(freed, blocks[5].bytes);
+  EXPECT_EQ(arena.Allocate(blocks[5].bytes - 1), freed);  // the same class
+  for (const Block& b : blocks) arena.Free(b.p, b.bytes);
+}
+
+// A request the newest slab cannot hold starts a slab; what the old one had left serves other requests.
+TEST(SmallBlockArenaTest, ASlabsRestServesSmallerBlocks) {
+  SmallBlockArena arena;
+  constexpr size_t kLarge = 1536 * 1024;
+  auto* first = static_cast<char*>(arena.Allocate(kLarge));
+  auto* second = static_cast<char*>(arena.Allocate(kLarge));
+  EXPECT_TRUE(second < first || second >= first + kHugePageBytes) << "two large blocks in one slab";
+  auto* rest = static_cast<char*>(arena.Allocate(kHugePageBytes - kLarge));
+  EXPECT_EQ(rest, first + kLarge);
+  arena.Free(first, kLarge);
+  arena.Free(second, kLarge);
+  arena.Free(rest, kHugePageBytes - kLarge);
+}
+
+// Two threads take and give back blocks at once: no block is handed to both (each keeps its mark).
+TEST(SmallBlockArenaTest, ThreadsShareIt) {
+  SmallBlockArena arena;
+  auto churn = [&arena](uint8_t mark) {
+    std::vector<std::pair<uint8_t*, size_t>> kept;
+    for (int round = 0; round < 3000; ++round) {
+      const size_t bytes = 64 + round % 13 * 100;
+      auto* p = static_cast<uint8_t*>(arena.Allocate(bytes));
+      std::memset(p, mark, bytes);
+      if (round % 3 == 0) {
+        arena.Free(p, bytes);  // for either thread's next block of its class
+      } else {
+        kept.emplace_back(p, bytes);
+      }
+    }
+    for (const auto& [p, bytes] : kept) {
+      EXPECT_EQ(p[0], mark);
+      EXPECT_EQ(p[bytes - 1], mark);
+      arena.Free(p, bytes);
+    }
+  };
+  std::thread other(churn, 0xa5);
+  churn(0x5a);
+  other.join();
 }
 
 }  // namespace

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "hw/action_program.h"
+#include "hw/lookup_memory.h"
 #include "hw/reclaimer.h"
 
 namespace drsim::hw {
@@ -186,6 +187,9 @@ class MatchTable {
   };
   // One published array (buckets_); it owns its buckets.
   struct BucketArray : BucketView {
+    // In lookup memory: a lookup reads it before the bucket.
+    static void* operator new(size_t bytes) { return AllocateLookupMemory(bytes); }
+    static void operator delete(void* p, size_t bytes) { FreeLookupMemory(p, bytes); }
     explicit BucketArray(size_t count);
     ~BucketArray();
     BucketArray(const BucketArray&) = delete;
@@ -315,7 +319,7 @@ class MatchTable {
   uint8_t chunk_count_ = 0;  // chunks allocated (the first entries)
   bool fixed_size_ = false;
   Reclaimer* reclaimer_;
-  std::vector<Meta> meta_;  // by record number
+  std::vector<Meta, LookupAllocator<Meta>> meta_;  // by record number (beside the records it keeps)
   Meta& MetaOf(uint32_t record) { return meta_[NumberOf(record)]; }
   // Whether `handle` is a record index this table has handed out.
   bool IsRecord(uint32_t handle) const {

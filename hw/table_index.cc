@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <deque>
+#include <functional>
 #include <map>
 #include <new>
 #include <type_traits>
@@ -100,19 +101,13 @@ struct alignas(64) TableIndex::Slots {
   // A new array with room for `capacity` entries, and for their items.
   static Slots* Make(uint32_t capacity) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) == alignof(Entry));
-    // Aligned by hand in a plain allocation (the heap's aligned ones are slow to make and to free).
-    const size_t items = capacity > kInlineItems ? capacity - kInlineItems : 0;
-    void* memory = ::operator new(sizeof(Slots) + capacity * sizeof(Entry) + items * sizeof(uintptr_t) +
-                                  alignof(Slots) - 1);
-    void* start = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(memory) + alignof(Slots) - 1) &
-                                          ~uintptr_t{alignof(Slots) - 1});
-    auto* slots = new (start) Slots(capacity, memory);
+    auto* slots = new (AllocateLookupMemory(Bytes(capacity))) Slots(capacity);
     for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
     return slots;
   }
   static void Free(Slots* slots) {
     // (Entry and Slots are trivially destructible.)
-    if (slots != nullptr) ::operator delete(slots->memory);
+    if (slots != nullptr) FreeLookupMemory(slots, Bytes(slots->capacity));
   }
   // Empties an array no reader can still be reading, for another node (its entries are written before they
   // are published again).
@@ -150,10 +145,15 @@ struct alignas(64) TableIndex::Slots {
   uint32_t live = 0;
   uint32_t first_hole = kNoHole;
   uint64_t least = ~uint64_t{0};
-  void* const memory;  // the allocation
 
  private:
-  Slots(uint32_t capacity, void* memory) : capacity(capacity), memory(memory) {}
+  explicit Slots(uint32_t capacity) : capacity(capacity) {}
+  // The allocation of an array of `capacity` entries: the header, the entries, the items of the slots past
+  // the header's.
+  static size_t Bytes(uint32_t capacity) {
+    const size_t items = capacity > kInlineItems ? capacity - kInlineItems : 0;
+    return sizeof(Slots) + capacity * sizeof(Entry) + items * sizeof(uintptr_t);
+  }
   // A slot's item's address, or a hole's successor as (next << 1 | 1): items are aligned, so the low bit
   // tells.
   uintptr_t& ItemWord(uint32_t slot) {
@@ -325,7 +325,9 @@ struct TableIndex::PairNodes {
     // up to it spares the word-0 node's line.
     uint64_t word0_least = ~uint64_t{0};
   };
-  absl::flat_hash_map<Pair, Nodes> nodes;
+  // (In lookup memory, on huge pages: an update that moves a rule's key reads a slot of it.)
+  absl::flat_hash_map<Pair, Nodes, absl::Hash<Pair>, std::equal_to<Pair>, LookupAllocator<std::pair<const Pair, Nodes>>>
+      nodes;
 };
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)

@@ -65,6 +65,7 @@
 #include "absl/types/span.h"
 #include "hw/definer.h"
 #include "hw/flow_table.h"
+#include "hw/lookup_memory.h"
 #include "hw/reclaimer.h"
 
 namespace drsim::hw {
@@ -128,6 +129,10 @@ class TableIndex {
   // on each call; the index reads and writes it only under the driver's lock. A rule's delete and insert in
   // a matcher of one item read only its first line.
   struct alignas(64) MatcherState {
+    // In lookup memory (huge pages): a rule update in a cold matcher reads it first thing.
+    static void* operator new(size_t bytes) { return AllocateLookupMemory(bytes); }
+    static void operator delete(void* p, size_t bytes) { FreeLookupMemory(p, bytes); }
+
     const CompiledMatcher* matcher = nullptr;
     std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
     bool exact = false;  // the index words cover every word of the matcher's key (its entries are exact)
