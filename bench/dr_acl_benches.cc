@@ -132,11 +132,11 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
 }
 
 // The update benches: each iteration deletes one DR rule of the installed set and puts it back (two updates;
-// the rule's matcher stays), with its own key, or with `change_keys` a key it did not have: the first five
-// bits of its source address changed (of its destination address when its source prefix is shorter; a rule
-// on neither keeps its key) to the next of 31 other values in turn, so that every insert files a key its
-// matcher does not hold, as an update that changes a rule's match does. Afterwards every rule has its own key
-// again, and every trace frame must still hit its first filter.
+// the rule's matcher stays), with its own key, or with `change_keys` a key it did not have: the first
+// classbench::kMoveBits bits of its source address changed (of its destination address when its source
+// prefix is shorter; a rule on neither keeps its key) to the next of their other values in turn, so that
+// every insert files a key its matcher does not hold, as an update that changes a rule's match does.
+// Afterwards every rule has its own key again, and every trace frame must still hit its first filter.
 void RunRuleUpdates(benchmark::State& state, bool change_keys) {
   const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
@@ -144,7 +144,7 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys) {
   if (s == nullptr) return;
   classbench::DrAcl& acl = s->installed;
   const std::vector<const dr::Action*> actions = {&s->drop};
-  constexpr uint32_t kPrefixBits = 5, kValues = (1u << kPrefixBits) - 1, kShift = 32 - kPrefixBits;
+  constexpr uint32_t kShift = 32 - classbench::kMoveBits;
   // The address each rule's key moves in (none: it keeps its key; classbench::MoveOf), and the value its
   // first bits are XORed with now (0: the rule's own key).
   std::vector<std::optional<classbench::FilterMove>> move(acl.rules.size());
@@ -158,7 +158,7 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys) {
   };
   size_t r = 0;
   for (auto _ : state) {
-    if (change_keys) move_to(r, moved[r] % kValues + 1);
+    if (change_keys) move_to(r, moved[r] % classbench::kMoveValues + 1);
     if (absl::Status u = UpdateOneRule(acl, actions, r); !u.ok()) {
       state.SkipWithError(std::string(u.message()).c_str());
       break;

@@ -73,8 +73,8 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
 }
 
 std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index) {
-  constexpr uint32_t kFirstBits = 0xf8000000;  // five
-  const uint32_t bits = (1 + index % 31) << 27;
+  constexpr uint32_t kFirstBits = ~uint32_t{0} << (32 - kMoveBits);
+  const uint32_t bits = (1 + index % kMoveValues) << (32 - kMoveBits);
   if ((f.src_mask & kFirstBits) == kFirstBits) return FilterMove{true, bits};
   if ((f.dst_mask & kFirstBits) == kFirstBits) return FilterMove{false, bits};
   return std::nullopt;

@@ -40,14 +40,16 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
                                  const std::function<std::vector<const dr::Action*>(size_t)>& actions);
 
 // A move of a filter's rules to keys their matchers do not hold, as an update that changes a rule's match
-// makes: one of its addresses with its first five bits changed.
+// makes: one of its addresses with its first kMoveBits bits changed, to one of kMoveValues other values.
+inline constexpr uint32_t kMoveBits = 5;
+inline constexpr uint32_t kMoveValues = (1u << kMoveBits) - 1;
 struct FilterMove {
   bool source;          // the source address moves, else the destination
   uint32_t first_bits;  // XORed into the address (host order)
 };
 // Where a churn or a bench moves filter `index` (`f`) for a while: its source prefix (its destination's when
-// the source prefix is shorter than five bits) with the first five bits changed, by `index`, to one of 31
-// other values. nullopt when both prefixes are shorter. MovedFilter is `f` moved so, and MoveValue `value`
+// the source prefix is shorter than kMoveBits) with the first kMoveBits bits changed, by `index`, to one of
+// the kMoveValues other values. nullopt when both prefixes are shorter. MovedFilter is `f` moved so, and MoveValue `value`
 // (the DR value of a rule of `f`, as DrAcl::value_of_rule holds it).
 std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index);
 Filter MovedFilter(const Filter& f, const FilterMove& move);
