@@ -49,8 +49,8 @@ struct FilterMove {
 };
 // Where a churn or a bench moves filter `index` (`f`) for a while: its source prefix (its destination's when
 // the source prefix is shorter than kMoveBits) with the first kMoveBits bits changed, by `index`, to one of
-// the kMoveValues other values. nullopt when both prefixes are shorter. MovedFilter is `f` moved so, and MoveValue `value`
-// (the DR value of a rule of `f`, as DrAcl::value_of_rule holds it).
+// the kMoveValues other values. nullopt when both prefixes are shorter. MovedFilter is `f` moved so, and
+// MoveValue `value` (the DR value of a rule of `f`, as DrAcl::value_of_rule holds it).
 std::optional<FilterMove> MoveOf(const Filter& f, uint32_t index);
 Filter MovedFilter(const Filter& f, const FilterMove& move);
 void MoveValue(const FilterMove& move, hw::MatchParams* value);

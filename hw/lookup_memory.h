@@ -4,10 +4,10 @@
 // advised as transparent huge pages (advice only: where the kernel has none, they are ordinary pages).
 //
 // Small blocks come from a process-wide SmallBlockArena on such pages too: an ACL's thousands of small
-// matchers otherwise spread their tables over 50 MB of 4 KiB heap pages, and every rule update and lookup
-// in them pays a TLB miss on top of each cache miss (with them on huge pages, acl1's key-changing updates
-// went 16% faster, its lookups 10%). Under AddressSanitizer small blocks come from the heap instead, so that
-// its overflow and leak checks cover them.
+// matchers otherwise spread their objects and tables over 50 MB of 4 KiB heap pages, and every rule update
+// and lookup in them pays a TLB miss besides each cache miss (on huge pages, acl1's updates that keep a
+// rule's key ran about a third faster: bench/README.md, twenty-second pass). Under AddressSanitizer small
+// blocks come from the heap instead, so that its overflow and leak checks cover them.
 //
 // SlabPool hands out objects of one size packed into such 2 MiB slabs, so objects created together
 // (a table's rules) share a few huge pages instead of scattering over the heap. Freed objects go back to
@@ -56,8 +56,8 @@ void TouchPages(void* p, size_t bytes);
 // less than a fifth of a block past 1 KiB is padding), cut in the order they are asked for from 2 MiB slabs
 // (AllocateLookupMemory's), so that the blocks of an object made at once (a matcher, its table and its index
 // state) lie together. A freed block serves the next block of its class; what a slab has left when a block
-// does not fit goes to the free lists, in blocks of the largest classes it holds. Slabs go back to the kernel only
-// with the arena, which for the process-wide one is never. Thread-safe (one mutex: blocks are taken when
+// does not fit goes to the free lists, in blocks of the largest classes it holds. Slabs go back to the kernel
+// only with the arena, which for the process-wide one is never. Thread-safe (one mutex: blocks are taken when
 // tables and index nodes grow, not per lookup).
 class SmallBlockArena {
  public:

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <thread>
 #include <vector>

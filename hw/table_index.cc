@@ -326,7 +326,8 @@ struct TableIndex::PairNodes {
     uint64_t word0_least = ~uint64_t{0};
   };
   // (In lookup memory, on huge pages: an update that moves a rule's key reads a slot of it.)
-  absl::flat_hash_map<Pair, Nodes, absl::Hash<Pair>, std::equal_to<Pair>, LookupAllocator<std::pair<const Pair, Nodes>>>
+  absl::flat_hash_map<Pair, Nodes, absl::Hash<Pair>, std::equal_to<Pair>,
+                      LookupAllocator<std::pair<const Pair, Nodes>>>
       nodes;
 };
 
