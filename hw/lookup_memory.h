@@ -26,12 +26,14 @@ namespace drsim::hw {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// `bytes` of uninitialised memory, 64-byte aligned; from kHugePageBytes on, freshly mapped, huge-page
-// aligned and advised. Throws std::bad_alloc when out of memory. Release with FreeLookupMemory and the
-// same `bytes`.
+// `bytes` of uninitialised memory, 64-byte aligned: below kHugePageBytes a block of the process's
+// SmallBlockArena (of the heap, under AddressSanitizer); from it on, freshly mapped, huge-page aligned and
+// advised. Throws std::bad_alloc when out of memory. Release with FreeLookupMemory and the same `bytes`.
 void* AllocateLookupMemory(size_t bytes);
 void FreeLookupMemory(void* p, size_t bytes);
-// An allocator of lookup memory for standard containers (a match table's bookkeeping of its records).
+
+// An allocator of lookup memory for standard containers (a match table's bookkeeping of its records, the
+// index's pair map).
 template <typename T>
 struct LookupAllocator {
   using value_type = T;
@@ -44,14 +46,12 @@ struct LookupAllocator {
   friend bool operator!=(const LookupAllocator&, const LookupAllocator&) { return false; }
 };
 static_assert(alignof(std::max_align_t) <= 64, "lookup memory is 64-byte aligned");
+
 // Writes to every page of the `bytes` at `p` (memory no one reads yet), so that their page faults and the
 // kernel's zeroing happen now rather than on the data path's first use: for memory reserved ahead of rules
 // the caller announced.
 void TouchPages(void* p, size_t bytes);
 
-// Objects of `object_size` bytes (rounded up to 16-byte alignment) in huge-page slabs. Not thread-safe: its
-// owner serialises the calls (a domain's rule pool is used under the domain's lock, which rule creation
-// holds anyway: a lock of its own would cost every rule made or destroyed two more atomic operations).
 // Blocks of 64 bytes up to kHugePageBytes, in size classes (64-byte steps to 1 KiB, then four a doubling:
 // less than a fifth of a block past 1 KiB is padding), cut in the order they are asked for from 2 MiB slabs
 // (AllocateLookupMemory's), so that the blocks of an object made at once (a matcher, its table and its index
@@ -90,6 +90,9 @@ class SmallBlockArena {
   std::vector<void*> slabs_;
 };
 
+// Objects of `object_size` bytes (rounded up to 16-byte alignment) in huge-page slabs. Not thread-safe: its
+// owner serialises the calls (a domain's rule pool is used under the domain's lock, which rule creation
+// holds anyway: a lock of its own would cost every rule made or destroyed two more atomic operations).
 class SlabPool {
  public:
   explicit SlabPool(size_t object_size);
