@@ -172,8 +172,13 @@ struct alignas(64) TableIndex::Slots {
 // every one of them (a lookup need not look at them once it has an exact candidate of a lower rank). A walk
 // reads its kNodeLines cache lines (the first holds children 0 and 1, the second the others).
 struct alignas(64) TableIndex::Node {
-  Node(uint32_t prefix, int depth, int level, Node* up, Node* owner)
-      : prefix(prefix), depth(depth), level(level), up(up), owner(owner) {}
+  Node(uint32_t prefix, int depth, int level, Node* up, const Node* owner)
+      : prefix(prefix),
+        depth(depth),
+        level(level),
+        up(up),
+        owner_prefix(owner != nullptr ? owner->prefix : 0),
+        owner_depth(owner != nullptr ? owner->depth : 0) {}
 
   const uint32_t prefix;
   const uint8_t depth;
@@ -188,10 +193,12 @@ struct alignas(64) TableIndex::Node {
   // node's whose entries went to its sub-trie stays, a bound still).
   std::atomic<uint64_t> least{~uint64_t{0}};
   // The writer's: the node whose link this one is, a child's or, for a trie's top, a sub-trie's (nullptr:
-  // the word-0 trie's top), and the node whose sub-trie holds this one's trie (nullptr: word 0). In the
+  // the word-0 trie's top), and the prefix and depth of the node whose sub-trie holds this one's trie (0:
+  // word 0), so that a level-1 node going names its pair (PairNodes) without loading that node. In the
   // first line with the rest, so that a node going reads one line unless it has a child.
   Node* up;
-  Node* const owner;
+  const uint32_t owner_prefix;
+  const uint8_t owner_depth;
   std::array<std::atomic<Node*>, 1 << kStrideBits> child{};
 
   // Lowers `least` to `rank`, before an entry of that rank is published among the node's own.
@@ -656,9 +663,8 @@ void TableIndex::Prune(Node* node) {
     if (node->level == 0 && (up == nullptr || up->depth < kTopStrides))
       RefreshTop(node->prefix, std::min<int>(node->depth, kTopStrides));
     if (node->level == 1) {
-      const Node& word0 = *node->owner;
       pairs_->nodes.erase(
-          {word0.prefix, node->prefix, static_cast<uint16_t>(word0.depth << 8 | node->depth)});
+          {node->owner_prefix, node->prefix, static_cast<uint16_t>(node->owner_depth << 8 | node->depth)});
     }
     nodes_->Release(node, reclaimer_ == nullptr ? 0 : reclaimer_->Stamp());
     // `up` lost a child, or its sub-trie, unless the child took the node's place.
