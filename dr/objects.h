@@ -74,13 +74,11 @@ struct TableObj {
   std::list<TableObj*>::iterator in_domain;
 };
 
-struct MatcherObj {
+// In lookup memory (huge pages), as its match table's: lookups walk `hw`, and an ACL's thousands of matchers
+// on 4 KiB pages cost each rule update and lookup TLB misses.
+struct MatcherObj : hw::InLookupMemory {
   // `hw` takes a new object id and the device's next matcher sequence number.
   MatcherObj(TableObj* table, uint16_t priority, matcher::CompiledMask compiled);
-  // In lookup memory (huge pages), as its match table's: lookups walk `hw`, and an ACL's thousands of
-  // matchers on 4 KiB pages cost each rule update and lookup TLB misses.
-  static void* operator new(size_t bytes) { return hw::AllocateLookupMemory(bytes); }
-  static void operator delete(void* p, size_t bytes) { hw::FreeLookupMemory(p, bytes); }
 
   // Laid out for rule inserts and deletes, which read a cold matcher: its own fields in one cache line,
   // then the match table in the same object (no pointer to wait on), then the compiled mask.

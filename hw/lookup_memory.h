@@ -46,6 +46,11 @@ struct LookupAllocator {
   friend bool operator!=(const LookupAllocator&, const LookupAllocator&) { return false; }
 };
 static_assert(alignof(std::max_align_t) <= 64, "lookup memory is 64-byte aligned");
+// A base that puts the objects a class makes with `new` in lookup memory (an empty base: no bytes).
+struct InLookupMemory {
+  static void* operator new(size_t bytes) { return AllocateLookupMemory(bytes); }
+  static void operator delete(void* p, size_t bytes) { FreeLookupMemory(p, bytes); }
+};
 
 // Writes to every page of the `bytes` at `p` (memory no one reads yet), so that their page faults and the
 // kernel's zeroing happen now rather than on the data path's first use: for memory reserved ahead of rules

@@ -185,11 +185,9 @@ class MatchTable {
     size_t mask;
     Bucket* buckets;
   };
-  // One published array (buckets_); it owns its buckets.
-  struct BucketArray : BucketView {
-    // In lookup memory: a lookup reads it before the bucket.
-    static void* operator new(size_t bytes) { return AllocateLookupMemory(bytes); }
-    static void operator delete(void* p, size_t bytes) { FreeLookupMemory(p, bytes); }
+  // One published array (buckets_); it owns its buckets. In lookup memory: a lookup reads it before the
+  // bucket.
+  struct BucketArray : BucketView, InLookupMemory {
     explicit BucketArray(size_t count);
     ~BucketArray();
     BucketArray(const BucketArray&) = delete;

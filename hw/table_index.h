@@ -127,12 +127,8 @@ class TableIndex {
   };
   // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
   // on each call; the index reads and writes it only under the driver's lock. A rule's delete and insert in
-  // a matcher of one item read only its first line.
-  struct alignas(64) MatcherState {
-    // In lookup memory (huge pages): a rule update in a cold matcher reads it first thing.
-    static void* operator new(size_t bytes) { return AllocateLookupMemory(bytes); }
-    static void operator delete(void* p, size_t bytes) { FreeLookupMemory(p, bytes); }
-
+  // a matcher of one item read only its first line, first thing: it is in lookup memory (huge pages).
+  struct alignas(64) MatcherState : InLookupMemory {
     const CompiledMatcher* matcher = nullptr;
     std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
     bool exact = false;  // the index words cover every word of the matcher's key (its entries are exact)
