@@ -149,7 +149,7 @@ class Dumper {
   }
   uint64_t Id(const TableObj& t) const { return stable_ ? t.ft.id : Address(&t); }
   uint64_t Id(const MatcherObj& m) const { return stable_ ? m.hw.id : Address(&m); }
-  uint64_t Id(const RuleObj& r) const { return stable_ ? r.id : Address(&r); }
+  uint64_t Id(const RuleObj& r) const { return stable_ ? internal::RuleId(r) : Address(&r); }
   uint64_t Id(const ActionObj& a) const { return stable_ ? a.id : Address(&a); }
   // rdma-core prints the address of the matcher's per-pipe part; drsim has none and prints the address
   // of the pipe's builder list (stable ids: the matcher's id).

@@ -219,6 +219,10 @@ void ReleaseHandle(MatcherObj* matcher) {
 }
 
 void ReleaseHandle(RuleObj* rule) {
+  // The rule's lines beyond its matcher's load while the lock is taken (the deleting thread waits on them
+  // together rather than one after another).
+  __builtin_prefetch(rule->index_item);
+  rule->matcher->hw.table.PrefetchForErase(rule->entry, rule->key_hash);
   DomainLock lock(rule->matcher->table->domain);
   Unref(rule);
 }

@@ -120,7 +120,9 @@ struct ProgramsObj {
 // Referenced by its handle alone: the handle's release finalises it (32 bytes, in its domain's rule pool).
 struct RuleObj {
   MatcherObj* matcher = nullptr;
-  uint32_t id = 0;
+  // The low half of its key's MatchTable::Hash: a delete requests the key's bucket with its other lines
+  // before it takes the lock. (Its id is in its record: RuleId.)
+  uint32_t key_hash = 0;
   hw::MatchTable::Handle entry = 0;
   ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
   // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when
@@ -129,6 +131,9 @@ struct RuleObj {
   // Made in its domain's rule_pool (placement new), and given back to it when its handle is released.
 };
 static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 32);
+
+// The id `rule` was made with (its record's).
+inline uint32_t RuleId(const RuleObj& rule) { return rule.matcher->hw.table.rule(rule.entry)->rule_id; }
 
 struct ActionObj {
   const uint32_t id = NextObjectId();

@@ -154,10 +154,10 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
                                                      ProgramsObj* programs) {
   auto* rule = new (m->table->domain->rule_pool.Allocate()) RuleObj;
   rule->matcher = m;
-  rule->id = internal::NextObjectId();
+  rule->key_hash = static_cast<uint32_t>(hash);
   internal::UsePrograms(programs, rule);
   hw::RuleRecord record = programs->record;
-  record.rule_id = rule->id;
+  record.rule_id = internal::NextObjectId();
   // Into the index first: a packet finding the rule finds its matcher. Then the index may name it as the
   // hit of its entry.
   hw::TableIndex::MatcherState* indexed = m->index_state.get();
@@ -292,6 +292,6 @@ absl::Status Rule::Destroy() {
   return absl::OkStatus();
 }
 
-uint32_t Rule::id() const { return handle_.get() ? handle_.get()->id : 0; }
+uint32_t Rule::id() const { return handle_.get() ? internal::RuleId(*handle_.get()) : 0; }
 
 }  // namespace drsim::dr

@@ -138,6 +138,14 @@ class MatchTable {
 
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
+  // Starts loading what Erase(handle) reads first (the record, its bookkeeping, and the bucket of `hash`, the
+  // key's Hash or its low 32 bits), so that a delete waits on them together. `handle` must not have been
+  // erased.
+  void PrefetchForErase(Handle handle, uint64_t hash) const {
+    __builtin_prefetch(RecordRule(handle));
+    __builtin_prefetch(&meta_[NumberOf(handle)]);
+    PrefetchForWrite(hash);
+  }
 
   // Sizes the table for `rules` distinct keys at the target load (never shrinks below what it holds), and
   // allocates and faults in the records of that many rules.

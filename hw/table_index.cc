@@ -325,6 +325,16 @@ struct TableIndex::PairNodes {
       return H::combine(std::move(h), p.key0, p.key1, p.depths);
     }
   };
+  // The pair of an entry with `value` under `mask` in `index`, and that of the level-1 node `word1`.
+  static Pair Of(const TableIndex& index, const std::array<uint32_t, kWords>& value,
+                 const std::array<uint32_t, kWords>& mask) {
+    const int depth0 = index.TrieDepth(0, mask[0]), depth1 = index.TrieDepth(1, mask[1]);
+    return {index.TrieKey(0, value[0]) & PrefixMask(depth0), index.TrieKey(1, value[1]) & PrefixMask(depth1),
+            static_cast<uint16_t>(depth0 << 8 | depth1)};
+  }
+  static Pair Of(const Node& word1) {
+    return {word1.owner_prefix, word1.prefix, static_cast<uint16_t>(word1.owner_depth << 8 | word1.depth)};
+  }
   struct Nodes {
     Node* word0 = nullptr;  // the word-0 node whose sub-trie holds `word1`
     Node* word1 = nullptr;
@@ -467,7 +477,15 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
     return &at;
   }
   // New values: the rules of the dormant entries are not coming back (an update would have put them back
-  // first), and their slots go to others.
+  // first), and their slots go to others. The new values' pair and the dormant entries' nodes and arrays
+  // load meanwhile (a rule whose key moved: each is the start of a chain of misses).
+  pairs_->nodes.prefetch(PairNodes::Of(*this, value, state->mask));
+  for (size_t i = 0; i < state->items; ++i) {
+    const Item& at = state->item[i];
+    if (at.rules != 0 || at.node == nullptr) continue;
+    __builtin_prefetch(at.node);
+    __builtin_prefetch(Slots::Of(at));
+  }
   Item* item = nullptr;
   for (size_t i = 0; i < state->items; ++i) {
     Item& at = state->item[i];
@@ -546,13 +564,11 @@ void TableIndex::Shed() {
 
 void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                        uintptr_t matcher) {
-  const int depth0 = TrieDepth(0, mask[0]), depth1 = TrieDepth(1, mask[1]);
-  const uint32_t key0 = TrieKey(0, item->value[0]) & PrefixMask(depth0);
-  const uint32_t key1 = TrieKey(1, item->value[1]) & PrefixMask(depth1);
-  PairNodes::Nodes& pair = pairs_->nodes[{key0, key1, static_cast<uint16_t>(depth0 << 8 | depth1)}];
+  const PairNodes::Pair key = PairNodes::Of(*this, item->value, mask);
+  PairNodes::Nodes& pair = pairs_->nodes[key];
   if (pair.word1 == nullptr) {
-    pair.word0 = Descend(nullptr, &root_, key0, depth0, 0);
-    pair.word1 = Descend(pair.word0, &pair.word0->sub, key1, depth1, 1);
+    pair.word0 = Descend(nullptr, &root_, key.key0, key.depths >> 8, 0);
+    pair.word1 = Descend(pair.word0, &pair.word0->sub, key.key1, key.depths & 0xff, 1);
   }
   // Each node the entry is under as one of its own (a sub-trie's) bounds its rank before it is published.
   if (rank < pair.word0_least) {
@@ -646,6 +662,9 @@ std::atomic<TableIndex::Node*>* TableIndex::LinkTo(const Node& node) {
 }
 
 void TableIndex::Prune(Node* node) {
+  // What a node going reads after its own lines: the node above, and a level-1 node's pair.
+  __builtin_prefetch(node->up);
+  if (node->level == 1) pairs_->nodes.prefetch(PairNodes::Of(*node));
   while (node != nullptr) {
     const Slots* slots = node->slots.load(std::memory_order_relaxed);
     if ((slots != nullptr && slots->live > 0) || node->sub.load(std::memory_order_relaxed) != nullptr ||
@@ -662,10 +681,7 @@ void TableIndex::Prune(Node* node) {
     if (only == nullptr && up != nullptr && up->level == node->level) --up->children;
     if (node->level == 0 && (up == nullptr || up->depth < kTopStrides))
       RefreshTop(node->prefix, std::min<int>(node->depth, kTopStrides));
-    if (node->level == 1) {
-      pairs_->nodes.erase(
-          {node->owner_prefix, node->prefix, static_cast<uint16_t>(node->owner_depth << 8 | node->depth)});
-    }
+    if (node->level == 1) pairs_->nodes.erase(PairNodes::Of(*node));
     nodes_->Release(node, reclaimer_ == nullptr ? 0 : reclaimer_->Stamp());
     // `up` lost a child, or its sub-trie, unless the child took the node's place.
     if (only != nullptr) return;
