@@ -138,11 +138,10 @@ class MatchTable {
 
   // Removes one inserted rule. The next rule queued under the same key, if any, takes its place.
   void Erase(Handle handle);
-  // Starts loading what Erase(handle) reads first (the record, its bookkeeping, and the bucket of `hash`, the
-  // key's Hash or its low 32 bits), so that a delete waits on them together. `handle` must not have been
-  // erased.
+  // Writers only (like Erase): starts loading what Erase(handle) reads first, the record's bookkeeping and
+  // the bucket of `hash` (the key's Hash, or its low 32 bits), so that a delete waits on them together.
+  // `handle` must not have been erased.
   void PrefetchForErase(Handle handle, uint64_t hash) const {
-    __builtin_prefetch(RecordRule(handle));
     __builtin_prefetch(&meta_[NumberOf(handle)]);
     PrefetchForWrite(hash);
   }
