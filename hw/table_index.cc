@@ -341,6 +341,9 @@ struct TableIndex::PairNodes {
     // At least word0's `least` (which never rises: a word-0 node has no slots), so that an entry of a rank
     // up to it spares the word-0 node's line.
     uint64_t word0_least = ~uint64_t{0};
+    // word1's slot array as the last entry filed there left it: a hint, requested with the node by the next
+    // (never read through: the node may have grown or split since).
+    const Slots* word1_slots = nullptr;
   };
   // (In lookup memory, on huge pages: an update that moves a rule's key reads a slot of it.)
   absl::flat_hash_map<Pair, Nodes, absl::Hash<Pair>, std::equal_to<Pair>,
@@ -566,6 +569,7 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
                        uintptr_t matcher) {
   const PairNodes::Pair key = PairNodes::Of(*this, item->value, mask);
   PairNodes::Nodes& pair = pairs_->nodes[key];
+  __builtin_prefetch(pair.word1_slots);
   if (pair.word1 == nullptr) {
     pair.word0 = Descend(nullptr, &root_, key.key0, key.depths >> 8, 0);
     pair.word1 = Descend(pair.word0, &pair.word0->sub, key.key1, key.depths & 0xff, 1);
@@ -584,6 +588,7 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   Append(node, item, mask, rank, matcher, nullptr);
   if (node->level + 1 < kWords && words_[node->level + 1].used && Slots::Of(*item)->live > kFatNode)
     Split(node);
+  pair.word1_slots = pair.word1->slots.load(std::memory_order_relaxed);
 }
 
 void TableIndex::Split(Node* node) {
