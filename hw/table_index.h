@@ -126,8 +126,9 @@ class TableIndex {
     Entry* entry = nullptr;
   };
   // What the index keeps for one matcher, in memory the driver owns (its matcher object) and passes back
-  // on each call; the index reads and writes it only under the driver's lock. A rule's delete and insert in
-  // a matcher of one item read only its first line, first thing: it is in lookup memory (huge pages).
+  // on each call; the index reads and writes it only under the driver's lock. In a matcher of one item, a
+  // rule's delete, and an insert that puts back values the item held, read only its first line (an insert of
+  // new values reads its masks and rank too), first thing: it is in lookup memory (huge pages).
   struct alignas(64) MatcherState : InLookupMemory {
     const CompiledMatcher* matcher = nullptr;
     std::array<int8_t, kWords> position{};  // the key word holding index word i, or -1
