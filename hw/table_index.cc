@@ -341,9 +341,16 @@ struct TableIndex::PairNodes {
     // At least word0's `least` (which never rises: a word-0 node has no slots), so that an entry of a rank
     // up to it spares the word-0 node's line.
     uint64_t word0_least = ~uint64_t{0};
-    // word1's slot array as the last entry filed there left it: a hint, requested with the node by the next
-    // (never read through: the node may have grown or split since).
+    // Hints, as the last entry filed at the pair left them: word1's slot array, and the slot of it the next
+    // entry would take. Requested with the node for the next (never read through: the node may have grown,
+    // split or had entries removed since).
     const Slots* word1_slots = nullptr;
+    const Entry* word1_next = nullptr;
+    void Request() const {
+      __builtin_prefetch(word1);
+      __builtin_prefetch(word1_slots);
+      __builtin_prefetch(word1_next);
+    }
   };
   // (In lookup memory, on huge pages: an update that moves a rule's key reads a slot of it.)
   absl::flat_hash_map<Pair, Nodes, absl::Hash<Pair>, std::equal_to<Pair>,
@@ -481,14 +488,17 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   }
   // New values: the rules of the dormant entries are not coming back (an update would have put them back
   // first), and their slots go to others. The new values' pair and the dormant entries' nodes and arrays
-  // load meanwhile (a rule whose key moved: each is the start of a chain of misses).
-  pairs_->nodes.prefetch(PairNodes::Of(*this, value, state->mask));
+  // load meanwhile (a rule whose key moved: each is the start of a chain of misses); once the pair is in,
+  // so do the lines its entry will go to, while the dormant entries go.
+  const PairNodes::Pair pair = PairNodes::Of(*this, value, state->mask);
+  pairs_->nodes.prefetch(pair);
   for (size_t i = 0; i < state->items; ++i) {
     const Item& at = state->item[i];
     if (at.rules != 0 || at.node == nullptr) continue;
     __builtin_prefetch(at.node);
     __builtin_prefetch(Slots::Of(at));
   }
+  if (auto filed = pairs_->nodes.find(pair); filed != pairs_->nodes.end()) filed->second.Request();
   Item* item = nullptr;
   for (size_t i = 0; i < state->items; ++i) {
     Item& at = state->item[i];
@@ -569,7 +579,6 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
                        uintptr_t matcher) {
   const PairNodes::Pair key = PairNodes::Of(*this, item->value, mask);
   PairNodes::Nodes& pair = pairs_->nodes[key];
-  __builtin_prefetch(pair.word1_slots);
   if (pair.word1 == nullptr) {
     pair.word0 = Descend(nullptr, &root_, key.key0, key.depths >> 8, 0);
     pair.word1 = Descend(pair.word0, &pair.word0->sub, key.key1, key.depths & 0xff, 1);
@@ -588,7 +597,14 @@ void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uin
   Append(node, item, mask, rank, matcher, nullptr);
   if (node->level + 1 < kWords && words_[node->level + 1].used && Slots::Of(*item)->live > kFatNode)
     Split(node);
-  pair.word1_slots = pair.word1->slots.load(std::memory_order_relaxed);
+  const Slots* slots = pair.word1->slots.load(std::memory_order_relaxed);
+  pair.word1_slots = slots;
+  pair.word1_next = nullptr;
+  if (slots != nullptr) {
+    const uint32_t next = slots->first_hole != Slots::kNoHole ? slots->first_hole
+                                                              : slots->count.load(std::memory_order_relaxed);
+    if (next < slots->capacity) pair.word1_next = &slots->entries()[next];
+  }
 }
 
 void TableIndex::Split(Node* node) {
