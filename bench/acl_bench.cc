@@ -5,6 +5,8 @@
 //   BM_RteAclBuild/N      rte_acl_add_rules + rte_acl_build of the set (filters/s; rte_acl rebuilds from
 //                         scratch on every change)
 //   BM_RteAclClassify/N   rte_acl_classify of the trace in bursts of 32 (packets/s)
+//   BM_DependentLoads/*   the machine's wait for a dependent miss (bench/memory_waits.cc, linked in), to
+//                         read the update benches by
 // Before timing, both classifiers' verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
 //

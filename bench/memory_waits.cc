@@ -3,7 +3,8 @@
 // independent chains of them run side by side (what a prefetch or a burst's interleaved walks can win).
 // Rule updates and lookups in sets beyond the caches are bound by these waits, and this guest's speed
 // swings from one minute to the next: run this beside the other benches to tell a slower machine from
-// slower code.
+// slower code. Linked into memory_bench, and into acl_bench so that a rule update's rate and the wait it
+// is bound by come from the same minutes (--benchmark_enable_random_interleaving).
 //
 //   BM_DependentLoads/MIB/CHAINS  CHAINS independent chains of dependent loads, each load one 64-byte line
 //                                 at random in MIB MiB of lookup memory (huge pages, as the data path's).
@@ -55,5 +56,3 @@ BENCHMARK(BM_DependentLoads)->ArgsProduct({{1, 8, 64}, {1, 4, 16}});
 
 }  // namespace
 }  // namespace drsim::bench
-
-BENCHMARK_MAIN();
