@@ -312,19 +312,20 @@ struct TableIndex::NodeArena {
   std::vector<Slots*> spare;                     // first slot arrays of nodes readers are past
 };
 
+struct TableIndex::Pair {
+  uint32_t key0, key1;
+  uint16_t depths;
+  bool operator==(const Pair& o) const { return key0 == o.key0 && key1 == o.key1 && depths == o.depths; }
+  template <typename H>
+  friend H AbslHashValue(H h, const Pair& p) {
+    return H::combine(std::move(h), p.key0, p.key1, p.depths);
+  }
+};
+
 // The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
 // with one probe rather than a walk down two tries (nodes never move, and a node inserted above one later
 // does not change which node a pair's entries go to).
 struct TableIndex::PairNodes {
-  struct Pair {
-    uint32_t key0, key1;
-    uint16_t depths;
-    bool operator==(const Pair& o) const { return key0 == o.key0 && key1 == o.key1 && depths == o.depths; }
-    template <typename H>
-    friend H AbslHashValue(H h, const Pair& p) {
-      return H::combine(std::move(h), p.key0, p.key1, p.depths);
-    }
-  };
   // The pair of an entry with `value` under `mask` in `index`, and that of the level-1 node `word1`.
   static Pair Of(const TableIndex& index, const std::array<uint32_t, kWords>& value,
                  const std::array<uint32_t, kWords>& mask) {
@@ -490,7 +491,7 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   // first), and their slots go to others. The new values' pair and the dormant entries' nodes and arrays
   // load meanwhile (a rule whose key moved: each is the start of a chain of misses); once the pair is in,
   // so do the lines its entry will go to, while the dormant entries go.
-  const PairNodes::Pair pair = PairNodes::Of(*this, value, state->mask);
+  const Pair pair = PairNodes::Of(*this, value, state->mask);
   pairs_->nodes.prefetch(pair);
   for (size_t i = 0; i < state->items; ++i) {
     const Item& at = state->item[i];
@@ -518,7 +519,7 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   }
   item->value = value;
   item->rules = 1;
-  Place(item, state->mask, state->rank, Tagged(state->matcher, state->exact));
+  Place(item, pair, state->mask, state->rank, Tagged(state->matcher, state->exact));
   return item;
 }
 
@@ -547,7 +548,8 @@ void TableIndex::DropHit(const Item* item, const RuleRecord* hit) {
 void TableIndex::GoBroad(MatcherState* state) {
   constexpr std::array<uint32_t, kWords> kNone{};
   state->broad_item = Item{};
-  Place(&state->broad_item, kNone, state->rank, Tagged(state->matcher, false));
+  Place(&state->broad_item, PairNodes::Of(*this, state->broad_item.value, kNone), kNone, state->rank,
+        Tagged(state->matcher, false));
   state->broad = true;
   // Its other entries go once no reader can have passed where the broad entry went before it was there.
   if (reclaimer_ == nullptr) {
@@ -575,9 +577,8 @@ void TableIndex::Shed() {
   shedding_.erase(shedding_.begin(), shedding_.begin() + done);
 }
 
-void TableIndex::Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+void TableIndex::Place(Item* item, const Pair& key, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                        uintptr_t matcher) {
-  const PairNodes::Pair key = PairNodes::Of(*this, item->value, mask);
   PairNodes::Nodes& pair = pairs_->nodes[key];
   if (pair.word1 == nullptr) {
     pair.word0 = Descend(nullptr, &root_, key.key0, key.depths >> 8, 0);

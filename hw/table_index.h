@@ -225,9 +225,13 @@ class TableIndex {
   bool Stale() const { return nodes() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
 
  private:
-  // Files `item` (its value under `mask`, of the matcher with `rank`) at the node its prefixes lead to,
-  // made if missing; a word-1 node growing past kFatNode entries splits.
-  void Place(Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank, uintptr_t matcher);
+  // The prefixes of words 0 and 1 an entry is filed under, with their depths (PairNodes::Of its value and
+  // mask).
+  struct Pair;
+  // Files `item` (its value under `mask`, of the matcher with `rank`, its pair `key`) at the node its
+  // prefixes lead to, made if missing; a word-1 node growing past kFatNode entries splits.
+  void Place(Item* item, const Pair& key, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+             uintptr_t matcher);
   // Moves the entries of the word-1 node `node` into a word-2 trie under it.
   void Split(Node* node);
   // The node for the first `depth` nibbles of `key` in the level-`level` trie `link` leads to (a trie's top
