@@ -7,8 +7,11 @@
 //   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
 //                         an iteration); every trace frame is checked against FirstMatch afterwards
 //   BM_DrAclRuleMove/N    the same, each rule put back with a key it did not have (a changed match)
+//   BM_DrAclRuleUpdateMany/N/B, BM_DrAclRuleMoveMany/N/B  the same B rules at a time, in one
+//                         dr::Rule::UpdateMany call (updates/s, two a rule)
 // Before a lookup is timed, drsim's verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -136,8 +139,10 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
 // classbench::kMoveBits bits of its source address changed (of its destination address when its source
 // prefix is shorter; a rule on neither keeps its key) to the next of their other values in turn, so that
 // every insert files a key its matcher does not hold, as an update that changes a rule's match does.
-// Afterwards every rule has its own key again, and every trace frame must still hit its first filter.
-void RunRuleUpdates(benchmark::State& state, bool change_keys) {
+// With `batch` (the bench's second argument), an iteration does the same to that many rules in one
+// dr::Rule::UpdateMany call. Afterwards every rule has its own key again, and every trace frame must still
+// hit its first filter.
+void RunRuleUpdates(benchmark::State& state, bool change_keys, size_t batch = 0) {
   const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
@@ -157,15 +162,29 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys) {
     moved[r] = to;
   };
   size_t r = 0;
+  // A prime stride: every rule in turn, not in table order.
+  auto next = [&] { r = (r + 7919) % acl.rules.size(); };
+  std::vector<dr::Rule::Update> updates;
   for (auto _ : state) {
-    if (change_keys) move_to(r, moved[r] % classbench::kMoveValues + 1);
-    if (absl::Status u = UpdateOneRule(acl, actions, r); !u.ok()) {
+    absl::Status u;
+    if (batch == 0) {
+      if (change_keys) move_to(r, moved[r] % classbench::kMoveValues + 1);
+      u = UpdateOneRule(acl, actions, r);
+      next();
+    } else {
+      updates.clear();
+      for (size_t i = 0; i < batch; ++i, next()) {
+        if (change_keys) move_to(r, moved[r] % classbench::kMoveValues + 1);
+        updates.push_back({&acl.rules[r], acl.value_of_rule[r].get(), actions});
+      }
+      u = dr::Rule::UpdateMany(updates);
+    }
+    if (!u.ok()) {
       state.SkipWithError(std::string(u.message()).c_str());
       break;
     }
-    r = (r + 7919) % acl.rules.size();  // a prime stride: every rule in turn, not in table order
   }
-  state.SetItemsProcessed(state.iterations() * 2);
+  state.SetItemsProcessed(state.iterations() * 2 * std::max<size_t>(batch, 1));
   for (size_t i = 0; i < acl.rules.size(); ++i) {
     if (moved[i] == 0) continue;
     move_to(i, 0);
@@ -183,6 +202,12 @@ BENCHMARK(BM_DrAclRuleUpdate)->Arg(1000)->Arg(10000);
 
 void BM_DrAclRuleMove(benchmark::State& state) { RunRuleUpdates(state, true); }
 BENCHMARK(BM_DrAclRuleMove)->Arg(1000)->Arg(10000);
+
+void BM_DrAclRuleUpdateMany(benchmark::State& state) { RunRuleUpdates(state, false, state.range(1)); }
+BENCHMARK(BM_DrAclRuleUpdateMany)->Args({1000, 64})->Args({10000, 64});
+
+void BM_DrAclRuleMoveMany(benchmark::State& state) { RunRuleUpdates(state, true, state.range(1)); }
+BENCHMARK(BM_DrAclRuleMoveMany)->Args({1000, 64})->Args({10000, 16})->Args({10000, 64})->Args({10000, 256});
 
 }  // namespace
 }  // namespace drsim::bench

@@ -309,6 +309,25 @@ class Rule {
                                  absl::Span<const mlx5dv_flow_match_parameters* const> values,
                                  absl::Span<const Action* const> actions, absl::Span<Rule> rules);
 
+  // One change for UpdateMany: the rule `*rule` holds gives way to a new rule of its matcher with `value`
+  // and `actions`, which `*rule` then holds.
+  struct Update {
+    Rule* rule;
+    const mlx5dv_flow_match_parameters* value;
+    absl::Span<const Action* const> actions;
+  };
+  // Applies `updates` in order, each as `rule->Destroy()` and then Create (its matcher, its value and
+  // actions) would (the new rule takes a new id; lookups see the old rule go, then the new one come), under
+  // one hold of the domain's lock and with the memory of the next few updates requested while one is
+  // done: a stream of rule changes (an ACL's, a revalidator's) waits on its cache misses together rather
+  // than one after another. All or nothing; the checks, in order: InvalidArgument for a null `rule` or an
+  // empty handle; then for each update, its rule's domain (that of update 0's), its value against its
+  // matcher (as Create checks it) and its actions (named by index); then InvalidArgument for a rule named
+  // by two updates; then, where the domain disallows duplicates, AlreadyExists for a value equal to that of
+  // a rule of its matcher that the call leaves in place, or to an earlier update's in the same matcher. A
+  // failure changes no rule and names the update (`update[i]: ...`).
+  static absl::Status UpdateMany(absl::Span<const Update> updates);
+
   absl::Status Destroy();
   uint32_t id() const;  // unique in the process, reported in traces
   bool valid() const { return handle_.get() != nullptr; }

@@ -110,6 +110,22 @@ class DrTest : public ::testing::Test {
     return nullptr;
   }
 
+  // The flow table of `t` (once it has had a matcher: the driver told the device of it).
+  const hw::FlowTable& FlowTableOf(const Table& t) {
+    for (const auto& [ft, changes] : device_.changes) {
+      if (ft->id == t.id()) return *ft;
+    }
+    ADD_FAILURE() << "table " << t.id() << " never changed";
+    return *device_.changes.begin()->first;
+  }
+  // Whether matcher `matcher_id` is on the chain of `table`.
+  static bool OnChain(const hw::FlowTable& table, uint32_t matcher_id) {
+    for (const hw::CompiledMatcher* m : table.chain) {
+      if (m->id == matcher_id) return true;
+    }
+    return false;
+  }
+
   RecordingDevice device_;
   Domain domain_;
 };
@@ -566,6 +582,169 @@ TEST_F(DrTest, CreateManyFailsWholeAcrossFdbPipes) {
   // Nothing went in: the vport's value is not a duplicate one by one, and no rule holds the tag.
   EXPECT_TRUE(Rule::Create(m, vport, {&drop}).ok());
   EXPECT_TRUE(tag.Destroy().ok());
+}
+
+// Rule::UpdateMany with the same actions for every update.
+absl::Status UpdateAll(std::vector<std::pair<Rule*, const MatchParams*>> changes,
+                       std::initializer_list<const Action*> actions) {
+  std::vector<Rule::Update> updates;
+  for (const auto& [rule, value] : changes) updates.push_back({rule, value->get(), actions});
+  return Rule::UpdateMany(updates);
+}
+
+TEST_F(DrTest, UpdateManyReplacesRulesAsDestroyThenCreate) {
+  Table t = *Table::Create(domain_, 0);
+  const hw::FlowTable& ft = *device_.roots[0];
+  Matcher m1 = *Matcher::Create(t, 0, SmacMask());
+  Matcher m2 = *Matcher::Create(t, 1, SmacMask());
+  Action drop = *Action::Drop();
+  Action miss = *Action::DefaultMiss();
+  Rule a = *Rule::Create(m1, SmacOf(1), {&drop});
+  Rule b = *Rule::Create(m1, SmacOf(2), {&drop});
+  Rule c = *Rule::Create(m2, SmacOf(3), {&drop});
+  const uint32_t last_id = c.id();
+  const MatchParams moved_a = SmacOf(10), moved_c = SmacOf(11), same_b = SmacOf(2);
+  // a and c move to new values; b keeps its value and changes its actions. (The updates' spans view lists
+  // that outlive them.)
+  const std::vector<const Action*> dropping = {&drop}, missing = {&miss};
+  const std::vector<Rule::Update> updates = {
+      {&a, moved_a.get(), dropping}, {&b, same_b.get(), missing}, {&c, moved_c.get(), dropping}};
+  ASSERT_TRUE(Rule::UpdateMany(updates).ok());
+  EXPECT_GT(a.id(), last_id);
+  EXPECT_GT(b.id(), a.id());  // new ids, in update order
+  EXPECT_GT(c.id(), b.id());
+  EXPECT_EQ(Lookup(ft, m1.id(), SmacOf(1)), nullptr);
+  EXPECT_EQ(Lookup(ft, m2.id(), SmacOf(3)), nullptr);
+  EXPECT_EQ(Lookup(ft, m1.id(), moved_a)->rule_id, a.id());
+  EXPECT_EQ(Lookup(ft, m2.id(), moved_c)->rule_id, c.id());
+  const hw::RuleRecord* hit_b = Lookup(ft, m1.id(), same_b);
+  ASSERT_NE(hit_b, nullptr);
+  EXPECT_EQ(hit_b->rule_id, b.id());
+  EXPECT_EQ(hit_b->program(hw::kRxPipe).destination, hw::Destination::kDefaultMiss);
+  // The handles hold the new rules: destroying them empties the matchers.
+  EXPECT_TRUE(Rule::UpdateMany({}).ok());
+  for (Rule* r : {&a, &b, &c}) EXPECT_TRUE(r->Destroy().ok());
+  EXPECT_TRUE(m1.Destroy().ok());
+  EXPECT_TRUE(m2.Destroy().ok());
+}
+
+TEST_F(DrTest, UpdateManyChangesNothingWhenAnUpdateFails) {
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Action drop = *Action::Drop();
+  Rule a = *Rule::Create(m, SmacOf(1), {&drop});
+  Rule b = *Rule::Create(m, SmacOf(2), {&drop});
+  Domain other = *Domain::Create(device_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  Table other_t = *Table::Create(other, 1);
+  Matcher other_m = *Matcher::Create(other_t, 0, SmacMask());
+  Rule foreign = *Rule::Create(other_m, SmacOf(1), {&drop});
+  const uint32_t id_a = a.id(), id_b = b.id();
+  const MatchParams v5 = SmacOf(5), v6 = SmacOf(6);
+  const MatchParams bad =
+      *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Ethertype(kOuter, 1).Build();
+  Rule empty;
+  ExpectError(UpdateAll({{&a, &v5}, {nullptr, &v6}}, {&drop}), absl::StatusCode::kInvalidArgument,
+              "update[1]: rule is null or an empty handle");
+  ExpectError(UpdateAll({{&a, &v5}, {&empty, &v6}}, {&drop}), absl::StatusCode::kInvalidArgument,
+              "update[1]: rule is null or an empty handle");
+  ExpectError(UpdateAll({{&a, &v5}, {&foreign, &v6}}, {&drop}), absl::StatusCode::kInvalidArgument,
+              "update[1]: the rule is of another domain than update[0]'s");
+  ExpectError(UpdateAll({{&a, &v5}, {&b, &bad}}, {&drop}), absl::StatusCode::kInvalidArgument,
+              "update[1]: rule value sets outer.ethertype");
+  ExpectError(UpdateAll({{&a, &v5}, {&b, &v6}}, {&drop, nullptr}), absl::StatusCode::kInvalidArgument,
+              "update[0]: action[1] is null");
+  ExpectError(UpdateAll({{&a, &v5}, {&b, &v6}, {&a, &v6}}, {&drop}), absl::StatusCode::kInvalidArgument,
+              "update[2]: the rule is update[0]'s too");
+  EXPECT_EQ(a.id(), id_a);
+  EXPECT_EQ(b.id(), id_b);
+  const hw::FlowTable& ft = FlowTableOf(t);
+  EXPECT_EQ(Lookup(ft, m.id(), SmacOf(1))->rule_id, id_a);
+  EXPECT_EQ(Lookup(ft, m.id(), SmacOf(2))->rule_id, id_b);
+  EXPECT_EQ(Lookup(ft, m.id(), v5), nullptr);
+}
+
+TEST_F(DrTest, UpdateManyRefusesDuplicatesWhenTheDomainDoes) {
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  const hw::FlowTable& ft = FlowTableOf(t);
+  Action drop = *Action::Drop();
+  Rule x = *Rule::Create(m, SmacOf(1), {&drop});
+  Rule y = *Rule::Create(m, SmacOf(2), {&drop});
+  Rule z = *Rule::Create(m, SmacOf(3), {&drop});
+  ASSERT_TRUE(domain_.AllowDuplicateRules(false).ok());
+  const MatchParams v3 = SmacOf(3), v4 = SmacOf(4), v5 = SmacOf(5), v1 = SmacOf(1);
+  ExpectError(UpdateAll({{&x, &v3}}, {&drop}), absl::StatusCode::kAlreadyExists,
+              "update[0]: rule value duplicates rule " + std::to_string(z.id()));
+  ExpectError(UpdateAll({{&y, &v5}, {&z, &v5}}, {&drop}), absl::StatusCode::kAlreadyExists,
+              "update[1]: rule value duplicates update[0]'s, of the same matcher");
+  // A value another update of the call takes away is free, whichever goes first; so is a rule's own.
+  ASSERT_TRUE(UpdateAll({{&x, &v3}, {&z, &v4}, {&y, &v1}}, {&drop}).ok());
+  EXPECT_EQ(Lookup(ft, m.id(), v3)->rule_id, x.id());
+  EXPECT_EQ(Lookup(ft, m.id(), v4)->rule_id, z.id());
+  EXPECT_EQ(Lookup(ft, m.id(), v1)->rule_id, y.id());
+  EXPECT_EQ(Lookup(ft, m.id(), SmacOf(2)), nullptr);
+  EXPECT_TRUE(UpdateAll({{&x, &v3}}, {&drop}).ok());
+  // Duplicates installed while the domain allowed them: the one the call keeps still counts.
+  ASSERT_TRUE(domain_.AllowDuplicateRules(true).ok());
+  Rule twin = *Rule::Create(m, SmacOf(3), {&drop});
+  ASSERT_TRUE(domain_.AllowDuplicateRules(false).ok());
+  ExpectError(UpdateAll({{&x, &v3}}, {&drop}), absl::StatusCode::kAlreadyExists,
+              "update[0]: rule value duplicates a rule of matcher " + std::to_string(m.id()) +
+                  " that the call keeps");
+  ExpectError(UpdateAll({{&y, &v3}}, {&drop}), absl::StatusCode::kAlreadyExists,
+              "update[0]: rule value duplicates rule " + std::to_string(x.id()));
+  EXPECT_TRUE(UpdateAll({{&x, &v3}, {&twin, &v5}}, {&drop}).ok());
+  // A matcher without criteria: every value is the empty key, a rule's own too.
+  Matcher empty = *Matcher::Create(t, 1, 0, nullptr);
+  const MatchParams none;
+  Rule e = *Rule::Create(empty, none, {&drop});
+  EXPECT_TRUE(UpdateAll({{&e, &none}}, {&drop}).ok());
+  ExpectError(Rule::Create(empty, none, {&drop}).status(), absl::StatusCode::kAlreadyExists,
+              "duplicates rule");
+  // Root tables accept duplicates.
+  Table root = *Table::Create(domain_, 0);
+  Matcher rm = *Matcher::Create(root, 0, SmacMask());
+  Rule r1 = *Rule::Create(rm, SmacOf(1), {&drop});
+  Rule r2 = *Rule::Create(rm, SmacOf(2), {&drop});
+  EXPECT_TRUE(UpdateAll({{&r2, &v1}}, {&drop}).ok());
+}
+
+// The programs an update chose stay while the call removes their last rule, and a matcher whose handle is
+// gone stays while the call moves its last rule.
+TEST_F(DrTest, UpdateManyKeepsWhatItsRulesWillUse) {
+  Table t = *Table::Create(domain_, 1);
+  const hw::FlowTable* ft = nullptr;
+  uint32_t matcher_id = 0;
+  Action drop = *Action::Drop();
+  Action miss = *Action::DefaultMiss();
+  Action qp = *Action::DestQp(device_, 100);
+  Rule r1, r2;
+  {
+    Matcher m = *Matcher::Create(t, 0, SmacMask());
+    ft = &FlowTableOf(t);
+    matcher_id = m.id();
+    r2 = *Rule::Create(m, SmacOf(2), {&qp});
+    r1 = *Rule::Create(m, SmacOf(1), {&drop});  // the matcher and the table offer drop's programs
+  }
+  // Update 0 takes the offered programs (r1 alone uses them); update 1 compiles new ones, which the
+  // matcher and table then offer instead; the delete of r1 leaves drop's programs without a rule.
+  const MatchParams v7 = SmacOf(7), v8 = SmacOf(8);
+  ASSERT_TRUE(Rule::UpdateMany({{&r1, v7.get(), {&drop}}, {&r2, v8.get(), {&miss}}}).ok());
+  const hw::RuleRecord* hit1 = Lookup(*ft, matcher_id, v7);
+  const hw::RuleRecord* hit2 = Lookup(*ft, matcher_id, v8);
+  ASSERT_NE(hit1, nullptr);
+  ASSERT_NE(hit2, nullptr);
+  EXPECT_EQ(hit1->rule_id, r1.id());
+  EXPECT_EQ(hit1->program(hw::kRxPipe).destination, hw::Destination::kDrop);
+  EXPECT_EQ(hit2->program(hw::kRxPipe).destination, hw::Destination::kDefaultMiss);
+  // The rules hold the matcher: moving both keeps it, destroying both frees it.
+  ASSERT_TRUE(Rule::UpdateMany({{&r1, v8.get(), {&drop}}, {&r2, v7.get(), {&qp}}}).ok());
+  EXPECT_EQ(Lookup(*ft, matcher_id, v8)->rule_id, r1.id());
+  EXPECT_EQ(Lookup(*ft, matcher_id, v7)->program(hw::kRxPipe).destination, hw::Destination::kQueue);
+  EXPECT_TRUE(OnChain(*ft, matcher_id));
+  EXPECT_TRUE(r1.Destroy().ok());
+  EXPECT_TRUE(r2.Destroy().ok());
+  EXPECT_FALSE(OnChain(*ft, matcher_id));
 }
 
 TEST_F(DrTest, SetLayout) {

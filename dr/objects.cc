@@ -68,6 +68,13 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
   Offer(domain, &matcher->table->last_compiled, programs);
 }
 
+void HoldPrograms(ProgramsObj* programs) { ++programs->offers; }
+
+void ReleasePrograms(const DomainObj& domain, ProgramsObj* programs) {
+  --programs->offers;
+  FreeIfUnused(domain, programs);
+}
+
 void Unref(RuleObj* rule) {
   MatcherObj* matcher = rule->matcher;
   if (hw::TableIndex::Item* item = rule->index_item; item != nullptr) {

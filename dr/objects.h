@@ -114,7 +114,7 @@ struct ProgramsObj {
   bool skip_rx = false;  // FDB: the pipes its rules are not in (actions::RuleContext)
   bool skip_tx = false;
   size_t rules = 0;  // rules using it
-  int offers = 0;    // matchers and tables whose last_compiled it is
+  int offers = 0;    // matchers and tables whose last_compiled it is, and calls holding it (HoldPrograms)
 };
 
 // Referenced by its handle alone: the handle's release finalises it (32 bytes, in its domain's rule pool).
@@ -185,6 +185,11 @@ void UsePrograms(ProgramsObj* programs, RuleObj* rule);
 // Makes `programs` the ones `matcher` and its table offer to their next rules; the ones they replace are
 // freed if unused.
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs);
+// The domain lock must be held. HoldPrograms keeps `programs` while a call that chose them for rules it has
+// yet to install runs (rules it removes meanwhile may have been their last); ReleasePrograms ends a hold,
+// freeing them if no rule uses them and nothing offers or holds them.
+void HoldPrograms(ProgramsObj* programs);
+void ReleasePrograms(const DomainObj& domain, ProgramsObj* programs);
 
 // Drop the reference a handle holds (taking whatever lock is needed).
 void ReleaseHandle(TableObj* table);

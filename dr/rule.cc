@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -7,6 +8,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "dr/dr.h"
@@ -135,18 +137,22 @@ bool RefusesDuplicates(const MatcherObj& m) {
   return !m.table->domain->allow_duplicates && m.table->ft.level != 0;
 }
 
+// AlreadyExists: a rule value equals that of `existing`, a rule of `m`.
+absl::Status Duplicates(const hw::RuleRecord& existing, const MatcherObj& m) {
+  return absl::AlreadyExistsError(absl::StrFormat(
+      "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
+      existing.rule_id, m.hw.id));
+}
+
 // AlreadyExists naming the rule of `m` that holds `key` (hashed `hash`) already, if one does; else OK.
 absl::Status NotInstalled(const MatcherObj& m, const uint32_t* key, uint64_t hash) {
   const hw::RuleRecord* existing = m.hw.table.FindForWriter(key, hash);
-  if (existing == nullptr) return absl::OkStatus();
-  return absl::AlreadyExistsError(absl::StrFormat(
-      "rule value duplicates rule %d of matcher %d (duplicate rules are disabled in this domain)",
-      existing->rule_id, m.hw.id));
+  return existing == nullptr ? absl::OkStatus() : Duplicates(*existing, m);
 }
 
-// `s`, about value `i` of a CreateMany call, saying so first.
-absl::Status AtValue(size_t i, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrFormat("value[%d]: %s", i, s.message()));
+// `s`, about item `i` of a call's `what` (its values, its updates), saying so first.
+absl::Status At(const char* what, size_t i, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrFormat("%s[%d]: %s", what, i, s.message()));
 }
 
 // Makes the rule of `key` (hashed `hash`) running `programs` the newest rule of `m`, and lookups see it.
@@ -169,6 +175,111 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   // (With the rule in its matcher's table, which a new index is built from.)
   if (m->index_state != nullptr && m->table->index->Stale()) internal::BuildIndex(m->table);
   return rule;
+}
+
+// What UpdateMany keeps of an update once checked: the rule it removes, their matcher, the programs the new
+// rule runs (held for the call) and its key's hash; the key is in the call's keys from `key_at`.
+struct CheckedUpdate {
+  RuleObj* old;
+  MatcherObj* matcher;
+  ProgramsObj* programs;
+  uint64_t hash;
+  size_t key_at;
+};
+
+// The programs a call holds (internal::HoldPrograms), released when it ends.
+class ProgramHolds {
+ public:
+  explicit ProgramHolds(const DomainObj& domain) : domain_(domain) {}
+  ~ProgramHolds() {
+    for (ProgramsObj* p : held_) internal::ReleasePrograms(domain_, p);
+  }
+  ProgramHolds(const ProgramHolds&) = delete;
+  ProgramHolds& operator=(const ProgramHolds&) = delete;
+  void Hold(ProgramsObj* programs) {
+    if (!held_.empty() && held_.back() == programs) return;  // (updates in a row mostly share theirs)
+    internal::HoldPrograms(programs);
+    held_.push_back(programs);
+  }
+
+ private:
+  const DomainObj& domain_;
+  std::vector<ProgramsObj*> held_;
+};
+
+// Starts loading the lines `length` bytes from `at`.
+void RequestLines(const void* at, size_t length) {
+  const auto* bytes = static_cast<const char*>(at);
+  for (size_t line = 0; line < length; line += 64) __builtin_prefetch(bytes + line);
+}
+
+// Starts loading what a rule insert or delete reads first of `m`: its own line and its match table's
+// writer lines (MatcherObj's layout), and with `mask`, the line of its compiled mask's criteria.
+void RequestMatcher(const MatcherObj& m, bool mask) {
+  RequestLines(&m, offsetof(MatcherObj, hw) + 3 * 64);
+  if (mask) __builtin_prefetch(&m.compiled);
+}
+
+// Starts loading the sections of `m`'s mask that `value` is checked against and keyed by, and the same of
+// the value (its criteria line and the value's first line are in).
+void RequestSections(const MatcherObj& m, const mlx5dv_flow_match_parameters* value) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(value->match_buf);
+  for (uint32_t enabled = m.compiled.criteria; enabled != 0; enabled &= enabled - 1) {
+    const size_t offset = hw::SectionOffset(static_cast<hw::Section>(__builtin_ctz(enabled)));
+    RequestLines(m.compiled.mask.data() + offset, hw::kSectionBytes);
+    if (offset < value->match_sz) RequestLines(bytes + offset, hw::kSectionBytes);
+  }
+}
+
+// AlreadyExists naming the first update whose value, in a matcher refusing duplicates, equals that of a
+// rule of the matcher the call leaves in place (duplicates installed while the domain allowed them count
+// each), or that of an earlier update of the same matcher; else OK. `keys` holds the updates' new keys.
+absl::Status DuplicateUpdate(absl::Span<const CheckedUpdate> checked, absl::Span<const uint32_t> keys) {
+  using Updates = absl::InlinedVector<size_t, 1>;
+  // The updates by their matcher and the hash of the key their rule leaves (its low half, as rules keep
+  // it), and by their matcher and the hash of their new key.
+  absl::flat_hash_map<std::pair<const MatcherObj*, uint32_t>, Updates> leaving;
+  absl::flat_hash_map<std::pair<const MatcherObj*, uint64_t>, Updates> coming;
+  for (size_t i = 0; i < checked.size(); ++i) {
+    leaving[{checked[i].matcher, checked[i].old->key_hash}].push_back(i);
+  }
+  for (size_t i = 0; i < checked.size(); ++i) {
+    const CheckedUpdate& c = checked[i];
+    if (!RefusesDuplicates(*c.matcher)) continue;
+    const hw::MatchTable& table = c.matcher->hw.table;
+    const uint32_t* key = keys.data() + c.key_at;
+    auto same_key = [&](const uint32_t* other) { return std::equal(key, key + table.key_words(), other); };
+    if (size_t kept = table.CountForWriter(key, c.hash); kept > 0) {
+      const hw::RuleRecord* oldest = table.FindForWriter(key, c.hash);
+      bool oldest_leaves = false;
+      if (auto it = leaving.find({c.matcher, static_cast<uint32_t>(c.hash)}); it != leaving.end()) {
+        for (const size_t j : it->second) {
+          const hw::MatchTable::Handle entry = checked[j].old->entry;
+          if (!same_key(table.key(entry))) continue;
+          --kept;
+          oldest_leaves |= table.rule(entry) == oldest;
+        }
+      }
+      if (kept > 0 && !oldest_leaves) return At("update", i, Duplicates(*oldest, *c.matcher));
+      if (kept > 0) {
+        return absl::AlreadyExistsError(absl::StrFormat(
+            "update[%d]: rule value duplicates a rule of matcher %d that the call keeps (duplicate rules are "
+            "disabled in this domain)",
+            i, c.matcher->hw.id));
+      }
+    }
+    Updates& earlier = coming[{c.matcher, c.hash}];
+    for (const size_t j : earlier) {
+      if (same_key(keys.data() + checked[j].key_at)) {
+        return absl::AlreadyExistsError(absl::StrFormat(
+            "update[%d]: rule value duplicates update[%d]'s, of the same matcher (duplicate rules are "
+            "disabled in this domain)",
+            i, j));
+      }
+    }
+    earlier.push_back(i);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -226,7 +337,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   for (size_t i = 0; i < n; ++i) {
     uint32_t key[hw::kMatchParamBytes / 4];
     absl::StatusOr<ValueKey> read = ReadValue(*m, *d, values[i], key);
-    if (!read.ok()) return AtValue(i, read.status());
+    if (!read.ok()) return At("value", i, read.status());
     if (first_in[read->pipes] == n) first_in[read->pipes] = i;
   }
 
@@ -240,7 +351,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   for (const int p : by_first) {
     if (first_in[p] == n) continue;
     absl::StatusOr<ProgramsObj*> made = ProgramsFor(*m, *d, static_cast<Pipes>(p), objs, &compiled[p]);
-    if (!made.ok()) return AtValue(first_in[p], made.status());
+    if (!made.ok()) return At("value", first_in[p], made.status());
     programs[p] = *made;
   }
 
@@ -250,7 +361,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
     for (size_t i = 0; i < n; ++i) {
       uint32_t key[hw::kMatchParamBytes / 4];
       const ValueKey read = *ReadValue(*m, *d, values[i], key);
-      if (absl::Status s = NotInstalled(*m, key, read.hash); !s.ok()) return AtValue(i, s);
+      if (absl::Status s = NotInstalled(*m, key, read.hash); !s.ok()) return At("value", i, s);
       const auto [at, added] = first_with_hash.try_emplace(read.hash, i);
       if (added) continue;
       for (size_t j = at->second; j < i; ++j) {  // the earlier values with this hash
@@ -282,6 +393,133 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   }
   for (std::unique_ptr<ProgramsObj>& p : compiled) {
     if (p != nullptr) internal::CachePrograms(m, p.release());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
+  const size_t n = updates.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (updates[i].rule == nullptr || !updates[i].rule->valid()) {
+      return absl::InvalidArgumentError(absl::StrFormat("update[%d]: rule is null or an empty handle", i));
+    }
+  }
+  if (n == 0) return absl::OkStatus();
+  DomainObj* d = updates[0].rule->obj()->matcher->table->domain.get();
+  std::lock_guard<std::recursive_mutex> lock(d->mu);
+
+  // Each update is checked, its key kept and its programs chosen (compiled if need be, then offered by its
+  // matcher, so that the next updates with the same actions share them) and held. The lines each step
+  // reads are requested a few updates ahead, each as soon as the line its address comes from is in.
+  std::vector<CheckedUpdate> checked(n);
+  std::vector<uint32_t> keys;
+  ProgramHolds holds(*d);
+  auto request_check = [&](size_t i) {
+    if (i + 4 < n) {
+      __builtin_prefetch(updates[i + 4].rule);
+      __builtin_prefetch(updates[i + 4].value);
+    }
+    if (i + 3 < n) __builtin_prefetch(updates[i + 3].rule->obj());
+    if (i + 2 < n) RequestMatcher(*updates[i + 2].rule->obj()->matcher, true);
+    if (i + 1 < n && updates[i + 1].value != nullptr) {
+      RequestSections(*updates[i + 1].rule->obj()->matcher, updates[i + 1].value);
+    }
+  };
+  for (size_t i = 0; i < std::min<size_t>(n, 4); ++i) {
+    __builtin_prefetch(updates[i].rule);
+    __builtin_prefetch(updates[i].value);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    request_check(i);
+    RuleObj* old = updates[i].rule->obj();
+    MatcherObj* m = old->matcher;
+    if (m->table->domain.get() != d) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("update[%d]: the rule is of another domain than update[0]'s", i));
+    }
+    const size_t key_at = keys.size();
+    keys.resize(key_at + m->hw.table.key_words());
+    absl::StatusOr<ValueKey> read = ReadValue(*m, *d, updates[i].value, keys.data() + key_at);
+    if (!read.ok()) return At("update", i, read.status());
+    absl::InlinedVector<ActionObj*, 8> objs;
+    if (absl::Status s = ActionObjects(updates[i].actions, &objs); !s.ok()) return At("update", i, s);
+    std::unique_ptr<ProgramsObj> compiled;
+    absl::StatusOr<ProgramsObj*> programs = ProgramsFor(*m, *d, read->pipes, objs, &compiled);
+    if (!programs.ok()) return At("update", i, programs.status());
+    if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
+    holds.Hold(*programs);
+    checked[i] = {old, m, *programs, read->hash, key_at};
+  }
+  std::vector<std::pair<const RuleObj*, size_t>> by_rule(n);
+  for (size_t i = 0; i < n; ++i) by_rule[i] = {checked[i].old, i};
+  std::sort(by_rule.begin(), by_rule.end());
+  size_t twice = n;  // the first update naming the rule of an earlier one
+  for (size_t k = 1; k < n; ++k) {
+    if (by_rule[k].first == by_rule[k - 1].first) twice = std::min(twice, by_rule[k].second);
+  }
+  if (twice < n) {
+    const auto first = std::lower_bound(by_rule.begin(), by_rule.end(),
+                                        std::pair<const RuleObj*, size_t>(checked[twice].old, 0));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("update[%d]: the rule is update[%d]'s too", twice, first->second));
+  }
+  if (!d->allow_duplicates) {
+    if (absl::Status s = DuplicateUpdate(checked, keys); !s.ok()) return s;
+  }
+
+  // The changes, each a rule's delete and then its new rule's insert. Four updates ahead, the rule and its
+  // matcher are requested; three ahead, what they point to: the rule's record, bookkeeping, bucket and index
+  // item, the new key's bucket and the matcher's index state; two ahead, the item's entry and node and the
+  // new values' pair slot; one ahead, the node and slot their entry will take.
+  auto index_of = [&](const CheckedUpdate& c) -> const hw::TableIndex* {
+    return c.matcher->index_state != nullptr ? c.matcher->table->index.get() : nullptr;
+  };
+  auto request_change = [&](size_t i) {
+    if (i + 4 < n) {
+      __builtin_prefetch(checked[i + 4].old);
+      RequestMatcher(*checked[i + 4].matcher, false);
+    }
+    if (i + 3 < n) {
+      const CheckedUpdate& c = checked[i + 3];
+      const hw::MatchTable& table = c.matcher->hw.table;
+      __builtin_prefetch(c.old->index_item);
+      __builtin_prefetch(table.rule(c.old->entry));
+      table.PrefetchForErase(c.old->entry, c.old->key_hash);
+      table.PrefetchForWrite(c.hash);
+      table.PrefetchForReuse();
+      if (const hw::TableIndex::MatcherState* state = c.matcher->index_state.get()) {
+        __builtin_prefetch(state);
+        __builtin_prefetch(&state->mask);
+      }
+    }
+    if (i + 2 < n) {
+      const CheckedUpdate& c = checked[i + 2];
+      hw::TableIndex::RequestItem(c.old->index_item);
+      if (const hw::TableIndex* index = index_of(c)) {
+        index->RequestPair(*c.matcher->index_state, keys.data() + c.key_at);
+      }
+    }
+    if (i + 1 < n) {
+      const CheckedUpdate& c = checked[i + 1];
+      if (const hw::TableIndex* index = index_of(c)) {
+        index->RequestPrune(c.old->index_item);
+        index->RequestFiling(*c.matcher->index_state, keys.data() + c.key_at);
+      }
+    }
+  };
+  for (size_t i = 0; i < std::min<size_t>(n, 4); ++i) {
+    __builtin_prefetch(checked[i].old);
+    RequestMatcher(*checked[i].matcher, false);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    request_change(i);
+    const CheckedUpdate& c = checked[i];
+    updates[i].rule->handle_.release();  // (c.old)
+    ++c.matcher->refs;                   // the old rule may hold the matcher's last reference
+    internal::Unref(c.old);
+    RuleObj* rule = Install(c.matcher, keys.data() + c.key_at, c.hash, c.programs);
+    --c.matcher->refs;
+    *updates[i].rule = Rule(rule);
   }
   return absl::OkStatus();
 }

@@ -65,7 +65,7 @@ constexpr int kMaxMatchers = 44;
 // deeper table gets an index (which lookups reach past its first two matchers).
 constexpr int kCrowd = 16;
 constexpr size_t kMaxFrames = 32;
-constexpr uint32_t kMaxBatch = 4;  // rules in one CreateMany call
+constexpr uint32_t kMaxBatch = 4;  // rules in one CreateMany or UpdateMany call
 
 constexpr hw::Ipv4Address kV4[] = {{0x0a000001}, {0x0a000002}, {0x0a000101}, {0xc0a80101}};
 constexpr hw::Ipv6Address kV6[] = {{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}},
@@ -282,7 +282,7 @@ class ChurnRun {
 
  private:
   void Step() {
-    switch (in_.Below(10)) {
+    switch (in_.Below(11)) {
       case 0: {
         const uint32_t level = in_.Below(4);
         if (model_.num_tables() < kMaxTables) AddTable(level);
@@ -328,6 +328,9 @@ class ChurnRun {
       }
       case 9:
         AddRules();
+        return;
+      case 10:
+        UpdateRules();
         return;
       default:
         Check();
@@ -430,6 +433,36 @@ class ChurnRun {
     }
     log_.back() += absl::StrFormat(" -> ids %d..%d", model_.rule_id(*r), model_.rule_id(*r + count - 1));
     for (size_t i = 0; i < count; ++i) AddFrame(FrameFor(values[i], model_.matcher_mask(m), bases[i]));
+  }
+
+  // Up to kMaxBatch rules (by index: destroyed ones and repeats too, which the driver must refuse) given
+  // new values and actions in one Rule::UpdateMany call.
+  void UpdateRules() {
+    if (model_.num_rules() == 0) return;
+    const size_t count = 1 + in_.Below(kMaxBatch);
+    std::vector<testing::NicRxModel::RuleChange> changes;
+    std::vector<sim::FrameSpec> bases(count);
+    std::string described;
+    for (size_t i = 0; i < count; ++i) {
+      const int r = in_.Byte() % model_.num_rules();
+      const int m = model_.rule_matcher(r);
+      changes.push_back({r, DecodeValue(m, &bases[i]), DecodeActions()});
+      described +=
+          absl::StrFormat(" rule %d to {%s} with %s", r, testing::DescribeFields(changes.back().value),
+                          DescribeRuleActions(changes.back().actions));
+    }
+    Log(absl::StrFormat("update in one call:%s", described));
+    const absl::StatusOr<bool> applied = model_.UpdateRules(changes);
+    Expect(applied.status());
+    if (!*applied) {
+      log_.back() += " -> rejected, as expected";
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const int m = model_.rule_matcher(changes[i].rule);
+      log_.back() += absl::StrFormat(" -> rule %d id %d", changes[i].rule, model_.rule_id(changes[i].rule));
+      AddFrame(FrameFor(changes[i].value, model_.matcher_mask(m), bases[i]));
+    }
   }
 
   void AddFrame(const sim::FrameSpec& f) {

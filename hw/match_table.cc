@@ -205,6 +205,17 @@ const RuleRecord* MatchTable::FindForWriter(const uint32_t* key, uint64_t hash) 
   return record == kNone ? nullptr : RecordRule(record);
 }
 
+size_t MatchTable::CountForWriter(const uint32_t* key, uint64_t hash) const {
+  size_t bucket;
+  int slot;
+  size_t count = 0;
+  for (uint32_t record = Probe(written_, key, hash, &bucket, &slot); record != kNone;
+       record = meta_[NumberOf(record)].next_duplicate) {
+    ++count;
+  }
+  return count;
+}
+
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
   if ((summary_.load(std::memory_order_acquire) >> KeySummaryBit(key) & 1) == 0) return nullptr;
   size_t bucket;

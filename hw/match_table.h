@@ -102,6 +102,8 @@ class MatchTable {
   // Find for the writer (Insert's caller, as Insert's are serialised): through the writer's copy of the
   // bucket array, without the summary, so that a rule's insert reads no line a lookup reads first.
   const RuleRecord* FindForWriter(const uint32_t* key, uint64_t hash) const;
+  // Writers only: how many rules the table holds with `key` (hashed `hash`), duplicates included.
+  size_t CountForWriter(const uint32_t* key, uint64_t hash) const;
   // Find() of `n` keys, key i at keys + i * key_words(), with their loads overlapped as a NIC's burst
   // overlaps them: every key hashed and its bucket requested, then every bucket scanned and the record
   // under the key's signature requested, then every record compared; hits[i] = Find(key i). The table's
@@ -144,6 +146,15 @@ class MatchTable {
   void PrefetchForErase(Handle handle, uint64_t hash) const {
     __builtin_prefetch(&meta_[NumberOf(handle)]);
     PrefetchForWrite(hash);
+  }
+
+  // Writers only: starts loading the record and bookkeeping the next Insert takes when the table reuses a
+  // retired record, and the bookkeeping the next Erase links its record to (the last retired one's).
+  void PrefetchForReuse() const {
+    if (retired_head_ == kNone) return;
+    __builtin_prefetch(&meta_[NumberOf(retired_head_)]);
+    __builtin_prefetch(RecordWords(retired_head_), 1);
+    __builtin_prefetch(&meta_[NumberOf(retired_tail_)]);
   }
 
   // Sizes the table for `rules` distinct keys at the target load (never shrinks below what it holds), and

@@ -51,6 +51,7 @@ class TableModel {
       ASSERT_NE(found, nullptr);
       ASSERT_EQ(found->rule_id, fifo.front().second);
       ASSERT_EQ(found->programs, &programs_);
+      ASSERT_EQ(table_.CountForWriter(key.data(), table_.Hash(key.data())), fifo.size());
       if (!key.empty()) {
         ASSERT_TRUE(table_.MayHold(key[summary_word_]));  // never refuses a key it holds
       }
@@ -82,6 +83,7 @@ class TableModel {
     for (const Key& k : probes) {
       if (!model_.count(k)) {
         ASSERT_EQ(table_.Find(k.data()), nullptr);
+        ASSERT_EQ(table_.CountForWriter(k.data(), table_.Hash(k.data())), 0u);
       }
     }
     // FindBurst of every held key and every probe at once (more than one of its inner bursts) finds what

@@ -494,12 +494,9 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   const Pair pair = PairNodes::Of(*this, value, state->mask);
   pairs_->nodes.prefetch(pair);
   for (size_t i = 0; i < state->items; ++i) {
-    const Item& at = state->item[i];
-    if (at.rules != 0 || at.node == nullptr) continue;
-    __builtin_prefetch(at.node);
-    __builtin_prefetch(Slots::Of(at));
+    if (state->item[i].rules == 0) RequestItem(&state->item[i]);
   }
-  if (auto filed = pairs_->nodes.find(pair); filed != pairs_->nodes.end()) filed->second.Request();
+  RequestFiled(pair);
   Item* item = nullptr;
   for (size_t i = 0; i < state->items; ++i) {
     Item& at = state->item[i];
@@ -543,6 +540,35 @@ void TableIndex::DropHit(const Item* item, const RuleRecord* hit) {
   if (item == nullptr || item->node == nullptr) return;
   std::atomic<const RuleRecord*>& named = item->entry->hit;
   if (named.load(std::memory_order_relaxed) == hit) named.store(nullptr, std::memory_order_release);
+}
+
+void TableIndex::RequestItem(const Item* item) {
+  if (item == nullptr || item->node == nullptr) return;
+  __builtin_prefetch(item->node);
+  __builtin_prefetch(Slots::Of(*item));
+  __builtin_prefetch(item->entry);
+}
+
+bool TableIndex::NewPair(const MatcherState& state, const uint32_t* key, Pair* pair) const {
+  if (state.broad) return false;
+  const Values value = ValuesOf(state, key);
+  for (size_t i = 0; i < state.items; ++i) {
+    if (state.item[i].node != nullptr && state.item[i].value == value) return false;
+  }
+  *pair = PairNodes::Of(*this, value, state.mask);
+  return true;
+}
+
+void TableIndex::RequestPair(const MatcherState& state, const uint32_t* key) const {
+  if (Pair pair; NewPair(state, key, &pair)) pairs_->nodes.prefetch(pair);
+}
+
+void TableIndex::RequestFiling(const MatcherState& state, const uint32_t* key) const {
+  if (Pair pair; NewPair(state, key, &pair)) RequestFiled(pair);
+}
+
+void TableIndex::RequestFiled(const Pair& pair) const {
+  if (auto filed = pairs_->nodes.find(pair); filed != pairs_->nodes.end()) filed->second.Request();
 }
 
 void TableIndex::GoBroad(MatcherState* state) {
@@ -683,10 +709,18 @@ std::atomic<TableIndex::Node*>* TableIndex::LinkTo(const Node& node) {
   return &node.up->child[Nibble(node.prefix, node.up->depth)];
 }
 
+void TableIndex::RequestAbove(const Node& node) const {
+  __builtin_prefetch(node.up);
+  if (node.level == 1) pairs_->nodes.prefetch(PairNodes::Of(node));
+}
+
+void TableIndex::RequestPrune(const Item* item) const {
+  if (item != nullptr && item->node != nullptr) RequestAbove(*item->node);
+}
+
 void TableIndex::Prune(Node* node) {
-  // What a node going reads after its own lines: the node above, and a level-1 node's pair.
-  __builtin_prefetch(node->up);
-  if (node->level == 1) pairs_->nodes.prefetch(PairNodes::Of(*node));
+  // What a node going reads after its own lines.
+  RequestAbove(*node);
   while (node != nullptr) {
     const Slots* slots = node->slots.load(std::memory_order_relaxed);
     if ((slots != nullptr && slots->live > 0) || node->sub.load(std::memory_order_relaxed) != nullptr ||

@@ -184,6 +184,19 @@ class TableIndex {
   // exact, or for a null item or one no longer in the index (a broad matcher's, once shed).
   void NameHit(MatcherState* state, const Item* item, const RuleRecord* hit);
   static void DropHit(const Item* item, const RuleRecord* hit);
+  // For a writer that knows its next rules a few turns ahead (a batch of updates), so that their loads
+  // overlap the rules before: each starts loading lines and changes nothing. RequestItem: what RemoveRule
+  // and DropHit read of `item` (AddRule's, or nullptr) past the item itself, which the removal of its entry
+  // reads too once it is dormant: its node, slot array and entry. RequestPair: the pair table's slot that
+  // AddRule(state, key) looks up when `key` brings the matcher new values (once `state` is in: nothing
+  // otherwise); RequestFiling, a turn later: the node, slot array and slot such values' entry would take
+  // (the pair's hints; nothing for a new pair).
+  static void RequestItem(const Item* item);
+  // A turn after RequestItem: what the removal of `item`'s entry reads next when it leaves the node empty
+  // (the node above, and a word-1 node's pair slot).
+  void RequestPrune(const Item* item) const;
+  void RequestPair(const MatcherState& state, const uint32_t* key) const;
+  void RequestFiling(const MatcherState& state, const uint32_t* key) const;
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
@@ -239,6 +252,9 @@ class TableIndex {
   // if missing.
   Node* Descend(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth, int level);
   Node* MakeNode(uint32_t prefix, int depth, int level, Node* up, Node* owner);
+  // Starts loading what a node going reads after its own lines: the node above, and a word-1 node's pair
+  // slot.
+  void RequestAbove(const Node& node) const;
   // Unlinks `node` if it holds no entry and leads to one child at most (to that child), and the nodes above
   // it this leaves so; their memory is used again once readers are past them.
   void Prune(Node* node);
@@ -258,6 +274,11 @@ class TableIndex {
   void Step(uintptr_t step, Walk* q) const;
   // Empties the slot holding `item`'s entry (a hole), dormant or not.
   void RemoveAt(const Item& item);
+  // The pair of `key`'s values when no item of `state` holds them (its matcher is not broad), else false.
+  bool NewPair(const MatcherState& state, const uint32_t* key, Pair* pair) const;
+  // Starts loading the node, slot array and slot the next entry filed under `pair` would take, if the pair
+  // has a node.
+  void RequestFiled(const Pair& pair) const;
   // Replaces `node`'s full slot array (no holes) by one twice as large.
   void Grow(Node* node);
   // `state`'s matcher becomes broad: its broad entry goes in; its items' entries go once no reader can

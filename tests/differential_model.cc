@@ -1,6 +1,7 @@
 #include "tests/differential_model.h"
 
 #include <cstring>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -275,7 +276,7 @@ void NicRxModel::Installed(int matcher, const MatchParams& value, const RefActio
                            dr::Rule rule) {
   Matcher& m = matchers_[matcher];
   const uint32_t id = rule.id();
-  rules_.push_back({std::move(rule), ref_.AddRule(m.ref, value.bytes(), ref_action, id), matcher, id});
+  rules_.push_back({std::move(rule), ref_.AddRule(m.ref, value.bytes(), ref_action, id), matcher, id, value});
   m.values.push_back(value);
 }
 
@@ -313,6 +314,93 @@ absl::StatusOr<int> NicRxModel::AddRules(int matcher, const std::vector<MatchPar
   const int first = num_rules();
   for (size_t i = 0; i < values.size(); ++i) Installed(matcher, values[i], ref_action, std::move(made[i]));
   return first;
+}
+
+absl::StatusCode NicRxModel::ExpectUpdates(const std::vector<RuleChange>& changes,
+                                           std::vector<std::vector<const dr::Action*>>* lists,
+                                           std::vector<RefAction>* ref_actions) const {
+  lists->assign(changes.size(), {});
+  ref_actions->assign(changes.size(), {});
+  absl::StatusCode expect = absl::StatusCode::kOk;
+  for (const RuleChange& c : changes) {
+    if (!rules_[c.rule].rule.valid()) expect = absl::StatusCode::kInvalidArgument;  // an empty handle
+  }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const Matcher& m = matchers_[rules_[changes[i].rule].matcher];
+    absl::StatusCode shape;
+    Resolve(changes[i].actions, tables_[m.table].table.level(), &(*lists)[i], &(*ref_actions)[i], &shape);
+    if (expect == absl::StatusCode::kOk) expect = shape;
+  }
+  std::set<int> changed;
+  for (const RuleChange& c : changes) {
+    if (!changed.insert(c.rule).second && expect == absl::StatusCode::kOk) {
+      expect = absl::StatusCode::kInvalidArgument;  // a rule named twice
+    }
+  }
+  if (expect != absl::StatusCode::kOk || allow_duplicates_) return expect;
+  // A new value equal to that of a rule of its matcher the call keeps, or to an earlier change's in the same
+  // matcher, in a table above the root.
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const int matcher = rules_[changes[i].rule].matcher;
+    const Matcher& m = matchers_[matcher];
+    if (tables_[m.table].table.level() == 0) continue;
+    for (const Rule& kept : rules_) {
+      if (kept.matcher == matcher && kept.rule.valid() && !changed.count(&kept - rules_.data()) &&
+          ref_.SameValue(m.ref, kept.value.bytes(), changes[i].value.bytes())) {
+        return absl::StatusCode::kAlreadyExists;
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (rules_[changes[j].rule].matcher == matcher &&
+          ref_.SameValue(m.ref, changes[j].value.bytes(), changes[i].value.bytes())) {
+        return absl::StatusCode::kAlreadyExists;
+      }
+    }
+  }
+  return absl::StatusCode::kOk;
+}
+
+absl::StatusOr<bool> NicRxModel::UpdateRules(const std::vector<RuleChange>& changes) {
+  std::vector<std::vector<const dr::Action*>> lists;
+  std::vector<RefAction> ref_actions;
+  const absl::StatusCode expect = ExpectUpdates(changes, &lists, &ref_actions);
+  std::vector<dr::Rule::Update> updates;
+  std::vector<std::string> described;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    Rule& r = rules_[changes[i].rule];
+    updates.push_back({&r.rule, changes[i].value.get(), lists[i]});
+    described.push_back(absl::StrFormat("rule %d (id %d%s) to %s", changes[i].rule, r.id,
+                                        r.rule.valid() ? "" : ", destroyed",
+                                        DescribeInsert(r.matcher, {changes[i].value}, lists[i])));
+  }
+  const absl::Status status = dr::Rule::UpdateMany(updates);
+  if (status.code() != expect) {
+    return absl::InternalError(
+        absl::StrFormat("updating %s in one call: the driver returned %s, the model expected %s",
+                        absl::StrJoin(described, "; "), status.ToString(), absl::StatusCodeToString(expect)));
+  }
+  if (!status.ok()) {
+    for (const RuleChange& c : changes) {
+      const Rule& r = rules_[c.rule];
+      if (r.rule.valid() && r.rule.id() != r.id) {
+        return absl::InternalError(
+            absl::StrFormat("updating %s in one call failed as expected (%s), yet rule %d "
+                            "now has id %d",
+                            absl::StrJoin(described, "; "), status.ToString(), c.rule, r.rule.id()));
+      }
+    }
+    return false;
+  }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    Rule& r = rules_[changes[i].rule];
+    Matcher& m = matchers_[r.matcher];
+    ref_.RemoveRule(r.ref);
+    r.id = r.rule.id();
+    r.ref = ref_.AddRule(m.ref, changes[i].value.bytes(), ref_actions[i], r.id);
+    r.value = changes[i].value;
+    m.values.push_back(changes[i].value);
+  }
+  return true;
 }
 
 absl::Status NicRxModel::DestroyRule(int rule) {

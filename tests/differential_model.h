@@ -91,6 +91,16 @@ class NicRxModel {
   // Returns the index of the first, or -1 when the driver rejected them all as the model expected.
   absl::StatusOr<int> AddRules(int matcher, const std::vector<hw::MatchParams>& values,
                                const RuleActions& actions);
+  // One change for UpdateRules: rule `rule` (an index) gives way to a rule of its matcher with `value` and
+  // `actions`, which takes its index.
+  struct RuleChange {
+    int rule;
+    hw::MatchParams value;
+    RuleActions actions;
+  };
+  // Applies `changes` in one dr::Rule::UpdateMany call, all or none. Returns whether the driver applied
+  // them (false: it rejected them as the model expected, and every rule is as it was).
+  absl::StatusOr<bool> UpdateRules(const std::vector<RuleChange>& changes);
   absl::Status DestroyRule(int rule);
   // Destroys the matcher, or fails as expected while it has rules (see matcher_alive()).
   absl::Status DestroyMatcher(int matcher);
@@ -110,6 +120,7 @@ class NicRxModel {
   int num_rules() const { return static_cast<int>(rules_.size()); }
   int rule_matcher(int rule) const { return rules_[rule].matcher; }
   uint32_t rule_id(int rule) const { return rules_[rule].id; }
+  const hw::MatchParams& rule_value(int rule) const { return rules_[rule].value; }
   // Indices of the rules not destroyed, in insertion order.
   std::vector<int> LiveRules() const;
 
@@ -132,6 +143,7 @@ class NicRxModel {
     int ref;
     int matcher;
     uint32_t id;
+    hw::MatchParams value;
   };
   struct Jump {
     dr::Action action;
@@ -147,6 +159,11 @@ class NicRxModel {
   // fills the model's actions and the reference's.
   absl::StatusCode Expect(int matcher, const std::vector<hw::MatchParams>& values, const RuleActions& actions,
                           std::vector<const dr::Action*>* list, RefAction* ref_action) const;
+  // The status the driver must return for UpdateRules(changes) (UpdateMany's checks, in its order); fills
+  // each change's actions and the reference's.
+  absl::StatusCode ExpectUpdates(const std::vector<RuleChange>& changes,
+                                 std::vector<std::vector<const dr::Action*>>* lists,
+                                 std::vector<RefAction>* ref_actions) const;
   // "matcher M (table level L), values {..}, actions ..", for a disagreement's message.
   std::string DescribeInsert(int matcher, const std::vector<hw::MatchParams>& values,
                              const std::vector<const dr::Action*>& list) const;

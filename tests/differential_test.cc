@@ -403,6 +403,7 @@ class DifferentialRun {
 
     for (int phase = 0; phase < kPhases && !::testing::Test::HasFatalFailure(); ++phase) {
       if (phase > 0) {
+        UpdateSome();
         DeleteSome();
         for (int i = 0; i < (crowded_ ? 6 : 2); ++i) ReplaceMatcher();
       }
@@ -461,6 +462,56 @@ class DifferentialRun {
     absl::StatusOr<int> r = model_.AddRule(mi, value, ChooseActions());
     ASSERT_TRUE(r.ok()) << "seed " << seed_ << ", template " << matcher_template_[mi] << ": " << r.status();
     if (*r >= 0) rule_template_[model_.rule_id(*r)] = matcher_template_[mi];
+  }
+
+  // Changes a quarter of the rules in dr::Rule::UpdateMany calls of up to 40: mostly to new values (an update
+  // that moves a rule's key), else to the value they have (an update of their actions) or to that of another
+  // rule of their matcher (a duplicate); now and then a call also names a destroyed rule or one rule twice,
+  // which the driver must refuse whole.
+  void UpdateSome() {
+    std::vector<NicRxModel::RuleChange> changes;
+    auto apply = [&] {
+      const absl::StatusOr<bool> applied = model_.UpdateRules(changes);
+      ASSERT_TRUE(applied.ok()) << "seed " << seed_ << ": " << applied.status();
+      ++(*applied ? update_calls_ : refused_update_calls_);
+      for (const NicRxModel::RuleChange& c : changes) {
+        if (!*applied) continue;
+        rule_template_[model_.rule_id(c.rule)] = matcher_template_[model_.rule_matcher(c.rule)];
+        ++updated_;
+      }
+      changes.clear();
+    };
+    size_t batch = 1 + rng_() % 40;
+    for (int r : model_.LiveRules()) {
+      if (!Chance(rng_, 25)) continue;
+      const int mi = model_.rule_matcher(r);
+      const std::vector<MatchParams>& values = model_.matcher_values(mi);
+      MatchParams value;
+      if (Chance(rng_, 20)) {
+        value = model_.rule_value(r);
+      } else if (Chance(rng_, 15)) {
+        value = values[rng_() % values.size()];  // another rule's, perhaps
+      } else {
+        MatchParams fields = ExpectedFields(RandomSpec(rng_));
+        if (Chance(rng_, 10)) fields = RandomFields(rng_);
+        value = ValueFor(model_.matcher_mask(mi), fields);
+      }
+      RuleActions actions = ChooseActions();
+      const bool illegal = actions.shape == ActionShape::kQueueTag || actions.shape == ActionShape::kTagTag;
+      if (illegal && !Chance(rng_, 10)) actions.shape = ActionShape::kDrop;  // (one refuses the whole call)
+      changes.push_back({r, value, actions});
+      if (Chance(rng_, 2)) changes.push_back(changes[rng_() % changes.size()]);  // a rule named twice
+      if (changes.size() >= batch) {
+        apply();
+        batch = 1 + rng_() % 40;
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    if (!changes.empty() && Chance(rng_, 10) && model_.num_rules() > 0) {
+      const int r = static_cast<int>(rng_() % model_.num_rules());
+      changes.push_back({r, model_.rule_value(r), ChooseActions()});
+    }
+    if (!changes.empty()) apply();
   }
 
   void DeleteSome() {
@@ -522,9 +573,9 @@ class DifferentialRun {
   std::string Summary() const {
     return absl::StrFormat(
         "seed %d: %d packets, queued %d, dropped %d, default %d, loops %d; "
-        "%d crossed tables, %d tagged; %d rules live",
+        "%d crossed tables, %d tagged; %d rules live; %d rules updated in %d calls, %d calls refused",
         seed_, packets_, fates_[0], fates_[1], fates_[2], fates_[4], multi_table_, tagged_,
-        model_.LiveRules().size());
+        model_.LiveRules().size(), updated_, update_calls_, refused_update_calls_);
   }
 
  private:
@@ -536,6 +587,9 @@ class DifferentialRun {
   std::map<int, const char*> matcher_template_;    // model matcher -> its mask template
   std::map<uint32_t, const char*> rule_template_;  // rule id -> its matcher's mask template
   int packets_ = 0;
+  int updated_ = 0;  // rules replaced by UpdateMany calls that applied, and those calls and the others
+  int update_calls_ = 0;
+  int refused_update_calls_ = 0;
   int fates_[5] = {};
   int multi_table_ = 0;
   int tagged_ = 0;
