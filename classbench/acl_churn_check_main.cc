@@ -3,10 +3,12 @@
 //
 //   acl_churn_check [--filters=PATH | --profile=acl|fw|ipc --size=N] [--trace=PATH | --trace_size=N]
 //                   [--seconds=S] [--workers=W] [--seed=N] [--move_keys=true|false]
+//                   [--batch_updates=true|false]
 //
 // Without --filters a ClassBench-style set of --size filters (default 10000) is generated; without --trace
 // a trace of --trace_size headers (default 100000) is drawn from the set. With --move_keys=true each churn
-// puts the filter's rules back with other addresses first (updates that change a rule's match). Exits 0 when
+// puts the filter's rules back with other addresses first (updates that change a rule's match); with
+// --batch_updates=true a churn changes them in dr::Rule::UpdateMany calls. Exits 0 when
 // every verdict matched, 1 on a mismatch, 2 on bad arguments or files.
 #include <cstdio>
 #include <string>
@@ -31,7 +33,7 @@ int Usage(const std::string& why) {
       "acl_churn_check: %s\n"
       "usage: acl_churn_check [--filters=PATH | --profile=acl|fw|ipc --size=N]\n"
       "                       [--trace=PATH | --trace_size=N] [--seconds=S] [--workers=W] [--seed=N]\n"
-      "                       [--move_keys=true|false]\n",
+      "                       [--move_keys=true|false] [--batch_updates=true|false]\n",
       why.c_str());
   return 2;
 }
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(value, &options.seed);
     } else if (name == "move_keys") {
       ok = absl::SimpleAtob(value, &options.move_keys);
+    } else if (name == "batch_updates") {
+      ok = absl::SimpleAtob(value, &options.batch_updates);
     } else {
       return Usage("unknown flag --" + std::string(name));
     }

@@ -212,8 +212,26 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     });
   }
 
-  // Deletes filter k's rules and puts them back, moved (MoveOf) when `move` is set.
+  // Deletes filter k's rules and puts them back, moved (MoveOf) when `move` is set: all of them, then all
+  // of them again, or with batch_updates rule by rule in one UpdateMany call.
+  std::vector<hw::MatchParams> values;
+  std::vector<dr::Rule::Update> updates;
   auto reinstall = [&](uint32_t k, const FilterMove* move) -> absl::Status {
+    const std::vector<const dr::Action*> actions = actions_of(k);
+    if (options.batch_updates) {
+      values.clear();
+      updates.clear();
+      for (size_t r : rules_of_filter[k]) {
+        values.push_back(acl.value_of_rule[r]);
+        if (move != nullptr) MoveValue(*move, &values.back());
+      }
+      for (size_t i = 0; i < values.size(); ++i) {
+        updates.push_back({&acl.rules[rules_of_filter[k][i]], values[i].get(), actions});
+      }
+      if (absl::Status s = dr::Rule::UpdateMany(updates); !s.ok()) return s;
+      report.rule_updates += 2 * updates.size();
+      return absl::OkStatus();
+    }
     for (size_t r : rules_of_filter[k]) {
       if (absl::Status s = acl.rules[r].Destroy(); !s.ok()) return s;
       ++report.rule_updates;
@@ -221,8 +239,7 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     for (size_t r : rules_of_filter[k]) {
       hw::MatchParams value = acl.value_of_rule[r];
       if (move != nullptr) MoveValue(*move, &value);
-      absl::StatusOr<dr::Rule> again =
-          dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions_of(k));
+      absl::StatusOr<dr::Rule> again = dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions);
       if (!again.ok()) return again.status();
       acl.rules[r] = *std::move(again);
       ++report.rule_updates;

@@ -14,7 +14,9 @@
 //
 // With move_keys a churn puts the filter's rules back with other addresses for a while (MoveOf, in
 // dr_acl.h) before it puts them back as they were: a frame may also end with a churned filter whose moved
-// version the header fits.
+// version the header fits. With batch_updates a churn replaces each of the filter's rules in turn (one
+// dr::Rule::UpdateMany call each time) rather than removing them all first: while it lasts, some of its
+// rules may be old or moved and others gone, which the bound above allows.
 //
 // Frames are IPv4 with the header's protocol; only TCP (6) and UDP (17) frames carry ports, so for other
 // protocols the model sees ports 0, as the NIC's parser does.
@@ -39,6 +41,10 @@ struct ChurnCheckOptions {
   // A churn puts the filter's rules back with other keys first, then with their own (MovedFilter): an
   // update that changes a rule's match, as well as one that keeps it.
   bool move_keys = false;
+  // A churn changes the filter's rules in one dr::Rule::UpdateMany call each time (moved, then back, with
+  // move_keys; else back to what they were: updates of their actions) instead of deleting them all and
+  // inserting them again.
+  bool batch_updates = false;
 };
 
 struct ChurnCheckReport {

@@ -47,16 +47,19 @@ TEST(ChurnCheckTest, EveryVerdictMatchesFirstMatchWhileRulesMoveToOtherKeysAndBa
     std::vector<Header> trace = GenerateTrace(filters, 1000, 10);
     const std::vector<Header> to_moved = GenerateTrace(moved, 1000, 11);
     trace.insert(trace.end(), to_moved.begin(), to_moved.end());
-    ChurnCheckOptions options;
-    options.seconds = 0.5;
-    options.move_keys = true;
-    absl::StatusOr<ChurnCheckReport> report = RunChurnCheck(filters, trace, options);
-    ASSERT_TRUE(report.ok()) << report.status();
-    EXPECT_EQ(report->mismatches, 0u) << (report->examples.empty() ? "" : report->examples[0]);
-    EXPECT_GE(report->frames, trace.size());  // the final pass at least
-    EXPECT_GT(report->filter_churns, 0u);
-    // Moved filters' rules go and come twice a churn.
-    EXPECT_GT(report->rule_updates, 2 * report->filter_churns);
+    for (const bool batch : {false, true}) {
+      ChurnCheckOptions options;
+      options.seconds = 0.5;
+      options.move_keys = true;
+      options.batch_updates = batch;  // (rule by rule in dr::Rule::UpdateMany calls)
+      absl::StatusOr<ChurnCheckReport> report = RunChurnCheck(filters, trace, options);
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_EQ(report->mismatches, 0u) << (report->examples.empty() ? "" : report->examples[0]);
+      EXPECT_GE(report->frames, trace.size());  // the final pass at least
+      EXPECT_GT(report->filter_churns, 0u);
+      // Moved filters' rules go and come twice a churn.
+      EXPECT_GT(report->rule_updates, 2 * report->filter_churns);
+    }
   }
 }
 
