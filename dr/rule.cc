@@ -207,10 +207,12 @@ class ProgramHolds {
   std::vector<ProgramsObj*> held_;
 };
 
-// Starts loading the lines `length` bytes from `at`.
+// Starts loading the lines of the `length` bytes (at least one) from `at`.
 void RequestLines(const void* at, size_t length) {
-  const auto* bytes = static_cast<const char*>(at);
-  for (size_t line = 0; line < length; line += 64) __builtin_prefetch(bytes + line);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
+  const uintptr_t last = reinterpret_cast<uintptr_t>(at) + length - 1;
+  for (uintptr_t line = first; line <= last; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
 }
 
 // Starts loading what a rule insert or delete reads first of `m`: its own line and its match table's
@@ -403,32 +405,32 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
     if (updates[i].rule == nullptr || !updates[i].rule->valid()) {
       return absl::InvalidArgumentError(absl::StrFormat("update[%d]: rule is null or an empty handle", i));
     }
+    __builtin_prefetch(updates[i].rule->obj());  // (all of them load together)
   }
   if (n == 0) return absl::OkStatus();
   DomainObj* d = updates[0].rule->obj()->matcher->table->domain.get();
   std::lock_guard<std::recursive_mutex> lock(d->mu);
 
   // Each update is checked, its key kept and its programs chosen (compiled if need be, then offered by its
-  // matcher, so that the next updates with the same actions share them) and held. The lines each step
-  // reads are requested a few updates ahead, each as soon as the line its address comes from is in.
+  // matcher, so that the next updates with the same actions share them) and held. The lines a check reads
+  // are requested ahead, each once the line its address comes from is in: the rules first (all at once),
+  // then 2 * kCheckAhead updates ahead the rule's matcher and value, and kCheckAhead ahead the sections of
+  // both that the key reads.
+  constexpr size_t kCheckAhead = 4;
   std::vector<CheckedUpdate> checked(n);
   std::vector<uint32_t> keys;
   ProgramHolds holds(*d);
+  auto request_matcher = [&](size_t i) {
+    RequestMatcher(*updates[i].rule->obj()->matcher, true);
+    __builtin_prefetch(updates[i].value);
+  };
   auto request_check = [&](size_t i) {
-    if (i + 4 < n) {
-      __builtin_prefetch(updates[i + 4].rule);
-      __builtin_prefetch(updates[i + 4].value);
-    }
-    if (i + 3 < n) __builtin_prefetch(updates[i + 3].rule->obj());
-    if (i + 2 < n) RequestMatcher(*updates[i + 2].rule->obj()->matcher, true);
-    if (i + 1 < n && updates[i + 1].value != nullptr) {
-      RequestSections(*updates[i + 1].rule->obj()->matcher, updates[i + 1].value);
+    if (i + 2 * kCheckAhead < n) request_matcher(i + 2 * kCheckAhead);
+    if (i + kCheckAhead < n && updates[i + kCheckAhead].value != nullptr) {
+      RequestSections(*updates[i + kCheckAhead].rule->obj()->matcher, updates[i + kCheckAhead].value);
     }
   };
-  for (size_t i = 0; i < std::min<size_t>(n, 4); ++i) {
-    __builtin_prefetch(updates[i].rule);
-    __builtin_prefetch(updates[i].value);
-  }
+  for (size_t i = 0; i < std::min(n, 2 * kCheckAhead); ++i) request_matcher(i);
   for (size_t i = 0; i < n; ++i) {
     request_check(i);
     RuleObj* old = updates[i].rule->obj();
