@@ -218,7 +218,8 @@ void RequestLines(const void* at, size_t length) {
 // Starts loading what a rule insert or delete reads first of `m`: its own line and its match table's
 // writer lines (MatcherObj's layout), and with `mask`, the line of its compiled mask's criteria.
 void RequestMatcher(const MatcherObj& m, bool mask) {
-  RequestLines(&m, offsetof(MatcherObj, hw) + 3 * 64);
+  __builtin_prefetch(&m);
+  RequestLines(&m.hw, 3 * 64);
   if (mask) __builtin_prefetch(&m.compiled);
 }
 
