@@ -325,7 +325,8 @@ class Rule {
   // matcher (as Create checks it) and its actions (named by index); then InvalidArgument for a rule named
   // by two updates; then, where the domain disallows duplicates, AlreadyExists for a value equal to that of
   // a rule of its matcher that the call leaves in place, or to an earlier update's in the same matcher. A
-  // failure changes no rule and names the update (`update[i]: ...`).
+  // failure changes no rule and names the update (`update[i]: ...`). (Running out of memory throws
+  // std::bad_alloc, as in Create, with the updates before the one that ran out applied.)
   static absl::Status UpdateMany(absl::Span<const Update> updates);
 
   absl::Status Destroy();

@@ -710,7 +710,8 @@ TEST_F(DrTest, UpdateManyRefusesDuplicatesWhenTheDomainDoes) {
 }
 
 // The programs an update chose stay while the call removes their last rule, and a matcher whose handle is
-// gone stays while the call moves its last rule.
+// gone stays while the call moves its rules, its only one too. (Without either, ASan reports a use after
+// free here.)
 TEST_F(DrTest, UpdateManyKeepsWhatItsRulesWillUse) {
   Table t = *Table::Create(domain_, 1);
   const hw::FlowTable* ft = nullptr;
@@ -745,6 +746,21 @@ TEST_F(DrTest, UpdateManyKeepsWhatItsRulesWillUse) {
   EXPECT_TRUE(r1.Destroy().ok());
   EXPECT_TRUE(r2.Destroy().ok());
   EXPECT_FALSE(OnChain(*ft, matcher_id));
+  // A matcher whose only rule holds its last reference: the update's delete must not finalise it.
+  Rule alone;
+  uint32_t alone_id = 0;
+  {
+    Matcher m = *Matcher::Create(t, 1, SmacMask());
+    alone_id = m.id();
+    alone = *Rule::Create(m, SmacOf(3), {&drop});
+  }
+  const MatchParams v9 = SmacOf(9);
+  ASSERT_TRUE(Rule::UpdateMany({{&alone, v9.get(), {&miss}}}).ok());
+  ASSERT_TRUE(OnChain(*ft, alone_id));
+  EXPECT_EQ(Lookup(*ft, alone_id, v9)->rule_id, alone.id());
+  EXPECT_EQ(Lookup(*ft, alone_id, SmacOf(3)), nullptr);
+  EXPECT_TRUE(alone.Destroy().ok());
+  EXPECT_FALSE(OnChain(*ft, alone_id));
 }
 
 TEST_F(DrTest, SetLayout) {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "dr/dr.h"
@@ -449,6 +449,8 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
     std::unique_ptr<ProgramsObj> compiled;
     absl::StatusOr<ProgramsObj*> programs = ProgramsFor(*m, *d, read->pipes, objs, &compiled);
     if (!programs.ok()) return At("update", i, programs.status());
+    // (Offered at once, so that the next updates with the same actions share them: should a later check
+    // fail, the call changes no rule, but the matcher may offer these programs to its next ones.)
     if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
     holds.Hold(*programs);
     checked[i] = {old, m, *programs, read->hash, key_at};
@@ -517,12 +519,13 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
   for (size_t i = 0; i < n; ++i) {
     request_change(i);
     const CheckedUpdate& c = checked[i];
+    // The old rule may hold the matcher's last reference (its handle gone): the update holds one too, and
+    // lets it go once the new rule holds its own (or, should the insert throw, finalises the matcher).
+    ++c.matcher->refs;
+    absl::Cleanup let_go = [matcher = c.matcher] { internal::Unref(matcher); };
     updates[i].rule->handle_.release();  // (c.old)
-    ++c.matcher->refs;                   // the old rule may hold the matcher's last reference
     internal::Unref(c.old);
-    RuleObj* rule = Install(c.matcher, keys.data() + c.key_at, c.hash, c.programs);
-    --c.matcher->refs;
-    *updates[i].rule = Rule(rule);
+    *updates[i].rule = Rule(Install(c.matcher, keys.data() + c.key_at, c.hash, c.programs));
   }
   return absl::OkStatus();
 }

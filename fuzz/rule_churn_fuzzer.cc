@@ -65,7 +65,8 @@ constexpr int kMaxMatchers = 44;
 // deeper table gets an index (which lookups reach past its first two matchers).
 constexpr int kCrowd = 16;
 constexpr size_t kMaxFrames = 32;
-constexpr uint32_t kMaxBatch = 4;  // rules in one CreateMany or UpdateMany call
+constexpr uint32_t kMaxBatch = 4;     // rules in one CreateMany call
+constexpr uint32_t kMaxUpdates = 12;  // rules in one UpdateMany call: past its pipeline's four stages
 
 constexpr hw::Ipv4Address kV4[] = {{0x0a000001}, {0x0a000002}, {0x0a000101}, {0xc0a80101}};
 constexpr hw::Ipv6Address kV6[] = {{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}},
@@ -435,11 +436,11 @@ class ChurnRun {
     for (size_t i = 0; i < count; ++i) AddFrame(FrameFor(values[i], model_.matcher_mask(m), bases[i]));
   }
 
-  // Up to kMaxBatch rules (by index: destroyed ones and repeats too, which the driver must refuse) given
+  // Up to kMaxUpdates rules (by index: destroyed ones and repeats too, which the driver must refuse) given
   // new values and actions in one Rule::UpdateMany call.
   void UpdateRules() {
     if (model_.num_rules() == 0) return;
-    const size_t count = 1 + in_.Below(kMaxBatch);
+    const size_t count = 1 + in_.Below(kMaxUpdates);
     std::vector<testing::NicRxModel::RuleChange> changes;
     std::vector<sim::FrameSpec> bases(count);
     std::string described;

@@ -366,8 +366,10 @@ absl::StatusOr<bool> NicRxModel::UpdateRules(const std::vector<RuleChange>& chan
   const absl::StatusCode expect = ExpectUpdates(changes, &lists, &ref_actions);
   std::vector<dr::Rule::Update> updates;
   std::vector<std::string> described;
+  std::vector<bool> was_valid;
   for (size_t i = 0; i < changes.size(); ++i) {
     Rule& r = rules_[changes[i].rule];
+    was_valid.push_back(r.rule.valid());
     updates.push_back({&r.rule, changes[i].value.get(), lists[i]});
     described.push_back(absl::StrFormat("rule %d (id %d%s) to %s", changes[i].rule, r.id,
                                         r.rule.valid() ? "" : ", destroyed",
@@ -380,13 +382,13 @@ absl::StatusOr<bool> NicRxModel::UpdateRules(const std::vector<RuleChange>& chan
                         absl::StrJoin(described, "; "), status.ToString(), absl::StatusCodeToString(expect)));
   }
   if (!status.ok()) {
-    for (const RuleChange& c : changes) {
-      const Rule& r = rules_[c.rule];
-      if (r.rule.valid() && r.rule.id() != r.id) {
+    for (size_t i = 0; i < changes.size(); ++i) {
+      const Rule& r = rules_[changes[i].rule];
+      if (r.rule.valid() != was_valid[i] || (r.rule.valid() && r.rule.id() != r.id)) {
         return absl::InternalError(
-            absl::StrFormat("updating %s in one call failed as expected (%s), yet rule %d "
-                            "now has id %d",
-                            absl::StrJoin(described, "; "), status.ToString(), c.rule, r.rule.id()));
+            absl::StrFormat("updating %s in one call failed as expected (%s), yet rule %d changed: %s, id %d",
+                            absl::StrJoin(described, "; "), status.ToString(), changes[i].rule,
+                            r.rule.valid() ? "valid" : "an empty handle", r.rule.id()));
       }
     }
     return false;

@@ -656,5 +656,55 @@ TEST(DifferentialTest, EveryMaskTemplateSteersPackets) {
   }
 }
 
+// Rule::UpdateMany in an indexed table (hw/table_index.h): 17 matchers of one mask behind a jump, one
+// holding 9 rules with 8 values. One call moves the duplicate to a value of its own, a ninth entry, so its
+// matcher goes broad during the call, and moves two rules of every other matcher; every frame, of the old
+// values and of the new, is then steered as the reference says.
+TEST(DifferentialTest, UpdateManyInAnIndexedTable) {
+  std::mt19937 rng(5);
+  NicRxModel model(/*queues=*/1, /*tags=*/{0x1});
+  const int root = model.AddTable(0);
+  const int acl = model.AddTable(1);
+  absl::StatusOr<int> all = model.AddMatcher(root, 0, MatchParams());
+  ASSERT_TRUE(all.ok()) << all.status();
+  RuleActions jump;
+  jump.shape = ActionShape::kJump;
+  ASSERT_GE(*model.AddRule(*all, MatchParams(), jump), 0);
+  ASSERT_STREQ(kMasks[3].name, "v4 5-tuple");
+  const MatchParams five_tuple = *kMasks[3].build().Build();
+  std::vector<sim::TunnelFrameSpec> specs;
+  // A frame's spec and the value of a rule its packet hits in a matcher with `five_tuple`.
+  auto fresh = [&] {
+    specs.push_back(RandomSpec(rng));
+    return ValueFor(five_tuple, ExpectedFields(specs.back()));
+  };
+  std::vector<std::vector<int>> rules_of(17);
+  for (uint16_t p = 0; p < 17; ++p) {
+    absl::StatusOr<int> m = model.AddMatcher(acl, p, five_tuple);
+    ASSERT_TRUE(m.ok()) << m.status();
+    for (int r = 0; r < (p == 0 ? 9 : 2); ++r) {
+      const MatchParams value = p == 0 && r == 8 ? model.rule_value(rules_of[0][0]) : fresh();
+      absl::StatusOr<int> rule = model.AddRule(*m, value, {ActionShape::kQueue});
+      ASSERT_TRUE(rule.ok()) << rule.status();
+      ASSERT_GE(*rule, 0);
+      rules_of[p].push_back(*rule);
+    }
+  }
+  ASSERT_TRUE(model.Classify(specs).ok());
+  std::vector<NicRxModel::RuleChange> changes = {{rules_of[0][8], fresh(), {ActionShape::kDrop}}};
+  for (uint16_t p = 1; p < 17; ++p) {
+    for (int r : rules_of[p]) changes.push_back({r, fresh(), {ActionShape::kQueue}});
+  }
+  absl::StatusOr<bool> applied = model.UpdateRules(changes);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_TRUE(*applied);
+  absl::StatusOr<std::vector<RefVerdict>> verdicts = model.Classify(specs);
+  ASSERT_TRUE(verdicts.ok()) << verdicts.status();
+  int hits = 0;
+  for (const RefVerdict& want : *verdicts) hits += want.rule_path.size() > 1 && want.rule_path[1] != 0;
+  std::cout << hits << " of " << specs.size() << " frames hit a rule of the indexed table\n";
+  EXPECT_GT(hits, 20);  // (frames of the old values miss now, or hit another matcher's rule)
+}
+
 }  // namespace
 }  // namespace drsim::testing
