@@ -421,6 +421,9 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
   std::vector<CheckedUpdate> checked(n);
   std::vector<uint32_t> keys;
   ProgramHolds holds(*d);
+  absl::flat_hash_map<const RuleObj*, size_t> update_of;  // each rule's first update
+  update_of.reserve(n);
+  size_t twice = n, first = n;  // the first update naming the rule of an earlier one, and that one
   auto request_matcher = [&](size_t i) {
     RequestMatcher(*updates[i].rule->obj()->matcher, true);
     __builtin_prefetch(updates[i].value);
@@ -440,6 +443,10 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
       return absl::InvalidArgumentError(
           absl::StrFormat("update[%d]: the rule is of another domain than update[0]'s", i));
     }
+    if (const auto [at, added] = update_of.try_emplace(old, i); !added && twice == n) {
+      twice = i;
+      first = at->second;
+    }
     const size_t key_at = keys.size();
     keys.resize(key_at + m->hw.table.key_words());
     absl::StatusOr<ValueKey> read = ReadValue(*m, *d, updates[i].value, keys.data() + key_at);
@@ -455,18 +462,9 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
     holds.Hold(*programs);
     checked[i] = {old, m, *programs, read->hash, key_at};
   }
-  std::vector<std::pair<const RuleObj*, size_t>> by_rule(n);
-  for (size_t i = 0; i < n; ++i) by_rule[i] = {checked[i].old, i};
-  std::sort(by_rule.begin(), by_rule.end());
-  size_t twice = n;  // the first update naming the rule of an earlier one
-  for (size_t k = 1; k < n; ++k) {
-    if (by_rule[k].first == by_rule[k - 1].first) twice = std::min(twice, by_rule[k].second);
-  }
   if (twice < n) {
-    const auto first = std::lower_bound(by_rule.begin(), by_rule.end(),
-                                        std::pair<const RuleObj*, size_t>(checked[twice].old, 0));
     return absl::InvalidArgumentError(
-        absl::StrFormat("update[%d]: the rule is update[%d]'s too", twice, first->second));
+        absl::StrFormat("update[%d]: the rule is update[%d]'s too", twice, first));
   }
   if (!d->allow_duplicates) {
     if (absl::Status s = DuplicateUpdate(checked, keys); !s.ok()) return s;
