@@ -227,12 +227,13 @@ void ReleaseHandle(MatcherObj* matcher) {
 
 void ReleaseHandle(RuleObj* rule) {
   // The rule's lines beyond its matcher's load while the lock is taken, and the match table's bookkeeping
-  // (which writers change under the lock) once it is held: the deleting thread waits on them together
-  // rather than one after another.
+  // (which writers change under the lock) and the index item's entry once it is held: the deleting thread
+  // waits on them together rather than one after another.
   __builtin_prefetch(rule->index_item);
   __builtin_prefetch(rule->matcher->hw.table.rule(rule->entry));
   DomainLock lock(rule->matcher->table->domain);
   rule->matcher->hw.table.PrefetchForErase(rule->entry, rule->key_hash);
+  hw::TableIndex::RequestItem(rule->index_item);
   Unref(rule);
 }
 

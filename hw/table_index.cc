@@ -98,13 +98,16 @@ struct alignas(64) TableIndex::Slots {
   static constexpr uint32_t kInlineItems = 4;
   static constexpr uint32_t kFirstCapacity = 4;  // a node's first array's; each new one is twice as large
 
-  // A new array with room for `capacity` entries, and for their items.
+  // A new array with room for `capacity` entries, and for their items. Its entries are made as they are
+  // first used (NewEntry): a node's first array is mostly one entry of four, and each line written is a
+  // line loaded.
   static Slots* Make(uint32_t capacity) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) == alignof(Entry));
-    auto* slots = new (AllocateLookupMemory(Bytes(capacity))) Slots(capacity);
-    for (uint32_t i = 0; i < capacity; ++i) new (&slots->entries()[i]) Entry();
-    return slots;
+    return new (AllocateLookupMemory(Bytes(capacity))) Slots(capacity);
   }
+  // Makes slot `slot`'s entry afresh, before it is first filled in this array: `slot` is past `count`, and
+  // no reader reads there.
+  Entry* NewEntry(uint32_t slot) { return new (&entries()[slot]) Entry(); }
   static void Free(Slots* slots) {
     // (Entry and Slots are trivially destructible.)
     if (slots != nullptr) FreeLookupMemory(slots, Bytes(slots->capacity));
@@ -563,6 +566,15 @@ void TableIndex::RequestPair(const MatcherState& state, const uint32_t* key) con
   if (Pair pair; NewPair(state, key, &pair)) pairs_->nodes.prefetch(pair);
 }
 
+void TableIndex::RequestAdd(const MatcherState& state, const uint32_t* key) const {
+  Pair pair;
+  if (!NewPair(state, key, &pair)) return;
+  pairs_->nodes.prefetch(pair);
+  for (size_t i = 0; i < state.items; ++i) {
+    if (state.item[i].rules == 0) RequestItem(&state.item[i]);
+  }
+}
+
 void TableIndex::RequestFiling(const MatcherState& state, const uint32_t* key) const {
   if (Pair pair; NewPair(state, key, &pair)) RequestFiled(pair);
 }
@@ -794,7 +806,7 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
       slots = node->slots.load(std::memory_order_relaxed);
     }
     at = slots->count.load(std::memory_order_relaxed);
-    slots->entries()[at].Fill(item->value, mask, rank, matcher, std::memory_order_relaxed);
+    slots->NewEntry(at)->Fill(item->value, mask, rank, matcher, std::memory_order_relaxed);
     slots->count.store(at + 1, std::memory_order_release);
   }
   if (hit != nullptr) slots->entries()[at].hit.store(hit, std::memory_order_release);
@@ -836,9 +848,11 @@ void TableIndex::Grow(Node* node) {
   const auto capacity = static_cast<uint32_t>(std::max<size_t>(Slots::kFirstCapacity, size_t{used} * 2));
   Slots* fresh = old == nullptr ? nodes_->SpareSlots(reclaimer_) : nullptr;
   if (fresh == nullptr) fresh = Slots::Make(capacity);
+  // (The old entries' lines load together: a node of many entries grows seldom, they are cold.)
+  for (uint32_t i = 0; i < used; ++i) __builtin_prefetch(&old->entries()[i]);
   for (uint32_t i = 0; i < used; ++i) {
     const Entry& from = old->entries()[i];
-    Entry& to = fresh->entries()[i];
+    Entry& to = *fresh->NewEntry(i);
     to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed),
             from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
     to.hit.store(from.hit.load(std::memory_order_relaxed), std::memory_order_relaxed);
