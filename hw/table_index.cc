@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
+#include "hw/line_hash_map.h"
 #include "hw/lookup_memory.h"
 
 namespace drsim::hw {
@@ -327,7 +327,8 @@ struct TableIndex::Pair {
 
 // The word-1 node of each pair of prefixes (of words 0 and 1, with their depths): an entry's node found
 // with one probe rather than a walk down two tries (nodes never move, and a node inserted above one later
-// does not change which node a pair's entries go to).
+// does not change which node a pair's entries go to). The writer's alone, a LineHashMap: a writer that
+// requests a pair's slot ahead finds it loaded (an update that moves a rule's key reads one, or erases it).
 struct TableIndex::PairNodes {
   // The pair of an entry with `value` under `mask` in `index`, and that of the level-1 node `word1`.
   static Pair Of(const TableIndex& index, const std::array<uint32_t, kWords>& value,
@@ -356,10 +357,8 @@ struct TableIndex::PairNodes {
       __builtin_prefetch(word1_next);
     }
   };
-  // (In lookup memory, on huge pages: an update that moves a rule's key reads a slot of it.)
-  absl::flat_hash_map<Pair, Nodes, absl::Hash<Pair>, std::equal_to<Pair>,
-                      LookupAllocator<std::pair<const Pair, Nodes>>>
-      nodes;
+
+  LineHashMap<Pair, Nodes> nodes;
 };
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
@@ -495,7 +494,7 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   // load meanwhile (a rule whose key moved: each is the start of a chain of misses); once the pair is in,
   // so do the lines its entry will go to, while the dormant entries go.
   const Pair pair = PairNodes::Of(*this, value, state->mask);
-  pairs_->nodes.prefetch(pair);
+  pairs_->nodes.Request(pair);
   for (size_t i = 0; i < state->items; ++i) {
     if (state->item[i].rules == 0) RequestItem(&state->item[i]);
   }
@@ -563,13 +562,13 @@ bool TableIndex::NewPair(const MatcherState& state, const uint32_t* key, Pair* p
 }
 
 void TableIndex::RequestPair(const MatcherState& state, const uint32_t* key) const {
-  if (Pair pair; NewPair(state, key, &pair)) pairs_->nodes.prefetch(pair);
+  if (Pair pair; NewPair(state, key, &pair)) pairs_->nodes.Request(pair);
 }
 
 void TableIndex::RequestAdd(const MatcherState& state, const uint32_t* key) const {
   Pair pair;
   if (!NewPair(state, key, &pair)) return;
-  pairs_->nodes.prefetch(pair);
+  pairs_->nodes.Request(pair);
   for (size_t i = 0; i < state.items; ++i) {
     if (state.item[i].rules == 0) RequestItem(&state.item[i]);
   }
@@ -580,7 +579,7 @@ void TableIndex::RequestFiling(const MatcherState& state, const uint32_t* key) c
 }
 
 void TableIndex::RequestFiled(const Pair& pair) const {
-  if (auto filed = pairs_->nodes.find(pair); filed != pairs_->nodes.end()) filed->second.Request();
+  if (const PairNodes::Nodes* filed = pairs_->nodes.Find(pair)) filed->Request();
 }
 
 void TableIndex::GoBroad(MatcherState* state) {
@@ -617,7 +616,7 @@ void TableIndex::Shed() {
 
 void TableIndex::Place(Item* item, const Pair& key, const std::array<uint32_t, kWords>& mask, uint64_t rank,
                        uintptr_t matcher) {
-  PairNodes::Nodes& pair = pairs_->nodes[key];
+  PairNodes::Nodes& pair = pairs_->nodes.At(key);
   if (pair.word1 == nullptr) {
     pair.word0 = Descend(nullptr, &root_, key.key0, key.depths >> 8, 0);
     pair.word1 = Descend(pair.word0, &pair.word0->sub, key.key1, key.depths & 0xff, 1);
@@ -723,7 +722,7 @@ std::atomic<TableIndex::Node*>* TableIndex::LinkTo(const Node& node) {
 
 void TableIndex::RequestAbove(const Node& node) const {
   __builtin_prefetch(node.up);
-  if (node.level == 1) pairs_->nodes.prefetch(PairNodes::Of(node));
+  if (node.level == 1) pairs_->nodes.Request(PairNodes::Of(node));
 }
 
 void TableIndex::RequestPrune(const Item* item) const {
@@ -749,7 +748,7 @@ void TableIndex::Prune(Node* node) {
     if (only == nullptr && up != nullptr && up->level == node->level) --up->children;
     if (node->level == 0 && (up == nullptr || up->depth < kTopStrides))
       RefreshTop(node->prefix, std::min<int>(node->depth, kTopStrides));
-    if (node->level == 1) pairs_->nodes.erase(PairNodes::Of(*node));
+    if (node->level == 1) pairs_->nodes.Erase(PairNodes::Of(*node));
     nodes_->Release(node, reclaimer_ == nullptr ? 0 : reclaimer_->Stamp());
     // `up` lost a child, or its sub-trie, unless the child took the node's place.
     if (only != nullptr) return;
