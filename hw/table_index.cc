@@ -59,7 +59,18 @@ struct alignas(64) TableIndex::Entry {
   std::atomic<const RuleRecord*> hit;
   std::atomic<uint32_t> generation;
 
-  // Fills the entry (no hit named yet); `tag` is published last, with `order`.
+  // An entry for a slot never published in its array yet (Slots::NewEntry): no reader reads it before it is,
+  // so it is written without reading anything first (its line is mostly not loaded yet: a read would wait
+  // for it, behind the writes).
+  Entry(const std::array<uint32_t, kWords>& v, const std::array<uint32_t, kWords>& m, uint64_t r,
+        uintptr_t tag, const RuleRecord* named)
+      : rank(r), matcher(tag), hit(named), generation(0) {
+    for (int i = 0; i < kWords; ++i) {
+      value[i].store(v[i] & m[i], std::memory_order_relaxed);
+      mask[i].store(m[i], std::memory_order_relaxed);
+    }
+  }
+  // Fills the entry of a slot published before (no hit named yet); `tag` is published last, with `order`.
   void Fill(const std::array<uint32_t, kWords>& v, const std::array<uint32_t, kWords>& m, uint64_t r,
             uintptr_t tag, std::memory_order order) {
     const uint32_t g = generation.load(std::memory_order_relaxed);
@@ -99,15 +110,17 @@ struct alignas(64) TableIndex::Slots {
   static constexpr uint32_t kFirstCapacity = 4;  // a node's first array's; each new one is twice as large
 
   // A new array with room for `capacity` entries, and for their items. Its entries are made as they are
-  // first used (NewEntry): a node's first array is mostly one entry of four, and each line written is a
-  // line loaded.
+  // first used (NewEntry): a node's first array mostly holds one entry of four, and a line written is a line
+  // loaded.
   static Slots* Make(uint32_t capacity) {
     static_assert(std::is_trivially_destructible_v<Entry> && sizeof(Slots) == alignof(Entry));
     return new (AllocateLookupMemory(Bytes(capacity))) Slots(capacity);
   }
-  // Makes slot `slot`'s entry afresh, before it is first filled in this array: `slot` is past `count`, and
-  // no reader reads there.
-  Entry* NewEntry(uint32_t slot) { return new (&entries()[slot]) Entry(); }
+  // Makes slot `slot`'s entry afresh (Entry's arguments), where no reader reads: `slot` is past `count`.
+  template <typename... Args>
+  Entry* NewEntry(uint32_t slot, const Args&... args) {
+    return new (&entries()[slot]) Entry(args...);
+  }
   static void Free(Slots* slots) {
     // (Entry and Slots are trivially destructible.)
     if (slots != nullptr) FreeLookupMemory(slots, Bytes(slots->capacity));
@@ -799,16 +812,16 @@ void TableIndex::Append(Node* node, Item* item, const std::array<uint32_t, kWord
   if (slots != nullptr && slots->first_hole != Slots::kNoHole) {
     at = slots->TakeHole();
     slots->entries()[at].Fill(item->value, mask, rank, matcher, std::memory_order_release);
+    if (hit != nullptr) slots->entries()[at].hit.store(hit, std::memory_order_release);
   } else {
     if (slots == nullptr || slots->count.load(std::memory_order_relaxed) == slots->capacity) {
       Grow(node);
       slots = node->slots.load(std::memory_order_relaxed);
     }
     at = slots->count.load(std::memory_order_relaxed);
-    slots->NewEntry(at)->Fill(item->value, mask, rank, matcher, std::memory_order_relaxed);
+    slots->NewEntry(at, item->value, mask, rank, matcher, hit);
     slots->count.store(at + 1, std::memory_order_release);
   }
-  if (hit != nullptr) slots->entries()[at].hit.store(hit, std::memory_order_release);
   slots->Hold(at, item);
   slots->least = std::min(slots->least, rank);
   ++slots->live;
@@ -851,13 +864,12 @@ void TableIndex::Grow(Node* node) {
   for (uint32_t i = 0; i < used; ++i) __builtin_prefetch(&old->entries()[i]);
   for (uint32_t i = 0; i < used; ++i) {
     const Entry& from = old->entries()[i];
-    Entry& to = *fresh->NewEntry(i);
-    to.Fill(from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed),
-            from.matcher.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    to.hit.store(from.hit.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    Entry* to = fresh->NewEntry(i, from.Values(), from.Masks(), from.rank.load(std::memory_order_relaxed),
+                                from.matcher.load(std::memory_order_relaxed),
+                                from.hit.load(std::memory_order_relaxed));
     Item* item = old->ItemAt(i);
     fresh->Hold(i, item);
-    item->entry = &to;
+    item->entry = to;
   }
   fresh->count.store(used, std::memory_order_relaxed);
   if (old != nullptr) {
