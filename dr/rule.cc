@@ -472,20 +472,25 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
     if (absl::Status s = DuplicateUpdate(checked, keys); !s.ok()) return s;
   }
 
-  // The changes, each a rule's delete and then its new rule's insert. Four updates ahead, the rule and its
-  // matcher are requested; three ahead, what they point to: the rule's record, bookkeeping, bucket and index
-  // item, the new key's bucket and the matcher's index state; two ahead, the item's entry and node and the
-  // new values' pair slot; one ahead, the node and slot their entry will take.
+  // The changes, each a rule's delete and then its new rule's insert. What each reads is requested ahead, in
+  // stages a turn (an update) apart, each reading only lines the stage before requested: kChangeAhead
+  // updates ahead, the rule and its matcher; a turn later, what they point to (the rule's record,
+  // bookkeeping, bucket and index item, the new key's bucket and the matcher's index state); then the item's
+  // entry and node, and the new values' pair slot (StartFiling); each turn after, a node further down the
+  // tries to where the new entry goes (ContinueFiling), and the turn before the update, what pruning the
+  // old entry's node reads.
+  constexpr size_t kChangeAhead = 8;
+  std::array<hw::TableIndex::Filing, kChangeAhead> filings;  // by update, modulo kChangeAhead
   auto index_of = [&](const CheckedUpdate& c) -> const hw::TableIndex* {
     return c.matcher->index_state != nullptr ? c.matcher->table->index.get() : nullptr;
   };
-  auto request_change = [&](size_t i) {
-    if (i + 4 < n) {
-      __builtin_prefetch(checked[i + 4].old);
-      RequestMatcher(*checked[i + 4].matcher, false);
-    }
-    if (i + 3 < n) {
-      const CheckedUpdate& c = checked[i + 3];
+  // Stage `ahead` (kChangeAhead to 1) of update j's requests.
+  auto request_change = [&](size_t j, size_t ahead) {
+    const CheckedUpdate& c = checked[j];
+    if (ahead == kChangeAhead) {
+      __builtin_prefetch(c.old);
+      RequestMatcher(*c.matcher, false);
+    } else if (ahead == kChangeAhead - 1) {
       const hw::MatchTable& table = c.matcher->hw.table;
       __builtin_prefetch(c.old->index_item);
       __builtin_prefetch(table.rule(c.old->entry));
@@ -496,28 +501,28 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
         __builtin_prefetch(state);
         __builtin_prefetch(&state->mask);
       }
-    }
-    if (i + 2 < n) {
-      const CheckedUpdate& c = checked[i + 2];
+    } else if (ahead == kChangeAhead - 2) {
       hw::TableIndex::RequestItem(c.old->index_item);
+      hw::TableIndex::Filing& filing = filings[j % kChangeAhead];
+      filing.serial = 0;
       if (const hw::TableIndex* index = index_of(c)) {
-        index->RequestPair(*c.matcher->index_state, keys.data() + c.key_at);
+        index->StartFiling(*c.matcher->index_state, keys.data() + c.key_at, &filing);
       }
-    }
-    if (i + 1 < n) {
-      const CheckedUpdate& c = checked[i + 1];
-      if (const hw::TableIndex* index = index_of(c)) {
-        index->RequestPrune(c.old->index_item);
-        index->RequestFiling(*c.matcher->index_state, keys.data() + c.key_at);
-      }
+    } else if (const hw::TableIndex* index = index_of(c)) {
+      index->ContinueFiling(&filings[j % kChangeAhead]);
+      if (ahead == 1) index->RequestPrune(c.old->index_item);
     }
   };
-  for (size_t i = 0; i < std::min<size_t>(n, 4); ++i) {
-    __builtin_prefetch(checked[i].old);
-    RequestMatcher(*checked[i].matcher, false);
-  }
+  // Turn i (before update i; from -kChangeAhead at first): each update ahead its stage.
+  auto request_turn = [&](ptrdiff_t i) {
+    for (size_t ahead = 1; ahead <= kChangeAhead; ++ahead) {
+      const ptrdiff_t j = i + static_cast<ptrdiff_t>(ahead);
+      if (j >= 0 && j < static_cast<ptrdiff_t>(n)) request_change(static_cast<size_t>(j), ahead);
+    }
+  };
+  for (ptrdiff_t i = -static_cast<ptrdiff_t>(kChangeAhead); i < 0; ++i) request_turn(i);
   for (size_t i = 0; i < n; ++i) {
-    request_change(i);
+    request_turn(static_cast<ptrdiff_t>(i));
     const CheckedUpdate& c = checked[i];
     // The old rule may hold the matcher's last reference (its handle gone): the update holds one too, and
     // lets it go once the new rule holds its own (or, should the insert throw, finalises the matcher).

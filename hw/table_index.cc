@@ -24,6 +24,9 @@ constexpr int kStrideBits = 3;
 constexpr int kMaxDepth = 32 / kStrideBits;
 constexpr int kNodeLines = 2;
 
+// The serial of the last index made (TableIndex::Filing).
+std::atomic<uint64_t> last_index_serial{0};
+
 // A memory-order (big-endian) word as a number, its first byte the most significant.
 uint32_t HostOrder(uint32_t word) { return __builtin_bswap32(word); }
 
@@ -376,6 +379,7 @@ struct TableIndex::PairNodes {
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
     : words_(ChooseWords(matchers)),
+      serial_(last_index_serial.fetch_add(1, std::memory_order_relaxed) + 1),
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
@@ -574,10 +578,6 @@ bool TableIndex::NewPair(const MatcherState& state, const uint32_t* key, Pair* p
   return true;
 }
 
-void TableIndex::RequestPair(const MatcherState& state, const uint32_t* key) const {
-  if (Pair pair; NewPair(state, key, &pair)) pairs_->nodes.Request(pair);
-}
-
 void TableIndex::RequestAdd(const MatcherState& state, const uint32_t* key) const {
   Pair pair;
   if (!NewPair(state, key, &pair)) return;
@@ -587,12 +587,70 @@ void TableIndex::RequestAdd(const MatcherState& state, const uint32_t* key) cons
   }
 }
 
-void TableIndex::RequestFiling(const MatcherState& state, const uint32_t* key) const {
-  if (Pair pair; NewPair(state, key, &pair)) RequestFiled(pair);
+const TableIndex::Node* TableIndex::RequestFiled(const Pair& pair) const {
+  const PairNodes::Nodes* filed = pairs_->nodes.Find(pair);
+  if (filed == nullptr) return nullptr;
+  filed->Request();
+  return filed->word1;
 }
 
-void TableIndex::RequestFiled(const Pair& pair) const {
-  if (const PairNodes::Nodes* filed = pairs_->nodes.Find(pair)) filed->Request();
+void TableIndex::StartFiling(const MatcherState& state, const uint32_t* key, Filing* filing) const {
+  filing->serial = 0;
+  Pair pair;
+  if (!NewPair(state, key, &pair)) return;
+  pairs_->nodes.Request(pair);
+  const Values value = ValuesOf(state, key);
+  for (int i = 0; i < kWords; ++i) {
+    filing->key[i] = TrieKey(i, value[i]);
+    filing->depth[i] = static_cast<uint8_t>(TrieDepth(i, state.mask[i]));
+  }
+  filing->level = 0;
+  filing->node = nullptr;
+  filing->serial = serial_;
+}
+
+bool TableIndex::ContinueFiling(Filing* filing) const {
+  if (filing->serial != serial_) return false;
+  filing->serial = 0;  // (done, unless a next node is requested below)
+  int level = filing->level;
+  const Node* next;
+  if (filing->node == nullptr) {
+    // The pair's slot is in: its node, or a new pair's way down from the word-0 trie's top.
+    const Pair pair{filing->key[0] & PrefixMask(filing->depth[0]), filing->key[1] & PrefixMask(filing->depth[1]),
+                    static_cast<uint16_t>(filing->depth[0] << 8 | filing->depth[1])};
+    next = RequestFiled(pair);
+    level = 1;
+    if (next == nullptr) {
+      level = 0;
+      next = root_.load(std::memory_order_relaxed);
+      const Top* top = top_.load(std::memory_order_relaxed);
+      if (top != nullptr && filing->depth[0] >= kTopStrides)
+        next = top->cell[filing->key[0] >> (32 - kTopBits)].reached.load(std::memory_order_relaxed);
+    }
+  } else {
+    // The node requested last is in (it may have been let go and used again meanwhile: then the walk ends).
+    const Node& at = *filing->node;
+    const uint32_t key = filing->key[level];
+    const int depth = filing->depth[level];
+    if (at.level != level || at.depth > depth ||
+        ((key ^ at.prefix) & PrefixMask(std::min<int>(depth, at.depth))) != 0)
+      return false;  // (AddRule makes a node here)
+    if (at.depth < depth) {
+      next = at.child[Nibble(key, at.depth)].load(std::memory_order_relaxed);
+    } else if ((level == 0 || at.fat) && level + 1 < kWords) {
+      next = at.sub.load(std::memory_order_relaxed);
+      ++level;
+    } else {
+      __builtin_prefetch(at.slots.load(std::memory_order_relaxed));  // the node the entry goes to
+      return false;
+    }
+  }
+  if (next == nullptr) return false;
+  for (int l = 0; l < kNodeLines; ++l) __builtin_prefetch(reinterpret_cast<const char*>(next) + 64 * l);
+  filing->node = next;
+  filing->level = static_cast<uint8_t>(level);
+  filing->serial = serial_;
+  return true;
 }
 
 void TableIndex::GoBroad(MatcherState* state) {

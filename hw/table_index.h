@@ -187,18 +187,30 @@ class TableIndex {
   // For a writer that knows its next rules a few turns ahead (a batch of updates), so that their loads
   // overlap the rules before: each starts loading lines and changes nothing. RequestItem: what RemoveRule
   // and DropHit read of `item` (AddRule's, or nullptr) past the item itself, which the removal of its entry
-  // reads too once it is dormant: its node, slot array and entry. RequestPair: the pair table's slot that
-  // AddRule(state, key) looks up when `key` brings the matcher new values (once `state` is in: nothing
-  // otherwise); RequestFiling, a turn later: the node, slot array and slot such values' entry would take
-  // (the pair's hints; nothing for a new pair).
+  // reads too once it is dormant: its node, slot array and entry.
   static void RequestItem(const Item* item);
   // A turn after RequestItem: what the removal of `item`'s entry reads next when it leaves the node empty
   // (the node above, and a word-1 node's pair slot).
   void RequestPrune(const Item* item) const;
-  void RequestPair(const MatcherState& state, const uint32_t* key) const;
-  void RequestFiling(const MatcherState& state, const uint32_t* key) const;
-  // For a writer with one rule to add, as soon as it has the key: RequestPair, and RequestItem for each of
-  // the matcher's dormant items (whose entries AddRule removes when the key brings new values), so that
+  // A walk ahead to where AddRule(state, key) files `key`'s values when they are new to the matcher: the pair
+  // table's slot, then the nodes down the tries (a new pair's from the word-0 trie's top, a fat node's into
+  // the trie under it) to the node the entry goes to, and its slot array. StartFiling (once `state` is in)
+  // requests the slot; each ContinueFiling, a turn later than the call before, reads only what that call
+  // requested and requests the next node, until it returns false (done: the walk reached the node, or
+  // where AddRule makes one, or the values are not new). The walk only loads lines: the writer may change
+  // the tries meanwhile (a node the walk reads may be let go, or used again elsewhere), and AddRule walks
+  // them itself. A Filing belongs to the index that started it: ContinueFiling on another index is done.
+  struct Filing {
+    uint64_t serial = 0;  // the index's (0: done)
+    std::array<uint32_t, kWords> key{};  // each word's trie key, and its depth under the matcher's mask
+    std::array<uint8_t, kWords> depth{};
+    uint8_t level = 0;
+    const Node* node = nullptr;  // the node to read next (nullptr: the pair's slot)
+  };
+  void StartFiling(const MatcherState& state, const uint32_t* key, Filing* filing) const;
+  bool ContinueFiling(Filing* filing) const;
+  // For a writer with one rule to add, as soon as it has the key: the pair table's slot that AddRule looks up
+  // when `key` brings the matcher new values, and RequestItem for each of the matcher's dormant items (whose entries AddRule removes when the key brings new values), so that
   // they load while the writer checks the rule.
   void RequestAdd(const MatcherState& state, const uint32_t* key) const;
 
@@ -281,8 +293,8 @@ class TableIndex {
   // The pair of `key`'s values when no item of `state` holds them (its matcher is not broad), else false.
   bool NewPair(const MatcherState& state, const uint32_t* key, Pair* pair) const;
   // Starts loading the node, slot array and slot the next entry filed under `pair` would take, if the pair
-  // has a node.
-  void RequestFiled(const Pair& pair) const;
+  // has a node, and returns the node (nullptr: none).
+  const Node* RequestFiled(const Pair& pair) const;
   // Replaces `node`'s full slot array (no holes) by one twice as large.
   void Grow(Node* node);
   // `state`'s matcher becomes broad: its broad entry goes in; its items' entries go once no reader can
@@ -296,6 +308,7 @@ class TableIndex {
   struct Slots;
 
   std::array<Word, kWords> words_;
+  const uint64_t serial_;  // this index's, unique in the process (a Filing's)
   int chain_first_;
   Reclaimer* reclaimer_;
   struct NodeArena;

@@ -109,6 +109,16 @@ class IndexedTable {
     out.resize(n > TableIndex::kMaxCandidates ? 0 : n);
     return out;
   }
+  // The steps a walk ahead to where matcher `m` would file `value` takes (ContinueFiling calls that return
+  // true) on `on` (nullptr: this index), up to kMaxSteps.
+  static constexpr int kMaxSteps = 64;
+  int FilingSteps(size_t m, const MatchParams& value, const TableIndex* on = nullptr) const {
+    TableIndex::Filing filing;
+    index_->StartFiling(*states_[m], KeyOf(m, value).data(), &filing);
+    int steps = 0;
+    while (steps < kMaxSteps && (on != nullptr ? on : index_.get())->ContinueFiling(&filing)) ++steps;
+    return steps;
+  }
   const TableIndex& index() const { return *index_; }
   const CompiledMatcher* matcher(size_t m) const { return matchers_[m].get(); }
   const TableIndex::MatcherState& state(size_t m) const { return *states_[m]; }
@@ -270,6 +280,31 @@ TEST(TableIndexTest, ANodeOfManyEntriesSplitsThemOnTheThirdWord) {
   EXPECT_EQ(t.index().entries(), 20u);
   EXPECT_TRUE(t.Candidates(Acl(0x0a000001, 0x0b000001, 1000, 6)).empty());
   EXPECT_EQ(t.Candidates(Acl(0x0a000001, 0x0b000001, 1001, 6)).size(), 1u);
+}
+
+// A walk ahead to where new values would be filed ends, changes nothing, and is the index's that started it.
+TEST(TableIndexTest, AWalkAheadToAFilingEndsAndChangesNothing) {
+  IndexedTable t, other;
+  const std::vector<size_t> ms = ExactMatchers(&t, 40);
+  ExactMatchers(&other, 16);
+  t.Build();
+  other.Build();
+  for (int i = 0; i < 40; ++i)
+    t.AddRule(ms[i], Acl(0x0a000001, 0x0b000001, static_cast<uint16_t>(1000 + i), 6));
+  for (int i = 0; i < 40; ++i) t.AddRule(ms[i], Acl(0x0c000000 + i * 0x100000, 0x0b000001, 80, 6));
+  const size_t nodes = t.index().nodes(), entries = t.index().entries();
+  // A new port under the split addresses: the pair's node, then down the word-2 trie under it.
+  EXPECT_GE(t.FilingSteps(ms[0], Acl(0x0a000001, 0x0b000001, 2000, 6)), 2);
+  // New addresses among others: down the word-0 trie from its top.
+  EXPECT_GE(t.FilingSteps(ms[0], Acl(0x0c080000, 0x0b000001, 80, 6)), 1);
+  EXPECT_LT(t.FilingSteps(ms[0], Acl(0x0d000000, 0x0e000000, 80, 6)), IndexedTable::kMaxSteps);
+  // Values the matcher holds: nothing to walk.
+  EXPECT_EQ(t.FilingSteps(ms[3], Acl(0x0a000001, 0x0b000001, 1003, 6)), 0);
+  // Another index's walk.
+  EXPECT_EQ(t.FilingSteps(ms[0], Acl(0x0a000001, 0x0b000001, 2000, 6), &other.index()), 0);
+  EXPECT_EQ(t.index().nodes(), nodes);
+  EXPECT_EQ(t.index().entries(), entries);
+  ExpectCandidatesCover(t, Acl(0x0a000001, 0x0b000001, 1007, 6));
 }
 
 // A node that holds no entry any more and parts no paths goes (a node on the way to one other takes its
