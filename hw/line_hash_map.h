@@ -5,7 +5,7 @@
 // line the key is in from its hash alone. In absl::flat_hash_map a probe spans a group of sixteen slots, and
 // its prefetch loads the group's first slot: a key is mostly in another line of the group. Here every slot is
 // a line of its own, probed linearly, and the table is at most half full, so that a key is mostly in the line
-// its hash names (Request). Erase moves the slots after the erased one back (no tombstones), so that the
+// its hash names, or the next (Request loads both). Erase moves the slots after the erased one back (no tombstones), so that the
 // table stays as short to probe as if filled afresh while keys come and go.
 //
 // The slots are in lookup memory (huge pages). Not thread-safe: one writer, no concurrent readers. `Key`
@@ -33,9 +33,13 @@ class LineHashMap {
   }
 
   size_t size() const { return size_; }
-  // Starts loading the line where `key`'s slot mostly is. Changes nothing.
+  // Starts loading the line where `key`'s slot mostly is, and the next one (an erase reads the slot after
+  // the key's, and a find goes on there when the key's home holds another). Changes nothing.
   void Request(const Key& key) const {
-    if (capacity_ != 0) __builtin_prefetch(&slots_[Home(key)]);
+    if (capacity_ == 0) return;
+    const size_t home = Home(key);
+    __builtin_prefetch(&slots_[home]);
+    __builtin_prefetch(&slots_[Next(home)]);
   }
   // `key`'s value, or nullptr. Valid until the next call that adds or erases a key.
   Value* Find(const Key& key) {
