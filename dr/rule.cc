@@ -302,7 +302,8 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   // The key's bucket and what the index reads first load while the actions are checked and matched against
   // the cached ones (or compiled).
   m->hw.table.PrefetchForWrite(read->hash);
-  if (const hw::TableIndex::MatcherState* state = m->index_state.get()) m->table->index->RequestAdd(*state, key);
+  if (const hw::TableIndex::MatcherState* state = m->index_state.get())
+    m->table->index->RequestAdd(*state, key);
 
   absl::InlinedVector<ActionObj*, 8> objs;
   if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;

@@ -5,8 +5,8 @@
 // line the key is in from its hash alone. In absl::flat_hash_map a probe spans a group of sixteen slots, and
 // its prefetch loads the group's first slot: a key is mostly in another line of the group. Here every slot is
 // a line of its own, probed linearly, and the table is at most half full, so that a key is mostly in the line
-// its hash names, or the next (Request loads both). Erase moves the slots after the erased one back (no tombstones), so that the
-// table stays as short to probe as if filled afresh while keys come and go.
+// its hash names, or the next (Request loads both). Erase moves the slots after the erased one back (no
+// tombstones), so that the table stays as short to probe as if filled afresh while keys come and go.
 //
 // The slots are in lookup memory (huge pages). Not thread-safe: one writer, no concurrent readers. `Key`
 // and `Value` are trivially copyable; a slot holds both and a flag in 64 bytes.

@@ -70,7 +70,9 @@ TEST(LineHashMapTest, AtAddsAValueInitialisedValueOnceAndKeepsIt) {
   EXPECT_EQ(*map.Find(3), 42u);
 }
 
-TEST(LineHashMapTest, RandomOperationsMatchAModel) { RandomOperationsMatchAModel<absl::Hash<uint32_t>>(3000, 200000); }
+TEST(LineHashMapTest, RandomOperationsMatchAModel) {
+  RandomOperationsMatchAModel<absl::Hash<uint32_t>>(3000, 200000);
+}
 
 TEST(LineHashMapTest, CollidingKeysThatWrapAroundMatchAModel) {
   // Few enough keys that the table stays at 64 slots, all homed in its last five.

@@ -616,7 +616,8 @@ bool TableIndex::ContinueFiling(Filing* filing) const {
   const Node* next;
   if (filing->node == nullptr) {
     // The pair's slot is in: its node, or a new pair's way down from the word-0 trie's top.
-    const Pair pair{filing->key[0] & PrefixMask(filing->depth[0]), filing->key[1] & PrefixMask(filing->depth[1]),
+    const Pair pair{filing->key[0] & PrefixMask(filing->depth[0]),
+                    filing->key[1] & PrefixMask(filing->depth[1]),
                     static_cast<uint16_t>(filing->depth[0] << 8 | filing->depth[1])};
     next = RequestFiled(pair);
     level = 1;

@@ -201,7 +201,7 @@ class TableIndex {
   // the tries meanwhile (a node the walk reads may be let go, or used again elsewhere), and AddRule walks
   // them itself. A Filing belongs to the index that started it: ContinueFiling on another index is done.
   struct Filing {
-    uint64_t serial = 0;  // the index's (0: done)
+    uint64_t serial = 0;                 // the index's (0: done)
     std::array<uint32_t, kWords> key{};  // each word's trie key, and its depth under the matcher's mask
     std::array<uint8_t, kWords> depth{};
     uint8_t level = 0;
@@ -210,8 +210,9 @@ class TableIndex {
   void StartFiling(const MatcherState& state, const uint32_t* key, Filing* filing) const;
   bool ContinueFiling(Filing* filing) const;
   // For a writer with one rule to add, as soon as it has the key: the pair table's slot that AddRule looks up
-  // when `key` brings the matcher new values, and RequestItem for each of the matcher's dormant items (whose entries AddRule removes when the key brings new values), so that
-  // they load while the writer checks the rule.
+  // when `key` brings the matcher new values, and RequestItem for each of the matcher's dormant items (whose
+  // entries AddRule removes when the key brings new values), so that they load while the writer checks the
+  // rule.
   void RequestAdd(const MatcherState& state, const uint32_t* key) const;
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
