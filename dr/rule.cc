@@ -299,11 +299,8 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
   absl::StatusOr<ValueKey> read = ReadValue(*m, *d, value, key);
   if (!read.ok()) return read.status();
-  // The key's bucket and what the index reads first load while the actions are checked and matched against
-  // the cached ones (or compiled).
+  // The key's bucket loads while the actions are checked and matched against the cached ones (or compiled).
   m->hw.table.PrefetchForWrite(read->hash);
-  if (const hw::TableIndex::MatcherState* state = m->index_state.get())
-    m->table->index->RequestAdd(*state, key);
 
   absl::InlinedVector<ActionObj*, 8> objs;
   if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;

@@ -578,15 +578,6 @@ bool TableIndex::NewPair(const MatcherState& state, const uint32_t* key, Pair* p
   return true;
 }
 
-void TableIndex::RequestAdd(const MatcherState& state, const uint32_t* key) const {
-  Pair pair;
-  if (!NewPair(state, key, &pair)) return;
-  pairs_->nodes.Request(pair);
-  for (size_t i = 0; i < state.items; ++i) {
-    if (state.item[i].rules == 0) RequestItem(&state.item[i]);
-  }
-}
-
 const TableIndex::Node* TableIndex::RequestFiled(const Pair& pair) const {
   const PairNodes::Nodes* filed = pairs_->nodes.Find(pair);
   if (filed == nullptr) return nullptr;

@@ -209,11 +209,6 @@ class TableIndex {
   };
   void StartFiling(const MatcherState& state, const uint32_t* key, Filing* filing) const;
   bool ContinueFiling(Filing* filing) const;
-  // For a writer with one rule to add, as soon as it has the key: the pair table's slot that AddRule looks up
-  // when `key` brings the matcher new values, and RequestItem for each of the matcher's dormant items (whose
-  // entries AddRule removes when the key brings new values), so that they load while the writer checks the
-  // rule.
-  void RequestAdd(const MatcherState& state, const uint32_t* key) const;
 
   // Data side, in a read section. Writes to `out` (room for kMaxCandidates) the candidates for the header
   // vector `hv` of rank `from_rank` or more (hw::LookupRank: those a walk of the chain from a matcher of
