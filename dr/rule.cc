@@ -510,8 +510,13 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
       if (const hw::TableIndex* index = index_of(c)) {
         index->StartFiling(*c.matcher->index_state, keys.data() + c.key_at, &filing);
       }
-    } else if (const hw::TableIndex* index = index_of(c)) {
-      index->ContinueFiling(&filings[j % kChangeAhead]);
+    } else {
+      // (A walk done, or none begun: nothing to do before the last turn.)
+      hw::TableIndex::Filing& filing = filings[j % kChangeAhead];
+      if (filing.serial == 0 && ahead != 1) return;
+      const hw::TableIndex* index = index_of(c);
+      if (index == nullptr) return;
+      if (filing.serial != 0) index->ContinueFiling(&filing);
       if (ahead == 1) index->RequestPrune(c.old->index_item);
     }
   };
