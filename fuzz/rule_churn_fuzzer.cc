@@ -66,7 +66,7 @@ constexpr int kMaxMatchers = 44;
 constexpr int kCrowd = 16;
 constexpr size_t kMaxFrames = 32;
 constexpr uint32_t kMaxBatch = 4;     // rules in one CreateMany call
-constexpr uint32_t kMaxUpdates = 12;  // rules in one UpdateMany call: past its pipeline's four stages
+constexpr uint32_t kMaxUpdates = 12;  // rules in one UpdateMany call: past its pipeline's eight stages
 
 constexpr hw::Ipv4Address kV4[] = {{0x0a000001}, {0x0a000002}, {0x0a000101}, {0xc0a80101}};
 constexpr hw::Ipv6Address kV6[] = {{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}},

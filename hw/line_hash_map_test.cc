@@ -15,7 +15,7 @@ struct Clustered {
   size_t operator()(uint32_t key) const { return ~size_t{0} - key % 5; }
 };
 
-// Checks that `map` holds exactly `model`'s keys, with their values, and finds none of `absent`.
+// Checks that `map` holds exactly `model`'s keys, with their values, and no other key below `key_space`.
 template <typename Map>
 void ExpectSame(Map& map, const std::unordered_map<uint32_t, uint64_t>& model, uint32_t key_space) {
   ASSERT_EQ(map.size(), model.size());

@@ -346,12 +346,19 @@ struct TableIndex::Pair {
 // does not change which node a pair's entries go to). The writer's alone, a LineHashMap: a writer that
 // requests a pair's slot ahead finds it loaded (an update that moves a rule's key reads one, or erases it).
 struct TableIndex::PairNodes {
-  // The pair of an entry with `value` under `mask` in `index`, and that of the level-1 node `word1`.
+  // The pair of words 0 and 1 as their tries read them (TrieKey) to those depths (TrieDepth); that of an
+  // entry with `value` under `mask` in `index`, of a walk ahead, and of the level-1 node `word1`.
+  static Pair Of(uint32_t key0, int depth0, uint32_t key1, int depth1) {
+    return {key0 & PrefixMask(depth0), key1 & PrefixMask(depth1),
+            static_cast<uint16_t>(depth0 << 8 | depth1)};
+  }
   static Pair Of(const TableIndex& index, const std::array<uint32_t, kWords>& value,
                  const std::array<uint32_t, kWords>& mask) {
-    const int depth0 = index.TrieDepth(0, mask[0]), depth1 = index.TrieDepth(1, mask[1]);
-    return {index.TrieKey(0, value[0]) & PrefixMask(depth0), index.TrieKey(1, value[1]) & PrefixMask(depth1),
-            static_cast<uint16_t>(depth0 << 8 | depth1)};
+    return Of(index.TrieKey(0, value[0]), index.TrieDepth(0, mask[0]), index.TrieKey(1, value[1]),
+              index.TrieDepth(1, mask[1]));
+  }
+  static Pair Of(const Filing& filing) {
+    return Of(filing.key[0], filing.depth[0], filing.key[1], filing.depth[1]);
   }
   static Pair Of(const Node& word1) {
     return {word1.owner_prefix, word1.prefix, static_cast<uint16_t>(word1.owner_depth << 8 | word1.depth)};
@@ -568,16 +575,6 @@ void TableIndex::RequestItem(const Item* item) {
   __builtin_prefetch(item->entry);
 }
 
-bool TableIndex::NewPair(const MatcherState& state, const uint32_t* key, Pair* pair) const {
-  if (state.broad) return false;
-  const Values value = ValuesOf(state, key);
-  for (size_t i = 0; i < state.items; ++i) {
-    if (state.item[i].node != nullptr && state.item[i].value == value) return false;
-  }
-  *pair = PairNodes::Of(*this, value, state.mask);
-  return true;
-}
-
 const TableIndex::Node* TableIndex::RequestFiled(const Pair& pair) const {
   const PairNodes::Nodes* filed = pairs_->nodes.Find(pair);
   if (filed == nullptr) return nullptr;
@@ -587,14 +584,17 @@ const TableIndex::Node* TableIndex::RequestFiled(const Pair& pair) const {
 
 void TableIndex::StartFiling(const MatcherState& state, const uint32_t* key, Filing* filing) const {
   filing->serial = 0;
-  Pair pair;
-  if (!NewPair(state, key, &pair)) return;
-  pairs_->nodes.Request(pair);
+  // Nothing to walk for a broad matcher, or for values one of its items holds (AddRule takes that item).
+  if (state.broad) return;
   const Values value = ValuesOf(state, key);
+  for (size_t i = 0; i < state.items; ++i) {
+    if (state.item[i].node != nullptr && state.item[i].value == value) return;
+  }
   for (int i = 0; i < kWords; ++i) {
     filing->key[i] = TrieKey(i, value[i]);
     filing->depth[i] = static_cast<uint8_t>(TrieDepth(i, state.mask[i]));
   }
+  pairs_->nodes.Request(PairNodes::Of(*filing));
   filing->level = 0;
   filing->node = nullptr;
   filing->serial = serial_;
@@ -607,10 +607,7 @@ bool TableIndex::ContinueFiling(Filing* filing) const {
   const Node* next;
   if (filing->node == nullptr) {
     // The pair's slot is in: its node, or a new pair's way down from the word-0 trie's top.
-    const Pair pair{filing->key[0] & PrefixMask(filing->depth[0]),
-                    filing->key[1] & PrefixMask(filing->depth[1]),
-                    static_cast<uint16_t>(filing->depth[0] << 8 | filing->depth[1])};
-    next = RequestFiled(pair);
+    next = RequestFiled(PairNodes::Of(*filing));
     level = 1;
     if (next == nullptr) {
       level = 0;

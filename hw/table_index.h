@@ -286,8 +286,6 @@ class TableIndex {
   void Step(uintptr_t step, Walk* q) const;
   // Empties the slot holding `item`'s entry (a hole), dormant or not.
   void RemoveAt(const Item& item);
-  // The pair of `key`'s values when no item of `state` holds them (its matcher is not broad), else false.
-  bool NewPair(const MatcherState& state, const uint32_t* key, Pair* pair) const;
   // Starts loading the node, slot array and slot the next entry filed under `pair` would take, if the pair
   // has a node, and returns the node (nullptr: none).
   const Node* RequestFiled(const Pair& pair) const;
