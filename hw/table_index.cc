@@ -966,8 +966,12 @@ struct TableIndex::Walk {
     // down the same trie), is one of the least.
     uint32_t best = pending - 1;
     if (step_least[best] != least) {
+      // (Selected without branches: where the least bound is cannot be predicted; acl1 +4%.)
+      uint64_t best_least = step_least[best];
       for (uint32_t i = 0; i < pending - 1; ++i) {
-        if (step_least[i] < step_least[best]) best = i;
+        const bool less = step_least[i] < best_least;
+        best_least = less ? step_least[i] : best_least;
+        best = less ? i : best;
       }
     }
     if (step_least[best] > bound) return false;
