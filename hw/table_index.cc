@@ -930,10 +930,13 @@ void TableIndex::Grow(Node* node) {
 // A walk's step, an address tagged in its low bit: a node to visit, or a node's slot array to scan.
 enum : uintptr_t { kVisit = 0, kScan = 1, kStepKind = 1 };
 
-// A query's walk through the tries: the steps it has still to take (each requested from memory when it was
-// added; the next node down the path it is on apart from the others) with a bound below the rank of every
-// entry each leads to, its candidates so far, and the rank of the first exact one. It takes the step of the least bound first, and ends when that is past the exact
-// candidate's rank: its candidates end where they may, having looked at as few entries as it can tell.
+// A query's walk through the tries: the steps it has still to take, each with a bound below the rank of
+// every entry it leads to, its candidates so far, and the rank of the first exact one. It takes the step of
+// the least bound first, and ends when that is past the exact candidate's rank: its candidates end where
+// they may, having looked at as few entries as it can tell. The step of its next turn is set apart, its lines
+// requested a turn ahead: the next node down the path it is on, or else the pending step of the least bound.
+// (Pending steps used to be requested as they were added: most of the sub-tries a walk passes are never
+// taken, and their requests held up the others; acl1, acl3, fw1, ipc1 +5-10%.)
 struct TableIndex::Walk {
   // A walk's steps pending stay far fewer (at most 27 on the five ClassBench 10K sets' traces).
   static constexpr size_t kMaxPending = 64;
@@ -945,19 +948,17 @@ struct TableIndex::Walk {
   size_t count = 0;
   bool overflow = false;
   uint32_t pending = 0;
-  uint64_t least = 0;  // the bound of the step being taken
-  uintptr_t path = 0;  // the next node down the path being taken (its bound is `least`), or 0
+  uint64_t least = 0;   // the bound of the step being taken, or of the one ahead once it is set
+  uintptr_t ahead = 0;  // the step of the next turn, its lines requested (0: none, the walk is done)
   std::array<uintptr_t, kMaxPending> step;
   std::array<uint64_t, kMaxPending> step_least;
 
-  void Add(uintptr_t next, uint64_t next_least, size_t lines) {
+  void Add(uintptr_t next, uint64_t next_least) {
     if (next_least > bound) return;
     if (pending == kMaxPending) {
       overflow = true;
       return;
     }
-    for (size_t l = 0; l < lines; ++l)
-      __builtin_prefetch(reinterpret_cast<const char*>(next & ~kStepKind) + 64 * l);
     step_least[pending] = next_least;
     step[pending++] = next;
   }
@@ -984,6 +985,19 @@ struct TableIndex::Walk {
     step_least[best] = step_least[pending];
     return true;
   }
+  // With no step ahead: takes the pending step of the least bound, if any (Next), as the step ahead.
+  void TakeAhead() {
+    uintptr_t next;
+    if (Next(&next)) SetAhead(next);
+  }
+  // Requests `next`'s lines (a node's, or a slot array's header and first entry) and sets it ahead.
+  void SetAhead(uintptr_t next) {
+    static_assert(kNodeLines == 2);
+    const char* at = reinterpret_cast<const char*>(next & ~kStepKind);
+    __builtin_prefetch(at);
+    __builtin_prefetch(at + 64);
+    ahead = next;
+  }
   // Keeps the candidates up to the bound; false when `out` is still full.
   bool MakeRoom() {
     size_t kept = 0;
@@ -1004,17 +1018,15 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
     // before it lets its slots go (and the array it lets go still holds them): slots first.
     const uint64_t own = std::max(q->least, node->least.load(std::memory_order_relaxed));
     if (const Slots* slots = node->slots.load(std::memory_order_acquire)) {
-      q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, own, 2);
+      q->Add(reinterpret_cast<uintptr_t>(slots) | kScan, own);
     } else if (const Node* sub = node->sub.load(std::memory_order_acquire)) {
-      q->Add(reinterpret_cast<uintptr_t>(sub), own, kNodeLines);
+      q->Add(reinterpret_cast<uintptr_t>(sub), own);
     }
-    // The path goes on: its next node is the walk's next step, its bound being the least, and never waits
-    // among the pending ones (acl1 +4-9%).
+    // The path goes on: its next node is the step ahead, its bound being the least, and never waits among
+    // the pending ones (acl1 +4-9%).
     if (node->depth < kMaxDepth) {
-      if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire)) {
-        for (int l = 0; l < kNodeLines; ++l) __builtin_prefetch(reinterpret_cast<const char*>(child) + 64 * l);
-        q->path = reinterpret_cast<uintptr_t>(child);
-      }
+      if (const Node* child = node->child[Nibble(key, node->depth)].load(std::memory_order_acquire))
+        q->SetAhead(reinterpret_cast<uintptr_t>(child));
     }
     return;
   }
@@ -1074,11 +1086,12 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
         for (int p = 0; p < top->passed; ++p) {
           const Node* node = top->passes[p];
           if (const Node* sub = node->sub.load(std::memory_order_acquire))
-            q.Add(reinterpret_cast<uintptr_t>(sub), node->least.load(std::memory_order_relaxed), kNodeLines);
+            q.Add(reinterpret_cast<uintptr_t>(sub), node->least.load(std::memory_order_relaxed));
         }
         if (const Node* reached = top->reached.load(std::memory_order_acquire))
-          q.Add(reinterpret_cast<uintptr_t>(reached), 0, kNodeLines);
+          q.Add(reinterpret_cast<uintptr_t>(reached), 0);
       }
+      q.TakeAhead();
       live[i] = static_cast<uint8_t>(i);
     }
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.
@@ -1086,13 +1099,14 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     while (active > 0) {
       for (size_t i = 0; i < active;) {
         Walk& q = walk[live[i]];
-        uintptr_t next = q.path;
-        q.path = 0;
-        if (q.overflow || (next == 0 && !q.Next(&next))) {
+        const uintptr_t next = q.ahead;
+        if (q.overflow || next == 0) {
           live[i] = live[--active];
           continue;
         }
+        q.ahead = 0;
         Step(next, &q);
+        if (q.ahead == 0) q.TakeAhead();
         ++i;
       }
     }
