@@ -936,7 +936,7 @@ enum : uintptr_t { kVisit = 0, kScan = 1, kStepKind = 1 };
 // they may, having looked at as few entries as it can tell. The step of its next turn is set apart, its lines
 // requested a turn ahead: the next node down the path it is on, or else the pending step of the least bound.
 // (Pending steps used to be requested as they were added: most of the sub-tries a walk passes are never
-// taken, and their requests held up the others; acl1, acl3, fw1, ipc1 +5-10%.)
+// taken, and their requests held up the others; lookups +5-15% on the five ClassBench sets.)
 struct TableIndex::Walk {
   // A walk's steps pending stay far fewer (at most 27 on the five ClassBench 10K sets' traces).
   static constexpr size_t kMaxPending = 64;
