@@ -44,6 +44,14 @@ unsigned Nibble(uint32_t host, int depth) {
   return host >> (32 - kStrideBits * (depth + 1)) & ((1u << kStrideBits) - 1);
 }
 
+// The slot of `state`'s item whose entry is filed with `value` (its rules live, or it dormant), or
+// state.items: AddRule takes that item, and a walk ahead (StartFiling) has nothing to walk to.
+size_t FiledItem(const TableIndex::MatcherState& state, const TableIndex::Values& value) {
+  size_t i = 0;
+  while (i < state.items && (state.item[i].node == nullptr || state.item[i].value != value)) ++i;
+  return i;
+}
+
 }  // namespace
 
 // A removed entry's slot (a hole: no matcher) takes the next entry filed at its node at once. Each filling
@@ -502,9 +510,8 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   if (!shedding_.empty()) Shed();
   if (state->broad) return nullptr;
   const Values value = ValuesOf(*state, key);
-  for (size_t i = 0; i < state->items; ++i) {
-    Item& at = state->item[i];
-    if (at.node == nullptr || at.value != value) continue;
+  if (const size_t filed = FiledItem(*state, value); filed < state->items) {
+    Item& at = state->item[filed];
     if (at.rules++ == 0) {
       // Published again as it was filed (its matcher word is the last a reader checks), no hit named.
       at.entry->hit.store(nullptr, std::memory_order_relaxed);
@@ -587,9 +594,7 @@ void TableIndex::StartFiling(const MatcherState& state, const uint32_t* key, Fil
   // Nothing to walk for a broad matcher, or for values one of its items holds (AddRule takes that item).
   if (state.broad) return;
   const Values value = ValuesOf(state, key);
-  for (size_t i = 0; i < state.items; ++i) {
-    if (state.item[i].node != nullptr && state.item[i].value == value) return;
-  }
+  if (FiledItem(state, value) < state.items) return;
   for (int i = 0; i < kWords; ++i) {
     filing->key[i] = TrieKey(i, value[i]);
     filing->depth[i] = static_cast<uint8_t>(TrieDepth(i, state.mask[i]));
