@@ -683,6 +683,30 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::DispatchLookedUpHit(InFlight& p, c
   return true;
 }
 
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::FinishFromHit(Worker& worker, const hw::RuleRecord& hit,
+                                                            const FirstLookup& first, Frame frame,
+                                                            const PacketMeta& meta, Verdict& verdict) {
+  if (hit.shapes[first.pipe] != hw::ProgramShape::kSendsOn) return false;
+  auto finish = [&](Fate fate, uint16_t vport, uint32_t qp_num) {
+    // Tested first: a clear stores even when there is nothing to clear, and most verdicts come back empty.
+    if (!verdict.path.empty()) verdict.path.clear();
+    if (!verdict.copies.empty()) verdict.copies.clear();
+    Record(verdict, fate, meta, vport, qp_num);
+    worker.Count(fate);
+    return true;
+  };
+  const hw::ActionProgram& program = hit.program(first.pipe);
+  switch (program.destination) {
+    case hw::Destination::kDrop:
+      return finish(Fate::kDropped, 0, 0);
+    case hw::Destination::kQueue:
+      if (first.stage != Stage::kNicRx) return false;
+      return finish(Enqueue(*first.fn, program.queue, frame, meta), first.fn->vport(), program.queue);
+    default:
+      return false;
+  }
+}
+
 void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
   InFlight* burst = b.frames;
   for (size_t j = 0; j < n; ++j) burst[j].entry = {};
@@ -915,7 +939,12 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     // parse of those headers only from any other frame (sim/packet_parser.h); the frame is parsed further
     // when something later needs it.
     const FirstLookup first = FirstLookupOf(stage, fn);
+    Burst& b = *worker.burst_;
     bool followed = false;  // FollowJumps set the frames' entries
+    // The frames not started yet: those whose key needs no parse wait for their first lookup's hit, as most
+    // need nothing of the walk (FinishFromHit).
+    uint64_t unstarted = 0;
+    static_assert(kBurst < 64, "a burst's frames are bits of a word");
     // The parse of each frame starts with a load from its headers: request all of them first, so those
     // misses (frames fresh from the wire, or pushed out of cache by a large rule set) overlap.
     for (size_t j = 0; j < n; ++j) __builtin_prefetch(in[j].data());
@@ -929,8 +958,9 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         PlainIpv4KeyReader& reader = worker.burst_->plain;
         plain_frames = reader.Prepare(m->definer) ? reader.ReadBurst(in, n, source, keys) : 0;
       }
+      if (!trace) unstarted = plain_frames & ((uint64_t{1} << n) - 1);
       for (size_t j = 0; j < n; ++j) {
-        start(j);
+        if ((unstarted >> j & 1) == 0) start(j);
         if (plain_frames >> j & 1) continue;
         uint32_t* key = keys + j * words;
         if (outer_key) {
@@ -940,16 +970,24 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         }
         m->definer.Extract(burst[j].hv.bytes, key);
       }
-      Burst& b = *worker.burst_;
       m->table.FindBurst(keys, n, b.hits);
       b.jumping = 0;
       for (size_t j = 0; j < n; ++j) {
-        burst[j].looked_up = m;
-        burst[j].looked_up_hit = b.hits[j];
         // NoteJump reads the record's shapes, in cache since the key compare; the programs only for a jump.
-        if (!trace && burst[j].looked_up_hit != nullptr) b.NoteJump(j, *burst[j].looked_up_hit, first.pipe);
+        if (!trace && b.hits[j] != nullptr) b.NoteJump(j, *b.hits[j], first.pipe);
       }
       followed = b.jumping > 0;
+      if (followed) {  // FollowJumps and WalkTogether go through every frame of the burst
+        for (size_t j = 0; j < n; ++j) {
+          if (unstarted >> j & 1) start(j);
+        }
+        unstarted = 0;
+      }
+      for (size_t j = 0; j < n; ++j) {
+        if (unstarted >> j & 1) continue;
+        burst[j].looked_up = m;
+        burst[j].looked_up_hit = b.hits[j];
+      }
       if (followed) {
         FollowJumps(b, n, first);
         WalkTogether(b, n);
@@ -959,6 +997,13 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     }
     for (size_t j = 0; j < n; ++j) {
       InFlight& p = burst[j];
+      if (unstarted >> j & 1) {
+        const hw::RuleRecord* hit = b.hits[j];
+        if (hit != nullptr && FinishFromHit(worker, *hit, first, in[j], fresh_meta, out[j])) continue;
+        start(j);
+        p.looked_up = first.matcher;
+        p.looked_up_hit = hit;
+      }
       if (!trace && p.looked_up_hit != nullptr && DispatchLookedUpHit(p, first)) continue;
       if (followed && p.entry.table != nullptr) {
         Run(p, first.stage, *first.fn, p.entry, /*trace=*/false);  // past the jumps FollowJumps took
@@ -982,15 +1027,18 @@ Verdict Nic::ReceiveFromWire(Frame frame) {
 }
 
 void Nic::Finish(Fate fate, InFlight& p, uint16_t vport, uint32_t qp_num) {
+  Record(p.copy ? p.verdict->copies.emplace_back() : *p.verdict, fate, p.meta, vport, qp_num);
+  p.worker->Count(fate);
+}
+
+inline void Nic::Record(Delivery& d, Fate fate, const PacketMeta& meta, uint16_t vport, uint32_t qp_num) {
   // Field by field: a Delivery built aside and copied in would be reloaded whole right after its narrow
   // stores, and stall on them.
-  Delivery& d = p.copy ? p.verdict->copies.emplace_back() : *p.verdict;
   d.fate = fate;
   d.vport = vport;
   d.qp_num = qp_num;
-  d.has_flow_tag = p.meta.has_flow_tag;
-  d.flow_tag = p.meta.flow_tag;
-  p.worker->Count(fate);
+  d.has_flow_tag = meta.has_flow_tag;
+  d.flow_tag = meta.flow_tag;
 }
 
 void Nic::ToWire(InFlight& p) {
@@ -1006,10 +1054,14 @@ void Nic::ToWire(InFlight& p) {
 }
 
 void Nic::Deliver(InFlight& p, Function& fn, uint32_t qp_num) {
+  Finish(Enqueue(fn, qp_num, {p.buffer.data(), p.buffer.size()}, p.meta), p, fn.vport(), qp_num);
+}
+
+inline Fate Nic::Enqueue(Function& fn, uint32_t qp_num, Frame frame, const PacketMeta& meta) {
   RxQueue* q = fn.queue(qp_num);
-  const bool ok = q != nullptr && q->Push(p.buffer.data(), p.buffer.size(), p.meta.has_flow_tag,
-                                          p.meta.flow_tag, p.meta.reg_b);
-  Finish(ok ? Fate::kQueued : Fate::kQueueFull, p, fn.vport(), qp_num);
+  const bool ok =
+      q != nullptr && q->Push(frame.data(), frame.size(), meta.has_flow_tag, meta.flow_tag, meta.reg_b);
+  return ok ? Fate::kQueued : Fate::kQueueFull;
 }
 
 void Nic::ToPort(InFlight& p, Function& fn) {

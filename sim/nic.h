@@ -322,11 +322,16 @@ class Nic {
   // Sends the frame on to where `e` leads from `stage` (a queue, a TIR, a vport, the next stage).
   void Forward(InFlight& p, Stage stage, Function& fn, DomainExit e, bool trace);
   void Deliver(InFlight& p, Function& fn, uint32_t qp_num);
+  // Puts `frame`, with `meta`'s tag and reg_b, on queue `qp_num` of `fn`: kQueued, or kQueueFull (also when
+  // there is no such queue).
+  static Fate Enqueue(Function& fn, uint32_t qp_num, Frame frame, const PacketMeta& meta);
   void ToWire(InFlight& p);
   void ToPort(InFlight& p, Function& fn);
   // Records where the frame (or the copy) ended: `vport` and `qp_num` for kQueued/kQueueFull, `vport` for
   // kPort.
   void Finish(Fate fate, InFlight& p, uint16_t vport = 0, uint32_t qp_num = 0);
+  // Writes into `d` where a frame with `meta` ended (as Finish).
+  static void Record(Delivery& d, Fate fate, const PacketMeta& meta, uint16_t vport, uint32_t qp_num);
   uint32_t PickTirQueue(const Function& fn, uint32_t tir, const InFlight& p) const;
   // Stateful destinations shared by all workers (under control_mu_).
   MeterColor MarkMeter(uint32_t meter, uint32_t l2_bytes, uint32_t ip_bytes);
@@ -368,6 +373,12 @@ class Nic {
   // terminal destination — as the walks up to it would; false, with nothing done, otherwise. Not when
   // tracing: the walk records the path.
   bool DispatchLookedUpHit(InFlight& p, const FirstLookup& first);
+  // Finishes, on `worker`, a frame whose first lookup (`first`) hit `hit` without setting up its InFlight,
+  // when the hit's program only sends it on (no ops) to a drop, or in NIC_RX to a queue (`frame` as it came,
+  // with the fresh `meta`): writes all of `verdict` (no path, no copies) and counts the frame. False, with
+  // nothing done, for any other hit: the frame's walk takes it. Not when tracing: the walk records the path.
+  bool FinishFromHit(Worker& worker, const hw::RuleRecord& hit, const FirstLookup& first, Frame frame,
+                     const PacketMeta& meta, Verdict& verdict);
   // Runs `frames` on `worker` from `stage` on `fn`, in bursts of kBurst whose first lookups overlap.
   absl::Status Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,
                        bool trace, uint16_t source, uint32_t sqn, Stage stage, Function& fn);

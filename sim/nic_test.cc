@@ -339,6 +339,56 @@ TEST(NicTest, BurstsGiveOneVerdictPerFrame) {
   EXPECT_EQ(nic.stats().frames, 100u);
 }
 
+// Frames whose first hit only queues or drops them are finished from that hit: each verdict still comes back
+// whole (a verdict passed in is overwritten, the path and copies of an earlier call cleared), the frame
+// reaches its queue as it came, without a tag, and a full queue is reported.
+TEST(NicTest, FramesFinishedFromTheirFirstHitGetWholeVerdicts) {
+  Nic nic;
+  uint32_t q = nic.pf().CreateQueue(2);
+  hw::FlowTable root{1, 0, MLX5DV_DR_DOMAIN_TYPE_NIC_RX, {}, hw::RootNamespace::kBypass, {}};
+  auto m = PortMatcher(10, 0, 1);
+  TestRule deliver = Rule(1, hw::Destination::kQueue, q), drop = Rule(2, hw::Destination::kDrop);
+  AddRule(*m, 80, &deliver);
+  AddRule(*m, 81, &drop);
+  root.chain = {m.get()};
+  root.LinkAll();
+  nic.pf().AttachRootTable(&root);
+  std::vector<std::vector<uint8_t>> frames = {UdpFrame(80), UdpFrame(80), UdpFrame(80), UdpFrame(81)};
+  std::vector<Frame> views(frames.begin(), frames.end());
+  std::vector<Verdict> verdicts(frames.size());
+  for (Verdict& v : verdicts) {  // what an earlier call, traced and copying, may have left
+    v.fate = Fate::kWire;
+    v.vport = 9;
+    v.qp_num = 99;
+    v.has_flow_tag = true;
+    v.flow_tag = 7;
+    v.path.push_back(Hop{});
+    v.copies.push_back(Delivery{});
+  }
+  ASSERT_TRUE(nic.ReceiveFromWire(views, absl::MakeSpan(verdicts)).ok());
+  const Fate want[] = {Fate::kQueued, Fate::kQueued, Fate::kQueueFull, Fate::kDropped};
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    const Verdict& v = verdicts[i];
+    EXPECT_EQ(v.fate, want[i]) << i;
+    EXPECT_EQ(v.vport, 0) << i;
+    EXPECT_EQ(v.qp_num, i < 3 ? q : 0u) << i;
+    EXPECT_FALSE(v.has_flow_tag) << i;
+    EXPECT_EQ(v.flow_tag, 0u) << i;
+    EXPECT_TRUE(v.path.empty()) << i;
+    EXPECT_TRUE(v.copies.empty()) << i;
+  }
+  for (int i = 0; i < 2; ++i) {
+    std::optional<RxCompletion> c = nic.pf().queue(q)->Poll();
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->frame, frames[0]);
+    EXPECT_FALSE(c->has_flow_tag);
+  }
+  const NicStats stats = nic.stats();
+  EXPECT_EQ(stats.queued, 2u);
+  EXPECT_EQ(stats.queue_full, 1u);
+  EXPECT_EQ(stats.dropped, 1u);
+}
+
 // A matcher of `mask` built by hand, and a rule of it with `value`.
 std::unique_ptr<hw::CompiledMatcher> MaskMatcher(uint32_t id, uint16_t priority, uint64_t seq,
                                                  const hw::MatchParams& mask) {
