@@ -163,8 +163,8 @@ static_assert(std::is_trivially_destructible_v<PacketLayers>);  // InFlight::Par
 static_assert(std::is_trivially_copyable_v<PacketMeta> && std::is_trivially_copyable_v<Delivery>);
 
 // A worker's frames in flight, and the keys of the lookups made ahead for them: the first (with its hits),
-// then those FollowJumps and LookUpIndexedTogether make (with their hashes and candidate records). Kept by
-// the worker, so packet buffers and verdicts keep their capacity from one burst to the next.
+// then those FollowJumps makes, then LookUpIndexedTogether's (with their hashes and candidate records). Kept
+// by the worker, so packet buffers and verdicts keep their capacity from one burst to the next.
 struct Nic::Burst {
   InFlight frames[kBurst];
   Verdict scratch[kBurst];  // the verdicts when the caller takes none
@@ -173,7 +173,7 @@ struct Nic::Burst {
   hw::MatchTable::Candidate candidates[kBurst];
   const hw::RuleRecord* hits[kBurst];  // the first lookup's
 
-  // Lookup i of a burst's overlapped lookups (FollowJumps's, LookUpIndexedTogether's) in matcher `m`, in
+  // Lookup i of LookUpIndexedTogether's overlapped lookups, each in its own matcher `m`, in
   // three passes over them all: RequestBucket reads and hashes its key from `hv` and requests its bucket,
   // RequestRecord requests the record under the key's signature there, Find compares it (or looks on).
   void RequestBucket(size_t i, const hw::CompiledMatcher& m, const uint8_t* hv) {
@@ -196,8 +196,7 @@ struct Nic::Burst {
   size_t follower[kBurst];
   const hw::FlowTable* into[kBurst];
   const hw::CompiledMatcher* next[kBurst];
-  // FollowJumps: the next matcher refused the frame on its summary; LookUpIndexedTogether: no lookup ahead
-  // (no candidate, too many, or the index named the hit).
+  // LookUpIndexedTogether: no lookup ahead (no candidate, too many, or the index named the hit).
   bool refused[kBurst];
   // WalkTogether: the frames the index takes over for, and their queries and candidates.
   size_t handed[kBurst];
@@ -710,33 +709,45 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::FinishFromHit(Worker& worker, cons
 void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
   InFlight* burst = b.frames;
   for (size_t j = 0; j < n; ++j) burst[j].entry = {};
+  // A level's jumps, taken aside: NoteJump refills the burst's list with the next level's.
+  size_t follower[kBurst];
+  const hw::FlowTable* into[kBurst];
+  const hw::CompiledMatcher* next[kBurst];
   for (int jumps = 1; b.jumping > 0 && jumps <= kMaxTableJumps; ++jumps) {
     const size_t k = b.jumping;
-    const hw::CompiledMatcher* outer_of = nullptr;
-    bool outer_key = false;
-    for (size_t i = 0; i < k; ++i) {
-      InFlight& p = burst[b.follower[i]];
-      const hw::CompiledMatcher* m = b.next[i];
-      if (m != outer_of) {
-        outer_of = m;
-        outer_key = m->definer.ReadsOnly(FilledByOuterParse);
+    std::copy_n(b.follower, k, follower);
+    std::copy_n(b.into, k, into);
+    std::copy_n(b.next, k, next);
+    b.jumping = 0;
+    // A matcher at a time (mostly one for the whole level): the frames into it that its summary lets through
+    // are looked up together, their keys end to end (the first lookup's are done with).
+    bool taken[kBurst] = {};
+    for (size_t s = 0; s < k; ++s) {
+      if (taken[s]) continue;
+      const hw::CompiledMatcher* m = next[s];
+      const bool outer_key = m->definer.ReadsOnly(FilledByOuterParse);
+      const size_t words = m->definer.key_words();
+      size_t looking[kBurst];
+      size_t count = 0;
+      for (size_t i = s; i < k; ++i) {
+        if (taken[i] || next[i] != m) continue;
+        taken[i] = true;
+        InFlight& p = burst[follower[i]];
+        p.entry = {into[i], 0, jumps};
+        p.looked_up = m;
+        p.looked_up_hit = nullptr;
+        p.EnsureParsedFor(outer_key);
+        // A table that refuses the frame on its summary (an ACL's first matcher, mostly) is not looked into.
+        if (!m->MayMatch(p.hv.bytes)) continue;
+        m->definer.Extract(p.hv.bytes, b.keys + count * words);
+        looking[count++] = follower[i];
       }
-      p.EnsureParsedFor(outer_key);
-      // A table that refuses the frame on its summary (an ACL's first matcher, mostly) is not looked into.
-      b.refused[i] = !m->MayMatch(p.hv.bytes);
-      if (!b.refused[i]) b.RequestBucket(i, *m, p.hv.bytes);
-    }
-    for (size_t i = 0; i < k; ++i) {
-      if (!b.refused[i]) b.RequestRecord(i, *b.next[i]);
-    }
-    b.jumping = 0;  // refilled in place: the i-th entry is read before the jumping-th (<= i) is written
-    for (size_t i = 0; i < k; ++i) {
-      const size_t j = b.follower[i];
-      InFlight& p = burst[j];
-      p.entry = {b.into[i], 0, jumps};
-      p.looked_up = b.next[i];
-      p.looked_up_hit = b.refused[i] ? nullptr : b.Find(i, *b.next[i]);
-      if (p.looked_up_hit != nullptr) b.NoteJump(j, *p.looked_up_hit, first.pipe);
+      const hw::RuleRecord* found[kBurst];
+      m->table.FindBurst(b.keys, count, found);
+      for (size_t c = 0; c < count; ++c) {
+        burst[looking[c]].looked_up_hit = found[c];
+        if (found[c] != nullptr) b.NoteJump(looking[c], *found[c], first.pipe);
+      }
     }
   }
 }
