@@ -59,8 +59,8 @@ absl::Status Matcher::SetLayout(const mlx5dv_dr_matcher_layout& layout) const {
   if (num_rule) {
     // Room for the rules announced, as hardware steering sizes the table's ICM for them: the match table's
     // buckets and records, and the rule objects.
-    m->hw.table.Reserve(size_t{1} << layout.log_num_of_rules_hint);
     m->table->domain->rule_pool.Reserve(size_t{1} << layout.log_num_of_rules_hint);
+    m->hw.table.Reserve(size_t{1} << layout.log_num_of_rules_hint);
   }
   m->hw.table.set_fixed_size(!(layout.flags & MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE));
   return absl::OkStatus();

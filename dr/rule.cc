@@ -167,9 +167,17 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   // Into the index first: a packet finding the rule finds its matcher. Then the index may name it as the
   // hit of its entry.
   hw::TableIndex::MatcherState* indexed = m->index_state.get();
-  rule->index_item = indexed != nullptr ? m->table->index->AddRule(indexed, key) : nullptr;
-  rule->entry = m->hw.table.Insert(key, hash, record, rule);
-  if (indexed != nullptr) m->table->index->NameHit(indexed, rule->index_item, m->hw.table.rule(rule->entry));
+  // A matcher without an index leaves the rule's bucket slot to a later insert (MatchTable::InsertQueued):
+  // the bucket, requested by the caller, loads meanwhile. An index names the rule's record as the hit of its
+  // entry at once.
+  if (indexed == nullptr) {
+    rule->index_item = nullptr;
+    rule->entry = m->hw.table.InsertQueued(key, hash, record, rule);
+  } else {
+    rule->index_item = m->table->index->AddRule(indexed, key);
+    rule->entry = m->hw.table.Insert(key, hash, record, rule);
+    m->table->index->NameHit(indexed, rule->index_item, m->hw.table.rule(rule->entry));
+  }
   ++m->rule_count;
   ++m->refs;
   // (With the rule in its matcher's table, which a new index is built from.)

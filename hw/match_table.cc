@@ -80,6 +80,8 @@ MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_wo
       key_words_(static_cast<uint16_t>(key_words)),
       summary_word_(static_cast<uint16_t>(summary_word)),
       stride_(static_cast<uint16_t>((kRuleWords + key_words + 1) & ~size_t{1})),
+      fixed_size_(false),
+      has_queue_(false),
       reclaimer_(reclaimer) {
   // A small table's writer fields, the first chunks' pointers among them, end where the third line of a
   // CompiledMatcher ends (the table starts 48 bytes into its first).
@@ -92,7 +94,15 @@ MatchTable::MatchTable(size_t key_words, Reclaimer* reclaimer, size_t summary_wo
 MatchTable::~MatchTable() {
   for (int c = 0; c < chunk_count_; ++c)
     FreeLookupMemory(chunks_[c].load(std::memory_order_relaxed), ChunkBytes(c));
+  delete WrittenQueue();
   delete buckets_.load(std::memory_order_relaxed);
+}
+
+MatchTable::Queue::Queue() {
+  for (uint32_t i = 0; i < kQueued; ++i) {
+    record[i].store(kNone, std::memory_order_relaxed);
+    signature[i].store(0, std::memory_order_relaxed);
+  }
 }
 
 namespace {
@@ -201,7 +211,10 @@ bool MatchTable::FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, in
 const RuleRecord* MatchTable::FindForWriter(const uint32_t* key, uint64_t hash) const {
   size_t bucket;
   int slot;
-  const uint32_t record = Probe(written_, key, hash, &bucket, &slot);
+  uint32_t record = Probe(written_, key, hash, &bucket, &slot);
+  if (const Queue* queue = WrittenQueue(); record == kNone && queue != nullptr) {
+    record = QueuedHolding(*queue, key, hash);
+  }
   return record == kNone ? nullptr : RecordRule(record);
 }
 
@@ -213,15 +226,49 @@ size_t MatchTable::CountForWriter(const uint32_t* key, uint64_t hash) const {
        record = meta_[NumberOf(record)].next_duplicate) {
     ++count;
   }
+  // (The queue holds the newest record of its key, if any.)
+  if (const Queue* queue = WrittenQueue(); queue != nullptr && QueuedHolding(*queue, key, hash) != kNone)
+    ++count;
   return count;
 }
 
 const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
   if ((summary_.load(std::memory_order_acquire) >> KeySummaryBit(key) & 1) == 0) return nullptr;
+  const BucketArray& array = *buckets_.load(std::memory_order_acquire);
+  if (const Queue* queue = array.queue.load(std::memory_order_acquire))
+    return FindWithQueue(*queue, key, hash);
   size_t bucket;
   int slot;
-  const uint32_t record = Probe(*buckets_.load(std::memory_order_acquire), key, hash, &bucket, &slot);
+  const uint32_t record = Probe(array, key, hash, &bucket, &slot);
   return record == kNone ? nullptr : RecordRule(record);
+}
+
+uint32_t MatchTable::QueuedHolding(const Queue& queue, const uint32_t* key, uint64_t hash) const {
+  const uint16_t sig = Signature(hash);
+  for (uint32_t i = 0; i < kQueued; ++i) {
+    // The signature is read after the record: at least as new as it (the writer stores it first), so a
+    // record it no longer matches has left the queue, filed.
+    const uint32_t record = queue.record[i].load(std::memory_order_acquire);
+    if (record != kNone && queue.signature[i].load(std::memory_order_relaxed) == sig &&
+        KeyEquals(RecordWords(record), key)) {
+      return record;
+    }
+  }
+  return kNone;
+}
+
+// A record leaves the queue after its slot is written and `filed` counted: a lookup that found it in
+// neither reads a count that moved since its first reading, and looks again.
+const RuleRecord* MatchTable::FindWithQueue(const Queue& queue, const uint32_t* key, uint64_t hash) const {
+  for (;;) {
+    const uint32_t filed = queue.filed.load(std::memory_order_acquire);
+    size_t bucket;
+    int slot;
+    uint32_t record = Probe(*buckets_.load(std::memory_order_acquire), key, hash, &bucket, &slot);
+    if (record == kNone) record = QueuedHolding(queue, key, hash);
+    if (record != kNone) return RecordRule(record);
+    if (queue.filed.load(std::memory_order_acquire) == filed) return nullptr;
+  }
 }
 
 // Inlined into both callers: a burst's lookups call it once a key. Only the first record under the
@@ -371,16 +418,15 @@ void MatchTable::Rebuild(size_t buckets) {
       if (record != kNone) Place(*array, record, MetaOf(record).hash);
     }
   }
+  array->queue.store(old->queue.load(std::memory_order_relaxed), std::memory_order_relaxed);
   buckets_.store(array, std::memory_order_release);
   written_ = *array;
   Retire(reclaimer_, [old] { delete old; });
 }
 
 void MatchTable::Reserve(size_t rules) {
-  const size_t slots = rules * kMaxLoadDenominator / kMaxLoadNumerator;
-  size_t needed = NextPowerOfTwo((slots + kSlotsPerBucket - 1) / kSlotsPerBucket);
-  if (needed > bucket_count()) Rebuild(needed);
-  // The records and their bookkeeping too, their pages faulted in now, as rte_hash_create allocates its key
+  FileQueued();
+  // The records and their bookkeeping, their pages faulted in now, as rte_hash_create allocates its key
   // store: the rules announced then go in without a page fault or an allocation on the way. (Grown to
   // `rules` and back, meta_ keeps the memory it wrote.)
   const size_t taken = meta_.size();
@@ -389,19 +435,83 @@ void MatchTable::Reserve(size_t rules) {
     meta_.resize(taken);
   }
   while (chunk_count_ < kMaxChunks && ChunkBase(chunk_count_) < rules) AddChunk(/*fault_in=*/true);
+  // The buckets last, as rte_hash_create writes its own after its key store: the lines inserts read at
+  // random are then the ones left in the caches, rather than the records' (written in order, once each).
+  const size_t slots = rules * kMaxLoadDenominator / kMaxLoadNumerator;
+  size_t needed = NextPowerOfTwo((slots + kSlotsPerBucket - 1) / kSlotsPerBucket);
+  if (needed > bucket_count()) Rebuild(needed);
 }
 
 MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule,
                                       void* owner) {
+  FileQueued();
+  const uint32_t record = AllocateRecord(key, rule, hash, owner);
+  File(record, hash);
+  return record;
+}
+
+MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, const RuleRecord& rule,
+                                            void* owner) {
+  // A small table's buckets stay in the caches: its inserts wait on no bucket, and its rules, few, are
+  // looked up in the buckets (a lookup that finds a rule in the queue has missed in them first).
+  if (written_.mask < kQueueFromBuckets - 1) return Insert(key, hash, rule, owner);
+  Queue* queue = WrittenQueue();
+  if (queue == nullptr) {
+    queue = new Queue;
+    buckets_.load(std::memory_order_relaxed)->queue.store(queue, std::memory_order_release);
+    has_queue_ = true;
+  }
+  // One record a key: one of this key already queued is filed first (with the older ones), so that a lookup
+  // finding a record in the queue need not ask which is older.
+  for (uint32_t n = 0; n < queue->count; ++n) {
+    const uint32_t i = (queue->head + n) % kQueued;
+    if (queue->hash[i] == hash &&
+        KeyEquals(RecordWords(queue->record[i].load(std::memory_order_relaxed)), key)) {
+      FileQueued();
+      break;
+    }
+  }
+  if (queue->count == kQueued) FileOldest(*queue);
+  const uint32_t record = AllocateRecord(key, rule, hash, owner);
+  // Lookups must not refuse the key on the summary before its slot is written (a bit whose key went is set
+  // still: then it is no longer stale).
+  const uint64_t bit = uint64_t{1} << KeySummaryBit(key);
+  stale_summary_ &= ~bit;
+  if (const uint64_t summary = summary_.load(std::memory_order_relaxed); (summary & bit) == 0) {
+    summary_.store(summary | bit, std::memory_order_release);
+  }
+  const uint32_t at = (queue->head + queue->count) % kQueued;
+  queue->hash[at] = hash;
+  queue->signature[at].store(Signature(hash), std::memory_order_relaxed);
+  queue->record[at].store(record, std::memory_order_release);  // lookups find the rule from here on
+  ++queue->count;
+  return record;
+}
+
+void MatchTable::FileQueued() {
+  Queue* queue = WrittenQueue();
+  if (queue == nullptr) return;
+  while (queue->count != 0) FileOldest(*queue);
+}
+
+void MatchTable::FileOldest(Queue& queue) {
+  const uint32_t at = queue.head;
+  File(queue.record[at].load(std::memory_order_relaxed), queue.hash[at]);
+  queue.filed.store(queue.filed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  queue.record[at].store(kNone, std::memory_order_release);
+  queue.head = (at + 1) % kQueued;
+  --queue.count;
+}
+
+void MatchTable::File(uint32_t record, uint64_t hash) {
   size_t bucket;
   int slot;
-  if (FindSlot(key, hash, &bucket, &slot)) {
+  if (FindSlot(RecordKey(record), hash, &bucket, &slot)) {
     // Duplicate: queue behind the existing rules with this key (not visible to lookups).
-    uint32_t record = AllocateRecord(key, rule, hash, owner);
     uint32_t tail = written_.buckets[bucket].record[slot].load(std::memory_order_relaxed);
     while (MetaOf(tail).next_duplicate != kNone) tail = MetaOf(tail).next_duplicate;
     MetaOf(tail).next_duplicate = record;
-    return record;
+    return;
   }
   // (The writer's copy of the array's size: the published array's header is one more line to load.)
   const size_t buckets = written_.mask + 1;
@@ -409,8 +519,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
       (distinct_keys_ + 1) * kMaxLoadDenominator > buckets * kSlotsPerBucket * kMaxLoadNumerator) {
     Rebuild(buckets * 2);
   }
-  uint32_t record = AllocateRecord(key, rule, hash, owner);
-  const int summary_bit = KeySummaryBit(key);
+  const int summary_bit = MetaOf(record).summary_bit;
   if (CountSummaryKey(summary_bit, +1) == 0) {
     const uint64_t bit = uint64_t{1} << summary_bit;
     if ((stale_summary_ & bit) != 0) {
@@ -425,7 +534,6 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
   // Only a full fixed-size table fails to place.
   while (!Place(written_, record, hash)) Rebuild((written_.mask + 1) * 2);
   ++distinct_keys_;
-  return record;
 }
 
 std::vector<MatchTable::Handle> MatchTable::InInsertionOrder() const {
@@ -440,6 +548,7 @@ std::vector<MatchTable::Handle> MatchTable::InInsertionOrder() const {
 }
 
 void MatchTable::Erase(Handle handle) {
+  FileQueued();
   if (!IsRecord(handle)) return;
   Meta& meta = MetaOf(handle);  // (meta_ does not grow while erasing)
   if (!meta.live) return;

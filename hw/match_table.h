@@ -20,6 +20,11 @@
 //    table next sets a bit, so that a rule deleted and put back (an update) writes no line lookups read
 //    first.
 //
+// Queued inserts (InsertQueued): a rule's record is written at once, its bucket slot by a later write call
+// into the table, once the bucket (requested now) has loaded; meanwhile lookups that miss in the buckets
+// find it in the table's queue of such records (at most kQueued, one a key). A million inserts in a row then
+// overlap their bucket misses, as rte_hash's shorter inserts do, instead of each waiting on its own.
+//
 // Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
 // winning until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
 // A fixed-size table (set_layout without RESIZABLE) keeps its size until it is completely full.
@@ -65,8 +70,8 @@ class MatchTable {
   MatchTable& operator=(const MatchTable&) = delete;
 
   size_t key_words() const { return key_words_; }
-  size_t size() const { return live_records_; }  // rules, duplicates included
-  size_t distinct_keys() const { return distinct_keys_; }
+  size_t size() const { return live_records_; }            // rules, duplicates included
+  size_t distinct_keys() const { return distinct_keys_; }  // of the rules filed (InsertQueued's, once filed)
   size_t bucket_count() const { return buckets_.load(std::memory_order_relaxed)->mask + 1; }
   size_t slot_capacity() const { return bucket_count() * kSlotsPerBucket; }
 
@@ -117,6 +122,14 @@ class MatchTable {
   // caller's object for the rule (the driver's rule), kept with the writer's bookkeeping of its record:
   // owner() and ForEachRule give it back, so that the caller need not list its rules itself.
   Handle Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule, void* owner = nullptr);
+  // Insert, the rule's bucket slot written later: by the kQueued-th queued insert after it, or by the next
+  // other write call (Insert, Erase, Reserve, FileQueued). Lookups find the rule as soon as this returns, as
+  // after Insert, and it takes precedence as after Insert. The caller requests the bucket first
+  // (PrefetchForWrite), a while before if it can: the insert that writes the slot then finds it loaded.
+  // A table of fewer than kQueueFromBuckets buckets, whose buckets the caches hold, inserts at once.
+  Handle InsertQueued(const uint32_t* key, uint64_t hash, const RuleRecord& rule, void* owner);
+  // Writes the slots of every queued insert (a writer's call, like Insert).
+  void FileQueued();
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
   const uint32_t* key(Handle handle) const { return RecordKey(handle); }
@@ -203,13 +216,31 @@ class MatchTable {
     size_t mask;
     Bucket* buckets;
   };
+  // The records InsertQueued wrote whose slots are not written yet, oldest first from `head`; a key has at
+  // most one. The first line is what lookups read, the second the writer's.
+  static constexpr uint32_t kQueued = 8;
+  // Tables of fewer buckets (1 MiB of them, a core's second-level cache here) file every insert at once.
+  static constexpr size_t kQueueFromBuckets = size_t{1} << 14;
+  struct alignas(64) Queue {
+    Queue();
+    std::atomic<uint32_t> record[kQueued];  // kNone: no record
+    std::atomic<uint16_t> signature[kQueued];
+    // Queued records filed so far (modulo 2^32), counted after each one's slot is written and before it
+    // leaves the queue: a lookup that missed both between two equal readings of it missed no filed record.
+    std::atomic<uint32_t> filed{0};
+    alignas(64) uint64_t hash[kQueued];
+    uint32_t head = 0;
+    uint32_t count = 0;
+  };
   // One published array (buckets_); it owns its buckets. In lookup memory: a lookup reads it before the
-  // bucket.
+  // bucket. `queue`: the table's (set by the first InsertQueued, and passed on to each new array), or
+  // nullptr.
   struct BucketArray : BucketView, InLookupMemory {
     explicit BucketArray(size_t count);
     ~BucketArray();
     BucketArray(const BucketArray&) = delete;
     BucketArray& operator=(const BucketArray&) = delete;
+    std::atomic<Queue*> queue{nullptr};
   };
   // Control-path bookkeeping of a record, kept apart from the lookup-path records.
   struct alignas(32) Meta {
@@ -312,6 +343,20 @@ class MatchTable {
   static bool SlotHolding(const BucketView& array, uint32_t record, uint64_t hash, size_t* bucket, int* slot);
   // Bucket index and slot of the primary record holding `key`, or false.
   bool FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const;
+  // The record `queue` holds under `key` (hashed `hash`), or kNone; for lookups and the writer.
+  uint32_t QueuedHolding(const Queue& queue, const uint32_t* key, uint64_t hash) const;
+  // Find for a table with a queue, on the buckets and then the queue, until no record was filed meanwhile.
+  const RuleRecord* FindWithQueue(const Queue& queue, const uint32_t* key, uint64_t hash) const;
+  // The writer's queue, or nullptr (the published array's, which never changes once set).
+  Queue* WrittenQueue() const {
+    return has_queue_ ? buckets_.load(std::memory_order_relaxed)->queue.load(std::memory_order_relaxed)
+                      : nullptr;
+  }
+  // Writes the slot of the oldest queued record (the queue holds one).
+  void FileOldest(Queue& queue);
+  // Writes the slot of `record` (filled by AllocateRecord with `hash`): behind the rules of its key, if the
+  // table has any; else in a free slot, the table growing first if the key takes it past its load.
+  void File(uint32_t record, uint64_t hash);
   // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false
   // when full.
   static bool Place(const BucketView& array, uint32_t record, uint64_t hash);
@@ -333,7 +378,8 @@ class MatchTable {
   uint16_t summary_word_;
   uint16_t stride_;          // 32-bit words per record: the RuleRecord, the key, padding to 8 bytes
   uint8_t chunk_count_ = 0;  // chunks allocated (the first entries)
-  bool fixed_size_ = false;
+  bool fixed_size_ : 1;
+  bool has_queue_ : 1;  // InsertQueued has made the queue (a writer with none reads no further line)
   Reclaimer* reclaimer_;
   std::vector<Meta, LookupAllocator<Meta>> meta_;  // by record number (beside the records it keeps)
   Meta& MetaOf(uint32_t record) { return meta_[NumberOf(record)]; }

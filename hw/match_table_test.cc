@@ -17,15 +17,27 @@ namespace {
 using Key = std::vector<uint32_t>;
 
 // Checks the table against a plain model: for every key, the FIFO of rules (by rule id) inserted with it.
+// How TableModel inserts: Insert, InsertQueued, or either at random.
+enum class Inserts { kFiled, kQueued, kMixed };
+
+// Reserved for this many rules, a table has 2^14 buckets: InsertQueued queues in it (a smaller one inserts
+// at once).
+constexpr size_t kQueuingTable = 131072;
+
 class TableModel {
  public:
-  explicit TableModel(size_t key_words, size_t summary_word = 0)
-      : table_(key_words, nullptr, summary_word), summary_word_(summary_word) {}
+  explicit TableModel(size_t key_words, size_t summary_word = 0, Inserts inserts = Inserts::kFiled)
+      : table_(key_words, nullptr, summary_word), summary_word_(summary_word), inserts_(inserts) {
+    if (inserts != Inserts::kFiled) table_.Reserve(kQueuingTable);
+  }
 
   void Insert(const Key& key) {
     const uint32_t rule_id = next_rule_id_++;
-    MatchTable::Handle h =
-        table_.Insert(key.data(), table_.Hash(key.data()), RuleRecord{&programs_, rule_id}, OwnerOf(rule_id));
+    const bool queued = inserts_ == Inserts::kQueued || (inserts_ == Inserts::kMixed && rng_() % 2 == 0);
+    const RuleRecord rule{&programs_, rule_id};
+    const uint64_t hash = table_.Hash(key.data());
+    MatchTable::Handle h = queued ? table_.InsertQueued(key.data(), hash, rule, OwnerOf(rule_id))
+                                  : table_.Insert(key.data(), hash, rule, OwnerOf(rule_id));
     model_[key].push_back({h, rule_id});
     live_.push_back({key, h});
   }
@@ -44,7 +56,16 @@ class TableModel {
     if (fifo.empty()) model_.erase(key);
   }
 
-  void Verify(const std::vector<Key>& probes) const {
+  // Checks lookups and the writer's views first, with any queued inserts still queued, then files them and
+  // checks the lookups again.
+  void Verify(const std::vector<Key>& probes) {
+    VerifyLookups(probes);
+    table_.FileQueued();
+    EXPECT_EQ(table_.distinct_keys(), model_.size());
+    VerifyLookups(probes);
+  }
+
+  void VerifyLookups(const std::vector<Key>& probes) const {
     size_t total = 0;
     for (const auto& [key, fifo] : model_) {
       const RuleRecord* found = table_.Find(key.data());
@@ -58,7 +79,6 @@ class TableModel {
       total += fifo.size();
     }
     EXPECT_EQ(table_.size(), total);
-    EXPECT_EQ(table_.distinct_keys(), model_.size());
     for (const auto& [key, handle] : live_) {
       ASSERT_EQ(Key(table_.key(handle), table_.key(handle) + key.size()), key);  // survives growth and erases
     }
@@ -113,6 +133,8 @@ class TableModel {
 
   MatchTable table_;
   size_t summary_word_;
+  Inserts inserts_;
+  std::mt19937 rng_{7};
   PipePrograms programs_;
   RuleRecord unset_;  // FindBurst must overwrite every result
   uint32_t next_rule_id_ = 1;
@@ -182,12 +204,15 @@ TEST(MatchTableTest, ZeroLengthKeysAllCollide) {
   m.Verify({});
 }
 
-TEST(MatchTableTest, RandomizedAgainstModel) {
+class MatchTableInsertsTest : public testing::TestWithParam<Inserts> {};
+
+TEST_P(MatchTableInsertsTest, RandomizedAgainstModel) {
   // Keys of 1 to 3 words, and of 6 and 9 (FindBurst's longest unrolled length and its general loop).
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
     std::mt19937 rng(seed);
     const size_t words = seed <= 3 ? 1 + seed % 3 : seed == 4 ? 6 : 9;
-    TableModel m(words, words / 2);  // the summary on the last of two, the middle of three, the only word
+    // The summary on the last of two, the middle of three, the only word.
+    TableModel m(words, words / 2, GetParam());
     std::vector<Key> probes;
     for (int step = 0; step < 20000; ++step) {
       // Narrow key ranges so duplicates and probe sequences are common.
@@ -373,12 +398,23 @@ TEST(MatchTableTest, ErasedRecordsAreReusedOldestFirstOnceNoReaderCanHoldThem) {
 // Lookups on other threads while one writer inserts, erases and grows the table: a lookup returns the rule
 // of its own key or nothing, and keys that are never erased are always found. One reader looks keys up one
 // by one (Find), the other 32 at a time (FindBurst, whose candidate records are taken from a first scan).
-TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
+TEST_P(MatchTableInsertsTest, ConcurrentLookupsSeeWholeRules) {
   constexpr uint32_t kStable = 64, kChurn = 4096;
   Reclaimer reclaimer;
   MatchTable table(2, &reclaimer);
   PipePrograms programs;
-  for (uint32_t k = 0; k < kStable; ++k) table.Insert(Key{k, ~k}.data(), RuleRecord{&programs, k});
+  table.Reserve(kQueuingTable);
+  uint32_t x = 99;
+  auto insert = [&](uint32_t k) {
+    const Key key{k, ~k};
+    x = x * 1664525u + 1013904223u;
+    const bool queued =
+        GetParam() == Inserts::kQueued || (GetParam() == Inserts::kMixed && (x >> 16) % 2 == 0);
+    return queued ? table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr)
+                  : table.Insert(key.data(), RuleRecord{&programs, k});
+  };
+  // (Queued, the last of them stay queued until the churn's first erase.)
+  for (uint32_t k = 0; k < kStable; ++k) insert(k);
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
   std::vector<std::thread> readers;
@@ -409,14 +445,13 @@ TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
   }
   std::vector<MatchTable::Handle> handles(kChurn);
   std::vector<bool> in(kChurn);
-  uint32_t x = 99;
   for (int op = 0; op < 200000; ++op) {
     x = x * 1664525u + 1013904223u;
     const uint32_t i = (x >> 8) % kChurn, k = kStable + i;
     if (in[i]) {
       table.Erase(handles[i]);
     } else {
-      handles[i] = table.Insert(Key{k, ~k}.data(), RuleRecord{&programs, k});
+      handles[i] = insert(k);
     }
     in[i] = !in[i];
   }
@@ -424,6 +459,115 @@ TEST(MatchTableTest, ConcurrentLookupsSeeWholeRules) {
   for (std::thread& t : readers) t.join();
   EXPECT_EQ(errors.load(), 0);
 }
+
+// Inserts only, each key announced once inserted: a reader finds every key announced before its lookup,
+// whether its slot is written or queued, or being written as the reader looks (a rule once seen is never
+// lost again).
+TEST_P(MatchTableInsertsTest, ConcurrentLookupsFindEveryRuleInsertedBefore) {
+  constexpr uint32_t kKeys = 2 * kQueuingTable;  // the table grows once
+  Reclaimer reclaimer;
+  MatchTable table(2, &reclaimer);
+  table.Reserve(kQueuingTable);
+  PipePrograms programs;
+  std::atomic<uint32_t> announced{0};  // keys [0, announced) are in
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      Reclaimer::Reader reader(&reclaimer);
+      uint32_t x = t + 1;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint32_t in = announced.load(std::memory_order_acquire);
+        if (in == 0) continue;
+        uint32_t keys[2 * 32];
+        const RuleRecord* found[32];
+        reader.Enter();
+        for (int i = 0; i < 32; ++i) {
+          x = x * 1664525u + 1013904223u;
+          // Half the lookups among the last 16 keys in (queued, or just filed), half among all.
+          const uint32_t k = i % 2 == 0 ? in - 1 - (x >> 8) % std::min(in, 16u) : (x >> 8) % in;
+          keys[2 * i] = k;
+          keys[2 * i + 1] = ~k;
+          if (t == 0) found[i] = table.Find(&keys[2 * i]);
+        }
+        if (t == 1) table.FindBurst(keys, 32, found);
+        for (int i = 0; i < 32; ++i) {
+          if (found[i] == nullptr || found[i]->rule_id != keys[2 * i]) ++errors;
+        }
+        reader.Leave();
+      }
+    });
+  }
+  uint32_t x = 5;
+  for (uint32_t k = 0; k < kKeys; ++k) {
+    const Key key{k, ~k};
+    x = x * 1664525u + 1013904223u;
+    const bool queued =
+        GetParam() == Inserts::kQueued || (GetParam() == Inserts::kMixed && (x >> 16) % 2 == 0);
+    if (queued) {
+      table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr);
+    } else {
+      table.Insert(key.data(), RuleRecord{&programs, k});
+    }
+    announced.store(k + 1, std::memory_order_release);
+  }
+  stop = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+}
+
+// What InsertQueued promises before a later call writes the slots: lookups and the writer's views see the
+// rule as after Insert, duplicates keep their order, and an erase or an insert files the queue first.
+TEST(MatchTableTest, QueuedRulesAreFoundBeforeTheirSlotsAreWritten) {
+  MatchTable table(2);
+  table.Reserve(kQueuingTable);
+  PipePrograms programs;
+  auto queue = [&](const Key& key, uint32_t rule_id) {
+    return table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, rule_id}, nullptr);
+  };
+  auto id = [](const RuleRecord* r) { return r == nullptr ? 0 : r->rule_id; };
+  auto winner = [&](const Key& key) { return id(table.Find(key.data())); };
+  const Key a{1, 2}, b{3, 4}, c{5, 6};
+  table.Insert(a.data(), RuleRecord{&programs, 1});
+  queue(a, 2);  // a duplicate of a filed rule: the filed one wins
+  const MatchTable::Handle b3 = queue(b, 3);
+  queue(b, 4);  // a duplicate of a queued rule: the older wins
+  const MatchTable::Handle c5 = queue(c, 5);
+  EXPECT_EQ(winner(a), 1u);
+  EXPECT_EQ(winner(b), 3u);
+  EXPECT_EQ(winner(c), 5u);
+  EXPECT_EQ(table.CountForWriter(a.data(), table.Hash(a.data())), 2u);
+  EXPECT_EQ(table.CountForWriter(b.data(), table.Hash(b.data())), 2u);
+  EXPECT_EQ(id(table.FindForWriter(c.data(), table.Hash(c.data()))), 5u);
+  EXPECT_TRUE(table.MayHold(c[0]));
+  uint32_t keys[] = {a[0], a[1], b[0], b[1], c[0], c[1], 7, 8};
+  const RuleRecord* found[4];
+  table.FindBurst(keys, 4, found);
+  EXPECT_EQ(id(found[0]), 1u);
+  EXPECT_EQ(id(found[1]), 3u);
+  EXPECT_EQ(id(found[2]), 5u);
+  EXPECT_EQ(id(found[3]), 0u);
+  EXPECT_EQ(table.size(), 5u);
+  // a's and b's: queueing b's second rule filed the queue up to b's first; c's rule is queued.
+  EXPECT_EQ(table.distinct_keys(), 2u);
+  table.Erase(c5);  // a queued rule, erased before its slot was written
+  EXPECT_EQ(winner(c), 0u);
+  table.Erase(b3);
+  EXPECT_EQ(winner(b), 4u);
+  EXPECT_EQ(table.distinct_keys(), 2u);  // a's and b's (the erases filed the queue)
+  // Many queued in a row: the oldest are filed as the queue fills.
+  for (uint32_t k = 100; k < 200; ++k) queue(Key{k, k}, k);
+  EXPECT_GT(table.distinct_keys(), 2u);
+  EXPECT_LT(table.distinct_keys(), 102u);
+  for (uint32_t k = 100; k < 200; ++k) EXPECT_EQ(winner(Key{k, k}), k);
+  table.FileQueued();
+  EXPECT_EQ(table.distinct_keys(), 102u);
+  for (uint32_t k = 100; k < 200; ++k) EXPECT_EQ(winner(Key{k, k}), k);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllInserts, MatchTableInsertsTest,
+                         testing::Values(Inserts::kFiled, Inserts::kQueued, Inserts::kMixed));
 
 }  // namespace
 }  // namespace drsim::hw
