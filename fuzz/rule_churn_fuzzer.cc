@@ -12,7 +12,7 @@
 // the model: fate, QP, flow tag and the rule hit in each table must agree. On a disagreement the target
 // prints the operations so far, the frame and both verdicts, and aborts.
 //
-// Decoding (fuzz/fuzz_input.h; zeros past the end): up to 128 operations, each a byte (% 10) and operands,
+// Decoding (fuzz/fuzz_input.h; zeros past the end): up to 128 operations, each a byte (% 12) and operands,
 // one byte each unless said; indices are taken modulo the number of objects created so far, and an
 // operation that needs an object none of which exists yet (a rule without matchers, a destroy) reads no
 // operands.
@@ -29,6 +29,9 @@
 //                     enough for a table below the root to get an index (hw::TableIndex::kIndexFromMatchers)
 //   9 rules:         matcher; count (% 4, plus 1); that many values, each as for 2; action shape;
 //                     indices (the same actions for all, in one Rule::CreateMany call)
+//  10 updates:       see UpdateRules
+//  11 size:          matcher; sized for 2^17 rules (at most kMaxSized a run): its match table is then large
+//                     enough to queue inserts (hw::MatchTable::InsertQueued), which later ones file
 // Random variants come from a generator seeded with a hash of the whole input.
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +67,10 @@ constexpr int kMaxMatchers = 44;
 // Matchers one crowd operation adds to a table: hw::TableIndex::kIndexFromMatchers, so that a level-1 or
 // deeper table gets an index (which lookups reach past its first two matchers).
 constexpr int kCrowd = 16;
+// Sizing a matcher for 2^17 rules (its match table's 2^14 buckets, hw::MatchTable's least that queues
+// inserts) reserves about 13 MiB: twice a run at most.
+constexpr uint32_t kSizedLogRules = 17;
+constexpr int kMaxSized = 2;
 constexpr size_t kMaxFrames = 32;
 constexpr uint32_t kMaxBatch = 4;     // rules in one CreateMany call
 constexpr uint32_t kMaxUpdates = 12;  // rules in one UpdateMany call: past its pipeline's eight stages
@@ -283,7 +290,7 @@ class ChurnRun {
 
  private:
   void Step() {
-    switch (in_.Below(11)) {
+    switch (in_.Below(12)) {
       case 0: {
         const uint32_t level = in_.Below(4);
         if (model_.num_tables() < kMaxTables) AddTable(level);
@@ -332,6 +339,15 @@ class ChurnRun {
         return;
       case 10:
         UpdateRules();
+        return;
+      case 11:
+        if (model_.num_matchers() > 0) {
+          const int m = in_.Byte() % model_.num_matchers();
+          if (sized_ == kMaxSized) return;
+          ++sized_;
+          Log(absl::StrFormat("size matcher %d for 2^%d rules", m, kSizedLogRules));
+          Expect(model_.SizeMatcher(m, kSizedLogRules));
+        }
         return;
       default:
         Check();
@@ -500,6 +516,7 @@ class ChurnRun {
   testing::NicRxModel model_;
   std::vector<sim::FrameSpec> frames_;
   std::vector<std::string> log_;
+  int sized_ = 0;  // matchers sized (op 11)
 };
 
 }  // namespace

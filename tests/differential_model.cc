@@ -446,6 +446,23 @@ absl::Status NicRxModel::DestroyMatcher(int matcher) {
   return absl::OkStatus();
 }
 
+absl::Status NicRxModel::SizeMatcher(int matcher, uint32_t log_rules) {
+  const Matcher& m = matchers_[matcher];
+  const bool alive = m.matcher.valid();
+  const absl::StatusCode expect = !alive                                ? absl::StatusCode::kInvalidArgument
+                                  : tables_[m.table].table.level() == 0 ? absl::StatusCode::kUnimplemented
+                                                                        : absl::StatusCode::kOk;
+  const absl::Status s = m.matcher.SetLayout(
+      {MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE | MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, log_rules});
+  if (s.code() != expect) {
+    return absl::InternalError(
+        absl::StrFormat("sizing matcher %d for 2^%d rules: the driver returned %s, the "
+                        "model expected %s",
+                        matcher, log_rules, s.ToString(), absl::StatusCodeToString(expect)));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<int> NicRxModel::LiveRules() const {
   std::vector<int> live;
   for (int i = 0; i < num_rules(); ++i) {

@@ -104,6 +104,9 @@ class NicRxModel {
   absl::Status DestroyRule(int rule);
   // Destroys the matcher, or fails as expected while it has rules (see matcher_alive()).
   absl::Status DestroyMatcher(int matcher);
+  // Sizes the matcher for 2^log_rules rules (a resizable layout: what it matches does not change), or fails
+  // as expected: a destroyed matcher, a root table's.
+  absl::Status SizeMatcher(int matcher, uint32_t log_rules);
 
   // Sends the frames of `specs` from the wire twice, untraced and then traced (the untraced data path
   // dispatches some first hits without walking), and compares each verdict, path included when traced,
