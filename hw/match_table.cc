@@ -247,9 +247,10 @@ uint32_t MatchTable::QueuedHolding(const Queue& queue, const uint32_t* key, uint
   const uint16_t sig = Signature(hash);
   for (uint32_t i = 0; i < kQueued; ++i) {
     // The signature is read after the record: at least as new as it (the writer stores it first), so a
-    // record it no longer matches has left the queue, filed.
+    // record it no longer matches has left the queue, filed (and the newer signature, acquired, shows the
+    // filed count that says so).
     const uint32_t record = queue.record[i].load(std::memory_order_acquire);
-    if (record != kNone && queue.signature[i].load(std::memory_order_relaxed) == sig &&
+    if (record != kNone && queue.signature[i].load(std::memory_order_acquire) == sig &&
         KeyEquals(RecordWords(record), key)) {
       return record;
     }
@@ -482,7 +483,7 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
   }
   const uint32_t at = (queue->head + queue->count) % kQueued;
   queue->hash[at] = hash;
-  queue->signature[at].store(Signature(hash), std::memory_order_relaxed);
+  queue->signature[at].store(Signature(hash), std::memory_order_release);
   queue->record[at].store(record, std::memory_order_release);  // lookups find the rule from here on
   ++queue->count;
   return record;

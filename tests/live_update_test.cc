@@ -3,8 +3,11 @@
 // frame: it hit a rule completely (the tag and destination of the rule for its key) or missed; frames of
 // rules that never change always hit. At the end the counters of those rules hold every frame the workers
 // sent for them. Run under --config=tsan for the data races and --config=asan for use after free (a
-// deleted rule freed while a worker still reads it).
+// deleted rule freed while a worker still reads it). Run twice: with the rules' matcher as created, and sized
+// for 2^17 rules, whose match table then queues inserts (hw::MatchTable::InsertQueued: the stable rules made
+// last stay queued until the churn's first delete).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,7 +46,7 @@ std::vector<uint8_t> Frame(uint16_t key) {
 }
 uint32_t TagOf(int key) { return 0x100000 | static_cast<uint32_t>(key); }
 
-class LiveUpdateTest : public ::testing::Test {
+class LiveUpdateTest : public ::testing::TestWithParam<bool> {  // sized
  protected:
   void SetUp() override {
     qp_ = nic_.pf().CreateQueue(1);  // stays full: frames end as kQueueFull, with their tag
@@ -55,6 +58,11 @@ class LiveUpdateTest : public ::testing::Test {
     root_rule_ = *dr::Rule::Create(all, hw::MatchParams(), {&to_table_});
     root_matcher_ = std::move(all);
     matcher_ = *dr::Matcher::Create(table_, 10, PortMask());
+    if (GetParam()) {
+      ASSERT_TRUE(
+          matcher_.SetLayout({MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE | MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, 17})
+              .ok());
+    }
     to_queue_ = *dr::Action::DestQp(nic_.pf(), qp_);
     counter_base_ = *nic_.AllocateCounters(kStableKeys);
     for (int k = 0; k < kStableKeys + kChurnKeys; ++k) tags_.push_back(*dr::Action::Tag(TagOf(k)));
@@ -102,6 +110,11 @@ class LiveUpdateTest : public ::testing::Test {
     }
   }
 
+  size_t failures_size() {
+    absl::MutexLock lock(&failures_mu_);
+    return failures_.size();
+  }
+
   void Fail(const std::string& what) {
     absl::MutexLock lock(&failures_mu_);
     if (failures_.size() < 10) failures_.push_back(what);
@@ -124,13 +137,19 @@ class LiveUpdateTest : public ::testing::Test {
   std::vector<std::string> failures_;
 };
 
-TEST_F(LiveUpdateTest, WorkersSeeRulesWholeAndLoseNoCount) {
+TEST_P(LiveUpdateTest, WorkersSeeRulesWholeAndLoseNoCount) {
   std::vector<std::vector<uint64_t>> sent(kWorkers, std::vector<uint64_t>(kStableKeys));
   std::vector<std::thread> workers;
   for (int w = 0; w < kWorkers; ++w) workers.emplace_back([&, w] { RunWorker(w, &sent[w]); });
 
   // The control thread: churn rules in and out, with a matcher of higher priority created and destroyed
   // around them (it never matches: its rules are on a port no frame uses) so the chain is republished.
+  // The workers first meet the rules as made (sized, the last stable ones still queued), then the churn.
+  // (Bounded: a worker that stopped on a failed call sends no more.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (frames_done_.load() < 20000 && failures_size() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
   std::vector<dr::Rule> churn(kChurnKeys);
   uint32_t x = 12345;
   int ops = 0;
@@ -165,6 +184,8 @@ TEST_F(LiveUpdateTest, WorkersSeeRulesWholeAndLoseNoCount) {
   }
   EXPECT_EQ(nic_.stats().frames, frames_done_.load());
 }
+
+INSTANTIATE_TEST_SUITE_P(AsCreatedAndSized, LiveUpdateTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace drsim
