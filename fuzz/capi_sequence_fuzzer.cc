@@ -1,6 +1,6 @@
 // libFuzzer target: sequences of C API calls (dr/capi) on two software NICs, including misuse — objects
 // destroyed while in use or in the wrong order, handles of the other NIC, handles of the wrong kind,
-// NULL, bad levels, criteria and masks — with frames sent between the calls. Every call must
+// NULL, bad levels, criteria, masks and layouts — with frames sent between the calls. Every call must
 // keep rdma-core's conventions (NULL with errno set from creators; 0 or a positive errno from destroys)
 // and never crash; at the end, destroying everything in dependency order must succeed and both NICs must
 // close, so no reference is lost or leaked. (Destroying an object twice is not in the mix: with rdma-core
@@ -92,7 +92,7 @@ int FreeSlot(T* const (&slots)[kSlots]) {
 
 void Step(State& s, FuzzInput& in) {
   errno = 0;
-  switch (in.Below(12)) {
+  switch (in.Below(13)) {
     case 0: {  // domain (out-of-range types are c_api_test.c's: C++ cannot pass one without UB)
       const int slot = FreeSlot(s.domains);
       if (slot < 0) return;
@@ -202,6 +202,18 @@ void Step(State& s, FuzzInput& in) {
       }
       while (drsim_recv_port(nic.ctx, -1, buf, sizeof(buf)) > 0) {
       }
+      return;
+    }
+    case 11: {  // a matcher's layout: flags with an unknown bit too, a hint too large, a root table's matcher
+      mlx5dv_dr_matcher* m = s.matchers[in.Below(kSlots)];
+      if (m == nullptr) return;
+      // (2^17 rules: a match table large enough to queue inserts, whose rules then wait for their slots
+      // while frames and destroys go on. 25 is past the device's most.)
+      static const uint32_t kHints[] = {0, 5, 17, 25};
+      mlx5dv_dr_matcher_layout layout = {};
+      layout.flags = in.Below(8);  // RESIZABLE, NUM_RULE and an unknown bit
+      layout.log_num_of_rules_hint = kHints[in.Below(4)];
+      Check(mlx5dv_dr_matcher_set_layout(m, in.Below(8) == 0 ? nullptr : &layout) >= 0);
       return;
     }
     default: {  // a live handle passed as another kind, or NULL: EINVAL, nothing destroyed
