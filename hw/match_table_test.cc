@@ -395,9 +395,55 @@ TEST(MatchTableTest, ErasedRecordsAreReusedOldestFirstOnceNoReaderCanHoldThem) {
   EXPECT_EQ(table.size(), 4u);
 }
 
+// Inserts the rule of key {k, ~k} (rule id k) into `table`, with Insert or InsertQueued as `inserts` says
+// (kMixed: by a bit of the generator `x`, which it steps).
+MatchTable::Handle InsertPair(MatchTable& table, const PipePrograms& programs, Inserts inserts, uint32_t k,
+                              uint32_t* x) {
+  const Key key{k, ~k};
+  *x = *x * 1664525u + 1013904223u;
+  const bool queued = inserts == Inserts::kQueued || (inserts == Inserts::kMixed && (*x >> 16) % 2 == 0);
+  return queued ? table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr)
+                : table.Insert(key.data(), RuleRecord{&programs, k});
+}
+
+// Two readers of `table` until `stop`: one looks keys up one by one (Find), the other 32 at a time
+// (FindBurst, whose candidate records are taken from a first scan). A burst is the keys {k, ~k} for the 32
+// k that pick(&x, ks) writes (x: the reader's generator; false: no burst this time); `errors` counts the
+// lookups wrong(k, found) calls wrong.
+template <typename Pick, typename Wrong>
+std::vector<std::thread> StartReaders(const MatchTable& table, Reclaimer& reclaimer,
+                                      const std::atomic<bool>& stop, std::atomic<int>& errors, Pick pick,
+                                      Wrong wrong) {
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, pick, wrong, t] {
+      Reclaimer::Reader reader(&reclaimer);
+      uint32_t x = t + 1;
+      while (!stop.load(std::memory_order_relaxed)) {
+        uint32_t ks[32];
+        if (!pick(&x, ks)) continue;
+        uint32_t keys[2 * 32];
+        const RuleRecord* found[32];
+        reader.Enter();
+        for (int i = 0; i < 32; ++i) {
+          keys[2 * i] = ks[i];
+          keys[2 * i + 1] = ~ks[i];
+          if (t == 0) found[i] = table.Find(&keys[2 * i]);
+        }
+        if (t == 1) table.FindBurst(keys, 32, found);
+        for (int i = 0; i < 32; ++i) {
+          if (wrong(ks[i], found[i])) ++errors;
+        }
+        reader.Leave();
+      }
+    });
+  }
+  return readers;
+}
+
 // Lookups on other threads while one writer inserts, erases and grows the table: a lookup returns the rule
-// of its own key or nothing, and keys that are never erased are always found. One reader looks keys up one
-// by one (Find), the other 32 at a time (FindBurst, whose candidate records are taken from a first scan).
+// of its own key or nothing, and keys that are never erased are always found (queued, the last of them
+// stay queued until the churn's first erase).
 TEST_P(MatchTableInsertsTest, ConcurrentLookupsSeeWholeRules) {
   constexpr uint32_t kStable = 64, kChurn = 4096;
   Reclaimer reclaimer;
@@ -405,53 +451,30 @@ TEST_P(MatchTableInsertsTest, ConcurrentLookupsSeeWholeRules) {
   PipePrograms programs;
   table.Reserve(kQueuingTable);
   uint32_t x = 99;
-  auto insert = [&](uint32_t k) {
-    const Key key{k, ~k};
-    x = x * 1664525u + 1013904223u;
-    const bool queued =
-        GetParam() == Inserts::kQueued || (GetParam() == Inserts::kMixed && (x >> 16) % 2 == 0);
-    return queued ? table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr)
-                  : table.Insert(key.data(), RuleRecord{&programs, k});
-  };
-  // (Queued, the last of them stay queued until the churn's first erase.)
-  for (uint32_t k = 0; k < kStable; ++k) insert(k);
+  for (uint32_t k = 0; k < kStable; ++k) InsertPair(table, programs, GetParam(), k, &x);
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 2; ++t) {
-    readers.emplace_back([&, t] {
-      Reclaimer::Reader reader(&reclaimer);
-      uint32_t x = t + 1;
-      while (!stop.load(std::memory_order_relaxed)) {
-        uint32_t keys[2 * 32];
-        const RuleRecord* found[32];
-        reader.Enter();
+  std::vector<std::thread> readers = StartReaders(
+      table, reclaimer, stop, errors,
+      [](uint32_t* x, uint32_t* ks) {
         for (int i = 0; i < 32; ++i) {
-          x = x * 1664525u + 1013904223u;
-          const uint32_t k = (x >> 8) % (kStable + kChurn);
-          keys[2 * i] = k;
-          keys[2 * i + 1] = ~k;
-          if (t == 0) found[i] = table.Find(&keys[2 * i]);
+          *x = *x * 1664525u + 1013904223u;
+          ks[i] = (*x >> 8) % (kStable + kChurn);
         }
-        if (t == 1) table.FindBurst(keys, 32, found);
-        for (int i = 0; i < 32; ++i) {
-          const uint32_t k = keys[2 * i];
-          const RuleRecord* r = found[i];
-          if ((r != nullptr && r->rule_id != k) || (r == nullptr && k < kStable)) ++errors;
-        }
-        reader.Leave();
-      }
-    });
-  }
+        return true;
+      },
+      [](uint32_t k, const RuleRecord* r) {
+        return (r != nullptr && r->rule_id != k) || (r == nullptr && k < kStable);
+      });
   std::vector<MatchTable::Handle> handles(kChurn);
   std::vector<bool> in(kChurn);
   for (int op = 0; op < 200000; ++op) {
     x = x * 1664525u + 1013904223u;
-    const uint32_t i = (x >> 8) % kChurn, k = kStable + i;
+    const uint32_t i = (x >> 8) % kChurn;
     if (in[i]) {
       table.Erase(handles[i]);
     } else {
-      handles[i] = insert(k);
+      handles[i] = InsertPair(table, programs, GetParam(), kStable + i, &x);
     }
     in[i] = !in[i];
   }
@@ -472,44 +495,22 @@ TEST_P(MatchTableInsertsTest, ConcurrentLookupsFindEveryRuleInsertedBefore) {
   std::atomic<uint32_t> announced{0};  // keys [0, announced) are in
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 2; ++t) {
-    readers.emplace_back([&, t] {
-      Reclaimer::Reader reader(&reclaimer);
-      uint32_t x = t + 1;
-      while (!stop.load(std::memory_order_relaxed)) {
+  std::vector<std::thread> readers = StartReaders(
+      table, reclaimer, stop, errors,
+      [&announced](uint32_t* x, uint32_t* ks) {
         const uint32_t in = announced.load(std::memory_order_acquire);
-        if (in == 0) continue;
-        uint32_t keys[2 * 32];
-        const RuleRecord* found[32];
-        reader.Enter();
+        if (in == 0) return false;
         for (int i = 0; i < 32; ++i) {
-          x = x * 1664525u + 1013904223u;
+          *x = *x * 1664525u + 1013904223u;
           // Half the lookups among the last 16 keys in (queued, or just filed), half among all.
-          const uint32_t k = i % 2 == 0 ? in - 1 - (x >> 8) % std::min(in, 16u) : (x >> 8) % in;
-          keys[2 * i] = k;
-          keys[2 * i + 1] = ~k;
-          if (t == 0) found[i] = table.Find(&keys[2 * i]);
+          ks[i] = i % 2 == 0 ? in - 1 - (*x >> 8) % std::min(in, 16u) : (*x >> 8) % in;
         }
-        if (t == 1) table.FindBurst(keys, 32, found);
-        for (int i = 0; i < 32; ++i) {
-          if (found[i] == nullptr || found[i]->rule_id != keys[2 * i]) ++errors;
-        }
-        reader.Leave();
-      }
-    });
-  }
+        return true;
+      },
+      [](uint32_t k, const RuleRecord* r) { return r == nullptr || r->rule_id != k; });
   uint32_t x = 5;
   for (uint32_t k = 0; k < kKeys; ++k) {
-    const Key key{k, ~k};
-    x = x * 1664525u + 1013904223u;
-    const bool queued =
-        GetParam() == Inserts::kQueued || (GetParam() == Inserts::kMixed && (x >> 16) % 2 == 0);
-    if (queued) {
-      table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr);
-    } else {
-      table.Insert(key.data(), RuleRecord{&programs, k});
-    }
+    InsertPair(table, programs, GetParam(), k, &x);
     announced.store(k + 1, std::memory_order_release);
   }
   stop = true;
