@@ -508,7 +508,7 @@ void MatchTable::File(uint32_t record, uint64_t hash) {
   size_t bucket;
   int slot;
   if (FindSlot(RecordKey(record), hash, &bucket, &slot)) {
-    // Duplicate: queue behind the existing rules with this key (not visible to lookups).
+    // Duplicate: behind the existing rules with this key (not visible to lookups until they go).
     uint32_t tail = written_.buckets[bucket].record[slot].load(std::memory_order_relaxed);
     while (MetaOf(tail).next_duplicate != kNone) tail = MetaOf(tail).next_duplicate;
     MetaOf(tail).next_duplicate = record;

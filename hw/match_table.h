@@ -20,13 +20,14 @@
 //    table next sets a bit, so that a rule deleted and put back (an update) writes no line lookups read
 //    first.
 //
-// Queued inserts (InsertQueued): a rule's record is written at once, its bucket slot by a later write call
-// into the table, once the bucket (requested now) has loaded; meanwhile lookups that miss in the buckets
-// find it in the table's queue of such records (at most kQueued, one a key). A million inserts in a row then
-// overlap their bucket misses, as rte_hash's shorter inserts do, instead of each waiting on its own.
+// Queued inserts (InsertQueued, in tables of 2^14 buckets or more): a rule's record is written at once, its
+// bucket slot by a later write call into the table, once the bucket (requested now) has loaded; meanwhile
+// lookups that miss in the buckets find it in the table's queue of such records (at most kQueued, one a
+// key). A million inserts in a row then overlap their bucket misses, as rte_hash's shorter inserts do,
+// instead of each waiting on its own.
 //
-// Duplicates (equal keys) follow rdma-core: the newer rule is queued behind the older one, which keeps
-// winning until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
+// Duplicates (equal keys) follow rdma-core: the newer rule waits behind the older one, which keeps winning
+// until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
 // A fixed-size table (set_layout without RESIZABLE) keeps its size until it is completely full.
 //
 // Concurrency: one writer at a time (the caller serialises Insert, Erase, Reserve), any number of
@@ -34,7 +35,11 @@
 // publishing it with one store of its slot's record index, so a reader finds a rule completely or not at
 // all (the signature, stored after it, only filters: a reader compares the record's key); growing
 // builds a new bucket array and publishes it whole; erased records and replaced arrays are reused or
-// freed only once no reader can still hold them. Without a reclaimer, Find() must not overlap writes.
+// freed only once no reader can still hold them. A queued record is published the same way, by the store
+// of its queue slot, and leaves the queue only after its bucket slot is written and the queue's count of
+// filed records moves on: a lookup that misses in both reads that count before and after, and looks again
+// if it moved, so a rule once found is never missed again. Without a reclaimer, Find() must not overlap
+// writes.
 #ifndef DRSIM_HW_MATCH_TABLE_H_
 #define DRSIM_HW_MATCH_TABLE_H_
 
