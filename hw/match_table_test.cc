@@ -207,8 +207,11 @@ TEST(MatchTableTest, ZeroLengthKeysAllCollide) {
 class MatchTableInsertsTest : public testing::TestWithParam<Inserts> {};
 
 TEST_P(MatchTableInsertsTest, RandomizedAgainstModel) {
-  // Keys of 1 to 3 words, and of 6 and 9 (FindBurst's longest unrolled length and its general loop).
-  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
+  // Keys of 1 to 3 words, and of 6 and 9 (FindBurst's longest unrolled length and its general loop); with
+  // queued inserts, whose checks run twice, of 3, 6 and 9 (the test runs under ThreadSanitizer in CI).
+  const std::vector<uint32_t> seeds =
+      GetParam() == Inserts::kFiled ? std::vector<uint32_t>{1, 2, 3, 4, 5} : std::vector<uint32_t>{2, 4, 5};
+  for (uint32_t seed : seeds) {
     std::mt19937 rng(seed);
     const size_t words = seed <= 3 ? 1 + seed % 3 : seed == 4 ? 6 : 9;
     // The summary on the last of two, the middle of three, the only word.
