@@ -30,16 +30,16 @@
 // until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
 // A fixed-size table (set_layout without RESIZABLE) keeps its size until it is completely full.
 //
-// Concurrency: one writer at a time (the caller serialises Insert, Erase, Reserve), any number of
-// concurrent Find()s inside read sections of `reclaimer` (hw/reclaimer.h). A writer fills a record before
-// publishing it with one store of its slot's record index, so a reader finds a rule completely or not at
-// all (the signature, stored after it, only filters: a reader compares the record's key); growing
-// builds a new bucket array and publishes it whole; erased records and replaced arrays are reused or
-// freed only once no reader can still hold them. A queued record is published the same way, by the store
-// of its queue slot, and leaves the queue only after its bucket slot is written and the queue's count of
-// filed records moves on: a lookup that misses in both reads that count before and after, and looks again
-// if it moved, so a rule once found is never missed again. Without a reclaimer, Find() must not overlap
-// writes.
+// Concurrency: one writer at a time (the caller serialises Insert, InsertQueued, FileQueued, Erase and
+// Reserve), any number of concurrent Find()s inside read sections of `reclaimer` (hw/reclaimer.h). A writer
+// fills a record before publishing it with one store of its slot's record index, so a reader finds a rule
+// completely or not at all (the signature, stored after it, only filters: a reader compares the record's
+// key); growing builds a new bucket array and publishes it whole; erased records and replaced arrays are
+// reused or freed only once no reader can still hold them. A queued record is published the same way, by
+// the store of its queue slot, and leaves the queue only after its bucket slot is written and the queue's
+// count of filed records moves on: a lookup that misses in both reads that count before and after, and
+// looks again if it moved, so a rule once found is never missed again. Without a reclaimer, Find() must
+// not overlap writes.
 #ifndef DRSIM_HW_MATCH_TABLE_H_
 #define DRSIM_HW_MATCH_TABLE_H_
 
