@@ -457,6 +457,15 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
   // looked up in the buckets (a lookup that finds a rule in the queue has missed in them first).
   if (written_.mask < kQueueFromBuckets - 1) return Insert(key, hash, rule, owner);
   Queue* queue = WrittenQueue();
+  // Every queued key has its room when it is queued: filing, which an erase does, then never grows the table
+  // (growing allocates, and may throw; an erase must not). A table that must grow first, or a fixed-size one
+  // nearly full, inserts at once.
+  const size_t slots = (written_.mask + 1) * kSlotsPerBucket;
+  const size_t queued = queue != nullptr ? queue->count : 0;
+  if (fixed_size_ ? distinct_keys_ + kQueued >= slots
+                  : (distinct_keys_ + queued + 1) * kMaxLoadDenominator > slots * kMaxLoadNumerator) {
+    return Insert(key, hash, rule, owner);
+  }
   if (queue == nullptr) {
     queue = new Queue;
     buckets_.load(std::memory_order_relaxed)->queue.store(queue, std::memory_order_release);

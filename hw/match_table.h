@@ -133,7 +133,8 @@ class MatchTable {
   // (PrefetchForWrite), a while before if it can: the insert that writes the slot then finds it loaded.
   // A table of fewer than kQueueFromBuckets buckets, whose buckets the caches hold, inserts at once.
   Handle InsertQueued(const uint32_t* key, uint64_t hash, const RuleRecord& rule, void* owner);
-  // Writes the slots of every queued insert (a writer's call, like Insert).
+  // Writes the slots of every queued insert (a writer's call, like Insert). Never grows the table (each
+  // queued key had its room when it was queued), so never throws; Erase calls it first.
   void FileQueued();
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.

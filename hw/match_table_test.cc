@@ -570,6 +570,33 @@ TEST(MatchTableTest, QueuedRulesAreFoundBeforeTheirSlotsAreWritten) {
   for (uint32_t k = 100; k < 200; ++k) EXPECT_EQ(winner(Key{k, k}), k);
 }
 
+// Each queued key has its room when it is queued: an erase, which files the queue first, never grows the
+// table (growing allocates). Past the load the reserve sized for, inserts grow it themselves.
+TEST(MatchTableTest, FilingQueuedRulesNeverGrowsTheTable) {
+  constexpr uint32_t kKeys = kQueuingTable + 4;
+  MatchTable table(2);
+  table.Reserve(kQueuingTable);
+  PipePrograms programs;
+  const size_t reserved = table.bucket_count();
+  std::vector<MatchTable::Handle> handles;
+  for (uint32_t k = 0; k < kKeys; ++k) {
+    const Key key{k, ~k};
+    handles.push_back(
+        table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr));
+  }
+  const size_t grown = table.bucket_count();
+  EXPECT_EQ(grown, 2 * reserved);
+  EXPECT_LT(table.distinct_keys(), kKeys);  // some still queued
+  table.Erase(handles[0]);
+  EXPECT_EQ(table.bucket_count(), grown);
+  EXPECT_EQ(table.distinct_keys(), kKeys - 1);
+  for (uint32_t k = 0; k < kKeys; ++k) {
+    const Key key{k, ~k};
+    const RuleRecord* r = table.Find(key.data());
+    ASSERT_EQ(r == nullptr ? 0 : r->rule_id, k == 0 ? 0 : k) << k;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllInserts, MatchTableInsertsTest,
                          testing::Values(Inserts::kFiled, Inserts::kQueued, Inserts::kMixed));
 
