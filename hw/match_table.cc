@@ -447,7 +447,7 @@ MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const 
                                       void* owner) {
   FileQueued();
   const uint32_t record = AllocateRecord(key, rule, hash, owner);
-  File(record, hash);
+  File(record);
   return record;
 }
 
@@ -473,14 +473,7 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
   }
   // One record a key: one of this key already queued is filed first (with the older ones), so that a lookup
   // finding a record in the queue need not ask which is older.
-  for (uint32_t n = 0; n < queue->count; ++n) {
-    const uint32_t i = (queue->head + n) % kQueued;
-    if (queue->hash[i] == hash &&
-        KeyEquals(RecordWords(queue->record[i].load(std::memory_order_relaxed)), key)) {
-      FileQueued();
-      break;
-    }
-  }
+  if (QueuedHolding(*queue, key, hash) != kNone) FileQueued();
   if (queue->count == kQueued) FileOldest(*queue);
   const uint32_t record = AllocateRecord(key, rule, hash, owner);
   // Lookups must not refuse the key on the summary before its slot is written (a bit whose key went is set
@@ -491,7 +484,6 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
     summary_.store(summary | bit, std::memory_order_release);
   }
   const uint32_t at = (queue->head + queue->count) % kQueued;
-  queue->hash[at] = hash;
   queue->signature[at].store(Signature(hash), std::memory_order_release);
   queue->record[at].store(record, std::memory_order_release);  // lookups find the rule from here on
   ++queue->count;
@@ -506,14 +498,15 @@ void MatchTable::FileQueued() {
 
 void MatchTable::FileOldest(Queue& queue) {
   const uint32_t at = queue.head;
-  File(queue.record[at].load(std::memory_order_relaxed), queue.hash[at]);
+  File(queue.record[at].load(std::memory_order_relaxed));
   queue.filed.store(queue.filed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   queue.record[at].store(kNone, std::memory_order_release);
   queue.head = (at + 1) % kQueued;
   --queue.count;
 }
 
-void MatchTable::File(uint32_t record, uint64_t hash) {
+void MatchTable::File(uint32_t record) {
+  const uint64_t hash = MetaOf(record).hash;
   size_t bucket;
   int slot;
   if (FindSlot(RecordKey(record), hash, &bucket, &slot)) {

@@ -223,7 +223,7 @@ class MatchTable {
     Bucket* buckets;
   };
   // The records InsertQueued wrote whose slots are not written yet, oldest first from `head`; a key has at
-  // most one. The first line is what lookups read, the second the writer's.
+  // most one. One line: lookups read the records, signatures and count, the writer all of it.
   static constexpr uint32_t kQueued = 8;
   // Tables of fewer buckets (1 MiB of them, a core's second-level cache here) file every insert at once.
   static constexpr size_t kQueueFromBuckets = size_t{1} << 14;
@@ -234,10 +234,10 @@ class MatchTable {
     // Queued records filed so far (modulo 2^32), counted after each one's slot is written and before it
     // leaves the queue: a lookup that missed both between two equal readings of it missed no filed record.
     std::atomic<uint32_t> filed{0};
-    alignas(64) uint64_t hash[kQueued];
     uint32_t head = 0;
     uint32_t count = 0;
   };
+  static_assert(sizeof(Queue) == 64);
   // One published array (buckets_); it owns its buckets. In lookup memory: a lookup reads it before the
   // bucket. `queue`: the table's (set by the first InsertQueued, and passed on to each new array), or
   // nullptr.
@@ -360,9 +360,10 @@ class MatchTable {
   }
   // Writes the slot of the oldest queued record (the queue holds one).
   void FileOldest(Queue& queue);
-  // Writes the slot of `record` (filled by AllocateRecord with `hash`): behind the rules of its key, if the
-  // table has any; else in a free slot, the table growing first if the key takes it past its load.
-  void File(uint32_t record, uint64_t hash);
+  // Writes the slot of `record` (filled by AllocateRecord), under the hash its bookkeeping keeps: behind the
+  // rules of its key, if the table has any; else in a free slot, the table growing first if the key takes it
+  // past its load.
+  void File(uint32_t record);
   // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false
   // when full.
   static bool Place(const BucketView& array, uint32_t record, uint64_t hash);
