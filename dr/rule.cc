@@ -171,8 +171,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
   // the bucket, requested by the caller, loads meanwhile. An index names the rule's record as the hit of its
   // entry at once.
   if (indexed == nullptr) {
-    rule->index_item = nullptr;
-    rule->entry = m->hw.table.InsertQueued(key, hash, record, rule);
+    rule->entry = m->hw.table.InsertQueued(key, hash, record, rule);  // (index_item stays nullptr)
   } else {
     rule->index_item = m->table->index->AddRule(indexed, key);
     rule->entry = m->hw.table.Insert(key, hash, record, rule);

@@ -456,8 +456,7 @@ absl::Status NicRxModel::SizeMatcher(int matcher, uint32_t log_rules) {
       {MLX5DV_DR_MATCHER_LAYOUT_RESIZABLE | MLX5DV_DR_MATCHER_LAYOUT_NUM_RULE, log_rules});
   if (s.code() != expect) {
     return absl::InternalError(
-        absl::StrFormat("sizing matcher %d for 2^%d rules: the driver returned %s, the "
-                        "model expected %s",
+        absl::StrFormat("sizing matcher %d for 2^%d rules: the driver returned %s, the model expected %s",
                         matcher, log_rules, s.ToString(), absl::StatusCodeToString(expect)));
   }
   return absl::OkStatus();
