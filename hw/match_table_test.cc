@@ -16,14 +16,22 @@ namespace {
 
 using Key = std::vector<uint32_t>;
 
-// Checks the table against a plain model: for every key, the FIFO of rules (by rule id) inserted with it.
-// How TableModel inserts: Insert, InsertQueued, or either at random.
+// How a test inserts: Insert, InsertQueued, or either by the toss of a coin.
 enum class Inserts { kFiled, kQueued, kMixed };
 
 // Reserved for this many rules, a table has 2^14 buckets: InsertQueued queues in it (a smaller one inserts
 // at once).
 constexpr size_t kQueuingTable = 131072;
 
+// Inserts `rule` under `key` into `table` as `inserts` says (kMixed: queued when `coin` is odd).
+MatchTable::Handle InsertAs(MatchTable& table, Inserts inserts, uint32_t coin, const uint32_t* key,
+                            const RuleRecord& rule, void* owner) {
+  const uint64_t hash = table.Hash(key);
+  const bool queued = inserts == Inserts::kQueued || (inserts == Inserts::kMixed && coin % 2 == 1);
+  return queued ? table.InsertQueued(key, hash, rule, owner) : table.Insert(key, hash, rule, owner);
+}
+
+// Checks the table against a plain model: for every key, the FIFO of rules (by rule id) inserted with it.
 class TableModel {
  public:
   explicit TableModel(size_t key_words, size_t summary_word = 0, Inserts inserts = Inserts::kFiled)
@@ -33,11 +41,8 @@ class TableModel {
 
   void Insert(const Key& key) {
     const uint32_t rule_id = next_rule_id_++;
-    const bool queued = inserts_ == Inserts::kQueued || (inserts_ == Inserts::kMixed && rng_() % 2 == 0);
-    const RuleRecord rule{&programs_, rule_id};
-    const uint64_t hash = table_.Hash(key.data());
-    MatchTable::Handle h = queued ? table_.InsertQueued(key.data(), hash, rule, OwnerOf(rule_id))
-                                  : table_.Insert(key.data(), hash, rule, OwnerOf(rule_id));
+    MatchTable::Handle h =
+        InsertAs(table_, inserts_, rng_(), key.data(), RuleRecord{&programs_, rule_id}, OwnerOf(rule_id));
     model_[key].push_back({h, rule_id});
     live_.push_back({key, h});
   }
@@ -404,9 +409,7 @@ MatchTable::Handle InsertPair(MatchTable& table, const PipePrograms& programs, I
                               uint32_t* x) {
   const Key key{k, ~k};
   *x = *x * 1664525u + 1013904223u;
-  const bool queued = inserts == Inserts::kQueued || (inserts == Inserts::kMixed && (*x >> 16) % 2 == 0);
-  return queued ? table.InsertQueued(key.data(), table.Hash(key.data()), RuleRecord{&programs, k}, nullptr)
-                : table.Insert(key.data(), RuleRecord{&programs, k});
+  return InsertAs(table, inserts, *x >> 16, key.data(), RuleRecord{&programs, k}, nullptr);
 }
 
 // Two readers of `table` until `stop`: one looks keys up one by one (Find), the other 32 at a time
