@@ -1,6 +1,7 @@
 #include "hw/table_index.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cassert>
 #include <deque>
 #include <functional>
@@ -392,6 +393,223 @@ struct TableIndex::PairNodes {
   LineHashMap<Pair, Nodes> nodes;
 };
 
+// A change to the index (one writer): odd version while it lasts (a sequence lock for compilers).
+class TableIndex::Change {
+ public:
+  explicit Change(TableIndex* index) : index_(index), version_(index->version_.load(std::memory_order_relaxed)) {
+    index_->version_.store(version_ + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~Change() { index_->version_.store(version_ + 2, std::memory_order_release); }
+  Change(const Change&) = delete;
+  Change& operator=(const Change&) = delete;
+
+ private:
+  TableIndex* index_;
+  uint64_t version_;
+};
+
+// The compiled form: binary decision trees over the entries published at one version of the index, each
+// inner node testing one bit of an index word. The entries are grouped by the words they test (kTestedBits
+// or more of them), a tree a group, so that an entry seldom meets a bit it does not test: it follows both
+// branches of one. A leaf holds the entries that reach it in rank order, as they were filed (what a packet
+// is compared with first), with the entries themselves (a packet matching one as filed reads it as a walk's
+// slot scan does: the candidates are the walk's), and at most kLeafEntries of them unless no bit parts them.
+// A lookup goes down the trees in order of their least ranks and skips those whose least is past its exact
+// candidate's rank.
+//
+// Why: a walk through the tries takes about 16 steps a packet on ClassBench's acl1, each a hundred
+// instructions or so (its pending steps, bounds and interleaving); with every line in the caches it still
+// ran at only 6.5 M packets/s (the thirtieth pass, bench/README.md). A tree's step is a load and a bit test.
+// On sets whose packets meet many groups (ClassBench's fw1) the trees are slower than the walk, so each
+// compiled form first times both ways on the lookups it serves (kTrialBursts of them) and keeps the faster.
+// It is built once the index stops changing (kQuietLookups), and any change retires it from use: under
+// churn, lookups walk.
+struct TableIndex::Compiled {
+  static constexpr uint16_t kLeaf = 0xffff;
+  static constexpr size_t kLeafEntries = 4;
+  static constexpr size_t kMaxEntries = size_t{1} << 17;  // more published entries than this: not compiled
+  static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
+  struct TreeNode {
+    uint16_t test;   // an inner node's bit, word * 32 + bit: a packet goes on to nodes[next + the bit's value]
+    uint16_t count;  // a leaf's (test kLeaf) entries, entries[next, next + count)
+    uint32_t next;
+  };
+  // A leaf's entry as it was filed at the version (what a packet is compared with first), and the entry.
+  struct LeafEntry {
+    std::array<uint32_t, kWords> value;
+    std::array<uint32_t, kWords> mask;
+    uint64_t rank;
+    const Entry* entry;
+  };
+  uint64_t version = 0;
+  std::vector<TreeNode> nodes;
+  std::vector<LeafEntry> entries;
+  // A tree for each group of entries that test the same index words (at least kTestedBits bits of each):
+  // its root, and the least rank of its entries; in that order.
+  static constexpr int kTestedBits = 4;
+  struct Tree {
+    uint32_t root;
+    uint64_t least;
+  };
+  std::vector<Tree> trees;
+  // The trial: the time lookups took, and the packets they looked up, the trees' way (0) and the walk's (1),
+  // on alternate calls; then the way kept.
+  static constexpr uint64_t kTrialCalls = 256;
+  enum Way : int { kTrees = 0, kWalk = 1, kUndecided = 2 };
+  mutable std::atomic<uint64_t> calls{0};
+  mutable std::array<std::atomic<uint64_t>, 2> nanoseconds{};
+  mutable std::array<std::atomic<uint64_t>, 2> packets{};
+  mutable std::atomic<int> way{kUndecided};
+  // The packets looked up while it was the index's (either way), and whether NoteQuiet judged it since.
+  mutable std::atomic<uint64_t> served{0};
+  mutable std::atomic<bool> judged{false};
+
+  // The index as it is at `version`, or nullptr when it has too many entries or leaves. The caller checks
+  // afterwards that the version did not move (the reads here may see a change under way).
+  static std::unique_ptr<Compiled> Build(const TableIndex& index, uint64_t version);
+  // Ends the trial: keeps the way that took less time a packet, and returns it.
+  int Decide() const {
+    auto per_packet = [this](int w) {
+      const uint64_t looked_up = packets[w].load(std::memory_order_relaxed);
+      return looked_up == 0 ? 0.0 : double(nanoseconds[w].load(std::memory_order_relaxed)) / double(looked_up);
+    };
+    const int kept = per_packet(kTrees) < per_packet(kWalk) ? kTrees : kWalk;
+    way.store(kept, std::memory_order_relaxed);
+    return kept;
+  }
+
+ private:
+  struct Filed {
+    const Entry* entry;
+    std::array<uint32_t, kWords> value;
+    std::array<uint32_t, kWords> mask;
+    uint64_t rank;
+    bool exact;
+  };
+  // The bits a path to a node tested, and their values.
+  struct Region {
+    std::array<uint32_t, kWords> value{};
+    std::array<uint32_t, kWords> mask{};
+  };
+  // Makes nodes[at] the node for the entries (*subsets)[from, end) (indexes into `filed`, in rank order) in
+  // `region`; false when the leaves went past their budget.
+  bool Grow(const std::vector<Filed>& filed, uint32_t at, std::vector<uint32_t>* subsets, size_t from,
+            const Region& region, size_t* budget);
+};
+
+std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableIndex& index, uint64_t version) {
+  std::vector<Filed> filed;
+  std::vector<const Node*> stack;
+  if (const Node* root = index.root_.load(std::memory_order_acquire)) stack.push_back(root);
+  while (!stack.empty()) {
+    const Node* node = stack.back();
+    stack.pop_back();
+    if (const Slots* slots = node->slots.load(std::memory_order_acquire)) {
+      const uint32_t count = slots->count.load(std::memory_order_acquire);
+      for (uint32_t i = 0; i < count; ++i) {
+        const Entry& e = slots->entries()[i];
+        const uint32_t generation = e.generation.load(std::memory_order_acquire);
+        const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
+        Filed f{&e, e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), (tagged & 1) != 0};
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (tagged == 0 || (generation & 1) != 0 || e.generation.load(std::memory_order_relaxed) != generation)
+          continue;
+        filed.push_back(f);
+        if (filed.size() > kMaxEntries) return nullptr;
+      }
+    }
+    if (const Node* sub = node->sub.load(std::memory_order_acquire)) stack.push_back(sub);
+    for (const std::atomic<Node*>& child : node->child) {
+      if (const Node* c = child.load(std::memory_order_acquire)) stack.push_back(c);
+    }
+  }
+  std::stable_sort(filed.begin(), filed.end(), [](const Filed& a, const Filed& b) { return a.rank < b.rank; });
+  // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
+  // each group a tree of its own, entries are seldom copied.
+  std::array<std::vector<uint32_t>, 1 << kWords> group;
+  for (uint32_t i = 0; i < filed.size(); ++i) {
+    unsigned tested = 0;
+    for (int w = 0; w < kWords; ++w) {
+      if (__builtin_popcount(filed[i].mask[w]) >= kTestedBits) tested |= 1u << w;
+    }
+    group[tested].push_back(i);
+  }
+  auto compiled = std::make_unique<Compiled>();
+  compiled->version = version;
+  size_t budget = kLeafCopies * filed.size() + 1024;
+  for (std::vector<uint32_t>& members : group) {
+    if (members.empty()) continue;
+    const auto root = static_cast<uint32_t>(compiled->nodes.size());
+    compiled->nodes.emplace_back();
+    compiled->trees.push_back({root, filed[members[0]].rank});
+    if (!compiled->Grow(filed, root, &members, 0, Region{}, &budget)) return nullptr;
+  }
+  std::sort(compiled->trees.begin(), compiled->trees.end(),
+            [](const Tree& a, const Tree& b) { return a.least < b.least; });
+  return compiled;
+}
+
+bool TableIndex::Compiled::Grow(const std::vector<Filed>& filed, uint32_t at, std::vector<uint32_t>* subsets,
+                                size_t from, const Region& region, size_t* budget) {
+  const size_t size = subsets->size() - from;
+  // The bit that parts the entries best: the one whose larger side is the smallest (an entry that does not
+  // test it goes both ways).
+  int best = -1;
+  if (size > kLeafEntries) {
+    std::array<uint32_t, 32 * kWords> ones{}, zeros{};
+    for (size_t i = from; i < subsets->size(); ++i) {
+      const Filed& f = filed[(*subsets)[i]];
+      for (int w = 0; w < kWords; ++w) {
+        for (uint32_t m = f.mask[w] & ~region.mask[w]; m != 0; m &= m - 1) {
+          const int b = __builtin_ctz(m);
+          ++((f.value[w] >> b & 1) != 0 ? ones : zeros)[w * 32 + b];
+        }
+      }
+    }
+    size_t best_side = size;
+    for (int t = 0; t < 32 * kWords; ++t) {
+      const size_t side = size - std::min(ones[t], zeros[t]);
+      if (side < best_side) {
+        best_side = side;
+        best = t;
+      }
+    }
+  }
+  if (best < 0) {  // a leaf
+    if (size > *budget || size > 0xffff) return false;
+    *budget -= size;
+    nodes[at] = {kLeaf, static_cast<uint16_t>(size), static_cast<uint32_t>(entries.size())};
+    for (size_t i = from; i < subsets->size(); ++i) {
+      const Filed& f = filed[(*subsets)[i]];
+      entries.push_back({f.value, f.mask, f.rank, f.entry});
+    }
+    return true;
+  }
+  const int w = best / 32;
+  const uint32_t bit = uint32_t{1} << (best % 32);
+  const auto next = static_cast<uint32_t>(nodes.size());
+  nodes[at] = {static_cast<uint16_t>(best), 0, next};
+  nodes.resize(nodes.size() + 2);
+  // Each side's entries go after this node's in `subsets` (a stack: a side's subtree is grown on top of it,
+  // and taken off after).
+  for (uint32_t value = 0; value < 2; ++value) {
+    const size_t side_from = subsets->size();
+    for (size_t i = from; i < side_from; ++i) {
+      const uint32_t k = (*subsets)[i];
+      const Filed& f = filed[k];
+      if ((f.mask[w] & bit) == 0 || ((f.value[w] & bit) != 0) == (value != 0)) subsets->push_back(k);
+    }
+    Region narrower = region;
+    narrower.mask[w] |= bit;
+    if (value != 0) narrower.value[w] |= bit;
+    const bool grown = Grow(filed, next + value, subsets, side_from, narrower, budget);
+    subsets->resize(side_from);
+    if (!grown) return false;
+  }
+  return true;
+}
+
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
     : words_(ChooseWords(matchers)),
       serial_(last_index_serial.fetch_add(1, std::memory_order_relaxed) + 1),
@@ -404,6 +622,7 @@ size_t TableIndex::nodes() const { return nodes_->count; }
 
 TableIndex::~TableIndex() {
   delete top_.load(std::memory_order_relaxed);
+  delete compiled_.load(std::memory_order_relaxed);
   for (const NodeArena::Chunk& c : nodes_->chunks) {
     for (size_t i = 0; i < c.used; ++i) Slots::Free(c.nodes[i].slots.load(std::memory_order_relaxed));
   }
@@ -487,6 +706,7 @@ void TableIndex::AddMatcher(const CompiledMatcher* matcher, MatcherState* state)
 }
 
 void TableIndex::RemoveMatcher(MatcherState* state) {
+  const Change change(this);
   shedding_.erase(std::remove(shedding_.begin(), shedding_.end(), state), shedding_.end());
   if (state->broad) RemoveAt(state->broad_item);
   DropItems(state);
@@ -507,6 +727,7 @@ TableIndex::Item* TableIndex::FindItem(MatcherState* state, const Values& value)
 }
 
 TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) {
+  const Change change(this);
   if (!shedding_.empty()) Shed();
   if (state->broad) return nullptr;
   const Values value = ValuesOf(*state, key);
@@ -554,6 +775,7 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
 }
 
 void TableIndex::RemoveRule(Item* item) {
+  const Change change(this);
   if (!shedding_.empty()) Shed();
   // (A broad matcher's items are shed once readers are past them: then none is in the index.)
   if (item == nullptr || item->node == nullptr || --item->rules > 0) return;
@@ -1003,6 +1225,36 @@ struct TableIndex::Walk {
     __builtin_prefetch(at + 64);
     ahead = next;
   }
+  // Takes entry `e` as a candidate when it is published whole, the packet matches it and its rank is in
+  // the walk's range; false once `out` overflowed (the walk is over).
+  bool Consider(const Entry& e) {
+    const uint32_t generation = e.generation.load(std::memory_order_acquire);
+    const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
+    if (tagged == 0) return true;
+    uint32_t differ = 0;
+    for (int k = 0; k < kWords; ++k) {
+      differ |= (word[k] & e.mask[k].load(std::memory_order_relaxed)) ^ e.value[k].load(std::memory_order_relaxed);
+    }
+    if (differ != 0) return true;
+    const uint64_t rank = e.rank.load(std::memory_order_relaxed);
+    if (rank < query->from_rank || rank > bound) return true;
+    const RuleRecord* hit = e.hit.load(std::memory_order_acquire);
+    // One filling's entry (else it is being removed, or added, now, and either way may be missed).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if ((generation & 1) != 0 || e.generation.load(std::memory_order_relaxed) != generation) return true;
+    const bool exact = (tagged & 1) != 0;
+    if (exact) {
+      bound = rank;
+      if (hit != nullptr) __builtin_prefetch(hit);
+    }
+    if (count == kMaxCandidates && !MakeRoom()) {
+      overflow = true;
+      return false;
+    }
+    query->out[count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
+                           exact ? hit : nullptr, exact};
+    return true;
+  }
   // Keeps the candidates up to the bound; false when `out` is still full.
   bool MakeRoom() {
     size_t kept = 0;
@@ -1038,44 +1290,130 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
   const Slots* slots = reinterpret_cast<const Slots*>(step & ~kStepKind);
   const uint32_t count = slots->count.load(std::memory_order_acquire);
   const Entry* e = slots->entries();
-  const uint64_t from_rank = q->query->from_rank;
-  for (uint32_t i = 0; i < count; ++i, ++e) {
-    const uint32_t generation = e->generation.load(std::memory_order_acquire);
-    const uintptr_t tagged = e->matcher.load(std::memory_order_relaxed);
-    if (tagged == 0) continue;
-    uint32_t differ = 0;
-    for (int k = 0; k < kWords; ++k) {
-      differ |= (q->word[k] & e->mask[k].load(std::memory_order_relaxed)) ^
-                e->value[k].load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < count && q->Consider(e[i]); ++i) {
+  }
+}
+
+bool TableIndex::CompileAt(uint64_t version) const {
+  if ((version & 1) != 0 || compiling_.exchange(true, std::memory_order_acquire)) return false;
+  std::unique_ptr<Compiled> fresh = Compiled::Build(*this, version);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const bool unchanged = version_.load(std::memory_order_relaxed) == version;
+  const bool published = fresh != nullptr && unchanged;
+  if (published) {
+    const Compiled* old = compiled_.exchange(fresh.release(), std::memory_order_acq_rel);
+    if (old != nullptr) Retire(reclaimer_, [old] { delete old; });
+  } else if (unchanged) {
+    quiet_version_.store(version | 1, std::memory_order_relaxed);  // too large: not tried again at it
+  }
+  compiling_.store(false, std::memory_order_release);
+  return published;
+}
+
+bool TableIndex::Compile() const {
+  if (!CompileAt(version_.load(std::memory_order_acquire))) return false;
+  compiled_.load(std::memory_order_relaxed)->way.store(Compiled::kTrees, std::memory_order_relaxed);
+  return true;
+}
+
+bool TableIndex::IsCompiled() const {
+  const uint64_t version = version_.load(std::memory_order_acquire);
+  const Compiled* compiled = compiled_.load(std::memory_order_acquire);
+  return compiled != nullptr && compiled->version == version;
+}
+
+void TableIndex::NoteQuiet(uint64_t version, size_t n) const {
+  const uint64_t seen = quiet_version_.load(std::memory_order_relaxed);
+  if ((version & 1) != 0 || seen == (version | 1)) return;
+  if (seen != version) {
+    quiet_version_.store(version, std::memory_order_relaxed);
+    quiet_lookups_.store(n, std::memory_order_relaxed);
+    // The compiled form a change retired: unless its trees served lookups for longer than the index was
+    // quiet before it, compiling was not worth it (the index changes too often, or its trees are slower
+    // than its walk): wait four times as long before the next.
+    const Compiled* old = compiled_.load(std::memory_order_acquire);
+    if (old != nullptr && !old->judged.exchange(true, std::memory_order_relaxed)) {
+      const uint64_t needed = quiet_needed_.load(std::memory_order_relaxed);
+      const bool worth = old->way.load(std::memory_order_relaxed) == Compiled::kTrees &&
+                         old->served.load(std::memory_order_relaxed) >= needed;
+      quiet_needed_.store(worth ? kQuietLookups : std::min(4 * needed, kMaxQuietLookups),
+                          std::memory_order_relaxed);
     }
-    if (differ != 0) continue;
-    const uint64_t rank = e->rank.load(std::memory_order_relaxed);
-    if (rank < from_rank || rank > q->bound) continue;
-    const RuleRecord* hit = e->hit.load(std::memory_order_acquire);
-    // One filling's entry (else it is being removed, or added, now, and either way may be missed).
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if ((generation & 1) != 0 || e->generation.load(std::memory_order_relaxed) != generation) continue;
-    const bool exact = (tagged & 1) != 0;
-    if (exact) {
-      q->bound = rank;
-      if (hit != nullptr) __builtin_prefetch(hit);
+    return;
+  }
+  if (quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >= quiet_needed_.load(std::memory_order_relaxed)) {
+    quiet_lookups_.store(0, std::memory_order_relaxed);
+    CompileAt(version);
+  }
+}
+
+void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which, size_t n) const {
+  constexpr uint32_t kNoTree = ~uint32_t{0};
+  // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
+  // skips it); down each, a level of each packet in turn.
+  std::array<uint32_t, 32> at;
+  for (const Compiled::Tree& tree : compiled.trees) {
+    for (size_t j = 0; j < n; ++j) at[j] = walks[which[j]].bound < tree.least ? kNoTree : tree.root;
+    for (bool moving = true; moving;) {
+      moving = false;
+      for (size_t j = 0; j < n; ++j) {
+        if (at[j] == kNoTree) continue;
+        const Compiled::TreeNode node = compiled.nodes[at[j]];
+        if (node.test == Compiled::kLeaf) continue;
+        at[j] = node.next + (walks[which[j]].word[node.test / 32] >> (node.test % 32) & 1);
+        __builtin_prefetch(&compiled.nodes[at[j]]);
+        moving = true;
+      }
     }
-    if (q->count == kMaxCandidates && !q->MakeRoom()) {
-      q->overflow = true;
-      return;
+    for (size_t j = 0; j < n; ++j) {
+      if (at[j] != kNoTree) __builtin_prefetch(&compiled.entries[compiled.nodes[at[j]].next]);
     }
-    q->query->out[q->count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
-                                 exact ? hit : nullptr, exact};
+    // The leaves' entries up to the bound; those a packet matches as filed, as they are now (Consider).
+    for (size_t j = 0; j < n; ++j) {
+      if (at[j] == kNoTree) continue;
+      Walk& q = walks[which[j]];
+      const Compiled::TreeNode leaf = compiled.nodes[at[j]];
+      for (uint32_t i = leaf.next; i < leaf.next + leaf.count; ++i) {
+        const Compiled::LeafEntry& e = compiled.entries[i];
+        if (e.rank > q.bound) break;
+        uint32_t differ = 0;
+        for (int k = 0; k < kWords; ++k) differ |= (q.word[k] & e.mask[k]) ^ e.value[k];
+        if (differ == 0 && !q.Consider(*e.entry)) break;
+      }
+    }
   }
 }
 
 void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   constexpr size_t kMaxWalks = 32;
   const Top* tops = top_.load(std::memory_order_acquire);
+  const uint64_t version = version_.load(std::memory_order_acquire);
+  const Compiled* compiled = compiled_.load(std::memory_order_acquire);
+  if (compiled != nullptr && compiled->version != version) compiled = nullptr;
+  if (compiled != nullptr) compiled->served.fetch_add(n, std::memory_order_relaxed);
+  // The trees' way, the walk's, or in a compiled form's trial either, timed.
+  int way = Compiled::kWalk;
+  bool timed = false;
+  std::chrono::steady_clock::time_point start;
+  if (compiled != nullptr) {
+    way = compiled->way.load(std::memory_order_relaxed);
+    if (way == Compiled::kUndecided) {
+      const uint64_t call = compiled->calls.fetch_add(1, std::memory_order_relaxed);
+      if (call < Compiled::kTrialCalls) {
+        way = static_cast<int>(call & 1);
+        timed = true;
+        start = std::chrono::steady_clock::now();
+      } else {
+        way = call == Compiled::kTrialCalls ? compiled->Decide() : Compiled::kWalk;
+      }
+    }
+  }
   for (size_t at = 0; at < n; at += kMaxWalks) {
     const size_t walks = std::min(kMaxWalks, n - at);
     Walk walk[kMaxWalks];
     uint8_t live[kMaxWalks];
+    uint8_t from_tree[kMaxWalks];
+    size_t trees = 0;
     for (size_t i = 0; i < walks; ++i) {
       Walk& q = walk[i];
       q.query = &queries[at + i];
@@ -1083,6 +1421,11 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
         q.word[k] = words_[k].used
                         ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv)
                         : 0;
+      }
+      live[i] = static_cast<uint8_t>(i);
+      if (way == Compiled::kTrees) {
+        from_tree[trees++] = static_cast<uint8_t>(i);
+        continue;
       }
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.
@@ -1097,8 +1440,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
           q.Add(reinterpret_cast<uintptr_t>(reached), 0);
       }
       q.TakeAhead();
-      live[i] = static_cast<uint8_t>(i);
     }
+    if (trees > 0) CandidatesCompiled(*compiled, walk, from_tree, trees);
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.
     size_t active = walks;
     while (active > 0) {
@@ -1142,6 +1485,13 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       q.query->count = kept;
     }
   }
+  if (timed) {
+    compiled->nanoseconds[way].fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+        std::memory_order_relaxed);
+    compiled->packets[way].fetch_add(n, std::memory_order_relaxed);
+  }
+  if (compiled == nullptr) NoteQuiet(version, n);
 }
 
 }  // namespace drsim::hw

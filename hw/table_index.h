@@ -249,6 +249,17 @@ class TableIndex {
   // stay): time for a new index.
   bool Stale() const { return nodes() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
 
+  // The compiled form (Compiled, in the .cc): a lookup that finds none for the index as it is compiles it
+  // once enough lookups in a row found the index unchanged: kQuietLookups, four times as many after each
+  // compiled form that was not worth it, up to kMaxQuietLookups (on its thread, in its read section: that
+  // lookup waits for it). Compile, for tests, compiles the index now, has the compiled form serve every
+  // lookup the trees' way while the index stays as it is, and returns whether it does (false: the index
+  // changed meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups.
+  static constexpr uint64_t kQuietLookups = uint64_t{1} << 17;
+  static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
+  bool Compile() const;
+  bool IsCompiled() const;
+
  private:
   // The prefixes of words 0 and 1 an entry is filed under, with their depths (PairNodes::Of its value and
   // mask).
@@ -321,6 +332,26 @@ class TableIndex {
   void RefreshTop(uint32_t key, int depth);
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
+
+  // A decision tree over the index words' bits, built from the entries as they were at one version of the
+  // index: its leaves name, in rank order, the entries a packet reaching them may match.
+  struct Compiled;
+  // Changes (AddRule, RemoveRule, RemoveMatcher) each add one to the version before they start and one once
+  // done: odd while one is under way. A compiled form serves lookups while the version is the one it was
+  // built at.
+  class Change;
+  std::atomic<uint64_t> version_{0};
+  mutable std::atomic<const Compiled*> compiled_{nullptr};
+  mutable std::atomic<uint64_t> quiet_version_{1};  // the version the quiet lookups saw (odd: none)
+  mutable std::atomic<uint64_t> quiet_lookups_{0};
+  mutable std::atomic<uint64_t> quiet_needed_{kQuietLookups};
+  mutable std::atomic<bool> compiling_{false};
+  // Counts `n` lookups that found no compiled form at version `version`, and compiles once enough did.
+  void NoteQuiet(uint64_t version, size_t n) const;
+  // Compiles the index as it is at `version` and publishes it, unless it changed meanwhile or is too large.
+  bool CompileAt(uint64_t version) const;
+  // The candidates of queries `queries[i]` for each i in `which` (of `n`), from `compiled`.
+  void CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which, size_t n) const;
 };
 
 }  // namespace drsim::hw

@@ -1,6 +1,7 @@
 #include "hw/table_index.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <set>
@@ -531,6 +532,32 @@ TEST(TableIndexTest, TheNamedEntriesOfAMatcherGoingBroadLeaveNoNameInTheirSlots)
   }
 }
 
+// The candidates of `packets`, looked up together, each from rank `from_rank`.
+std::vector<std::vector<TableIndex::Candidate>> CandidatesOfAll(const TableIndex& index,
+                                                                 const std::vector<MatchParams>& packets,
+                                                                 uint64_t from_rank) {
+  std::vector<TableIndex::Query> queries;
+  std::vector<std::vector<TableIndex::Candidate>> out(
+      packets.size(), std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
+  for (size_t p = 0; p < packets.size(); ++p) queries.push_back({packets[p].bytes(), from_rank, out[p].data(), 0});
+  index.CandidatesOf(queries.data(), queries.size());
+  for (size_t p = 0; p < packets.size(); ++p) out[p].resize(queries[p].count);
+  return out;
+}
+
+void ExpectSameCandidates(const std::vector<std::vector<TableIndex::Candidate>>& got,
+                          const std::vector<std::vector<TableIndex::Candidate>>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t p = 0; p < want.size(); ++p) {
+    ASSERT_EQ(got[p].size(), want[p].size()) << what << ": packet " << p;
+    for (size_t c = 0; c < want[p].size(); ++c) {
+      EXPECT_EQ(got[p][c].matcher, want[p][c].matcher) << what << ": packet " << p << " candidate " << c;
+      EXPECT_EQ(got[p][c].exact, want[p][c].exact) << what << ": packet " << p << " candidate " << c;
+      EXPECT_EQ(got[p][c].hit, want[p][c].hit) << what << ": packet " << p << " candidate " << c;
+    }
+  }
+}
+
 TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
   std::mt19937 rng(20261126);
   const int lengths[] = {0, 3, 8, 13, 16, 24, 27, 32};
@@ -572,12 +599,55 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
         EXPECT_EQ(out[p][c].exact, alone[c].exact) << "packet " << p << " candidate " << c;
       }
     }
+    // Compiled, the index names the same candidates, from the first rank and from later ones; the next
+    // change retires the compiled form.
+    const uint64_t later = LookupRank(*t.matcher(pick(all)));
+    const auto walked = CandidatesOfAll(t.index(), packets, 0);
+    const auto walked_later = CandidatesOfAll(t.index(), packets, later);
+    ASSERT_TRUE(t.index().Compile());
+    ASSERT_TRUE(t.index().IsCompiled());
+    ExpectSameCandidates(CandidatesOfAll(t.index(), packets, 0), walked, "compiled");
+    ExpectSameCandidates(CandidatesOfAll(t.index(), packets, later), walked_later, "compiled, later ranks");
     for (int c = 0; c < 10; ++c) {
       const size_t m = pick(all);
       if (rng() % 2 == 0 || !t.RemoveRule(m, rng())) t.AddRule(m, value());
     }
+    EXPECT_FALSE(t.index().IsCompiled());
     if (HasFailure()) return;
   }
+}
+
+// An index left unchanged for kQuietLookups lookups compiles itself, and then times its trees against its
+// walk on the lookups it serves and keeps the faster; either way the candidates stay the walk's. A change
+// retires the compiled form, and the next one waits for four times as many quiet lookups (the last one was
+// not worth it: it served fewer lookups than it waited for).
+TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndAChangeRetiresIt) {
+  IndexedTable t;
+  const std::vector<size_t> ms = ExactMatchers(&t, 40);
+  t.Build();
+  std::vector<MatchParams> packets;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    t.AddRule(ms[i], Acl(0x0a000000 + static_cast<uint32_t>(i % 7), 0x0b000001, 80, 6));
+    packets.push_back(Acl(0x0a000000 + static_cast<uint32_t>(i % 9), 0x0b000001, 80, 6));
+  }
+  const auto walked = CandidatesOfAll(t.index(), packets, 0);
+  auto look_up = [&](uint64_t lookups) {
+    for (uint64_t done = 0; done < lookups; done += packets.size()) {
+      ExpectSameCandidates(CandidatesOfAll(t.index(), packets, 0), walked, "looked up");
+      if (::testing::Test::HasFailure()) return;
+    }
+  };
+  look_up(TableIndex::kQuietLookups - 2 * packets.size());
+  EXPECT_FALSE(t.index().IsCompiled());
+  look_up(4 * packets.size());
+  EXPECT_TRUE(t.index().IsCompiled());
+  look_up(2 * packets.size() * 256);  // (the trial, and past it)
+  t.AddRule(ms[0], Acl(0x0c000001, 0x0d000001, 80, 6));
+  EXPECT_FALSE(t.index().IsCompiled());
+  look_up(TableIndex::kQuietLookups + 4 * packets.size());
+  EXPECT_FALSE(t.index().IsCompiled());
+  look_up(3 * TableIndex::kQuietLookups);
+  EXPECT_TRUE(t.index().IsCompiled());
 }
 
 // A thread that, until Stop(), looks the rules of `staying` up in turn (rule i is matcher ms[i]'s) in read
@@ -652,6 +722,52 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
   // Its other entries went once the reader was past them (at a later write).
   t.AddRule(ms[kStaying], Acl(0x0c000001, 0x0d000000, 1, 6));
   EXPECT_EQ(t.state(ms[0]).items, 0u);
+}
+
+// Readers looking rules up while the writer churns others, stopping now and then long enough for a reader
+// to compile the index (on its thread, while the writer may start again) always find the rules that stay.
+TEST(TableIndexTest, ReadersFindRulesThatStayWhileTheIndexCompilesBetweenChanges) {
+  Reclaimer reclaimer;
+  IndexedTable t(&reclaimer);
+  constexpr int kStaying = 6, kChurning = 26;
+  std::vector<size_t> ms;
+  for (int i = 0; i < kStaying + kChurning; ++i) {
+    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(16 + i % 3 * 8), 0xffff, 0xff)));
+  }
+  t.Build();
+  std::vector<MatchParams> staying;
+  for (int i = 0; i < kStaying; ++i) {
+    staying.push_back(Acl(0x0a000001 + static_cast<uint32_t>(i), 0x0b000000, static_cast<uint16_t>(80 + i), 6));
+    t.AddRule(ms[i], staying.back());
+  }
+  StayingRulesReader reader(t, &reclaimer, staying, ms);
+  std::mt19937 rng(11);
+  std::vector<std::pair<size_t, MatchParams>> added;
+  int compiled = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int step = 0; step < 2000; ++step) {
+      if (added.size() < 48 && (added.empty() || rng() % 2 == 0)) {
+        const size_t m = ms[kStaying + rng() % kChurning];
+        added.emplace_back(m, Acl(0x0a000001 + rng() % 8, 0x0b000000 + (rng() % 4 << 8), 1000 + rng() % 64, 6));
+        t.AddRule(added.back().first, added.back().second);
+      } else {
+        const size_t k = rng() % added.size();
+        t.RemoveValue(added[k].first, added[k].second);
+        added[k] = added.back();
+        added.pop_back();
+      }
+    }
+    // Quiet until the reader compiled the index (or a while), then as long again: the compiled form serves
+    // as many lookups as the index waited for, so the next one waits no longer.
+    const auto quiet = std::chrono::steady_clock::now();
+    for (int wait = 0; wait < 6000 && !t.index().IsCompiled(); ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    compiled += t.index().IsCompiled();
+    std::this_thread::sleep_for(2 * (std::chrono::steady_clock::now() - quiet));
+  }
+  EXPECT_EQ(reader.Stop(), 0);
+  EXPECT_GT(compiled, 0);
 }
 
 // A reader looking a rule up while the entries of its node split into a trie under it (the writer adds
