@@ -251,7 +251,14 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
   absl::Status control;
   std::mt19937 rng(options.seed);
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.seconds);
+  const auto quiet_every = std::chrono::duration<double>(options.quiet_every);
+  auto next_quiet = std::chrono::steady_clock::now() + quiet_every;
   for (uint64_t s = 0; control.ok() && !churn.stop.load() && std::chrono::steady_clock::now() < end; ++s) {
+    if (options.quiet_every > 0 && std::chrono::steady_clock::now() >= next_quiet) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.quiet_for));
+      next_quiet = std::chrono::steady_clock::now() + quiet_every;
+      ++report.quiet_spells;
+    }
     const uint32_t k = static_cast<uint32_t>(rng() % filters.size());
     // (Stored after `finished` counted churn s - 1: a worker that reads this entry sees that count.)
     churn.log[s % churn.log.size()].store(k, std::memory_order_release);

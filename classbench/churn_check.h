@@ -45,6 +45,10 @@ struct ChurnCheckOptions {
   // move_keys; else back to what they were: updates of their actions) instead of deleting them all and
   // inserting them again.
   bool batch_updates = false;
+  // Every quiet_every seconds of churn (0: never) the control thread stops for quiet_for seconds: long
+  // enough for the ACL's table to compile itself (hw::TableIndex::Compile) and serve lookups compiled.
+  double quiet_every = 0;
+  double quiet_for = 0.25;
 };
 
 struct ChurnCheckReport {
@@ -52,6 +56,7 @@ struct ChurnCheckReport {
   uint64_t unchecked = 0;      // frames whose burst overlapped too many churns to bound (not compared)
   uint64_t filter_churns = 0;  // filters deleted and put back
   uint64_t rule_updates = 0;   // DR rule deletes plus inserts
+  uint64_t quiet_spells = 0;   // times the control thread stopped (quiet_every)
   uint64_t mismatches = 0;
   std::vector<std::string> examples;  // the first mismatches, described
 };
