@@ -63,6 +63,23 @@ TEST(ChurnCheckTest, EveryVerdictMatchesFirstMatchWhileRulesMoveToOtherKeysAndBa
   }
 }
 
+// The churn stops now and then for long enough that the ACL's table compiles itself (hw::TableIndex), and
+// frames meanwhile are looked up compiled (or walked, if its trial found the walk faster); churn retires it.
+TEST(ChurnCheckTest, EveryVerdictMatchesFirstMatchWhenTheChurnStopsAndTheTableCompiles) {
+  const std::vector<Filter> filters = Generate(Profile::kAcl, 1000, 12);
+  const std::vector<Header> trace = GenerateTrace(filters, 4000, 13);
+  ChurnCheckOptions options;
+  options.seconds = 1.5;
+  options.move_keys = true;
+  options.quiet_every = 0.2;
+  options.quiet_for = 0.3;
+  absl::StatusOr<ChurnCheckReport> report = RunChurnCheck(filters, trace, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->mismatches, 0u) << (report->examples.empty() ? "" : report->examples[0]);
+  EXPECT_GT(report->quiet_spells, 0u);
+  EXPECT_GT(report->filter_churns, 0u);
+}
+
 TEST(ChurnCheckTest, AMoveChangesTheFirstFiveBitsOfTheLongerEnoughPrefix) {
   Filter f;
   f.src = 0x0a000000;
