@@ -1,8 +1,8 @@
 #include "hw/table_index.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cassert>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -393,12 +393,15 @@ struct TableIndex::PairNodes {
   LineHashMap<Pair, Nodes> nodes;
 };
 
-// A change to the index (one writer): odd version while it lasts (a sequence lock for compilers).
+// A change to the index (one writer): odd version while it lasts (a sequence lock for compilers), and the
+// compiled form, if any, retired.
 class TableIndex::Change {
  public:
-  explicit Change(TableIndex* index) : index_(index), version_(index->version_.load(std::memory_order_relaxed)) {
+  explicit Change(TableIndex* index)
+      : index_(index), version_(index->version_.load(std::memory_order_relaxed)) {
     index_->version_.store(version_ + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
+    if (index_->compiled_.load(std::memory_order_relaxed) != nullptr) index_->RetireCompiled();
   }
   ~Change() { index_->version_.store(version_ + 2, std::memory_order_release); }
   Change(const Change&) = delete;
@@ -422,7 +425,7 @@ class TableIndex::Change {
 // instructions or so (its pending steps, bounds and interleaving); with every line in the caches it still
 // ran at only 6.5 M packets/s (the thirtieth pass, bench/README.md). A tree's step is a load and a bit test.
 // On sets whose packets meet many groups (ClassBench's fw1) the trees are slower than the walk, so each
-// compiled form first times both ways on the lookups it serves (kTrialBursts of them) and keeps the faster.
+// compiled form first times both ways on the lookups it serves (kTrialCalls of them) and keeps the faster.
 // It is built once the index stops changing (kQuietLookups), and any change retires it from use: under
 // churn, lookups walk.
 struct TableIndex::Compiled {
@@ -431,7 +434,7 @@ struct TableIndex::Compiled {
   static constexpr size_t kMaxEntries = size_t{1} << 17;  // more published entries than this: not compiled
   static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
   struct TreeNode {
-    uint16_t test;   // an inner node's bit, word * 32 + bit: a packet goes on to nodes[next + the bit's value]
+    uint16_t test;  // an inner node's bit, word * 32 + bit: a packet goes on to nodes[next + the bit's value]
     uint16_t count;  // a leaf's (test kLeaf) entries, entries[next, next + count)
     uint32_t next;
   };
@@ -461,9 +464,8 @@ struct TableIndex::Compiled {
   mutable std::array<std::atomic<uint64_t>, 2> nanoseconds{};
   mutable std::array<std::atomic<uint64_t>, 2> packets{};
   mutable std::atomic<int> way{kUndecided};
-  // The packets looked up while it was the index's (either way), and whether NoteQuiet judged it since.
+  // The packets looked up while it was the index's (either way).
   mutable std::atomic<uint64_t> served{0};
-  mutable std::atomic<bool> judged{false};
 
   // The index as it is at `version`, or nullptr when it has too many entries or leaves. The caller checks
   // afterwards that the version did not move (the reads here may see a change under way).
@@ -472,7 +474,8 @@ struct TableIndex::Compiled {
   int Decide() const {
     auto per_packet = [this](int w) {
       const uint64_t looked_up = packets[w].load(std::memory_order_relaxed);
-      return looked_up == 0 ? 0.0 : double(nanoseconds[w].load(std::memory_order_relaxed)) / double(looked_up);
+      return looked_up == 0 ? 0.0
+                            : double(nanoseconds[w].load(std::memory_order_relaxed)) / double(looked_up);
     };
     const int kept = per_packet(kTrees) < per_packet(kWalk) ? kTrees : kWalk;
     way.store(kept, std::memory_order_relaxed);
@@ -513,7 +516,8 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
         const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
         Filed f{&e, e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), (tagged & 1) != 0};
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (tagged == 0 || (generation & 1) != 0 || e.generation.load(std::memory_order_relaxed) != generation)
+        if (tagged == 0 || (generation & 1) != 0 ||
+            e.generation.load(std::memory_order_relaxed) != generation)
           continue;
         filed.push_back(f);
         if (filed.size() > kMaxEntries) return nullptr;
@@ -524,7 +528,8 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
       if (const Node* c = child.load(std::memory_order_acquire)) stack.push_back(c);
     }
   }
-  std::stable_sort(filed.begin(), filed.end(), [](const Filed& a, const Filed& b) { return a.rank < b.rank; });
+  std::stable_sort(filed.begin(), filed.end(),
+                   [](const Filed& a, const Filed& b) { return a.rank < b.rank; });
   // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
   // each group a tree of its own, entries are seldom copied.
   std::array<std::vector<uint32_t>, 1 << kWords> group;
@@ -1233,7 +1238,8 @@ struct TableIndex::Walk {
     if (tagged == 0) return true;
     uint32_t differ = 0;
     for (int k = 0; k < kWords; ++k) {
-      differ |= (word[k] & e.mask[k].load(std::memory_order_relaxed)) ^ e.value[k].load(std::memory_order_relaxed);
+      differ |=
+          (word[k] & e.mask[k].load(std::memory_order_relaxed)) ^ e.value[k].load(std::memory_order_relaxed);
     }
     if (differ != 0) return true;
     const uint64_t rank = e.rank.load(std::memory_order_relaxed);
@@ -1310,6 +1316,20 @@ bool TableIndex::CompileAt(uint64_t version) const {
   return published;
 }
 
+void TableIndex::RetireCompiled() {
+  const Compiled* old = compiled_.exchange(nullptr, std::memory_order_acq_rel);
+  if (old == nullptr) return;
+  // Unless its trees served lookups for longer than the index was quiet before it, compiling was not worth
+  // it (the index changes too often, or its trees are slower than its walk): the next waits four times as
+  // long. (A compiled form published after this change began is stale at once; the next change retires it.)
+  const uint64_t needed = quiet_needed_.load(std::memory_order_relaxed);
+  const bool worth = old->way.load(std::memory_order_relaxed) == Compiled::kTrees &&
+                     old->served.load(std::memory_order_relaxed) >= needed;
+  quiet_needed_.store(worth ? kQuietLookups : std::min(4 * needed, kMaxQuietLookups),
+                      std::memory_order_relaxed);
+  Retire(reclaimer_, [old] { delete old; });
+}
+
 bool TableIndex::Compile() const {
   if (!CompileAt(version_.load(std::memory_order_acquire))) return false;
   compiled_.load(std::memory_order_relaxed)->way.store(Compiled::kTrees, std::memory_order_relaxed);
@@ -1328,26 +1348,17 @@ void TableIndex::NoteQuiet(uint64_t version, size_t n) const {
   if (seen != version) {
     quiet_version_.store(version, std::memory_order_relaxed);
     quiet_lookups_.store(n, std::memory_order_relaxed);
-    // The compiled form a change retired: unless its trees served lookups for longer than the index was
-    // quiet before it, compiling was not worth it (the index changes too often, or its trees are slower
-    // than its walk): wait four times as long before the next.
-    const Compiled* old = compiled_.load(std::memory_order_acquire);
-    if (old != nullptr && !old->judged.exchange(true, std::memory_order_relaxed)) {
-      const uint64_t needed = quiet_needed_.load(std::memory_order_relaxed);
-      const bool worth = old->way.load(std::memory_order_relaxed) == Compiled::kTrees &&
-                         old->served.load(std::memory_order_relaxed) >= needed;
-      quiet_needed_.store(worth ? kQuietLookups : std::min(4 * needed, kMaxQuietLookups),
-                          std::memory_order_relaxed);
-    }
     return;
   }
-  if (quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >= quiet_needed_.load(std::memory_order_relaxed)) {
+  if (quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >=
+      quiet_needed_.load(std::memory_order_relaxed)) {
     quiet_lookups_.store(0, std::memory_order_relaxed);
     CompileAt(version);
   }
 }
 
-void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which, size_t n) const {
+void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which,
+                                    size_t n) const {
   constexpr uint32_t kNoTree = ~uint32_t{0};
   // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
   // skips it); down each, a level of each packet in turn.
@@ -1487,7 +1498,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   }
   if (timed) {
     compiled->nanoseconds[way].fetch_add(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+            .count(),
         std::memory_order_relaxed);
     compiled->packets[way].fetch_add(n, std::memory_order_relaxed);
   }

@@ -25,6 +25,12 @@
 // walk down. A burst's packets walk the tries together, a step of each in turn (CandidatesOf), so that
 // their loads overlap.
 //
+// An index that stops changing compiles itself (Compile, below): decision trees over its words' bits whose
+// leaves list, in rank order, the entries a packet reaching them may match, so that a lookup takes a load
+// and a bit test a step rather than a walk's bookkeeping. It times the trees against the walk on the
+// lookups it serves first and keeps the faster (trees on ClassBench's acl sets, the walk on its fw sets);
+// the next change retires it, and lookups walk until the index is quiet again.
+//
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
 // one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
 // an index never costs a rule more than a few loads, nor memory per rule.
@@ -51,7 +57,12 @@
 // the rule left it, so a packet that finds the rule also finds its matcher among the candidates; an entry
 // that disappears or appears while a packet is looked up stands only for rules being deleted or added
 // meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry may sit
-// where a packet had already looked).
+// where a packet had already looked). A compiled form is built by a reader, in its read section, from what
+// it reads as a walk would; each change makes the index's version odd while it lasts, so the reader
+// publishes the form only if the version did not move meanwhile, tagged with it. Readers use a form only
+// when its version is the index's at the start of their lookup (the change after it has not begun: the
+// lookup is one from before that change), and read its entries through it as a walk reads them. The writer
+// takes a form out of use as a change begins; forms are retired through the reclaimer.
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -333,24 +344,30 @@ class TableIndex {
   size_t entries_ = 0;
   std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
 
-  // A decision tree over the index words' bits, built from the entries as they were at one version of the
-  // index: its leaves name, in rank order, the entries a packet reaching them may match.
+  // Decision trees over the index words' bits, built from the entries as they were at one version of the
+  // index: their leaves name, in rank order, the entries a packet reaching them may match.
   struct Compiled;
   // Changes (AddRule, RemoveRule, RemoveMatcher) each add one to the version before they start and one once
   // done: odd while one is under way. A compiled form serves lookups while the version is the one it was
-  // built at.
+  // built at; a change retires it.
   class Change;
   std::atomic<uint64_t> version_{0};
   mutable std::atomic<const Compiled*> compiled_{nullptr};
-  mutable std::atomic<uint64_t> quiet_version_{1};  // the version the quiet lookups saw (odd: none)
+  // The version the quiet lookups saw (odd: none; the version plus one: too large to compile, not tried
+  // again), how many, and how many make a compile.
+  mutable std::atomic<uint64_t> quiet_version_{1};
   mutable std::atomic<uint64_t> quiet_lookups_{0};
   mutable std::atomic<uint64_t> quiet_needed_{kQuietLookups};
   mutable std::atomic<bool> compiling_{false};
   // Counts `n` lookups that found no compiled form at version `version`, and compiles once enough did.
   void NoteQuiet(uint64_t version, size_t n) const;
-  // Compiles the index as it is at `version` and publishes it, unless it changed meanwhile or is too large.
+  // Compiles the index as it is at `version` and publishes it, unless it changed meanwhile or is too large;
+  // returns whether it did. On any thread, in a read section.
   bool CompileAt(uint64_t version) const;
-  // The candidates of queries `queries[i]` for each i in `which` (of `n`), from `compiled`.
+  // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
+  // compiling (quiet_needed_), and retires it.
+  void RetireCompiled();
+  // The candidates of the queries of walks[which[j]] for j < n (set up: query and words), from `compiled`.
   void CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which, size_t n) const;
 };
 

@@ -534,12 +534,13 @@ TEST(TableIndexTest, TheNamedEntriesOfAMatcherGoingBroadLeaveNoNameInTheirSlots)
 
 // The candidates of `packets`, looked up together, each from rank `from_rank`.
 std::vector<std::vector<TableIndex::Candidate>> CandidatesOfAll(const TableIndex& index,
-                                                                 const std::vector<MatchParams>& packets,
-                                                                 uint64_t from_rank) {
+                                                                const std::vector<MatchParams>& packets,
+                                                                uint64_t from_rank) {
   std::vector<TableIndex::Query> queries;
   std::vector<std::vector<TableIndex::Candidate>> out(
       packets.size(), std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
-  for (size_t p = 0; p < packets.size(); ++p) queries.push_back({packets[p].bytes(), from_rank, out[p].data(), 0});
+  for (size_t p = 0; p < packets.size(); ++p)
+    queries.push_back({packets[p].bytes(), from_rank, out[p].data(), 0});
   index.CandidatesOf(queries.data(), queries.size());
   for (size_t p = 0; p < packets.size(); ++p) out[p].resize(queries[p].count);
   return out;
@@ -732,12 +733,14 @@ TEST(TableIndexTest, ReadersFindRulesThatStayWhileTheIndexCompilesBetweenChanges
   constexpr int kStaying = 6, kChurning = 26;
   std::vector<size_t> ms;
   for (int i = 0; i < kStaying + kChurning; ++i) {
-    ms.push_back(t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(16 + i % 3 * 8), 0xffff, 0xff)));
+    ms.push_back(
+        t.AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(16 + i % 3 * 8), 0xffff, 0xff)));
   }
   t.Build();
   std::vector<MatchParams> staying;
   for (int i = 0; i < kStaying; ++i) {
-    staying.push_back(Acl(0x0a000001 + static_cast<uint32_t>(i), 0x0b000000, static_cast<uint16_t>(80 + i), 6));
+    staying.push_back(
+        Acl(0x0a000001 + static_cast<uint32_t>(i), 0x0b000000, static_cast<uint16_t>(80 + i), 6));
     t.AddRule(ms[i], staying.back());
   }
   StayingRulesReader reader(t, &reclaimer, staying, ms);
@@ -748,7 +751,8 @@ TEST(TableIndexTest, ReadersFindRulesThatStayWhileTheIndexCompilesBetweenChanges
     for (int step = 0; step < 2000; ++step) {
       if (added.size() < 48 && (added.empty() || rng() % 2 == 0)) {
         const size_t m = ms[kStaying + rng() % kChurning];
-        added.emplace_back(m, Acl(0x0a000001 + rng() % 8, 0x0b000000 + (rng() % 4 << 8), 1000 + rng() % 64, 6));
+        added.emplace_back(m,
+                           Acl(0x0a000001 + rng() % 8, 0x0b000000 + (rng() % 4 << 8), 1000 + rng() % 64, 6));
         t.AddRule(added.back().first, added.back().second);
       } else {
         const size_t k = rng() % added.size();
