@@ -684,6 +684,24 @@ class StayingRulesReader {
   std::thread thread_;  // (last: it starts once the counters are there)
 };
 
+// `steps` times, at random: adds a rule `make_rule` makes (its matcher and value) to `t`, or removes one of
+// those it added before (`added`, which holds at most `most`).
+template <typename MakeRule>
+void ChurnRules(IndexedTable* t, std::mt19937* rng, int steps, size_t most, MakeRule make_rule,
+                std::vector<std::pair<size_t, MatchParams>>* added) {
+  for (int step = 0; step < steps; ++step) {
+    if (added->size() < most && (added->empty() || (*rng)() % 2 == 0)) {
+      added->push_back(make_rule());
+      t->AddRule(added->back().first, added->back().second);
+    } else {
+      const size_t k = (*rng)() % added->size();
+      t->RemoveValue((*added)[k].first, (*added)[k].second);
+      (*added)[k] = added->back();
+      added->pop_back();
+    }
+  }
+}
+
 // A reader looking packets up while the writer adds and removes other rules, in the same nodes (slot reuse,
 // growth, splits) and in the same matchers (one goes broad), always finds the matchers of rules that stay.
 TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
@@ -703,21 +721,16 @@ TEST(TableIndexTest, ReadersAlwaysFindRulesThatStayWhileOthersChurn) {
   StayingRulesReader reader(t, &reclaimer, staying, ms);
   std::mt19937 rng(7);
   std::vector<std::pair<size_t, MatchParams>> added;
-  for (int step = 0; step < 20000; ++step) {
-    if (added.size() < 64 && (added.empty() || rng() % 2 == 0)) {
-      // Same addresses as the rules that stay, other ports: the same nodes. Matcher 0 (a staying rule's)
-      // takes some too, and goes broad.
-      const size_t m = rng() % 8 == 0 ? ms[0] : ms[kStaying + rng() % kChurning];
-      added.emplace_back(
-          m, Acl(0x0a000001, 0x0b000000 + 0x100 * (rng() % 2), static_cast<uint16_t>(1000 + rng() % 512), 6));
-      t.AddRule(added.back().first, added.back().second);
-    } else {
-      const size_t k = rng() % added.size();
-      t.RemoveValue(added[k].first, added[k].second);
-      added[k] = added.back();
-      added.pop_back();
-    }
-  }
+  ChurnRules(
+      &t, &rng, 20000, 64,
+      [&] {
+        // Same addresses as the rules that stay, other ports: the same nodes. Matcher 0 (a staying rule's)
+        // takes some too, and goes broad.
+        const size_t m = rng() % 8 == 0 ? ms[0] : ms[kStaying + rng() % kChurning];
+        return std::make_pair(m, Acl(0x0a000001, 0x0b000000 + 0x100 * (rng() % 2),
+                                     static_cast<uint16_t>(1000 + rng() % 512), 6));
+      },
+      &added);
   EXPECT_EQ(reader.Stop(), 0);
   EXPECT_TRUE(t.state(ms[0]).broad);
   // Its other entries went once the reader was past them (at a later write).
@@ -748,21 +761,16 @@ TEST(TableIndexTest, ReadersFindRulesThatStayWhileTheIndexCompilesBetweenChanges
   std::vector<std::pair<size_t, MatchParams>> added;
   int compiled = 0;
   for (int round = 0; round < 3; ++round) {
-    for (int step = 0; step < 2000; ++step) {
-      if (added.size() < 48 && (added.empty() || rng() % 2 == 0)) {
-        const size_t m = ms[kStaying + rng() % kChurning];
-        added.emplace_back(m,
-                           Acl(0x0a000001 + rng() % 8, 0x0b000000 + (rng() % 4 << 8), 1000 + rng() % 64, 6));
-        t.AddRule(added.back().first, added.back().second);
-      } else {
-        const size_t k = rng() % added.size();
-        t.RemoveValue(added[k].first, added[k].second);
-        added[k] = added.back();
-        added.pop_back();
-      }
-    }
-    // Quiet until the reader compiled the index (or a while), then as long again: the compiled form serves
-    // as many lookups as the index waited for, so the next one waits no longer.
+    ChurnRules(
+        &t, &rng, 2000, 48,
+        [&] {
+          const size_t m = ms[kStaying + rng() % kChurning];
+          return std::make_pair(m, Acl(0x0a000001 + rng() % 8, 0x0b000000 + (rng() % 4 << 8),
+                                       static_cast<uint16_t>(1000 + rng() % 64), 6));
+        },
+        &added);
+    // Quiet until the reader compiled the index (or a while), then twice as long again: the compiled form
+    // serves more lookups than the index waited for, so the next one waits no longer.
     const auto quiet = std::chrono::steady_clock::now();
     for (int wait = 0; wait < 6000 && !t.index().IsCompiled(); ++wait) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
