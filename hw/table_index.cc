@@ -467,8 +467,8 @@ struct TableIndex::Compiled {
   // The packets looked up while it was the index's (either way).
   mutable std::atomic<uint64_t> served{0};
 
-  // The index as it is at `version`, or nullptr when it has too many entries or leaves. The caller checks
-  // afterwards that the version did not move (the reads here may see a change under way).
+  // The index as it is at `version`, or nullptr when it has too many entries or leaves. (Reads made while a
+  // change is under way may see part of it: the form is then tagged with a version the index has left.)
   static std::unique_ptr<Compiled> Build(const TableIndex& index, uint64_t version);
   // Ends the trial: keeps the way that took less time a packet, and returns it.
   int Decide() const {

@@ -58,11 +58,13 @@
 // that disappears or appears while a packet is looked up stands only for rules being deleted or added
 // meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry may sit
 // where a packet had already looked). A compiled form is built by a reader, in its read section, from what
-// it reads as a walk would; each change makes the index's version odd while it lasts, so the reader
-// publishes the form only if the version did not move meanwhile, tagged with it. Readers use a form only
-// when its version is the index's at the start of their lookup (the change after it has not begun: the
-// lookup is one from before that change), and read its entries through it as a walk reads them. The writer
-// takes a form out of use as a change begins; forms are retired through the reclaimer.
+// it reads as a walk would, and tagged with the index's version when it began; each change makes the
+// version odd while it lasts and even after, so a form built while one was under way carries a version the
+// index has left, and is never used (the reader does not even publish it once it sees the version moved).
+// Readers use a form only when its version is the index's at the start of their lookup (the change after
+// it has not begun: the lookup is one from before that change), and read its entries through it as a walk
+// reads them. The writer takes a form out of use as a change begins; forms are retired through the
+// reclaimer.
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
