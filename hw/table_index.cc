@@ -1363,17 +1363,29 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, const
   // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
   // skips it); down each, a level of each packet in turn.
   std::array<uint32_t, 32> at;
+  std::array<std::array<uint32_t, kWords>, 32> word;  // the packets' words, together
+  for (size_t j = 0; j < n; ++j) word[j] = walks[which[j]].word;
   for (const Compiled::Tree& tree : compiled.trees) {
-    for (size_t j = 0; j < n; ++j) at[j] = walks[which[j]].bound < tree.least ? kNoTree : tree.root;
-    for (bool moving = true; moving;) {
-      moving = false;
-      for (size_t j = 0; j < n; ++j) {
-        if (at[j] == kNoTree) continue;
+    // (The packets still going down, packed: a packet at a leaf leaves the list.)
+    std::array<uint8_t, 32> going;
+    size_t left = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const bool skips = walks[which[j]].bound < tree.least;
+      at[j] = skips ? kNoTree : tree.root;
+      going[left] = static_cast<uint8_t>(j);
+      left += !skips;
+    }
+    while (left > 0) {
+      for (size_t g = 0; g < left;) {
+        const size_t j = going[g];
         const Compiled::TreeNode node = compiled.nodes[at[j]];
-        if (node.test == Compiled::kLeaf) continue;
-        at[j] = node.next + (walks[which[j]].word[node.test / 32] >> (node.test % 32) & 1);
+        if (node.test == Compiled::kLeaf) {
+          going[g] = going[--left];
+          continue;
+        }
+        at[j] = node.next + (word[j][node.test / 32] >> (node.test % 32) & 1);
         __builtin_prefetch(&compiled.nodes[at[j]]);
-        moving = true;
+        ++g;
       }
     }
     for (size_t j = 0; j < n; ++j) {
