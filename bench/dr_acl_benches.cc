@@ -115,21 +115,22 @@ void BM_DrAclLookup(benchmark::State& state) {
   for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   size_t at = 0;
+  // The next burst of the trace through the NIC; false (the bench skipped) when it is rejected.
+  auto send_burst = [&] {
+    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
+      state.SkipWithError("burst rejected");
+      return false;
+    }
+    at = (at + kBurst) % views.size();
+    return true;
+  };
   // Untimed, as rte_acl's build is: enough of the trace for the ACL's table to be found unchanged, compiled
   // and its compiled form's trial over (hw::TableIndex::kQuietLookups, then its trial's bursts).
   for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups + kWarmUpAfterQuiet; sent += kBurst) {
-    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
-      state.SkipWithError("burst rejected");
-      return;
-    }
-    at = (at + kBurst) % views.size();
+    if (!send_burst()) return;
   }
   for (auto _ : state) {
-    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
-      state.SkipWithError("burst rejected");
-      break;
-    }
-    at = (at + kBurst) % views.size();
+    if (!send_burst()) break;
   }
   state.SetItemsProcessed(state.iterations() * kBurst);
 }

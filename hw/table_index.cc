@@ -464,7 +464,7 @@ struct TableIndex::Compiled {
   mutable std::array<std::atomic<uint64_t>, 2> nanoseconds{};
   mutable std::array<std::atomic<uint64_t>, 2> packets{};
   mutable std::atomic<int> way{kUndecided};
-  // The packets looked up while it was the index's (either way).
+  // The packets looked up while it was the index's, unless it had kept the walk.
   mutable std::atomic<uint64_t> served{0};
 
   // The index as it is at `version`, or nullptr when it has too many entries or leaves. (Reads made while a
@@ -1357,20 +1357,19 @@ void TableIndex::NoteQuiet(uint64_t version, size_t n) const {
   }
 }
 
-void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which,
-                                    size_t n) const {
+void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, size_t n) const {
   constexpr uint32_t kNoTree = ~uint32_t{0};
   // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
   // skips it); down each, a level of each packet in turn.
   std::array<uint32_t, 32> at;
   std::array<std::array<uint32_t, kWords>, 32> word;  // the packets' words, together
-  for (size_t j = 0; j < n; ++j) word[j] = walks[which[j]].word;
+  for (size_t j = 0; j < n; ++j) word[j] = walks[j].word;
   for (const Compiled::Tree& tree : compiled.trees) {
     // (The packets still going down, packed: a packet at a leaf leaves the list.)
     std::array<uint8_t, 32> going;
     size_t left = 0;
     for (size_t j = 0; j < n; ++j) {
-      const bool skips = walks[which[j]].bound < tree.least;
+      const bool skips = walks[j].bound < tree.least;
       at[j] = skips ? kNoTree : tree.root;
       going[left] = static_cast<uint8_t>(j);
       left += !skips;
@@ -1394,7 +1393,7 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, const
     // The leaves' entries up to the bound; those a packet matches as filed, as they are now (Consider).
     for (size_t j = 0; j < n; ++j) {
       if (at[j] == kNoTree) continue;
-      Walk& q = walks[which[j]];
+      Walk& q = walks[j];
       const Compiled::TreeNode leaf = compiled.nodes[at[j]];
       for (uint32_t i = leaf.next; i < leaf.next + leaf.count; ++i) {
         const Compiled::LeafEntry& e = compiled.entries[i];
@@ -1413,13 +1412,14 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   const uint64_t version = version_.load(std::memory_order_acquire);
   const Compiled* compiled = compiled_.load(std::memory_order_acquire);
   if (compiled != nullptr && compiled->version != version) compiled = nullptr;
-  if (compiled != nullptr) compiled->served.fetch_add(n, std::memory_order_relaxed);
   // The trees' way, the walk's, or in a compiled form's trial either, timed.
   int way = Compiled::kWalk;
   bool timed = false;
   std::chrono::steady_clock::time_point start;
   if (compiled != nullptr) {
     way = compiled->way.load(std::memory_order_relaxed);
+    // (A form that kept the walk is not worth its compiling however long it serves: not counted.)
+    if (way != Compiled::kWalk) compiled->served.fetch_add(n, std::memory_order_relaxed);
     if (way == Compiled::kUndecided) {
       const uint64_t call = compiled->calls.fetch_add(1, std::memory_order_relaxed);
       if (call < Compiled::kTrialCalls) {
@@ -1435,8 +1435,6 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     const size_t walks = std::min(kMaxWalks, n - at);
     Walk walk[kMaxWalks];
     uint8_t live[kMaxWalks];
-    uint8_t from_tree[kMaxWalks];
-    size_t trees = 0;
     for (size_t i = 0; i < walks; ++i) {
       Walk& q = walk[i];
       q.query = &queries[at + i];
@@ -1446,10 +1444,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
                         : 0;
       }
       live[i] = static_cast<uint8_t>(i);
-      if (way == Compiled::kTrees) {
-        from_tree[trees++] = static_cast<uint8_t>(i);
-        continue;
-      }
+      if (way == Compiled::kTrees) continue;  // (its candidates come from the trees, below)
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.
       if (tops != nullptr) {
@@ -1464,7 +1459,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       }
       q.TakeAhead();
     }
-    if (trees > 0) CandidatesCompiled(*compiled, walk, from_tree, trees);
+    if (way == Compiled::kTrees) CandidatesCompiled(*compiled, walk, walks);
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.
     size_t active = walks;
     while (active > 0) {

@@ -369,8 +369,8 @@ class TableIndex {
   // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
   // compiling (quiet_needed_), and retires it.
   void RetireCompiled();
-  // The candidates of the queries of walks[which[j]] for j < n (set up: query and words), from `compiled`.
-  void CandidatesCompiled(const Compiled& compiled, Walk* walks, const uint8_t* which, size_t n) const;
+  // The candidates of the queries of walks[0, n) (set up: query and words), from `compiled`.
+  void CandidatesCompiled(const Compiled& compiled, Walk* walks, size_t n) const;
 };
 
 }  // namespace drsim::hw
