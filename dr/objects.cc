@@ -80,7 +80,7 @@ void Unref(RuleObj* rule) {
   if (hw::TableIndex::Item* item = rule->index_item; item != nullptr) {
     // Out of the index only once out of the match table: a packet finding the rule finds its matcher. Its
     // record is no hit the index names once it leaves the table.
-    hw::TableIndex::DropHit(item, matcher->hw.table.rule(rule->entry));
+    matcher->table->index->DropHit(item, matcher->hw.table.rule(rule->entry));
     matcher->hw.table.Erase(rule->entry);
     matcher->table->index->RemoveRule(item);
   } else {

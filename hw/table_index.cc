@@ -438,12 +438,13 @@ struct TableIndex::Compiled {
     uint16_t count;  // a leaf's (test kLeaf) entries, entries[next, next + count)
     uint32_t next;
   };
-  // A leaf's entry as it was filed at the version (what a packet is compared with first), and the entry.
+  // A leaf's entry as it was published at the version: what a walk reads of it.
   struct LeafEntry {
     std::array<uint32_t, kWords> value;
     std::array<uint32_t, kWords> mask;
     uint64_t rank;
-    const Entry* entry;
+    uintptr_t matcher;  // Tagged
+    const RuleRecord* hit;
   };
   uint64_t version = 0;
   std::vector<TreeNode> nodes;
@@ -483,13 +484,6 @@ struct TableIndex::Compiled {
   }
 
  private:
-  struct Filed {
-    const Entry* entry;
-    std::array<uint32_t, kWords> value;
-    std::array<uint32_t, kWords> mask;
-    uint64_t rank;
-    bool exact;
-  };
   // The bits a path to a node tested, and their values.
   struct Region {
     std::array<uint32_t, kWords> value{};
@@ -497,12 +491,12 @@ struct TableIndex::Compiled {
   };
   // Makes nodes[at] the node for the entries (*subsets)[from, end) (indexes into `filed`, in rank order) in
   // `region`; false when the leaves went past their budget.
-  bool Grow(const std::vector<Filed>& filed, uint32_t at, std::vector<uint32_t>* subsets, size_t from,
+  bool Grow(const std::vector<LeafEntry>& filed, uint32_t at, std::vector<uint32_t>* subsets, size_t from,
             const Region& region, size_t* budget);
 };
 
 std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableIndex& index, uint64_t version) {
-  std::vector<Filed> filed;
+  std::vector<LeafEntry> filed;
   std::vector<const Node*> stack;
   if (const Node* root = index.root_.load(std::memory_order_acquire)) stack.push_back(root);
   while (!stack.empty()) {
@@ -514,7 +508,8 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
         const Entry& e = slots->entries()[i];
         const uint32_t generation = e.generation.load(std::memory_order_acquire);
         const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
-        Filed f{&e, e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), (tagged & 1) != 0};
+        LeafEntry f{e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), tagged,
+                    e.hit.load(std::memory_order_acquire)};
         std::atomic_thread_fence(std::memory_order_acquire);
         if (tagged == 0 || (generation & 1) != 0 ||
             e.generation.load(std::memory_order_relaxed) != generation)
@@ -529,7 +524,7 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
     }
   }
   std::stable_sort(filed.begin(), filed.end(),
-                   [](const Filed& a, const Filed& b) { return a.rank < b.rank; });
+                   [](const LeafEntry& a, const LeafEntry& b) { return a.rank < b.rank; });
   // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
   // each group a tree of its own, entries are seldom copied.
   std::array<std::vector<uint32_t>, 1 << kWords> group;
@@ -555,8 +550,9 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
   return compiled;
 }
 
-bool TableIndex::Compiled::Grow(const std::vector<Filed>& filed, uint32_t at, std::vector<uint32_t>* subsets,
-                                size_t from, const Region& region, size_t* budget) {
+bool TableIndex::Compiled::Grow(const std::vector<LeafEntry>& filed, uint32_t at,
+                                std::vector<uint32_t>* subsets, size_t from, const Region& region,
+                                size_t* budget) {
   const size_t size = subsets->size() - from;
   // The bit that parts the entries best: the one whose larger side is the smallest (an entry that does not
   // test it goes both ways).
@@ -564,7 +560,7 @@ bool TableIndex::Compiled::Grow(const std::vector<Filed>& filed, uint32_t at, st
   if (size > kLeafEntries) {
     std::array<uint32_t, 32 * kWords> ones{}, zeros{};
     for (size_t i = from; i < subsets->size(); ++i) {
-      const Filed& f = filed[(*subsets)[i]];
+      const LeafEntry& f = filed[(*subsets)[i]];
       for (int w = 0; w < kWords; ++w) {
         for (uint32_t m = f.mask[w] & ~region.mask[w]; m != 0; m &= m - 1) {
           const int b = __builtin_ctz(m);
@@ -586,8 +582,8 @@ bool TableIndex::Compiled::Grow(const std::vector<Filed>& filed, uint32_t at, st
     *budget -= size;
     nodes[at] = {kLeaf, static_cast<uint16_t>(size), static_cast<uint32_t>(entries.size())};
     for (size_t i = from; i < subsets->size(); ++i) {
-      const Filed& f = filed[(*subsets)[i]];
-      entries.push_back({f.value, f.mask, f.rank, f.entry});
+      const LeafEntry& f = filed[(*subsets)[i]];
+      entries.push_back(f);
     }
     return true;
   }
@@ -602,7 +598,7 @@ bool TableIndex::Compiled::Grow(const std::vector<Filed>& filed, uint32_t at, st
     const size_t side_from = subsets->size();
     for (size_t i = from; i < side_from; ++i) {
       const uint32_t k = (*subsets)[i];
-      const Filed& f = filed[k];
+      const LeafEntry& f = filed[k];
       if ((f.mask[w] & bit) == 0 || ((f.value[w] & bit) != 0) == (value != 0)) subsets->push_back(k);
     }
     Region narrower = region;
@@ -799,7 +795,10 @@ void TableIndex::DropHit(const Item* item, const RuleRecord* hit) {
   // none.)
   if (item == nullptr || item->node == nullptr) return;
   std::atomic<const RuleRecord*>& named = item->entry->hit;
-  if (named.load(std::memory_order_relaxed) == hit) named.store(nullptr, std::memory_order_release);
+  if (named.load(std::memory_order_relaxed) != hit) return;
+  // A compiled form holds the hits its entries named: a change, so that none serves it past here.
+  Change change(this);
+  named.store(nullptr, std::memory_order_release);
 }
 
 void TableIndex::RequestItem(const Item* item) {
@@ -1248,6 +1247,11 @@ struct TableIndex::Walk {
     // One filling's entry (else it is being removed, or added, now, and either way may be missed).
     std::atomic_thread_fence(std::memory_order_acquire);
     if ((generation & 1) != 0 || e.generation.load(std::memory_order_relaxed) != generation) return true;
+    return Take(rank, tagged, hit);
+  }
+  // Takes the entry of matcher word `tagged` (Tagged), `rank` and named hit `hit`, which the packet matches,
+  // as a candidate; false once `out` overflowed (the walk is over).
+  bool Take(uint64_t rank, uintptr_t tagged, const RuleRecord* hit) {
     const bool exact = (tagged & 1) != 0;
     if (exact) {
       bound = rank;
@@ -1390,7 +1394,7 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, size_
     for (size_t j = 0; j < n; ++j) {
       if (at[j] != kNoTree) __builtin_prefetch(&compiled.entries[compiled.nodes[at[j]].next]);
     }
-    // The leaves' entries up to the bound; those a packet matches as filed, as they are now (Consider).
+    // The leaves' entries up to the bound that the packet matches.
     for (size_t j = 0; j < n; ++j) {
       if (at[j] == kNoTree) continue;
       Walk& q = walks[j];
@@ -1400,7 +1404,7 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, size_
         if (e.rank > q.bound) break;
         uint32_t differ = 0;
         for (int k = 0; k < kWords; ++k) differ |= (q.word[k] & e.mask[k]) ^ e.value[k];
-        if (differ == 0 && !q.Consider(*e.entry)) break;
+        if (differ == 0 && e.rank >= q.query->from_rank && !q.Take(e.rank, e.matcher, e.hit)) break;
       }
     }
   }

@@ -196,7 +196,7 @@ class TableIndex {
   // then in a read section that keeps the record). Either does nothing for a matcher whose entries are not
   // exact, or for a null item or one no longer in the index (a broad matcher's, once shed).
   void NameHit(MatcherState* state, const Item* item, const RuleRecord* hit);
-  static void DropHit(const Item* item, const RuleRecord* hit);
+  void DropHit(const Item* item, const RuleRecord* hit);
   // For a writer that knows its next rules a few turns ahead (a batch of updates), so that their loads
   // overlap the rules before: each starts loading lines and changes nothing. RequestItem: what RemoveRule
   // and DropHit read of `item` (AddRule's, or nullptr) past the item itself, which the removal of its entry
@@ -349,9 +349,9 @@ class TableIndex {
   // Decision trees over the index words' bits, built from the entries as they were at one version of the
   // index: their leaves name, in rank order, the entries a packet reaching them may match.
   struct Compiled;
-  // Changes (AddRule, RemoveRule, RemoveMatcher) each add one to the version before they start and one once
-  // done: odd while one is under way. A compiled form serves lookups while the version is the one it was
-  // built at; a change retires it.
+  // Changes (AddRule, RemoveRule, RemoveMatcher, a DropHit that drops a hit) each add one to the version
+  // before they start and one once done: odd while one is under way. A compiled form serves lookups while the
+  // version is the one it was built at; a change retires it.
   class Change;
   std::atomic<uint64_t> version_{0};
   mutable std::atomic<const Compiled*> compiled_{nullptr};

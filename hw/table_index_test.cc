@@ -91,7 +91,7 @@ class IndexedTable {
     index_->NameHit(states_[m].get(), ItemOf(m, value), hit);
   }
   void DropHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
-    TableIndex::DropHit(ItemOf(m, value), hit);
+    index_->DropHit(ItemOf(m, value), hit);
   }
 
   // The matchers holding a rule `packet` matches.
