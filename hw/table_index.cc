@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <new>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 
@@ -412,33 +413,37 @@ class TableIndex::Change {
   uint64_t version_;
 };
 
-// The compiled form: binary decision trees over the entries published at one version of the index, each
-// inner node testing one bit of an index word. The entries are grouped by the words they test (kTestedBits
-// or more of them), a tree a group, so that an entry seldom meets a bit it does not test: it follows both
-// branches of one. A leaf holds the entries that reach it in rank order, as they were filed (what a packet
-// is compared with first), with the entries themselves (a packet matching one as filed reads it as a walk's
-// slot scan does: the candidates are the walk's), and at most kLeafEntries of them unless no bit parts them.
-// A lookup goes down the trees in order of their least ranks and skips those whose least is past its exact
+// The compiled form: decision trees over the entries published at one version of the index, read as their
+// tries read them (TrieKey: a prefix is a word's leading bits). The entries are grouped by the words they
+// test (kTestedBits or more of them), a tree a group, so that an entry seldom meets a bit it does not test:
+// it follows both branches of one. A leaf holds the entries that reach it in rank order, as they were
+// published (their named hits too: a DropHit is a change), at most kLeafEntries of them unless no bit parts
+// them. A tree is grown a bit a node, the bit that parts its entries best, then cut: a node and the nodes
+// under it that test bits next to its own, of its word, become one node of up to kMaxCut bits (a stride),
+// whose children are the nodes those bits lead to, as long as at least half its children are distinct. A
+// lookup goes down the trees in order of their least ranks and skips those whose least is past its exact
 // candidate's rank.
 //
 // Why: a walk through the tries takes about 16 steps a packet on ClassBench's acl1, each a hundred
 // instructions or so (its pending steps, bounds and interleaving); with every line in the caches it still
-// ran at only 6.5 M packets/s (the thirtieth pass, bench/README.md). A tree's step is a load and a bit test.
-// On sets whose packets meet many groups (ClassBench's fw1) the trees are slower than the walk, so each
-// compiled form first times both ways on the lookups it serves (kTrialCalls of them) and keeps the faster.
-// It is built once the index stops changing (kQuietLookups), and any change retires it from use: under
-// churn, lookups walk.
+// ran at only 6.5 M packets/s (the thirtieth pass, bench/README.md). A tree's step is a load, a shift and a
+// mask. On sets whose packets meet many groups (ClassBench's fw1) the trees may be slower than the walk, so
+// each compiled form first times both ways on the lookups it serves (kTrialCalls of them) and keeps the
+// faster. It is built once the index stops changing (kQuietLookups), and any change retires it from use:
+// under churn, lookups walk.
 struct TableIndex::Compiled {
-  static constexpr uint16_t kLeaf = 0xffff;
   static constexpr size_t kLeafEntries = 4;
   static constexpr size_t kMaxEntries = size_t{1} << 17;  // more published entries than this: not compiled
   static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
+  static constexpr int kMaxCut = 8;
+  static constexpr uint8_t kLeaf = 0xff;
   struct TreeNode {
-    uint16_t test;  // an inner node's bit, word * 32 + bit: a packet goes on to nodes[next + the bit's value]
-    uint16_t count;  // a leaf's (test kLeaf) entries, entries[next, next + count)
-    uint32_t next;
+    uint32_t next;  // an inner node's children, nodes[next + the packet's bits]; a leaf's entries[next, ...)
+    uint8_t word;   // an inner node's word; kLeaf: a leaf
+    uint8_t shift;  // an inner node's bits, key[word] >> shift & bits
+    uint16_t bits;  // (a leaf's: how many entries it holds)
   };
-  // A leaf's entry as it was published at the version: what a walk reads of it.
+  // A leaf's entry as it was published at the version: what a walk reads of it (value and mask as trie keys).
   struct LeafEntry {
     std::array<uint32_t, kWords> value;
     std::array<uint32_t, kWords> mask;
@@ -484,15 +489,149 @@ struct TableIndex::Compiled {
   }
 
  private:
+  class Builder;
+};
+
+// Grows a compiled form's trees, node by node from their roots.
+class TableIndex::Compiled::Builder {
+ public:
+  // `filed`: the entries, in rank order.
+  Builder(const std::vector<LeafEntry>& filed, Compiled* compiled)
+      : filed_(filed), compiled_(compiled), budget_(kLeafCopies * filed.size() + 1024) {}
+
+  // Adds the tree of the entries filed[members...] (in rank order) and returns its root's index in the
+  // compiled nodes; false when the leaves went past their budget.
+  bool AddTree(std::vector<uint32_t>* members, uint32_t* root) {
+    *root = static_cast<uint32_t>(compiled_->nodes.size());
+    compiled_->nodes.emplace_back();
+    return Grow(*root, members, 0, Region{});
+  }
+
+ private:
   // The bits a path to a node tested, and their values.
   struct Region {
     std::array<uint32_t, kWords> value{};
     std::array<uint32_t, kWords> mask{};
   };
-  // Makes nodes[at] the node for the entries (*subsets)[from, end) (indexes into `filed`, in rank order) in
-  // `region`; false when the leaves went past their budget.
-  bool Grow(const std::vector<LeafEntry>& filed, uint32_t at, std::vector<uint32_t>* subsets, size_t from,
-            const Region& region, size_t* budget);
+  // What a cut on bits [shift, shift + width) of word `word` makes of some entries: the entries its largest
+  // child holds, and all its children together.
+  struct Cut {
+    int word;
+    int shift;
+    int width;
+    size_t largest = 0;
+    size_t total = 0;
+  };
+
+  // The bits of filed_[k]'s word `word` a cut takes, as the cut's children number them, and those of them
+  // the entry tests.
+  uint32_t Bits(uint32_t k, const Cut& cut) const {
+    return filed_[k].value[cut.word] >> cut.shift & ((1u << cut.width) - 1);
+  }
+  uint32_t Tested(uint32_t k, const Cut& cut) const {
+    return filed_[k].mask[cut.word] >> cut.shift & ((1u << cut.width) - 1);
+  }
+  // Counts the children of `cut` over the entries (*subsets)[from, end): an entry goes to each child whose
+  // bits it matches.
+  void Measure(const std::vector<uint32_t>& subsets, size_t from, Cut* cut) const {
+    std::array<uint32_t, 1 << kMaxCut> held{};
+    const uint32_t all = (1u << cut->width) - 1;
+    for (size_t i = from; i < subsets.size(); ++i) {
+      const uint32_t bits = Bits(subsets[i], *cut), free = all & ~Tested(subsets[i], *cut);
+      for (uint32_t sub = free;; sub = (sub - 1) & free) {
+        ++held[bits | sub];
+        if (sub == 0) break;
+      }
+    }
+    cut->largest = *std::max_element(held.begin(), held.begin() + all + 1);
+    cut->total = std::accumulate(held.begin(), held.begin() + all + 1, size_t{0});
+  }
+
+  // Makes compiled_->nodes[at] the node for the entries (*subsets)[from, end) (indexes into filed_, in rank
+  // order) in `region`; false when the leaves went past their budget.
+  bool Grow(uint32_t at, std::vector<uint32_t>* subsets, size_t from, const Region& region) {
+    const size_t size = subsets->size() - from;
+    // The bit that parts the entries best: the one whose larger side is the smallest (an entry that does
+    // not test it goes both ways). Of bits that part them as well, the leading one: prefixes are tested in
+    // their order.
+    int best = -1;
+    if (size > kLeafEntries) {
+      std::array<uint32_t, 32 * kWords> ones{}, zeros{};
+      for (size_t i = from; i < subsets->size(); ++i) {
+        const LeafEntry& f = filed_[(*subsets)[i]];
+        for (int w = 0; w < kWords; ++w) {
+          for (uint32_t m = f.mask[w] & ~region.mask[w]; m != 0; m &= m - 1) {
+            const int b = __builtin_ctz(m);
+            ++((f.value[w] >> b & 1) != 0 ? ones : zeros)[w * 32 + b];
+          }
+        }
+      }
+      size_t best_side = size;
+      for (int w = 0; w < kWords; ++w) {
+        for (int t = w * 32 + 31; t >= w * 32; --t) {
+          const size_t side = size - std::min(ones[t], zeros[t]);
+          if (side < best_side) {
+            best_side = side;
+            best = t;
+          }
+        }
+      }
+    }
+    if (best < 0) {  // a leaf
+      if (size > budget_ || size > 0xffff) return false;
+      budget_ -= size;
+      compiled_->nodes[at] = {static_cast<uint32_t>(compiled_->entries.size()), kLeaf, 0,
+                              static_cast<uint16_t>(size)};
+      for (size_t i = from; i < subsets->size(); ++i) compiled_->entries.push_back(filed_[(*subsets)[i]]);
+      return true;
+    }
+    // The cut: the best bit, and the bits next to it that the path has not tested, one at a time, while
+    // each makes the largest child smaller and the children together hold at most kCutCopies times the
+    // entries.
+    Cut cut{best / 32, best % 32, 1};
+    Measure(*subsets, from, &cut);
+    while (cut.width < kMaxCut) {
+      Cut wider = cut;
+      ++wider.width;
+      for (const int shift : {cut.shift, cut.shift - 1}) {
+        const int added = shift == cut.shift ? shift + cut.width : shift;
+        if (added < 0 || added > 31 || (region.mask[cut.word] >> added & 1) != 0) continue;
+        Cut tried{cut.word, shift, cut.width + 1};
+        Measure(*subsets, from, &tried);
+        if (wider.largest == 0 || tried.largest < wider.largest) wider = tried;
+      }
+      if (wider.largest == 0 || wider.largest >= cut.largest ||
+          wider.total + (size_t{1} << wider.width) > kCutCopies * size)
+        break;
+      cut = wider;
+    }
+    const auto first = static_cast<uint32_t>(compiled_->nodes.size());
+    compiled_->nodes[at] = {first, static_cast<uint8_t>(cut.word), static_cast<uint8_t>(cut.shift),
+                            static_cast<uint16_t>((1u << cut.width) - 1)};
+    compiled_->nodes.resize(first + (size_t{1} << cut.width));
+    // Each child's entries go after this node's in `subsets` (a stack: a child's subtree is grown on top of
+    // it, and taken off after).
+    const uint32_t all = (1u << cut.width) - 1;
+    for (uint32_t child = 0; child <= all; ++child) {
+      const size_t child_from = subsets->size();
+      for (size_t i = from; i < child_from; ++i) {
+        const uint32_t k = (*subsets)[i];
+        if (((Bits(k, cut) ^ child) & Tested(k, cut)) == 0) subsets->push_back(k);
+      }
+      Region narrower = region;
+      narrower.mask[cut.word] |= all << cut.shift;
+      narrower.value[cut.word] |= child << cut.shift;
+      const bool grown = Grow(first + child, subsets, child_from, narrower);
+      subsets->resize(child_from);
+      if (!grown) return false;
+    }
+    return true;
+  }
+
+  static constexpr size_t kCutCopies = 2;
+  const std::vector<LeafEntry>& filed_;
+  Compiled* compiled_;
+  size_t budget_;
 };
 
 std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableIndex& index, uint64_t version) {
@@ -514,6 +653,10 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
         if (tagged == 0 || (generation & 1) != 0 ||
             e.generation.load(std::memory_order_relaxed) != generation)
           continue;
+        for (int w = 0; w < kWords; ++w) {
+          f.value[w] = index.TrieKey(w, f.value[w]);
+          f.mask[w] = index.TrieKey(w, f.mask[w]);
+        }
         filed.push_back(f);
         if (filed.size() > kMaxEntries) return nullptr;
       }
@@ -537,78 +680,16 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
   }
   auto compiled = std::make_unique<Compiled>();
   compiled->version = version;
-  size_t budget = kLeafCopies * filed.size() + 1024;
+  Builder builder(filed, compiled.get());
   for (std::vector<uint32_t>& members : group) {
     if (members.empty()) continue;
-    const auto root = static_cast<uint32_t>(compiled->nodes.size());
-    compiled->nodes.emplace_back();
+    uint32_t root;
+    if (!builder.AddTree(&members, &root)) return nullptr;
     compiled->trees.push_back({root, filed[members[0]].rank});
-    if (!compiled->Grow(filed, root, &members, 0, Region{}, &budget)) return nullptr;
   }
   std::sort(compiled->trees.begin(), compiled->trees.end(),
             [](const Tree& a, const Tree& b) { return a.least < b.least; });
   return compiled;
-}
-
-bool TableIndex::Compiled::Grow(const std::vector<LeafEntry>& filed, uint32_t at,
-                                std::vector<uint32_t>* subsets, size_t from, const Region& region,
-                                size_t* budget) {
-  const size_t size = subsets->size() - from;
-  // The bit that parts the entries best: the one whose larger side is the smallest (an entry that does not
-  // test it goes both ways).
-  int best = -1;
-  if (size > kLeafEntries) {
-    std::array<uint32_t, 32 * kWords> ones{}, zeros{};
-    for (size_t i = from; i < subsets->size(); ++i) {
-      const LeafEntry& f = filed[(*subsets)[i]];
-      for (int w = 0; w < kWords; ++w) {
-        for (uint32_t m = f.mask[w] & ~region.mask[w]; m != 0; m &= m - 1) {
-          const int b = __builtin_ctz(m);
-          ++((f.value[w] >> b & 1) != 0 ? ones : zeros)[w * 32 + b];
-        }
-      }
-    }
-    size_t best_side = size;
-    for (int t = 0; t < 32 * kWords; ++t) {
-      const size_t side = size - std::min(ones[t], zeros[t]);
-      if (side < best_side) {
-        best_side = side;
-        best = t;
-      }
-    }
-  }
-  if (best < 0) {  // a leaf
-    if (size > *budget || size > 0xffff) return false;
-    *budget -= size;
-    nodes[at] = {kLeaf, static_cast<uint16_t>(size), static_cast<uint32_t>(entries.size())};
-    for (size_t i = from; i < subsets->size(); ++i) {
-      const LeafEntry& f = filed[(*subsets)[i]];
-      entries.push_back(f);
-    }
-    return true;
-  }
-  const int w = best / 32;
-  const uint32_t bit = uint32_t{1} << (best % 32);
-  const auto next = static_cast<uint32_t>(nodes.size());
-  nodes[at] = {static_cast<uint16_t>(best), 0, next};
-  nodes.resize(nodes.size() + 2);
-  // Each side's entries go after this node's in `subsets` (a stack: a side's subtree is grown on top of it,
-  // and taken off after).
-  for (uint32_t value = 0; value < 2; ++value) {
-    const size_t side_from = subsets->size();
-    for (size_t i = from; i < side_from; ++i) {
-      const uint32_t k = (*subsets)[i];
-      const LeafEntry& f = filed[k];
-      if ((f.mask[w] & bit) == 0 || ((f.value[w] & bit) != 0) == (value != 0)) subsets->push_back(k);
-    }
-    Region narrower = region;
-    narrower.mask[w] |= bit;
-    if (value != 0) narrower.value[w] |= bit;
-    const bool grown = Grow(filed, next + value, subsets, side_from, narrower, budget);
-    subsets->resize(side_from);
-    if (!grown) return false;
-  }
-  return true;
 }
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
@@ -1366,8 +1447,8 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, size_
   // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
   // skips it); down each, a level of each packet in turn.
   std::array<uint32_t, 32> at;
-  std::array<std::array<uint32_t, kWords>, 32> word;  // the packets' words, together
-  for (size_t j = 0; j < n; ++j) word[j] = walks[j].word;
+  std::array<std::array<uint32_t, kWords>, 32> key;  // the packets' words as trie keys, together
+  for (size_t j = 0; j < n; ++j) key[j] = walks[j].key;
   for (const Compiled::Tree& tree : compiled.trees) {
     // (The packets still going down, packed: a packet at a leaf leaves the list.)
     std::array<uint8_t, 32> going;
@@ -1382,11 +1463,11 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, size_
       for (size_t g = 0; g < left;) {
         const size_t j = going[g];
         const Compiled::TreeNode node = compiled.nodes[at[j]];
-        if (node.test == Compiled::kLeaf) {
+        if (node.word == Compiled::kLeaf) {
           going[g] = going[--left];
           continue;
         }
-        at[j] = node.next + (word[j][node.test / 32] >> (node.test % 32) & 1);
+        at[j] = node.next + (key[j][node.word] >> node.shift & node.bits);
         __builtin_prefetch(&compiled.nodes[at[j]]);
         ++g;
       }
@@ -1399,11 +1480,11 @@ void TableIndex::CandidatesCompiled(const Compiled& compiled, Walk* walks, size_
       if (at[j] == kNoTree) continue;
       Walk& q = walks[j];
       const Compiled::TreeNode leaf = compiled.nodes[at[j]];
-      for (uint32_t i = leaf.next; i < leaf.next + leaf.count; ++i) {
+      for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
         const Compiled::LeafEntry& e = compiled.entries[i];
         if (e.rank > q.bound) break;
         uint32_t differ = 0;
-        for (int k = 0; k < kWords; ++k) differ |= (q.word[k] & e.mask[k]) ^ e.value[k];
+        for (int k = 0; k < kWords; ++k) differ |= (key[j][k] & e.mask[k]) ^ e.value[k];
         if (differ == 0 && e.rank >= q.query->from_rank && !q.Take(e.rank, e.matcher, e.hit)) break;
       }
     }
@@ -1448,8 +1529,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
                         : 0;
       }
       live[i] = static_cast<uint8_t>(i);
-      if (way == Compiled::kTrees) continue;  // (its candidates come from the trees, below)
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
+      if (way == Compiled::kTrees) continue;  // (its candidates come from the trees, below)
       // From the top's cell: the sub-tries of the nodes it passes, and the node it reaches.
       if (tops != nullptr) {
         const Top::Cell* top = &tops->cell[q.key[0] >> (32 - kTopBits)];

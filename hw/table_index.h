@@ -25,11 +25,12 @@
 // walk down. A burst's packets walk the tries together, a step of each in turn (CandidatesOf), so that
 // their loads overlap.
 //
-// An index that stops changing compiles itself (Compile, below): decision trees over its words' bits whose
-// leaves list, in rank order, the entries a packet reaching them may match, so that a lookup takes a load
-// and a bit test a step rather than a walk's bookkeeping. It times the trees against the walk on the
-// lookups it serves first and keeps the faster (trees on ClassBench's acl sets, the walk on its fw sets);
-// the next change retires it, and lookups walk until the index is quiet again.
+// An index that stops changing compiles itself (Compile, below): decision trees over its words' bits, a
+// node cutting on up to eight bits of a word at once, whose leaves list, in rank order, the entries a packet
+// reaching them may match, so that a lookup takes a load, a shift and a mask a step rather than a walk's
+// bookkeeping. It times the trees against the walk on the lookups it serves first and keeps the faster (the
+// trees, on the five ClassBench sets the benches use); the next change retires it, and lookups walk until
+// the index is quiet again.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
 // one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
@@ -62,9 +63,10 @@
 // version odd while it lasts and even after, so a form built while one was under way carries a version the
 // index has left, and is never used (the reader does not even publish it once it sees the version moved).
 // Readers use a form only when its version is the index's at the start of their lookup (the change after
-// it has not begun: the lookup is one from before that change), and read its entries through it as a walk
-// reads them. The writer takes a form out of use as a change begins; forms are retired through the
-// reclaimer.
+// it has not begun: the lookup is one from before that change), and take its entries as they were at that
+// version, named hits too (dropping one is a change: a form never names a record past its DropHit, so a
+// reader holding one is in a read section that keeps it). The writer takes a form out of use as a change
+// begins; forms are retired through the reclaimer.
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
