@@ -8,6 +8,8 @@
 #include <map>
 #include <new>
 #include <numeric>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -433,7 +435,7 @@ class TableIndex::Change {
 // under churn, lookups walk.
 struct TableIndex::Compiled {
   static constexpr size_t kLeafEntries = 4;
-  static constexpr size_t kMaxEntries = size_t{1} << 17;  // more published entries than this: not compiled
+  static constexpr size_t kMaxEntries = size_t{1} << 19;  // more published entries than this: not compiled
   static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
   static constexpr int kMaxCut = 8;
   static constexpr uint8_t kLeaf = 0xff;
@@ -463,8 +465,11 @@ struct TableIndex::Compiled {
   };
   std::vector<Tree> trees;
   // The trial: the time lookups took, and the packets they looked up, the trees' way (0) and the walk's (1),
-  // on alternate calls; then the way kept.
-  static constexpr uint64_t kTrialCalls = 256;
+  // in turn, kTrialRun calls each; then the way kept. Only the second half of each run is timed, once its
+  // way's lines are back in the caches (on the 99,350-filter acl1 set, trees timed cold, or a call each way
+  // in turn, lost by 5-10% to a walk that is 20% slower for good).
+  static constexpr uint64_t kTrialCalls = 2048;
+  static constexpr uint64_t kTrialRun = 256;
   enum Way : int { kTrees = 0, kWalk = 1, kUndecided = 2 };
   mutable std::atomic<uint64_t> calls{0};
   mutable std::array<std::atomic<uint64_t>, 2> nanoseconds{};
@@ -473,9 +478,13 @@ struct TableIndex::Compiled {
   // The packets looked up while it was the index's, unless it had kept the walk.
   mutable std::atomic<uint64_t> served{0};
 
-  // The index as it is at `version`, or nullptr when it has too many entries or leaves. (Reads made while a
-  // change is under way may see part of it: the form is then tagged with a version the index has left.)
-  static std::unique_ptr<Compiled> Build(const TableIndex& index, uint64_t version);
+  // The entries published in `index` (as a walk reads them), into `filed`; false when there are more than
+  // kMaxEntries. (Reads made while a change is under way may see part of it: the form is then tagged with
+  // the version it began at, which the index has left.)
+  static bool Collect(const TableIndex& index, std::vector<LeafEntry>* filed);
+  // The compiled form of `filed` (Collect's, taken at `version`), or nullptr when its leaves would hold too
+  // many entries. Reads nothing else: it runs on the compiler thread.
+  static std::unique_ptr<Compiled> Build(std::vector<LeafEntry> filed, uint64_t version);
   // Ends the trial: keeps the way that took less time a packet, and returns it.
   int Decide() const {
     auto per_packet = [this](int w) {
@@ -634,8 +643,7 @@ class TableIndex::Compiled::Builder {
   size_t budget_;
 };
 
-std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableIndex& index, uint64_t version) {
-  std::vector<LeafEntry> filed;
+bool TableIndex::Compiled::Collect(const TableIndex& index, std::vector<LeafEntry>* filed) {
   std::vector<const Node*> stack;
   if (const Node* root = index.root_.load(std::memory_order_acquire)) stack.push_back(root);
   while (!stack.empty()) {
@@ -657,8 +665,8 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
           f.value[w] = index.TrieKey(w, f.value[w]);
           f.mask[w] = index.TrieKey(w, f.mask[w]);
         }
-        filed.push_back(f);
-        if (filed.size() > kMaxEntries) return nullptr;
+        filed->push_back(f);
+        if (filed->size() > kMaxEntries) return false;
       }
     }
     if (const Node* sub = node->sub.load(std::memory_order_acquire)) stack.push_back(sub);
@@ -666,6 +674,11 @@ std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(const TableInd
       if (const Node* c = child.load(std::memory_order_acquire)) stack.push_back(c);
     }
   }
+  return true;
+}
+
+std::unique_ptr<TableIndex::Compiled> TableIndex::Compiled::Build(std::vector<LeafEntry> filed,
+                                                                  uint64_t version) {
   std::stable_sort(filed.begin(), filed.end(),
                    [](const LeafEntry& a, const LeafEntry& b) { return a.rank < b.rank; });
   // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
@@ -703,6 +716,7 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
 size_t TableIndex::nodes() const { return nodes_->count; }
 
 TableIndex::~TableIndex() {
+  if (compiler_.joinable()) compiler_.join();
   delete top_.load(std::memory_order_relaxed);
   delete compiled_.load(std::memory_order_relaxed);
   for (const NodeArena::Chunk& c : nodes_->chunks) {
@@ -1385,9 +1399,14 @@ void TableIndex::Step(uintptr_t step, Walk* q) const {
   }
 }
 
-bool TableIndex::CompileAt(uint64_t version) const {
-  if ((version & 1) != 0 || compiling_.exchange(true, std::memory_order_acquire)) return false;
-  std::unique_ptr<Compiled> fresh = Compiled::Build(*this, version);
+// A compile on the compiler thread: the entries collected, then the form built of them.
+struct TableIndex::Job {
+  std::vector<Compiled::LeafEntry> filed;
+  uint64_t version;
+  std::unique_ptr<Compiled> built;
+};
+
+bool TableIndex::Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const {
   std::atomic_thread_fence(std::memory_order_acquire);
   const bool unchanged = version_.load(std::memory_order_relaxed) == version;
   const bool published = fresh != nullptr && unchanged;
@@ -1397,8 +1416,48 @@ bool TableIndex::CompileAt(uint64_t version) const {
   } else if (unchanged) {
     quiet_version_.store(version | 1, std::memory_order_relaxed);  // too large: not tried again at it
   }
+  return published;
+}
+
+bool TableIndex::CompileNow(uint64_t version) const {
+  if ((version & 1) != 0 || compiling_.exchange(true, std::memory_order_acquire)) return false;
+  std::vector<Compiled::LeafEntry> filed;
+  std::unique_ptr<Compiled> fresh =
+      Compiled::Collect(*this, &filed) ? Compiled::Build(std::move(filed), version) : nullptr;
+  const bool published = Publish(std::move(fresh), version);
   compiling_.store(false, std::memory_order_release);
   return published;
+}
+
+void TableIndex::StartCompile(uint64_t version) const {
+  if ((version & 1) != 0 || compiling_.exchange(true, std::memory_order_acquire)) return;
+  auto job = std::make_unique<Job>();
+  job->version = version;
+  if (!Compiled::Collect(*this, &job->filed)) {
+    Publish(nullptr, version);
+    compiling_.store(false, std::memory_order_release);
+    return;
+  }
+  job_ = std::move(job);
+  auto build = [this, job = job_.get()] {
+    job->built = Compiled::Build(std::move(job->filed), job->version);
+    job_done_.store(true, std::memory_order_release);
+  };
+  try {
+    compiler_ = std::thread(build);
+  } catch (const std::system_error&) {  // (no thread to be had: built here)
+    build();
+    FinishCompile();
+  }
+}
+
+void TableIndex::FinishCompile() const {
+  bool done = true;
+  if (!job_done_.compare_exchange_strong(done, false, std::memory_order_acquire)) return;
+  if (compiler_.joinable()) compiler_.join();
+  std::unique_ptr<Job> job = std::move(job_);
+  Publish(std::move(job->built), job->version);
+  compiling_.store(false, std::memory_order_release);
 }
 
 void TableIndex::RetireCompiled() {
@@ -1416,7 +1475,7 @@ void TableIndex::RetireCompiled() {
 }
 
 bool TableIndex::Compile() const {
-  if (!CompileAt(version_.load(std::memory_order_acquire))) return false;
+  if (!CompileNow(version_.load(std::memory_order_acquire))) return false;
   compiled_.load(std::memory_order_relaxed)->way.store(Compiled::kTrees, std::memory_order_relaxed);
   return true;
 }
@@ -1428,6 +1487,10 @@ bool TableIndex::IsCompiled() const {
 }
 
 void TableIndex::NoteQuiet(uint64_t version, size_t n) const {
+  if (compiling_.load(std::memory_order_relaxed)) {
+    if (job_done_.load(std::memory_order_relaxed)) FinishCompile();
+    return;
+  }
   const uint64_t seen = quiet_version_.load(std::memory_order_relaxed);
   if ((version & 1) != 0 || seen == (version | 1)) return;
   if (seen != version) {
@@ -1438,7 +1501,7 @@ void TableIndex::NoteQuiet(uint64_t version, size_t n) const {
   if (quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >=
       quiet_needed_.load(std::memory_order_relaxed)) {
     quiet_lookups_.store(0, std::memory_order_relaxed);
-    CompileAt(version);
+    StartCompile(version);
   }
 }
 
@@ -1508,9 +1571,9 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     if (way == Compiled::kUndecided) {
       const uint64_t call = compiled->calls.fetch_add(1, std::memory_order_relaxed);
       if (call < Compiled::kTrialCalls) {
-        way = static_cast<int>(call & 1);
-        timed = true;
-        start = std::chrono::steady_clock::now();
+        way = static_cast<int>(call / Compiled::kTrialRun & 1);
+        timed = call % Compiled::kTrialRun >= Compiled::kTrialRun / 2;
+        if (timed) start = std::chrono::steady_clock::now();
       } else {
         way = call == Compiled::kTrialCalls ? compiled->Decide() : Compiled::kWalk;
       }

@@ -58,10 +58,11 @@
 // the rule left it, so a packet that finds the rule also finds its matcher among the candidates; an entry
 // that disappears or appears while a packet is looked up stands only for rules being deleted or added
 // meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry may sit
-// where a packet had already looked). A compiled form is built by a reader, in its read section, from what
-// it reads as a walk would, and tagged with the index's version when it began; each change makes the
-// version odd while it lasts and even after, so a form built while one was under way carries a version the
-// index has left, and is never used (the reader does not even publish it once it sees the version moved).
+// where a packet had already looked). A compiled form is built from what a reader, in its read section, reads
+// as a walk would (the compiler thread reads only that), and tagged with the index's version when that
+// reader began; each change makes the version odd while it lasts and even after, so a form built while one
+// was under way carries a version the index has left, and is never used (it is not even published once the
+// version moved).
 // Readers use a form only when its version is the index's at the start of their lookup (the change after
 // it has not begun: the lookup is one from before that change), and take its entries as they were at that
 // version, named hits too (dropping one is a change: a form never names a record past its DropHit, so a
@@ -75,6 +76,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -266,10 +268,12 @@ class TableIndex {
 
   // The compiled form (Compiled, in the .cc): a lookup that finds none for the index as it is compiles it
   // once enough lookups in a row found the index unchanged: kQuietLookups, four times as many after each
-  // compiled form that was not worth it, up to kMaxQuietLookups (on its thread, in its read section: that
-  // lookup waits for it). Compile, for tests, compiles the index now, has the compiled form serve every
-  // lookup the trees' way while the index stays as it is, and returns whether it does (false: the index
-  // changed meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups.
+  // compiled form that was not worth it, up to kMaxQuietLookups. That lookup collects the entries (on its
+  // thread, in its read section: 1-33 ms on the benches' sets) and a thread of the index's own builds the
+  // trees (13-130 ms); a lookup after that publishes them. Compile, for tests, compiles the index now, has
+  // the compiled form serve every lookup the trees' way while the index stays as it is, and returns whether
+  // it does (false: the index changed meanwhile, or is too large to compile); IsCompiled says whether a
+  // compiled form serves lookups.
   static constexpr uint64_t kQuietLookups = uint64_t{1} << 17;
   static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
   bool Compile() const;
@@ -362,12 +366,26 @@ class TableIndex {
   mutable std::atomic<uint64_t> quiet_version_{1};
   mutable std::atomic<uint64_t> quiet_lookups_{0};
   mutable std::atomic<uint64_t> quiet_needed_{kQuietLookups};
+  // Set while a compile is under way (CompileNow's, or from StartCompile to FinishCompile): its holder's.
   mutable std::atomic<bool> compiling_{false};
-  // Counts `n` lookups that found no compiled form at version `version`, and compiles once enough did.
+  // The compile on the compiler thread, if any, and whether its form is built.
+  struct Job;
+  mutable std::unique_ptr<Job> job_;
+  mutable std::thread compiler_;
+  mutable std::atomic<bool> job_done_{false};
+  // Counts `n` lookups that found no compiled form at version `version`, and starts a compile once enough
+  // did (StartCompile); or, while a compile is under way, finishes it once its form is built.
   void NoteQuiet(uint64_t version, size_t n) const;
-  // Compiles the index as it is at `version` and publishes it, unless it changed meanwhile or is too large;
-  // returns whether it did. On any thread, in a read section.
-  bool CompileAt(uint64_t version) const;
+  // In a read section, on any thread, unless a compile is under way. CompileNow compiles the index as it is
+  // at `version` and publishes it, unless it changed meanwhile or is too large, and returns whether it did.
+  // StartCompile collects its entries as they are at `version` and leaves the rest to a compiler thread of
+  // its own; FinishCompile, once that thread is done (job_done_), publishes the form as CompileNow does.
+  bool CompileNow(uint64_t version) const;
+  void StartCompile(uint64_t version) const;
+  void FinishCompile() const;
+  // Publishes `fresh` (built from the index at `version`) unless the index changed since; marks `version`
+  // too large to compile when `fresh` is nullptr. Returns whether it published it.
+  bool Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const;
   // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
   // compiling (quiet_needed_), and retires it.
   void RetireCompiled();

@@ -618,10 +618,10 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
   }
 }
 
-// An index left unchanged for kQuietLookups lookups compiles itself, and then times its trees against its
-// walk on the lookups it serves and keeps the faster; either way the candidates stay the walk's. A change
-// retires the compiled form, and the next one waits for four times as many quiet lookups (the last one was
-// not worth it: it served fewer lookups than it waited for).
+// An index left unchanged for kQuietLookups lookups compiles itself (its trees built on a thread of its own),
+// and then times its trees against its walk on the lookups it serves and keeps the faster; either way the
+// candidates stay the walk's. A change retires the compiled form, and the next one waits for four times as
+// many quiet lookups (the last one was not worth it: it served fewer lookups than it waited for).
 TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndAChangeRetiresIt) {
   IndexedTable t;
   const std::vector<size_t> ms = ExactMatchers(&t, 40);
@@ -638,17 +638,29 @@ TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndAChangeRetiresIt) {
       if (::testing::Test::HasFailure()) return;
     }
   };
+  // The compiler thread builds the trees; a lookup once it is done publishes them.
+  auto look_up_until_compiled = [&] {
+    for (int wait = 0; wait < 5000 && !t.index().IsCompiled() && !::testing::Test::HasFailure(); ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      look_up(packets.size());
+    }
+    return t.index().IsCompiled();
+  };
   look_up(TableIndex::kQuietLookups - 2 * packets.size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  look_up(packets.size());
   EXPECT_FALSE(t.index().IsCompiled());
   look_up(4 * packets.size());
-  EXPECT_TRUE(t.index().IsCompiled());
-  look_up(2 * packets.size() * 256);  // (the trial, and past it)
+  EXPECT_TRUE(look_up_until_compiled());
+  look_up(4 * packets.size() * 256);  // (the trial, 512 calls, and past it)
   t.AddRule(ms[0], Acl(0x0c000001, 0x0d000001, 80, 6));
   EXPECT_FALSE(t.index().IsCompiled());
   look_up(TableIndex::kQuietLookups + 4 * packets.size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  look_up(packets.size());
   EXPECT_FALSE(t.index().IsCompiled());
   look_up(3 * TableIndex::kQuietLookups);
-  EXPECT_TRUE(t.index().IsCompiled());
+  EXPECT_TRUE(look_up_until_compiled());
 }
 
 // A thread that, until Stop(), looks the rules of `staying` up in turn (rule i is matcher ms[i]'s) in read
