@@ -420,11 +420,11 @@ class TableIndex::Change {
 // test (kTestedBits or more of them), a tree a group, so that an entry seldom meets a bit it does not test:
 // it follows both branches of one. A leaf holds the entries that reach it in rank order, as they were
 // published (their named hits too: a DropHit is a change), at most kLeafEntries of them unless no bit parts
-// them. A tree is grown a bit a node, the bit that parts its entries best, then cut: a node and the nodes
-// under it that test bits next to its own, of its word, become one node of up to kMaxCut bits (a stride),
-// whose children are the nodes those bits lead to, as long as at least half its children are distinct. A
-// lookup goes down the trees in order of their least ranks and skips those whose least is past its exact
-// candidate's rank.
+// them. A node cuts on neighbouring bits of one word, up to kMaxCut of them (a stride: its children are the
+// values of those bits): the bit that parts its entries best, widened a bit at a time while that makes its
+// largest child smaller and its children together hold at most kCutCopies times its entries (as HiCuts
+// does). A lookup goes down the trees in order of their least ranks and skips those whose least is past its
+// exact candidate's rank.
 //
 // Why: a walk through the tries takes about 16 steps a packet on ClassBench's acl1, each a hundred
 // instructions or so (its pending steps, bounds and interleaving); with every line in the caches it still
@@ -437,7 +437,7 @@ struct TableIndex::Compiled {
   static constexpr size_t kLeafEntries = 4;
   static constexpr size_t kMaxEntries = size_t{1} << 19;  // more published entries than this: not compiled
   static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
-  static constexpr int kMaxCut = 8;
+  static constexpr int kMaxCut = 12;
   static constexpr uint8_t kLeaf = 0xff;
   struct TreeNode {
     uint32_t next;  // an inner node's children, nodes[next + the packet's bits]; a leaf's entries[next, ...)

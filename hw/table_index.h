@@ -26,11 +26,11 @@
 // their loads overlap.
 //
 // An index that stops changing compiles itself (Compile, below): decision trees over its words' bits, a
-// node cutting on up to eight bits of a word at once, whose leaves list, in rank order, the entries a packet
+// node cutting on up to twelve bits of a word at once, whose leaves list, in rank order, the entries a packet
 // reaching them may match, so that a lookup takes a load, a shift and a mask a step rather than a walk's
 // bookkeeping. It times the trees against the walk on the lookups it serves first and keeps the faster (the
-// trees, on the five ClassBench sets the benches use); the next change retires it, and lookups walk until
-// the index is quiet again.
+// trees on ClassBench's acl1, acl3, fw5 and ipc1; on fw1 either, as fast); the next change retires it, and
+// lookups walk until the index is quiet again.
 //
 // A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
 // one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
