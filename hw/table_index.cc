@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -532,28 +533,31 @@ class TableIndex::Compiled::Builder {
     size_t total = 0;
   };
 
-  // The bits of filed_[k]'s word `word` a cut takes, as the cut's children number them, and those of them
-  // the entry tests.
-  uint32_t Bits(uint32_t k, const Cut& cut) const {
-    return filed_[k].value[cut.word] >> cut.shift & ((1u << cut.width) - 1);
-  }
-  uint32_t Tested(uint32_t k, const Cut& cut) const {
-    return filed_[k].mask[cut.word] >> cut.shift & ((1u << cut.width) - 1);
-  }
-  // Counts the children of `cut` over the entries (*subsets)[from, end): an entry goes to each child whose
-  // bits it matches.
-  void Measure(const std::vector<uint32_t>& subsets, size_t from, Cut* cut) const {
-    std::array<uint32_t, 1 << kMaxCut> held{};
-    const uint32_t all = (1u << cut->width) - 1;
-    for (size_t i = from; i < subsets.size(); ++i) {
-      const uint32_t bits = Bits(subsets[i], *cut), free = all & ~Tested(subsets[i], *cut);
-      for (uint32_t sub = free;; sub = (sub - 1) & free) {
-        ++held[bits | sub];
-        if (sub == 0) break;
-      }
+  // Calls `f` with each child of `cut` that filed_[k] goes to: those whose bits it matches (the values of
+  // the bits it does not test, with those it tests).
+  template <typename F>
+  void ForEachChild(uint32_t k, const Cut& cut, F f) const {
+    const uint32_t all = (1u << cut.width) - 1;
+    const uint32_t bits = filed_[k].value[cut.word] >> cut.shift & all;
+    const uint32_t free = all & ~(filed_[k].mask[cut.word] >> cut.shift);
+    for (uint32_t sub = free;; sub = (sub - 1) & free) {
+      f(bits | sub);
+      if (sub == 0) break;
     }
-    cut->largest = *std::max_element(held.begin(), held.begin() + all + 1);
-    cut->total = std::accumulate(held.begin(), held.begin() + all + 1, size_t{0});
+  }
+  // Counts the children of `cut` over the entries (*subsets)[from, end), unless together they come to more
+  // than `most` (then `total` is more than that, and `largest` is not counted).
+  void Measure(const std::vector<uint32_t>& subsets, size_t from, size_t most, Cut* cut) {
+    const uint32_t all = (1u << cut->width) - 1;
+    std::fill_n(held_.begin(), all + 1, 0);
+    cut->total = 0;
+    for (size_t i = from; i < subsets.size() && cut->total <= most; ++i) {
+      ForEachChild(subsets[i], *cut, [&](uint32_t child) {
+        ++held_[child];
+        ++cut->total;
+      });
+    }
+    cut->largest = *std::max_element(held_.begin(), held_.begin() + all + 1);
   }
 
   // Makes compiled_->nodes[at] the node for the entries (*subsets)[from, end) (indexes into filed_, in rank
@@ -598,35 +602,46 @@ class TableIndex::Compiled::Builder {
     // each makes the largest child smaller and the children together hold at most kCutCopies times the
     // entries.
     Cut cut{best / 32, best % 32, 1};
-    Measure(*subsets, from, &cut);
-    while (cut.width < kMaxCut) {
-      Cut wider = cut;
-      ++wider.width;
+    Measure(*subsets, from, SIZE_MAX, &cut);
+    while (cut.width < kMaxCut && (size_t{2} << cut.width) <= kCutCopies * size) {
+      // (A cut a bit wider, whose children, one node each, and their entries come to kCutCopies times the
+      // entries at most.)
+      const size_t most = kCutCopies * size - (size_t{2} << cut.width);
+      Cut wider{};
       for (const int shift : {cut.shift, cut.shift - 1}) {
         const int added = shift == cut.shift ? shift + cut.width : shift;
         if (added < 0 || added > 31 || (region.mask[cut.word] >> added & 1) != 0) continue;
         Cut tried{cut.word, shift, cut.width + 1};
-        Measure(*subsets, from, &tried);
-        if (wider.largest == 0 || tried.largest < wider.largest) wider = tried;
+        Measure(*subsets, from, most, &tried);
+        if (tried.total <= most && (wider.width == 0 || tried.largest < wider.largest)) wider = tried;
       }
-      if (wider.largest == 0 || wider.largest >= cut.largest ||
-          wider.total + (size_t{1} << wider.width) > kCutCopies * size)
-        break;
+      if (wider.width == 0 || wider.largest >= cut.largest) break;
       cut = wider;
     }
     const auto first = static_cast<uint32_t>(compiled_->nodes.size());
     compiled_->nodes[at] = {first, static_cast<uint8_t>(cut.word), static_cast<uint8_t>(cut.shift),
                             static_cast<uint16_t>((1u << cut.width) - 1)};
     compiled_->nodes.resize(first + (size_t{1} << cut.width));
+    // Each entry listed under every child it goes to, the children's lists end to end: child c's from
+    // listed_from[c] to listed_from[c + 1].
+    const uint32_t all = (1u << cut.width) - 1;
+    std::vector<uint32_t> listed_from(all + 2, 0);
+    for (size_t i = from; i < subsets->size(); ++i) {
+      ForEachChild((*subsets)[i], cut, [&](uint32_t child) { ++listed_from[child + 1]; });
+    }
+    std::partial_sum(listed_from.begin(), listed_from.end(), listed_from.begin());
+    std::vector<uint32_t> listed(listed_from.back());
+    std::vector<uint32_t> next(listed_from.begin(), listed_from.end() - 1);
+    for (size_t i = from; i < subsets->size(); ++i) {
+      const uint32_t k = (*subsets)[i];
+      ForEachChild(k, cut, [&](uint32_t child) { listed[next[child]++] = k; });
+    }
     // Each child's entries go after this node's in `subsets` (a stack: a child's subtree is grown on top of
     // it, and taken off after).
-    const uint32_t all = (1u << cut.width) - 1;
     for (uint32_t child = 0; child <= all; ++child) {
       const size_t child_from = subsets->size();
-      for (size_t i = from; i < child_from; ++i) {
-        const uint32_t k = (*subsets)[i];
-        if (((Bits(k, cut) ^ child) & Tested(k, cut)) == 0) subsets->push_back(k);
-      }
+      subsets->insert(subsets->end(), listed.begin() + listed_from[child],
+                      listed.begin() + listed_from[child + 1]);
       Region narrower = region;
       narrower.mask[cut.word] |= all << cut.shift;
       narrower.value[cut.word] |= child << cut.shift;
@@ -641,6 +656,7 @@ class TableIndex::Compiled::Builder {
   const std::vector<LeafEntry>& filed_;
   Compiled* compiled_;
   size_t budget_;
+  std::vector<uint32_t> held_ = std::vector<uint32_t>(size_t{1} << kMaxCut);  // Measure's counts
 };
 
 bool TableIndex::Compiled::Collect(const TableIndex& index, std::vector<LeafEntry>* filed) {
