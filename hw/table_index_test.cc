@@ -13,6 +13,7 @@
 #include "hw/flow_table.h"
 #include "hw/match_params.h"
 #include "hw/reclaimer.h"
+#include "hw/table_index_testing.h"
 
 namespace drsim::hw {
 namespace {
@@ -20,131 +21,6 @@ namespace {
 // Offsets of the outer IPv4 source and destination words, the TCP ports word and the word of the IP
 // protocol in the layout.
 constexpr uint32_t kSrcWord = 0x2c, kDstWord = 0x3c, kPortsWord = 0x14, kProtocolWord = 0x10;
-
-// An ACL key; `ttl`, a word no index of these tables reads: a matcher masking it has inexact entries.
-MatchParams Acl(uint32_t src, uint32_t dst, uint16_t dport, uint8_t proto, uint8_t ttl = 0) {
-  return *MatchBuilder()
-              .Ipv4Src(kOuter, Ipv4Address{src})
-              .Ipv4Dst(kOuter, Ipv4Address{dst})
-              .TcpDport(kOuter, dport)
-              .IpProtocol(kOuter, proto)
-              .TtlHoplimit(kOuter, ttl)
-              .Build();
-}
-
-uint32_t Prefix(int length) { return length == 0 ? 0 : ~uint32_t{0} << (32 - length); }
-
-// A table's matchers and their rules, indexed, with what each matcher holds kept aside to judge by.
-class IndexedTable {
- public:
-  explicit IndexedTable(Reclaimer* reclaimer = nullptr) : reclaimer_(reclaimer) {}
-
-  // A matcher of `priority` over `mask`; the index is built over the first ones made (Build).
-  size_t AddMatcher(uint16_t priority, const MatchParams& mask) {
-    matchers_.push_back(std::make_unique<CompiledMatcher>(
-        static_cast<uint32_t>(matchers_.size() + 1), priority, sequence_++, Definer::FromMask(mask.bytes())));
-    states_.push_back(std::make_unique<TableIndex::MatcherState>());
-    keys_.emplace_back();
-    if (index_ != nullptr) index_->AddMatcher(matchers_.back().get(), states_.back().get());
-    return matchers_.size() - 1;
-  }
-  void Build() {
-    std::vector<const CompiledMatcher*> all;
-    for (const auto& m : matchers_) all.push_back(m.get());
-    index_ = std::make_unique<TableIndex>(all, reclaimer_);
-    for (size_t i = 0; i < matchers_.size(); ++i) {
-      index_->AddMatcher(matchers_[i].get(), states_[i].get());
-      for (const std::vector<uint32_t>& key : keys_[i]) index_->AddRule(states_[i].get(), key.data());
-    }
-  }
-  void AddRule(size_t m, const MatchParams& value) {
-    std::vector<uint32_t> key(matchers_[m]->definer.key_words());
-    matchers_[m]->definer.Extract(value.bytes(), key.data());
-    if (index_ != nullptr) index_->AddRule(states_[m].get(), key.data());
-    keys_[m].insert(key);
-  }
-  // Removes one rule of matcher `m` (the `k`-th of its keys); false when it has none.
-  bool RemoveRule(size_t m, size_t k) {
-    if (keys_[m].empty()) return false;
-    auto it = keys_[m].begin();
-    std::advance(it, k % keys_[m].size());
-    const std::vector<uint32_t> key = *it;
-    keys_[m].erase(it);
-    RemoveKey(m, key);
-    return true;
-  }
-  // Removes a rule of matcher `m` with `value`.
-  void RemoveValue(size_t m, const MatchParams& value) {
-    std::vector<uint32_t> key(matchers_[m]->definer.key_words());
-    matchers_[m]->definer.Extract(value.bytes(), key.data());
-    keys_[m].erase(keys_[m].find(key));
-    RemoveKey(m, key);
-  }
-  // Matcher `m` leaves the index, its rules with it; RejoinMatcher brings it back without them.
-  void RemoveMatcher(size_t m) {
-    index_->RemoveMatcher(states_[m].get());
-    keys_[m].clear();
-  }
-  void RejoinMatcher(size_t m) { index_->AddMatcher(matchers_[m].get(), states_[m].get()); }
-  // Names `hit` as the rule of matcher `m` with `value` (NameHit), or takes it back (DropHit).
-  void NameHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
-    index_->NameHit(states_[m].get(), ItemOf(m, value), hit);
-  }
-  void DropHit(size_t m, const MatchParams& value, const RuleRecord* hit) {
-    index_->DropHit(ItemOf(m, value), hit);
-  }
-
-  // The matchers holding a rule `packet` matches.
-  std::set<const CompiledMatcher*> Hits(const MatchParams& packet) const {
-    std::set<const CompiledMatcher*> hits;
-    for (size_t i = 0; i < matchers_.size(); ++i) {
-      std::vector<uint32_t> key(matchers_[i]->definer.key_words());
-      matchers_[i]->definer.Extract(packet.bytes(), key.data());
-      if (keys_[i].count(key) > 0) hits.insert(matchers_[i].get());
-    }
-    return hits;
-  }
-  std::vector<TableIndex::Candidate> Candidates(const MatchParams& packet) const {
-    std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
-    const size_t n = index_->Candidates(packet.bytes(), 0, out.data());
-    out.resize(n > TableIndex::kMaxCandidates ? 0 : n);
-    return out;
-  }
-  // The steps a walk ahead to where matcher `m` would file `value` takes (ContinueFiling calls that return
-  // true) on `on` (nullptr: this index), up to kMaxSteps.
-  static constexpr int kMaxSteps = 64;
-  int FilingSteps(size_t m, const MatchParams& value, const TableIndex* on = nullptr) const {
-    TableIndex::Filing filing;
-    index_->StartFiling(*states_[m], KeyOf(m, value).data(), &filing);
-    int steps = 0;
-    while (steps < kMaxSteps && (on != nullptr ? on : index_.get())->ContinueFiling(&filing)) ++steps;
-    return steps;
-  }
-  const TableIndex& index() const { return *index_; }
-  const CompiledMatcher* matcher(size_t m) const { return matchers_[m].get(); }
-  const TableIndex::MatcherState& state(size_t m) const { return *states_[m]; }
-
- private:
-  std::vector<uint32_t> KeyOf(size_t m, const MatchParams& value) const {
-    std::vector<uint32_t> key(matchers_[m]->definer.key_words());
-    matchers_[m]->definer.Extract(value.bytes(), key.data());
-    return key;
-  }
-  // The index's item counting matcher `m`'s rules with `key`'s index words (nullptr: none).
-  TableIndex::Item* ItemOfKey(size_t m, const std::vector<uint32_t>& key) const {
-    return TableIndex::FindItem(states_[m].get(), TableIndex::ValuesOf(*states_[m], key.data()));
-  }
-  TableIndex::Item* ItemOf(size_t m, const MatchParams& value) const { return ItemOfKey(m, KeyOf(m, value)); }
-  // Takes a rule of matcher `m` with `key` out of the index.
-  void RemoveKey(size_t m, const std::vector<uint32_t>& key) { index_->RemoveRule(ItemOfKey(m, key)); }
-
-  uint64_t sequence_ = 1;
-  std::vector<std::unique_ptr<CompiledMatcher>> matchers_;
-  std::vector<std::unique_ptr<TableIndex::MatcherState>> states_;
-  std::vector<std::multiset<std::vector<uint32_t>>> keys_;
-  Reclaimer* reclaimer_;
-  std::unique_ptr<TableIndex> index_;
-};
 
 // `n` matchers of `t` over whole addresses, the destination port and the protocol (exact entries), of
 // priorities 0 to n - 1.
@@ -155,25 +31,8 @@ std::vector<size_t> ExactMatchers(IndexedTable* t, int n) {
   return ms;
 }
 
-// The candidates come in lookup order, each once, up to the first exact one, which holds a hit; every
-// matcher holding a hit up to there (anywhere, when none is exact) is a candidate.
 void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
-  const std::vector<TableIndex::Candidate> candidates = t.Candidates(packet);
-  const std::set<const CompiledMatcher*> hits = t.Hits(packet);
-  for (size_t i = 1; i < candidates.size(); ++i) {
-    ASSERT_TRUE(LookupBefore(*candidates[i - 1].matcher, *candidates[i].matcher)) << "candidate " << i;
-    ASSERT_FALSE(candidates[i - 1].exact) << "candidate " << i - 1 << " is exact but not the last";
-  }
-  const bool bounded = !candidates.empty() && candidates.back().exact;
-  if (bounded) {
-    EXPECT_EQ(hits.count(candidates.back().matcher), 1u) << "an exact candidate holds no hit";
-  }
-  std::set<const CompiledMatcher*> named;
-  for (const TableIndex::Candidate& c : candidates) named.insert(c.matcher);
-  for (const CompiledMatcher* hit : hits) {
-    if (bounded && LookupBefore(*candidates.back().matcher, *hit)) continue;
-    EXPECT_EQ(named.count(hit), 1u) << "matcher " << hit->id << " holds a hit but is not a candidate";
-  }
+  EXPECT_EQ(CoverProblem(t, packet, t.Candidates(packet)), "");
 }
 
 TEST(TableIndexTest, ChoosesTheAddressesThenTheDestinationPortThenTheProtocol) {
@@ -532,31 +391,9 @@ TEST(TableIndexTest, TheNamedEntriesOfAMatcherGoingBroadLeaveNoNameInTheirSlots)
   }
 }
 
-// The candidates of `packets`, looked up together, each from rank `from_rank`.
-std::vector<std::vector<TableIndex::Candidate>> CandidatesOfAll(const TableIndex& index,
-                                                                const std::vector<MatchParams>& packets,
-                                                                uint64_t from_rank) {
-  std::vector<TableIndex::Query> queries;
-  std::vector<std::vector<TableIndex::Candidate>> out(
-      packets.size(), std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
-  for (size_t p = 0; p < packets.size(); ++p)
-    queries.push_back({packets[p].bytes(), from_rank, out[p].data(), 0});
-  index.CandidatesOf(queries.data(), queries.size());
-  for (size_t p = 0; p < packets.size(); ++p) out[p].resize(queries[p].count);
-  return out;
-}
-
 void ExpectSameCandidates(const std::vector<std::vector<TableIndex::Candidate>>& got,
                           const std::vector<std::vector<TableIndex::Candidate>>& want, const char* what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t p = 0; p < want.size(); ++p) {
-    ASSERT_EQ(got[p].size(), want[p].size()) << what << ": packet " << p;
-    for (size_t c = 0; c < want[p].size(); ++c) {
-      EXPECT_EQ(got[p][c].matcher, want[p][c].matcher) << what << ": packet " << p << " candidate " << c;
-      EXPECT_EQ(got[p][c].exact, want[p][c].exact) << what << ": packet " << p << " candidate " << c;
-      EXPECT_EQ(got[p][c].hit, want[p][c].hit) << what << ": packet " << p << " candidate " << c;
-    }
-  }
+  EXPECT_EQ(SameCandidates(got, want, what), "");
 }
 
 TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
