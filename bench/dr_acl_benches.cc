@@ -102,7 +102,7 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
 }
 
 // How long a lookup bench sends frames, untimed, past the quiet lookups after which the ACL's table compiles:
-// its trees are built on the index's compiler thread (13-170 ms on the ClassBench sets), the next lookup
+// its trees are built on the index's compiler thread (24-162 ms on the ClassBench sets), the next lookup
 // publishes them, and their trial takes 512 calls (16,384 frames in bursts).
 constexpr std::chrono::milliseconds kWarmUpAfterQuiet{600};
 

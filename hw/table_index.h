@@ -270,7 +270,7 @@ class TableIndex {
   // once enough lookups in a row found the index unchanged: kQuietLookups, four times as many after each
   // compiled form that was not worth it, up to kMaxQuietLookups. That lookup collects the entries (on its
   // thread, in its read section: 1-33 ms on the benches' sets) and a thread of the index's own builds the
-  // trees (13-130 ms); a lookup after that publishes them. Compile, for tests, compiles the index now, has
+  // trees (24-162 ms); a lookup after that publishes them. Compile, for tests, compiles the index now, has
   // the compiled form serve every lookup the trees' way while the index stays as it is, and returns whether
   // it does (false: the index changed meanwhile, or is too large to compile); IsCompiled says whether a
   // compiled form serves lookups.
