@@ -269,7 +269,7 @@ class TableIndex {
   // The compiled form (Compiled, in the .cc): a lookup that finds none for the index as it is compiles it
   // once enough lookups in a row found the index unchanged: kQuietLookups, four times as many after each
   // compiled form that was not worth it, up to kMaxQuietLookups. That lookup collects the entries (on its
-  // thread, in its read section: 1-33 ms on the benches' sets) and a thread of the index's own builds the
+  // thread, in its read section: 1-34 ms on the benches' sets) and a thread of the index's own builds the
   // trees (24-162 ms); a lookup after that publishes them. Compile, for tests, compiles the index now, has
   // the compiled form serve every lookup the trees' way while the index stays as it is, and returns whether
   // it does (false: the index changed meanwhile, or is too large to compile); IsCompiled says whether a
@@ -376,10 +376,11 @@ class TableIndex {
   // Counts `n` lookups that found no compiled form at version `version`, and starts a compile once enough
   // did (StartCompile); or, while a compile is under way, finishes it once its form is built.
   void NoteQuiet(uint64_t version, size_t n) const;
-  // In a read section, on any thread, unless a compile is under way. CompileNow compiles the index as it is
-  // at `version` and publishes it, unless it changed meanwhile or is too large, and returns whether it did.
-  // StartCompile collects its entries as they are at `version` and leaves the rest to a compiler thread of
-  // its own; FinishCompile, once that thread is done (job_done_), publishes the form as CompileNow does.
+  // In a read section, on any thread; CompileNow and StartCompile do nothing while a compile is under way.
+  // CompileNow compiles the index as it is at `version` and publishes it, unless it changed meanwhile or is
+  // too large, and returns whether it did. StartCompile collects its entries as they are at `version` and
+  // leaves the rest to a compiler thread of its own; FinishCompile, once that thread is done (job_done_),
+  // publishes the form as CompileNow does.
   bool CompileNow(uint64_t version) const;
   void StartCompile(uint64_t version) const;
   void FinishCompile() const;
