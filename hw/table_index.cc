@@ -101,6 +101,12 @@ struct alignas(64) TableIndex::Entry {
     generation.store(g + 2, std::memory_order_release);
     matcher.store(tag, order);
   }
+  // Whether what was read of the entry since `seen`, its generation then (acquire), is one filling's (else it
+  // was being removed, or added, meanwhile).
+  bool OneFilling(uint32_t seen) const {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return (seen & 1) == 0 && generation.load(std::memory_order_relaxed) == seen;
+  }
   std::array<uint32_t, kWords> Values() const {
     std::array<uint32_t, kWords> v;
     for (int i = 0; i < kWords; ++i) v[i] = value[i].load(std::memory_order_relaxed);
@@ -673,10 +679,7 @@ bool TableIndex::Compiled::Collect(const TableIndex& index, std::vector<LeafEntr
         const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
         LeafEntry f{e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), tagged,
                     e.hit.load(std::memory_order_acquire)};
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (tagged == 0 || (generation & 1) != 0 ||
-            e.generation.load(std::memory_order_relaxed) != generation)
-          continue;
+        if (tagged == 0 || !e.OneFilling(generation)) continue;
         for (int w = 0; w < kWords; ++w) {
           f.value[w] = index.TrieKey(w, f.value[w]);
           f.mask[w] = index.TrieKey(w, f.mask[w]);
@@ -1355,9 +1358,8 @@ struct TableIndex::Walk {
     const uint64_t rank = e.rank.load(std::memory_order_relaxed);
     if (rank < query->from_rank || rank > bound) return true;
     const RuleRecord* hit = e.hit.load(std::memory_order_acquire);
-    // One filling's entry (else it is being removed, or added, now, and either way may be missed).
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if ((generation & 1) != 0 || e.generation.load(std::memory_order_relaxed) != generation) return true;
+    // (An entry being removed, or added, now may be missed either way.)
+    if (!e.OneFilling(generation)) return true;
     return Take(rank, tagged, hit);
   }
   // Takes the entry of matcher word `tagged` (Tagged), `rank` and named hit `hit`, which the packet matches,
@@ -1422,30 +1424,18 @@ struct TableIndex::Job {
   std::unique_ptr<Compiled> built;
 };
 
-bool TableIndex::Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const {
+void TableIndex::Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const {
   std::atomic_thread_fence(std::memory_order_acquire);
   const bool unchanged = version_.load(std::memory_order_relaxed) == version;
-  const bool published = fresh != nullptr && unchanged;
-  if (published) {
+  if (fresh != nullptr && unchanged) {
     const Compiled* old = compiled_.exchange(fresh.release(), std::memory_order_acq_rel);
     if (old != nullptr) Retire(reclaimer_, [old] { delete old; });
   } else if (unchanged) {
     quiet_version_.store(version | 1, std::memory_order_relaxed);  // too large: not tried again at it
   }
-  return published;
 }
 
-bool TableIndex::CompileNow(uint64_t version) const {
-  if ((version & 1) != 0 || compiling_.exchange(true, std::memory_order_acquire)) return false;
-  std::vector<Compiled::LeafEntry> filed;
-  std::unique_ptr<Compiled> fresh =
-      Compiled::Collect(*this, &filed) ? Compiled::Build(std::move(filed), version) : nullptr;
-  const bool published = Publish(std::move(fresh), version);
-  compiling_.store(false, std::memory_order_release);
-  return published;
-}
-
-void TableIndex::StartCompile(uint64_t version) const {
+void TableIndex::StartCompile(uint64_t version, bool on_thread) const {
   if ((version & 1) != 0 || compiling_.exchange(true, std::memory_order_acquire)) return;
   auto job = std::make_unique<Job>();
   job->version = version;
@@ -1459,12 +1449,15 @@ void TableIndex::StartCompile(uint64_t version) const {
     job->built = Compiled::Build(std::move(job->filed), job->version);
     job_done_.store(true, std::memory_order_release);
   };
-  try {
-    compiler_ = std::thread(build);
-  } catch (const std::system_error&) {  // (no thread to be had: built here)
-    build();
-    FinishCompile();
+  if (on_thread) {
+    try {
+      compiler_ = std::thread(build);
+      return;
+    } catch (const std::system_error&) {  // (no thread to be had: built here)
+    }
   }
+  build();
+  FinishCompile();
 }
 
 void TableIndex::FinishCompile() const {
@@ -1491,7 +1484,8 @@ void TableIndex::RetireCompiled() {
 }
 
 bool TableIndex::Compile() const {
-  if (!CompileNow(version_.load(std::memory_order_acquire))) return false;
+  StartCompile(version_.load(std::memory_order_acquire), /*on_thread=*/false);
+  if (!IsCompiled()) return false;
   compiled_.load(std::memory_order_relaxed)->way.store(Compiled::kTrees, std::memory_order_relaxed);
   return true;
 }
@@ -1517,7 +1511,7 @@ void TableIndex::NoteQuiet(uint64_t version, size_t n) const {
   if (quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >=
       quiet_needed_.load(std::memory_order_relaxed)) {
     quiet_lookups_.store(0, std::memory_order_relaxed);
-    StartCompile(version);
+    StartCompile(version, /*on_thread=*/true);
   }
 }
 

@@ -366,7 +366,7 @@ class TableIndex {
   mutable std::atomic<uint64_t> quiet_version_{1};
   mutable std::atomic<uint64_t> quiet_lookups_{0};
   mutable std::atomic<uint64_t> quiet_needed_{kQuietLookups};
-  // Set while a compile is under way (CompileNow's, or from StartCompile to FinishCompile): its holder's.
+  // Set while a compile is under way (from StartCompile to FinishCompile): its holder's.
   mutable std::atomic<bool> compiling_{false};
   // The compile on the compiler thread, if any, and whether its form is built.
   struct Job;
@@ -376,17 +376,15 @@ class TableIndex {
   // Counts `n` lookups that found no compiled form at version `version`, and starts a compile once enough
   // did (StartCompile); or, while a compile is under way, finishes it once its form is built.
   void NoteQuiet(uint64_t version, size_t n) const;
-  // In a read section, on any thread; CompileNow and StartCompile do nothing while a compile is under way.
-  // CompileNow compiles the index as it is at `version` and publishes it, unless it changed meanwhile or is
-  // too large, and returns whether it did. StartCompile collects its entries as they are at `version` and
-  // leaves the rest to a compiler thread of its own; FinishCompile, once that thread is done (job_done_),
-  // publishes the form as CompileNow does.
-  bool CompileNow(uint64_t version) const;
-  void StartCompile(uint64_t version) const;
+  // In a read section, on any thread. StartCompile, unless a compile is under way, collects the index's
+  // entries as they are at `version` and builds the form of them: on a compiler thread of the index's own
+  // when `on_thread` (and one can be had), else there and then. FinishCompile, once the form is built
+  // (job_done_), publishes it (Publish).
+  void StartCompile(uint64_t version, bool on_thread) const;
   void FinishCompile() const;
   // Publishes `fresh` (built from the index at `version`) unless the index changed since; marks `version`
-  // too large to compile when `fresh` is nullptr. Returns whether it published it.
-  bool Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const;
+  // too large to compile when `fresh` is nullptr.
+  void Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const;
   // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
   // compiling (quiet_needed_), and retires it.
   void RetireCompiled();
