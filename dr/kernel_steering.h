@@ -1,6 +1,6 @@
 // dr::KernelSteering — drsim-internal: the parts of the kernel's own flow steering that rdma-core's Direct
 // Rule API has no objects for, for front ends that model kernel-owned rules (the verbs flows of
-// dr/capi/verbs_flow.h).
+// capi/verbs_flow.h).
 //
 // What and why. rdma-core reaches the kernel's steering tree only through root (level-0) tables, which sit
 // in its bypass namespace. The kernel (Linux mlx5_ib) puts verbs flows there too, and also into

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <infiniband/mlx5dv.h>
 
-#include "dr/capi/drsim.h"
+#include "capi/drsim.h"
 
 /* Exits with the failing call and drsim's message when a call that must succeed fails. */
 #define MUST(call)                                                                                      \

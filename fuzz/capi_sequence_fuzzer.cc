@@ -1,4 +1,4 @@
-// libFuzzer target: sequences of C API calls (dr/capi) on two software NICs, including misuse — objects
+// libFuzzer target: sequences of C API calls (capi/) on two software NICs, including misuse — objects
 // destroyed while in use or in the wrong order, handles of the other NIC, handles of the wrong kind,
 // NULL, bad levels, criteria, masks and layouts — with frames sent between the calls. Every call must
 // keep rdma-core's conventions (NULL with errno set from creators; 0 or a positive errno from destroys)
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "dr/capi/drsim.h"
+#include "capi/drsim.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "dr/capi/real_mlx5.h"
+#include "capi/real_mlx5.h"
 
 #include <dlfcn.h>
 
@@ -13,7 +13,7 @@ const RealMlx5* Load() {
 #define DRSIM_REAL(name)                                                \
   real.name = reinterpret_cast<decltype(real.name)>(dlsym(lib, #name)); \
   complete = complete && real.name != nullptr;
-#include "dr/capi/real_mlx5_functions.inc"
+#include "capi/real_mlx5_functions.inc"
   DRSIM_REAL(mlx5dv_dr_domain_create)
   DRSIM_REAL(mlx5dv_dr_action_create_packet_reformat)
 #undef DRSIM_REAL

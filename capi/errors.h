@@ -2,8 +2,8 @@
 // (creators return NULL; destroy/modify/sync return the positive errno), and drsim_last_error() returns
 // the message of this thread's last failure. With DRSIM_DEBUG set in the environment each failure is also
 // printed to stderr, as rdma-core's MLX5_DEBUG_MASK prints its dr_dbg lines.
-#ifndef DRSIM_DR_CAPI_ERRORS_H_
-#define DRSIM_DR_CAPI_ERRORS_H_
+#ifndef DRSIM_CAPI_ERRORS_H_
+#define DRSIM_CAPI_ERRORS_H_
 
 #include <string>
 
@@ -20,4 +20,4 @@ const char* LastError();
 
 }  // namespace drsim::capi
 
-#endif  // DRSIM_DR_CAPI_ERRORS_H_
+#endif  // DRSIM_CAPI_ERRORS_H_

@@ -1,13 +1,13 @@
 /* The checks of the C API's C tests (c_api_test.c, verbs_flow_test.c): CHECK counts a failure, with the
  * file, line, errno and drsim_last_error(), and goes on; check_result() reports and gives main's status.
  * One test program includes it once. */
-#ifndef DRSIM_DR_CAPI_C_CHECK_H_
-#define DRSIM_DR_CAPI_C_CHECK_H_
+#ifndef DRSIM_CAPI_C_CHECK_H_
+#define DRSIM_CAPI_C_CHECK_H_
 
 #include <errno.h>
 #include <stdio.h>
 
-#include "dr/capi/drsim.h"
+#include "capi/drsim.h"
 
 static int failures;
 
@@ -30,4 +30,4 @@ static int check_result(void) {
   return 0;
 }
 
-#endif /* DRSIM_DR_CAPI_C_CHECK_H_ */
+#endif /* DRSIM_CAPI_C_CHECK_H_ */

@@ -1,4 +1,4 @@
-#include "dr/capi/verbs_steering.h"
+#include "capi/verbs_steering.h"
 
 #include <algorithm>
 #include <deque>

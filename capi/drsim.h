@@ -18,8 +18,8 @@
  * environment, failures are also printed to stderr.
  *
  * Thread-safety: calls on the objects of one software NIC are serialised by a lock of that NIC. */
-#ifndef DRSIM_DR_CAPI_DRSIM_H_
-#define DRSIM_DR_CAPI_DRSIM_H_
+#ifndef DRSIM_CAPI_DRSIM_H_
+#define DRSIM_CAPI_DRSIM_H_
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -102,4 +102,4 @@ const char* drsim_last_error(void);
 }
 #endif
 
-#endif /* DRSIM_DR_CAPI_DRSIM_H_ */
+#endif /* DRSIM_CAPI_DRSIM_H_ */

@@ -18,8 +18,8 @@
 //  - The actions: drop, a flow tag, a counters object (its pointer, unchecked here).
 //
 // Stateless and thread-safe.
-#ifndef DRSIM_DR_CAPI_VERBS_SPEC_H_
-#define DRSIM_DR_CAPI_VERBS_SPEC_H_
+#ifndef DRSIM_CAPI_VERBS_SPEC_H_
+#define DRSIM_CAPI_VERBS_SPEC_H_
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -65,4 +65,4 @@ absl::StatusOr<VerbsFlowRequest> ReadFlowAttr(const ibv_flow_attr* attr);
 
 }  // namespace drsim::capi
 
-#endif  // DRSIM_DR_CAPI_VERBS_SPEC_H_
+#endif  // DRSIM_CAPI_VERBS_SPEC_H_

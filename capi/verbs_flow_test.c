@@ -2,14 +2,14 @@
  * ibv_create_flow / ibv_destroy_flow and ibv_*_counters calls on a drsim QP and context. First the
  * ibv_create_flow(3) man page's example exactly as written (ETH + IPv4 specs, priority 0, port 1), with
  * matching and non-matching frames; then counters, EBUSY while a flow holds its QP, and a malformed
- * request. Linked statically (//dr/capi:capi) and against libdrsim_mlx5dv.so. */
+ * request. Linked statically (//capi:capi) and against libdrsim_mlx5dv.so. */
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "dr/capi/c_check.h"
-#include "dr/capi/drsim.h"
+#include "capi/c_check.h"
+#include "capi/drsim.h"
 
 /* The man page's flow attribute, type and initializer as written there. The request is passed as programs
  * pass such a packed struct: a pointer to the whole as a struct ibv_flow_attr * (as_flow_attr).

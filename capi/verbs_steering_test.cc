@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "dr/capi/verbs_test_support.h"
+#include "capi/verbs_test_support.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"

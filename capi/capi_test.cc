@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dr/capi/drsim.h"
+#include "capi/drsim.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
 #include "hw/modify_header.h"

@@ -1,5 +1,5 @@
 /* The C API from C, as a user's program sees it: rdma-core's <infiniband/mlx5dv.h> plus drsim.h, linked
- * either statically (//dr/capi:capi) or against libdrsim_mlx5dv.so. Steering on NIC_RX and through the
+ * either statically (//capi:capi) or against libdrsim_mlx5dv.so. Steering on NIC_RX and through the
  * FDB, flow tags and counters, rdma-core's errno conventions (NULL + errno, positive errno from destroy,
  * EBUSY while referenced), drsim_last_error, and a call handed to libmlx5 for a context that is not the
  * software NIC's. */
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dr/capi/c_check.h"
-#include "dr/capi/drsim.h"
+#include "capi/c_check.h"
+#include "capi/drsim.h"
 
 /* A match parameter buffer of the full 448 bytes. */
 struct match {

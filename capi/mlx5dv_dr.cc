@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "dr/capi/errors.h"
-#include "dr/capi/objects.h"
-#include "dr/capi/real_mlx5.h"
+#include "capi/errors.h"
+#include "capi/objects.h"
+#include "capi/real_mlx5.h"
 #include "dr/dump.h"
 
 namespace drsim::capi {

@@ -8,8 +8,8 @@
 //
 // Thread-safety: the registry has its own lock. Each context has a lock that every C call on its objects
 // holds, so control calls and the data path (drsim_send/recv) never run at the same time.
-#ifndef DRSIM_DR_CAPI_OBJECTS_H_
-#define DRSIM_DR_CAPI_OBJECTS_H_
+#ifndef DRSIM_CAPI_OBJECTS_H_
+#define DRSIM_CAPI_OBJECTS_H_
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -25,7 +25,7 @@
 namespace drsim::capi {
 
 struct Context;
-class VerbsSteering;  // dr/capi/verbs_steering.h
+class VerbsSteering;  // capi/verbs_steering.h
 
 // What a registered pointer is.
 enum class Kind : uint8_t {
@@ -140,4 +140,4 @@ struct mlx5dv_dr_action {
   uint32_t tag = 0;
 };
 
-#endif  // DRSIM_DR_CAPI_OBJECTS_H_
+#endif  // DRSIM_CAPI_OBJECTS_H_

@@ -1,6 +1,6 @@
 // The drsim_* calls of drsim.h: opening a software NIC and making its QPs and DEVX objects, and the
 // frames in and out.
-#include "dr/capi/drsim.h"
+#include "capi/drsim.h"
 
 #include <cerrno>
 #include <cstddef>
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "dr/capi/errors.h"
-#include "dr/capi/objects.h"
-#include "dr/capi/real_mlx5.h"
-#include "dr/capi/verbs_flow.h"
-#include "dr/capi/verbs_steering.h"
+#include "capi/errors.h"
+#include "capi/objects.h"
+#include "capi/real_mlx5.h"
+#include "capi/verbs_flow.h"
+#include "capi/verbs_steering.h"
 #include "sim/meter.h"
 
 namespace drsim::capi {

@@ -1,8 +1,8 @@
 // Test support for the verbs flow tests: flow requests built as bytes (struct ibv_flow_attr, then specs),
 // zeroed specs with their type and size set, frames, and a fixture owning a software NIC with QPs that
 // checks everything can be torn down.
-#ifndef DRSIM_DR_CAPI_VERBS_TEST_SUPPORT_H_
-#define DRSIM_DR_CAPI_VERBS_TEST_SUPPORT_H_
+#ifndef DRSIM_CAPI_VERBS_TEST_SUPPORT_H_
+#define DRSIM_CAPI_VERBS_TEST_SUPPORT_H_
 
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "dr/capi/drsim.h"
+#include "capi/drsim.h"
 #include "gtest/gtest.h"
 #include "sim/frame_builder.h"
 
@@ -191,4 +191,4 @@ class VerbsTest : public ::testing::Test {
 
 }  // namespace drsim::capi::testing
 
-#endif  // DRSIM_DR_CAPI_VERBS_TEST_SUPPORT_H_
+#endif  // DRSIM_CAPI_VERBS_TEST_SUPPORT_H_

@@ -1,8 +1,8 @@
 // rdma-core's own libmlx5, for contexts and objects that are not the software NIC's (a real ConnectX).
 // This library exports the mlx5dv_dr_* names itself, so it reaches libmlx5's definitions through
 // dlopen/dlsym on libmlx5.so.1, loaded on first use with RTLD_LOCAL.
-#ifndef DRSIM_DR_CAPI_REAL_MLX5_H_
-#define DRSIM_DR_CAPI_REAL_MLX5_H_
+#ifndef DRSIM_CAPI_REAL_MLX5_H_
+#define DRSIM_CAPI_REAL_MLX5_H_
 
 #include <infiniband/mlx5dv.h>
 
@@ -12,7 +12,7 @@ namespace drsim::capi {
 // exact type.
 struct RealMlx5 {
 #define DRSIM_REAL(name) decltype(&::name) name = nullptr;
-#include "dr/capi/real_mlx5_functions.inc"
+#include "capi/real_mlx5_functions.inc"
 #undef DRSIM_REAL
   // The functions taking an enum by value, typed with the enum's underlying `unsigned int` (the same
   // argument passing): C callers may pass any value, and forwarding it must not load it as a C++ enum.
@@ -28,4 +28,4 @@ const RealMlx5* Real();
 
 }  // namespace drsim::capi
 
-#endif  // DRSIM_DR_CAPI_REAL_MLX5_H_
+#endif  // DRSIM_CAPI_REAL_MLX5_H_

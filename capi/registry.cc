@@ -1,6 +1,6 @@
 #include <cstddef>
 
-#include "dr/capi/objects.h"
+#include "capi/objects.h"
 
 namespace drsim::capi {
 

@@ -1,4 +1,4 @@
-#include "dr/capi/errors.h"
+#include "capi/errors.h"
 
 #include <cerrno>
 #include <cstdio>

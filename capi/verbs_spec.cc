@@ -1,4 +1,4 @@
-#include "dr/capi/verbs_spec.h"
+#include "capi/verbs_spec.h"
 
 #include <arpa/inet.h>
 

@@ -9,8 +9,8 @@
 //
 // Conventions, as libibverbs/mlx5's: creators return NULL and set errno; the others return 0 or a positive
 // errno. drsim_last_error() names the culprit. Every call takes the context's lock.
-#ifndef DRSIM_DR_CAPI_VERBS_FLOW_H_
-#define DRSIM_DR_CAPI_VERBS_FLOW_H_
+#ifndef DRSIM_CAPI_VERBS_FLOW_H_
+#define DRSIM_CAPI_VERBS_FLOW_H_
 
 #include <infiniband/verbs.h>
 
@@ -21,4 +21,4 @@ void InstallVerbsFlowOps(verbs_context& vctx);
 
 }  // namespace drsim::capi
 
-#endif  // DRSIM_DR_CAPI_VERBS_FLOW_H_
+#endif  // DRSIM_CAPI_VERBS_FLOW_H_

@@ -16,8 +16,8 @@
 // entry change, its rule is rebuilt: the new rule is inserted before the old one is removed.
 //
 // Thread-safety: none of its own; the C API calls it under the context's lock.
-#ifndef DRSIM_DR_CAPI_VERBS_STEERING_H_
-#define DRSIM_DR_CAPI_VERBS_STEERING_H_
+#ifndef DRSIM_CAPI_VERBS_STEERING_H_
+#define DRSIM_CAPI_VERBS_STEERING_H_
 
 #include <infiniband/mlx5dv.h>
 
@@ -33,7 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "dr/capi/verbs_spec.h"
+#include "capi/verbs_spec.h"
 #include "dr/dr.h"
 #include "sim/nic.h"
 
@@ -98,4 +98,4 @@ class VerbsSteering {
 
 }  // namespace drsim::capi
 
-#endif  // DRSIM_DR_CAPI_VERBS_STEERING_H_
+#endif  // DRSIM_CAPI_VERBS_STEERING_H_

@@ -1,4 +1,4 @@
-#include "dr/capi/verbs_flow.h"
+#include "capi/verbs_flow.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "dr/capi/errors.h"
-#include "dr/capi/objects.h"
-#include "dr/capi/verbs_spec.h"
-#include "dr/capi/verbs_steering.h"
+#include "capi/errors.h"
+#include "capi/objects.h"
+#include "capi/verbs_spec.h"
+#include "capi/verbs_steering.h"
 
 // A counters object of the software NIC: the ibv_counters users see, the NIC flow counter behind it and
 // the counter points attached to it (mlx5's static binding: points first, then the flows that count).
