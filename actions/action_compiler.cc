@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "actions/action_state_table.h"
+#include "base/status_macros.h"
 #include "hw/flow_table.h"
 
 namespace drsim::actions {
@@ -69,7 +70,7 @@ absl::Status CheckPipe(const RuleContext& rule, ActionDomain pipe,
   for (size_t i = 0; i < actions.size(); ++i) {
     const ActionSpec& a = *actions[i];
     const absl::string_view name = ActionTypeName(a.type);
-    if (absl::Status s = CheckType(rule, i, a); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(CheckType(rule, i, a));
     const bool vlan = a.type == T::kPushVlan || a.type == T::kPopVlan;
     const int allowed = vlan ? 2 : 1;
     if (++seen[static_cast<int>(a.type)] > allowed) {
@@ -121,7 +122,7 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
         return absl::UnimplementedError(absl::StrFormat(
             "action[%d] (%s) is not supported on root (level 0) tables", i, ActionTypeName(a.type)));
     }
-    if (absl::Status s = CheckType(rule, i, a); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(CheckType(rule, i, a));
     if (++seen[static_cast<int>(a.type)] > 1) {
       return Invalid(i, a, "a root-table rule takes each action type once");
     }
@@ -304,17 +305,16 @@ absl::StatusOr<std::array<hw::ActionProgram, 2>> CompileActions(const RuleContex
     pipes.push_back({d, pipe});
   }
   if (rule.root_table) {
-    if (absl::Status s = CheckRoot(rule, actions); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(CheckRoot(rule, actions));
   } else {
     for (const auto& [domain, pipe] : pipes) {
-      if (absl::Status s = CheckPipe(rule, domain, actions); !s.ok()) return s;
+      DRSIM_RETURN_IF_ERROR(CheckPipe(rule, domain, actions));
     }
   }
   std::array<hw::ActionProgram, 2> programs;
   for (const auto& [domain, pipe] : pipes) {
-    absl::StatusOr<hw::ActionProgram> program = BuildProgram(pipe, actions);
-    if (!program.ok()) return program.status();
-    programs[pipe] = *std::move(program);
+    DRSIM_ASSIGN_OR_RETURN(hw::ActionProgram program, BuildProgram(pipe, actions));
+    programs[pipe] = std::move(program);
   }
   return programs;
 }

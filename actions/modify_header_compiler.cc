@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 
 namespace drsim::actions {
 namespace {
@@ -68,11 +69,10 @@ absl::StatusOr<std::vector<hw::ModifyAction>> CompileModifyHeader(mlx5dv_dr_doma
     const hw::ModifyFieldInfo* dst = nullptr;
     switch (static_cast<ModifyOp>(a.op)) {
       case ModifyOp::kSet: {
-        if (absl::Status s = CheckRegister(domain, a.field, what); !s.ok()) return s;
-        absl::StatusOr<const hw::ModifyFieldInfo*> f = Field(a.field, what);
-        if (!f.ok()) return f.status();
-        if (absl::Status s = CheckFits(**f, a.offset, a.length, what); !s.ok()) return s;
-        dst = *f;
+        DRSIM_RETURN_IF_ERROR(CheckRegister(domain, a.field, what));
+        DRSIM_ASSIGN_OR_RETURN(const hw::ModifyFieldInfo* f, Field(a.field, what));
+        DRSIM_RETURN_IF_ERROR(CheckFits(*f, a.offset, a.length, what));
+        dst = f;
         break;
       }
       case ModifyOp::kAdd: {
@@ -86,15 +86,13 @@ absl::StatusOr<std::vector<hw::ModifyAction>> CompileModifyHeader(mlx5dv_dr_doma
         break;
       }
       case ModifyOp::kCopy: {
-        if (absl::Status s = CheckRegister(domain, a.field, what); !s.ok()) return s;
-        if (absl::Status s = CheckRegister(domain, a.dst_field, what); !s.ok()) return s;
-        absl::StatusOr<const hw::ModifyFieldInfo*> src = Field(a.field, what);
-        if (!src.ok()) return src.status();
-        absl::StatusOr<const hw::ModifyFieldInfo*> d = Field(a.dst_field, what);
-        if (!d.ok()) return d.status();
-        if (absl::Status s = CheckFits(**src, a.offset, a.length, what); !s.ok()) return s;
-        if (absl::Status s = CheckFits(**d, a.dst_offset, a.length, what); !s.ok()) return s;
-        dst = *d;
+        DRSIM_RETURN_IF_ERROR(CheckRegister(domain, a.field, what));
+        DRSIM_RETURN_IF_ERROR(CheckRegister(domain, a.dst_field, what));
+        DRSIM_ASSIGN_OR_RETURN(const hw::ModifyFieldInfo* src, Field(a.field, what));
+        DRSIM_ASSIGN_OR_RETURN(const hw::ModifyFieldInfo* d, Field(a.dst_field, what));
+        DRSIM_RETURN_IF_ERROR(CheckFits(*src, a.offset, a.length, what));
+        DRSIM_RETURN_IF_ERROR(CheckFits(*d, a.dst_offset, a.length, what));
+        dst = d;
         break;
       }
       default:

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "bench/acl_sets.h"
 #include "bench/flows.h"
 #include "benchmark/benchmark.h"
@@ -148,11 +149,9 @@ BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
 // --toggle-collect='*UpdateOneRule*').
 ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
                                                    const std::vector<const dr::Action*>& actions, size_t r) {
-  if (absl::Status s = acl.rules[r].Destroy(); !s.ok()) return s;
-  absl::StatusOr<dr::Rule> again =
-      dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions);
-  if (!again.ok()) return again.status();
-  acl.rules[r] = *std::move(again);
+  DRSIM_RETURN_IF_ERROR(acl.rules[r].Destroy());
+  DRSIM_ASSIGN_OR_RETURN(dr::Rule again,  dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions));
+  acl.rules[r] = std::move(again);
   return absl::OkStatus();
 }
 

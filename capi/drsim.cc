@@ -37,14 +37,14 @@ mlx5dv_devx_obj* DevxOf(mlx5dv_devx_obj* obj, DevxKind kind) {
 // The function context of `ctx`, or nullptr after recording EINVAL for `fn`.
 drsim_function_context* ContextOrFail(const char* fn, ibv_context* ctx) {
   drsim_function_context* f = FunctionOf(ctx);
-  if (f == nullptr) Fail(fn, EINVAL, "not a context of a software NIC (drsim_open)");
+  if (f == nullptr) RecordFailure(fn, EINVAL, "not a context of a software NIC (drsim_open)");
   return f;
 }
 
 // Whether `vport` names a function of `ctx` (or, with `wire`, is -1 for the uplink); records EINVAL if not.
 bool VportOrFail(const char* fn, const Context& ctx, int vport, bool wire) {
   if (vport >= (wire ? -1 : 0) && vport < static_cast<int>(ctx.functions.size())) return true;
-  Fail(fn, EINVAL,
+  RecordFailure(fn, EINVAL,
        absl::StrFormat("vport %d: %s0 (PF) to %d", vport, wire ? "-1 (the wire) or " : "",
                        ctx.functions.size() - 1));
   return false;
@@ -64,7 +64,7 @@ mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, 
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
   absl::StatusOr<uint32_t> id = ctx.nic->CreateAsoObject(kind, log_obj_range);
   if (!id.ok()) {
-    Fail(fn, id.status());
+    RecordFailure(fn, id.status());
     return nullptr;
   }
   const bool meter = kind == hw::AsoKind::kFlowMeter;
@@ -76,7 +76,7 @@ mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, 
 // Copies `frame` into `buf` and returns its length, or -EMSGSIZE when it does not fit.
 int CopyOut(const char* fn, const std::vector<uint8_t>& frame, void* buf, size_t cap) {
   if (frame.size() > cap) {
-    Fail(fn, EMSGSIZE, absl::StrFormat("the frame is %d bytes; the buffer holds %d", frame.size(), cap));
+    RecordFailure(fn, EMSGSIZE, absl::StrFormat("the frame is %d bytes; the buffer holds %d", frame.size(), cap));
     return -EMSGSIZE;
   }
   if (!frame.empty()) std::memcpy(buf, frame.data(), frame.size());
@@ -88,15 +88,15 @@ int CopyOut(const char* fn, const std::vector<uint8_t>& frame, void* buf, size_t
 
 using drsim::capi::Context;
 using drsim::capi::DevxKind;
-using drsim::capi::Fail;
 using drsim::capi::Kind;
+using drsim::capi::RecordFailure;
 using drsim::capi::Registry;
 
 extern "C" {
 
 ibv_context* drsim_open(unsigned num_vfs) {
   if (num_vfs > drsim::capi::kMaxVfs) {
-    Fail(__func__, EINVAL, absl::StrFormat("num_vfs %d: at most %d", num_vfs, drsim::capi::kMaxVfs));
+    RecordFailure(__func__, EINVAL, absl::StrFormat("num_vfs %d: at most %d", num_vfs, drsim::capi::kMaxVfs));
     return nullptr;
   }
   auto* ctx = new Context;
@@ -129,13 +129,13 @@ ibv_context* drsim_vport_context(ibv_context* ibctx, uint16_t vport) {
 int drsim_close(ibv_context* ibctx) {
   drsim_function_context* f = drsim::capi::FunctionOf(ibctx);
   if (f == nullptr || f->vport != 0) {
-    return Fail(__func__, EINVAL, "not a context drsim_open returned");
+    return RecordFailure(__func__, EINVAL, "not a context drsim_open returned");
   }
   Context* ctx = f->owner;
   {
     std::lock_guard<std::recursive_mutex> lock(ctx->mu);
     if (ctx->open_objects > 0) {
-      return Fail(
+      return RecordFailure(
           __func__, EBUSY,
           absl::StrFormat("%d domain(s), QP(s), DEVX object(s), verbs flow(s) or counters of this NIC "
                           "still exist",
@@ -168,12 +168,12 @@ ibv_qp* drsim_create_qp(ibv_context* ibctx, uint16_t vport) {
 int drsim_destroy_qp(ibv_qp* qp) {
   Context* ctx;
   drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
-  if (q == nullptr) return Fail(__func__, EINVAL, "not a QP drsim_create_qp made");
+  if (q == nullptr) return RecordFailure(__func__, EINVAL, "not a QP drsim_create_qp made");
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   if (q->flows > 0) {
-    return Fail(__func__, EBUSY, absl::StrFormat("%d verbs flow(s) are attached to the QP", q->flows));
+    return RecordFailure(__func__, EBUSY, absl::StrFormat("%d verbs flow(s) are attached to the QP", q->flows));
   }
-  if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok()) return Fail(__func__, s);
+  if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(qp);
   --ctx->open_objects;
   delete q;
@@ -187,7 +187,7 @@ mlx5dv_devx_obj* drsim_counter_alloc(ibv_context* ibctx, uint32_t bulk) {
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
   absl::StatusOr<uint32_t> base = ctx.nic->AllocateCounters(bulk);
   if (!base.ok()) {
-    Fail(__func__, base.status());
+    RecordFailure(__func__, base.status());
     return nullptr;
   }
   return drsim::capi::NewDevx(ctx, DevxKind::kFlowCounter, f->vport, *base, bulk);
@@ -195,15 +195,15 @@ mlx5dv_devx_obj* drsim_counter_alloc(ibv_context* ibctx, uint32_t bulk) {
 
 int drsim_counter_query(mlx5dv_devx_obj* counters, uint32_t offset, uint64_t* packets, uint64_t* bytes) {
   mlx5dv_devx_obj* obj = drsim::capi::DevxOf(counters, DevxKind::kFlowCounter);
-  if (obj == nullptr) return Fail(__func__, EINVAL, "not a counter bulk drsim_counter_alloc made");
+  if (obj == nullptr) return RecordFailure(__func__, EINVAL, "not a counter bulk drsim_counter_alloc made");
   if (offset >= obj->count) {
-    return Fail(__func__, EINVAL, absl::StrFormat("offset %d: the bulk has %d counters", offset, obj->count));
+    return RecordFailure(__func__, EINVAL, absl::StrFormat("offset %d: the bulk has %d counters", offset, obj->count));
   }
   if (packets == nullptr || bytes == nullptr)
-    return Fail(__func__, EINVAL, "packets and bytes must not be NULL");
+    return RecordFailure(__func__, EINVAL, "packets and bytes must not be NULL");
   std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
   if (absl::Status s = obj->ctx->nic->QueryCounter(obj->id + offset, packets, bytes); !s.ok()) {
-    return Fail(__func__, s);
+    return RecordFailure(__func__, s);
   }
   return 0;
 }
@@ -213,11 +213,11 @@ mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_q
   drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
   if (f == nullptr) return nullptr;
   if ((key == nullptr) != (key_len == 0)) {
-    Fail(__func__, EINVAL, "key and key_len disagree (NULL and 0 select the default key)");
+    RecordFailure(__func__, EINVAL, "key and key_len disagree (NULL and 0 select the default key)");
     return nullptr;
   }
   if (qps == nullptr || num_qps == 0) {
-    Fail(__func__, EINVAL, "no QPs");
+    RecordFailure(__func__, EINVAL, "no QPs");
     return nullptr;
   }
   Context& ctx = *f->owner;
@@ -228,11 +228,11 @@ mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_q
     Context* qctx;
     drsim_qp* q = drsim::capi::QpOf(qps[i], &qctx);
     if (q == nullptr || qctx != &ctx) {
-      Fail(__func__, EINVAL, absl::StrFormat("qps[%d] is not a QP of this NIC", i));
+      RecordFailure(__func__, EINVAL, absl::StrFormat("qps[%d] is not a QP of this NIC", i));
       return nullptr;
     }
     if (vport.has_value() && *vport != q->vport) {
-      Fail(__func__, EINVAL,
+      RecordFailure(__func__, EINVAL,
            absl::StrFormat("qps[%d] is on vport %d, qps[0] on vport %d", i, q->vport, *vport));
       return nullptr;
     }
@@ -243,7 +243,7 @@ mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_q
       key != nullptr ? absl::MakeConstSpan(key, key_len) : drsim::sim::kMicrosoftRssKey;
   absl::StatusOr<uint32_t> tir = ctx.function(*vport).CreateTir(std::move(queues), rx_hash_fields_mask, k);
   if (!tir.ok()) {
-    Fail(__func__, tir.status());
+    RecordFailure(__func__, tir.status());
     return nullptr;
   }
   return drsim::capi::NewDevx(ctx, DevxKind::kTir, *vport, *tir, 0);
@@ -261,14 +261,14 @@ int drsim_aso_flow_meter_configure(mlx5dv_devx_obj* meters, uint32_t offset, con
                                    size_t params_sz) {
   mlx5dv_devx_obj* obj = drsim::capi::DevxOf(meters, DevxKind::kAsoFlowMeter);
   if (obj == nullptr)
-    return Fail(__func__, EINVAL, "not an ASO flow meter object (drsim_aso_flow_meter_alloc)");
-  if (params == nullptr) return Fail(__func__, EINVAL, "params is NULL");
+    return RecordFailure(__func__, EINVAL, "not an ASO flow meter object (drsim_aso_flow_meter_alloc)");
+  if (params == nullptr) return RecordFailure(__func__, EINVAL, "params is NULL");
   absl::StatusOr<drsim::sim::MeterParams> p =
       drsim::sim::MeterParams::Parse(absl::MakeConstSpan(static_cast<const uint8_t*>(params), params_sz));
-  if (!p.ok()) return Fail(__func__, p.status());
+  if (!p.ok()) return RecordFailure(__func__, p.status());
   std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
   if (absl::Status s = obj->ctx->nic->ConfigureAsoFlowMeter(obj->id, offset, *p); !s.ok())
-    return Fail(__func__, s);
+    return RecordFailure(__func__, s);
   return 0;
 }
 
@@ -284,7 +284,7 @@ int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len
   drsim_function_context* f = drsim::capi::ContextOrFail(__func__, ibctx);
   if (f == nullptr) return EINVAL;
   if (frame == nullptr || len < 14 || len > 65535) {
-    return Fail(__func__, EINVAL,
+    return RecordFailure(__func__, EINVAL,
                 absl::StrFormat("frame of %d bytes%s: an Ethernet frame has 14 to 65535", len,
                                 frame == nullptr ? " at NULL" : ""));
   }
@@ -295,18 +295,18 @@ int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len
   absl::Status s = from_vport < 0
                        ? ctx.nic->ReceiveFromWire(absl::MakeConstSpan(&bytes, 1))
                        : ctx.function(static_cast<uint16_t>(from_vport)).Send(absl::MakeConstSpan(&bytes, 1));
-  return s.ok() ? 0 : Fail(__func__, s);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 int drsim_recv_qp(ibv_qp* qp, void* buf, size_t cap, uint32_t* flow_tag) {
   Context* ctx;
   drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
-  if (q == nullptr) return -Fail(__func__, EINVAL, "not a QP drsim_create_qp made");
+  if (q == nullptr) return -RecordFailure(__func__, EINVAL, "not a QP drsim_create_qp made");
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   drsim::sim::RxQueue* rq = ctx->function(q->vport).queue(qp->qp_num);
   const drsim::sim::RxCompletion* c = rq->Front();
   if (c == nullptr) return 0;
-  if (buf == nullptr && cap > 0) return -Fail(__func__, EINVAL, "buf is NULL");
+  if (buf == nullptr && cap > 0) return -RecordFailure(__func__, EINVAL, "buf is NULL");
   const int n = drsim::capi::CopyOut(__func__, c->frame, buf, cap);
   if (n < 0) return n;
   if (flow_tag != nullptr) *flow_tag = c->flow_tag;
@@ -323,7 +323,7 @@ int drsim_recv_port(ibv_context* ibctx, int vport, void* buf, size_t cap) {
   drsim::sim::Function* fn = vport < 0 ? nullptr : &ctx.function(static_cast<uint16_t>(vport));
   const std::vector<uint8_t>* next = fn == nullptr ? ctx.nic->PeekWire() : fn->PeekPort();
   if (next == nullptr) return 0;
-  if (buf == nullptr && cap > 0) return -Fail(__func__, EINVAL, "buf is NULL");
+  if (buf == nullptr && cap > 0) return -RecordFailure(__func__, EINVAL, "buf is NULL");
   const int n = drsim::capi::CopyOut(__func__, *next, buf, cap);
   if (n < 0) return n;
   if (fn == nullptr) {
@@ -341,7 +341,7 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   if (obj == nullptr || !Registry::Get().Is(obj, Kind::kDevx, &ctx)) {
     const drsim::capi::RealMlx5* real = drsim::capi::Real();
     if (obj != nullptr && real != nullptr) return real->mlx5dv_devx_obj_destroy(obj);
-    return Fail(__func__, EINVAL, "not a DEVX object of a software NIC, and no libmlx5 to hand it to");
+    return RecordFailure(__func__, EINVAL, "not a DEVX object of a software NIC, and no libmlx5 to hand it to");
   }
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   absl::Status s;
@@ -357,7 +357,7 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
       s = ctx->nic->DestroyAsoObject(obj->id);
       break;
   }
-  if (!s.ok()) return Fail(__func__, s);
+  if (!s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(obj);
   --ctx->open_objects;
   delete obj;

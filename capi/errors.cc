@@ -19,15 +19,15 @@ bool DebugEnabled() {
 
 }  // namespace
 
-int Fail(const char* function, int err, const std::string& message) {
+int RecordFailure(const char* function, int err, const std::string& message) {
   last_error = absl::StrCat(function, ": ", message);
   if (DebugEnabled()) std::fprintf(stderr, "drsim: %s\n", last_error.c_str());
   errno = err;
   return err;
 }
 
-int Fail(const char* function, const absl::Status& status) {
-  return Fail(function, dr::ErrnoFromStatus(status), std::string(status.message()));
+int RecordFailure(const char* function, const absl::Status& status) {
+  return RecordFailure(function, dr::ErrnoFromStatus(status), std::string(status.message()));
 }
 
 const char* LastError() { return last_error.c_str(); }

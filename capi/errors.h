@@ -12,9 +12,20 @@
 namespace drsim::capi {
 
 // Records `err` (a positive errno) and `message` for `function`; returns `err`.
-int Fail(const char* function, int err, const std::string& message);
+int RecordFailure(const char* function, int err, const std::string& message);
 // Records the errno of `status` (docs/errors.md) and its message; returns the errno.
-int Fail(const char* function, const absl::Status& status);
+int RecordFailure(const char* function, const absl::Status& status);
+// Records a failure as RecordFailure does and returns NULL, for the C calls that create an object.
+template <typename T>
+T* NullWithError(const char* function, int err, const std::string& message) {
+  RecordFailure(function, err, message);
+  return nullptr;
+}
+template <typename T>
+T* NullWithError(const char* function, const absl::Status& status) {
+  RecordFailure(function, status);
+  return nullptr;
+}
 // This thread's last failure message ("" before any).
 const char* LastError();
 

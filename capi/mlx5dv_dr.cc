@@ -20,20 +20,8 @@ namespace {
 
 using Lock = std::lock_guard<std::recursive_mutex>;
 
-template <typename T>
-T* Null(const char* fn, const absl::Status& status) {
-  Fail(fn, status);
-  return nullptr;
-}
-
-template <typename T>
-T* Null(const char* fn, int err, const std::string& message) {
-  Fail(fn, err, message);
-  return nullptr;
-}
-
 // Whether `p` is a software-NIC object of `kind` (and its context).
-bool Ours(const void* p, Kind kind, Context** ctx = nullptr) {
+bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullptr) {
   return p != nullptr && Registry::Get().Is(p, kind, ctx);
 }
 
@@ -41,16 +29,16 @@ bool Ours(const void* p, Kind kind, Context** ctx = nullptr) {
 // why not (EINVAL for NULL and for a software-NIC object of another kind, which libmlx5 must never see).
 const RealMlx5* Forward(const char* fn, const void* p, const char* what) {
   if (p == nullptr) {
-    Fail(fn, EINVAL, absl::StrFormat("%s is NULL", what));
+    RecordFailure(fn, EINVAL, absl::StrFormat("%s is NULL", what));
     return nullptr;
   }
   if (Registry::Get().Known(p)) {
-    Fail(fn, EINVAL, absl::StrFormat("%s is a software-NIC object of another kind", what));
+    RecordFailure(fn, EINVAL, absl::StrFormat("%s is a software-NIC object of another kind", what));
     return nullptr;
   }
   const RealMlx5* real = Real();
   if (real == nullptr) {
-    Fail(fn, EOPNOTSUPP,
+    RecordFailure(fn, EOPNOTSUPP,
          absl::StrFormat("%s is not an object of a software NIC (drsim_open), and libmlx5.so.1 cannot be "
                          "loaded to hand it to real hardware",
                          what));
@@ -69,7 +57,7 @@ unsigned RawEnum(const Enum& e) {
 }
 
 mlx5dv_dr_action* Register(absl::StatusOr<dr::Action> a, const char* fn, Context* ctx) {
-  if (!a.ok()) return Null<mlx5dv_dr_action>(fn, a.status());
+  if (!a.ok()) return NullWithError<mlx5dv_dr_action>(fn, a.status());
   auto* action = new mlx5dv_dr_action;
   action->action = *std::move(a);
   action->ctx = ctx;
@@ -81,13 +69,13 @@ mlx5dv_dr_action* Register(absl::StatusOr<dr::Action> a, const char* fn, Context
 // not a software-NIC action or belongs to another NIC.
 const dr::Action* ActionFor(const char* fn, mlx5dv_dr_action* a, Context* ctx, const std::string& what) {
   Context* actx;
-  if (!Ours(a, Kind::kAction, &actx)) {
-    Fail(fn, EINVAL,
+  if (!IsSoftwareNicObject(a, Kind::kAction, &actx)) {
+    RecordFailure(fn, EINVAL,
          absl::StrFormat("%s is %s", what, a == nullptr ? "NULL" : "not an action of a software NIC"));
     return nullptr;
   }
   if (actx != nullptr && actx != ctx) {
-    Fail(fn, EINVAL, absl::StrFormat("%s belongs to another software NIC", what));
+    RecordFailure(fn, EINVAL, absl::StrFormat("%s belongs to another software NIC", what));
     return nullptr;
   }
   return &a->action;
@@ -97,7 +85,7 @@ const dr::Action* ActionFor(const char* fn, mlx5dv_dr_action* a, Context* ctx, c
 // that needs no device, its rdma-core twin (made on first use). nullptr (recorded) otherwise.
 mlx5dv_dr_action* RealAction(const char* fn, const RealMlx5& real, mlx5dv_dr_action* a, size_t index) {
   Context* ctx;
-  if (!Ours(a, Kind::kAction, &ctx)) return a;
+  if (!IsSoftwareNicObject(a, Kind::kAction, &ctx)) return a;
   using Free = mlx5dv_dr_action::DeviceFree;
   if (a->real_twin == nullptr) {
     switch (a->device_free) {
@@ -114,12 +102,12 @@ mlx5dv_dr_action* RealAction(const char* fn, const RealMlx5& real, mlx5dv_dr_act
         a->real_twin = real.mlx5dv_dr_action_create_pop_vlan();
         break;
       case Free::kNo:
-        Fail(fn, EINVAL,
+        RecordFailure(fn, EINVAL,
              absl::StrFormat("actions[%d] belongs to a software NIC; the matcher to real hardware", index));
         return nullptr;
     }
     if (a->real_twin == nullptr) {
-      Fail(fn, errno, absl::StrFormat("libmlx5 could not make actions[%d] for real hardware", index));
+      RecordFailure(fn, errno, absl::StrFormat("libmlx5 could not make actions[%d] for real hardware", index));
       return nullptr;
     }
   }
@@ -140,7 +128,7 @@ mlx5dv_dr_action* DeviceFreeAction(absl::StatusOr<dr::Action> a, const char* fn,
 // when writing fails).
 int DumpResult(const char* fn, const absl::Status& s) {
   if (s.ok()) return 0;
-  return -Fail(fn, s);
+  return -RecordFailure(fn, s);
 }
 
 }  // namespace
@@ -148,12 +136,12 @@ int DumpResult(const char* fn, const absl::Status& s) {
 
 using drsim::capi::Context;
 using drsim::capi::DevxKind;
-using drsim::capi::Fail;
+using drsim::capi::IsSoftwareNicObject;
 using drsim::capi::Kind;
 using drsim::capi::Lock;
-using drsim::capi::Null;
-using drsim::capi::Ours;
+using drsim::capi::NullWithError;
 using drsim::capi::RealMlx5;
+using drsim::capi::RecordFailure;
 using drsim::capi::Registry;
 namespace dr = drsim::dr;
 
@@ -169,13 +157,13 @@ mlx5dv_dr_domain* mlx5dv_dr_domain_create(ibv_context* ibctx, mlx5dv_dr_domain_t
   }
   const unsigned raw = drsim::capi::RawEnum(type);
   if (raw > MLX5DV_DR_DOMAIN_TYPE_FDB) {
-    return Null<mlx5dv_dr_domain>(__func__, EINVAL,
+    return NullWithError<mlx5dv_dr_domain>(__func__, EINVAL,
                                   absl::StrFormat("domain type %d: 0 NIC_RX, 1 NIC_TX or 2 FDB", raw));
   }
   Context& ctx = *f->owner;
   Lock lock(ctx.mu);
   absl::StatusOr<dr::Domain> d = dr::Domain::Create(ctx.function(f->vport), type);
-  if (!d.ok()) return Null<mlx5dv_dr_domain>(__func__, d.status());
+  if (!d.ok()) return NullWithError<mlx5dv_dr_domain>(__func__, d.status());
   auto* domain = new mlx5dv_dr_domain{*std::move(d), &ctx, f->vport};
   Registry::Get().Add(domain, Kind::kDomain, &ctx);
   ++ctx.open_objects;
@@ -184,12 +172,12 @@ mlx5dv_dr_domain* mlx5dv_dr_domain_create(ibv_context* ibctx, mlx5dv_dr_domain_t
 
 int mlx5dv_dr_domain_destroy(mlx5dv_dr_domain* domain) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_domain_destroy(domain) : errno;
   }
   Lock lock(ctx->mu);
-  if (absl::Status s = domain->domain.Destroy(); !s.ok()) return Fail(__func__, s);
+  if (absl::Status s = domain->domain.Destroy(); !s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(domain);
   --ctx->open_objects;
   delete domain;
@@ -198,18 +186,18 @@ int mlx5dv_dr_domain_destroy(mlx5dv_dr_domain* domain) {
 
 int mlx5dv_dr_domain_sync(mlx5dv_dr_domain* domain, uint32_t flags) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_domain_sync(domain, flags) : errno;
   }
   Lock lock(ctx->mu);
   absl::Status s = domain->domain.Sync(flags);
-  return s.ok() ? 0 : Fail(__func__, s);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 void mlx5dv_dr_domain_set_reclaim_device_memory(mlx5dv_dr_domain* domain, bool enable) {
   // The software NIC has no device memory to give back: nothing to do for its domains.
-  if (Ours(domain, Kind::kDomain)) return;
+  if (IsSoftwareNicObject(domain, Kind::kDomain)) return;
   if (const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain")) {
     real->mlx5dv_dr_domain_set_reclaim_device_memory(domain, enable);
   }
@@ -217,27 +205,27 @@ void mlx5dv_dr_domain_set_reclaim_device_memory(mlx5dv_dr_domain* domain, bool e
 
 void mlx5dv_dr_domain_allow_duplicate_rules(mlx5dv_dr_domain* domain, bool allow) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     if (const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain")) {
       real->mlx5dv_dr_domain_allow_duplicate_rules(domain, allow);
     }
     return;
   }
   Lock lock(ctx->mu);
-  if (absl::Status s = domain->domain.AllowDuplicateRules(allow); !s.ok()) Fail(__func__, s);
+  if (absl::Status s = domain->domain.AllowDuplicateRules(allow); !s.ok()) RecordFailure(__func__, s);
 }
 
 // ---- Tables and matchers -------------------------------------------------------------------------
 
 mlx5dv_dr_table* mlx5dv_dr_table_create(mlx5dv_dr_domain* domain, uint32_t level) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_table_create(domain, level) : nullptr;
   }
   Lock lock(ctx->mu);
   absl::StatusOr<dr::Table> t = dr::Table::Create(domain->domain, level);
-  if (!t.ok()) return Null<mlx5dv_dr_table>(__func__, t.status());
+  if (!t.ok()) return NullWithError<mlx5dv_dr_table>(__func__, t.status());
   auto* table = new mlx5dv_dr_table{*std::move(t), domain};
   Registry::Get().Add(table, Kind::kTable, ctx);
   return table;
@@ -245,12 +233,12 @@ mlx5dv_dr_table* mlx5dv_dr_table_create(mlx5dv_dr_domain* domain, uint32_t level
 
 int mlx5dv_dr_table_destroy(mlx5dv_dr_table* table) {
   Context* ctx;
-  if (!Ours(table, Kind::kTable, &ctx)) {
+  if (!IsSoftwareNicObject(table, Kind::kTable, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, table, "table");
     return real ? real->mlx5dv_dr_table_destroy(table) : errno;
   }
   Lock lock(ctx->mu);
-  if (absl::Status s = table->table.Destroy(); !s.ok()) return Fail(__func__, s);
+  if (absl::Status s = table->table.Destroy(); !s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(table);
   delete table;
   return 0;
@@ -260,13 +248,13 @@ mlx5dv_dr_matcher* mlx5dv_dr_matcher_create(mlx5dv_dr_table* table, uint16_t pri
                                             uint8_t match_criteria_enable,
                                             mlx5dv_flow_match_parameters* mask) {
   Context* ctx;
-  if (!Ours(table, Kind::kTable, &ctx)) {
+  if (!IsSoftwareNicObject(table, Kind::kTable, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, table, "table");
     return real ? real->mlx5dv_dr_matcher_create(table, priority, match_criteria_enable, mask) : nullptr;
   }
   Lock lock(ctx->mu);
   absl::StatusOr<dr::Matcher> m = dr::Matcher::Create(table->table, priority, match_criteria_enable, mask);
-  if (!m.ok()) return Null<mlx5dv_dr_matcher>(__func__, m.status());
+  if (!m.ok()) return NullWithError<mlx5dv_dr_matcher>(__func__, m.status());
   auto* matcher = new mlx5dv_dr_matcher{*std::move(m), table};
   Registry::Get().Add(matcher, Kind::kMatcher, ctx);
   return matcher;
@@ -274,12 +262,12 @@ mlx5dv_dr_matcher* mlx5dv_dr_matcher_create(mlx5dv_dr_table* table, uint16_t pri
 
 int mlx5dv_dr_matcher_destroy(mlx5dv_dr_matcher* matcher) {
   Context* ctx;
-  if (!Ours(matcher, Kind::kMatcher, &ctx)) {
+  if (!IsSoftwareNicObject(matcher, Kind::kMatcher, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, matcher, "matcher");
     return real ? real->mlx5dv_dr_matcher_destroy(matcher) : errno;
   }
   Lock lock(ctx->mu);
-  if (absl::Status s = matcher->matcher.Destroy(); !s.ok()) return Fail(__func__, s);
+  if (absl::Status s = matcher->matcher.Destroy(); !s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(matcher);
   delete matcher;
   return 0;
@@ -287,14 +275,14 @@ int mlx5dv_dr_matcher_destroy(mlx5dv_dr_matcher* matcher) {
 
 int mlx5dv_dr_matcher_set_layout(mlx5dv_dr_matcher* matcher, mlx5dv_dr_matcher_layout* layout) {
   Context* ctx;
-  if (!Ours(matcher, Kind::kMatcher, &ctx)) {
+  if (!IsSoftwareNicObject(matcher, Kind::kMatcher, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, matcher, "matcher");
     return real ? real->mlx5dv_dr_matcher_set_layout(matcher, layout) : errno;
   }
-  if (layout == nullptr) return Fail(__func__, EINVAL, "layout is NULL");
+  if (layout == nullptr) return RecordFailure(__func__, EINVAL, "layout is NULL");
   Lock lock(ctx->mu);
   absl::Status s = matcher->matcher.SetLayout(*layout);
-  return s.ok() ? 0 : Fail(__func__, s);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 // ---- Rules ---------------------------------------------------------------------------------------
@@ -302,10 +290,10 @@ int mlx5dv_dr_matcher_set_layout(mlx5dv_dr_matcher* matcher, mlx5dv_dr_matcher_l
 mlx5dv_dr_rule* mlx5dv_dr_rule_create(mlx5dv_dr_matcher* matcher, mlx5dv_flow_match_parameters* value,
                                       size_t num_actions, mlx5dv_dr_action* actions[]) {
   if (num_actions > 0 && actions == nullptr) {
-    return Null<mlx5dv_dr_rule>(__func__, EINVAL, absl::StrFormat("%d actions at NULL", num_actions));
+    return NullWithError<mlx5dv_dr_rule>(__func__, EINVAL, absl::StrFormat("%d actions at NULL", num_actions));
   }
   Context* ctx;
-  if (!Ours(matcher, Kind::kMatcher, &ctx)) {
+  if (!IsSoftwareNicObject(matcher, Kind::kMatcher, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, matcher, "matcher");
     if (real == nullptr) return nullptr;
     std::vector<mlx5dv_dr_action*> real_actions(num_actions);
@@ -315,7 +303,7 @@ mlx5dv_dr_rule* mlx5dv_dr_rule_create(mlx5dv_dr_matcher* matcher, mlx5dv_flow_ma
     }
     return real->mlx5dv_dr_rule_create(matcher, value, num_actions, real_actions.data());
   }
-  if (value == nullptr) return Null<mlx5dv_dr_rule>(__func__, EINVAL, "value is NULL");
+  if (value == nullptr) return NullWithError<mlx5dv_dr_rule>(__func__, EINVAL, "value is NULL");
   Lock lock(ctx->mu);
   std::vector<const dr::Action*> list(num_actions);
   for (size_t i = 0; i < num_actions; ++i) {
@@ -323,7 +311,7 @@ mlx5dv_dr_rule* mlx5dv_dr_rule_create(mlx5dv_dr_matcher* matcher, mlx5dv_flow_ma
     if (list[i] == nullptr) return nullptr;
   }
   absl::StatusOr<dr::Rule> r = dr::Rule::Create(matcher->matcher, value, list);
-  if (!r.ok()) return Null<mlx5dv_dr_rule>(__func__, r.status());
+  if (!r.ok()) return NullWithError<mlx5dv_dr_rule>(__func__, r.status());
   auto* rule = new mlx5dv_dr_rule{*std::move(r), matcher};
   Registry::Get().Add(rule, Kind::kRule, ctx);
   return rule;
@@ -331,12 +319,12 @@ mlx5dv_dr_rule* mlx5dv_dr_rule_create(mlx5dv_dr_matcher* matcher, mlx5dv_flow_ma
 
 int mlx5dv_dr_rule_destroy(mlx5dv_dr_rule* rule) {
   Context* ctx;
-  if (!Ours(rule, Kind::kRule, &ctx)) {
+  if (!IsSoftwareNicObject(rule, Kind::kRule, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, rule, "rule");
     return real ? real->mlx5dv_dr_rule_destroy(rule) : errno;
   }
   Lock lock(ctx->mu);
-  if (absl::Status s = rule->rule.Destroy(); !s.ok()) return Fail(__func__, s);
+  if (absl::Status s = rule->rule.Destroy(); !s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(rule);
   delete rule;
   return 0;
@@ -365,12 +353,12 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_pop_vlan(void) {
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_ibv_qp(ibv_qp* ibqp) {
   Context* ctx;
-  if (!Ours(ibqp, Kind::kQp, &ctx)) {
+  if (!IsSoftwareNicObject(ibqp, Kind::kQp, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, ibqp, "qp");
     return real ? real->mlx5dv_dr_action_create_dest_ibv_qp(ibqp) : nullptr;
   }
   if (ibqp->qp_type != IBV_QPT_RAW_PACKET) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL, "the QP is not of type IBV_QPT_RAW_PACKET");
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, "the QP is not of type IBV_QPT_RAW_PACKET");
   }
   Lock lock(ctx->mu);
   const auto* q = reinterpret_cast<const drsim_qp*>(ibqp);
@@ -379,12 +367,12 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_ibv_qp(ibv_qp* ibqp) {
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_devx_tir(mlx5dv_devx_obj* devx_obj) {
   Context* ctx;
-  if (!Ours(devx_obj, Kind::kDevx, &ctx)) {
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_action_create_dest_devx_tir(devx_obj) : nullptr;
   }
   if (devx_obj->kind != DevxKind::kTir) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL, "devx_obj is not a TIR (drsim_tir_create)");
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, "devx_obj is not a TIR (drsim_tir_create)");
   }
   Lock lock(ctx->mu);
   return drsim::capi::Register(dr::Action::DestTir(ctx->function(devx_obj->vport), devx_obj->id), __func__,
@@ -393,7 +381,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_devx_tir(mlx5dv_devx_obj* devx_ob
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_table(mlx5dv_dr_table* table) {
   Context* ctx;
-  if (!Ours(table, Kind::kTable, &ctx)) {
+  if (!IsSoftwareNicObject(table, Kind::kTable, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, table, "table");
     return real ? real->mlx5dv_dr_action_create_dest_table(table) : nullptr;
   }
@@ -403,7 +391,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_table(mlx5dv_dr_table* table) {
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_root_table(mlx5dv_dr_table* table, uint16_t priority) {
   Context* ctx;
-  if (!Ours(table, Kind::kTable, &ctx)) {
+  if (!IsSoftwareNicObject(table, Kind::kTable, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, table, "table");
     return real ? real->mlx5dv_dr_action_create_dest_root_table(table, priority) : nullptr;
   }
@@ -413,7 +401,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_root_table(mlx5dv_dr_table* table
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_vport(mlx5dv_dr_domain* domain, uint32_t vport) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_dest_vport(domain, vport) : nullptr;
   }
@@ -423,7 +411,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_vport(mlx5dv_dr_domain* domain, u
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_ib_port(mlx5dv_dr_domain* domain, uint32_t ib_port) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_dest_ib_port(domain, ib_port) : nullptr;
   }
@@ -434,26 +422,26 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_ib_port(mlx5dv_dr_domain* domain,
 mlx5dv_dr_action* mlx5dv_dr_action_create_dest_array(mlx5dv_dr_domain* domain, size_t num_dest,
                                                      mlx5dv_dr_action_dest_attr* dests[]) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_dest_array(domain, num_dest, dests) : nullptr;
   }
   if (num_dest > 0 && dests == nullptr) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL, absl::StrFormat("%d destinations at NULL", num_dest));
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, absl::StrFormat("%d destinations at NULL", num_dest));
   }
   Lock lock(ctx->mu);
   std::vector<dr::Action::ArrayDestination> list(num_dest);
   for (size_t i = 0; i < num_dest; ++i) {
     const mlx5dv_dr_action_dest_attr* d = dests[i];
     const std::string what = absl::StrFormat("dests[%d]", i);
-    if (d == nullptr) return Null<mlx5dv_dr_action>(__func__, EINVAL, what + " is NULL");
+    if (d == nullptr) return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, what + " is NULL");
     const unsigned type = drsim::capi::RawEnum(d->type);
     if (type == MLX5DV_DR_ACTION_DEST) {
       list[i].dest = drsim::capi::ActionFor(__func__, d->dest, ctx, what + ".dest");
       if (list[i].dest == nullptr) return nullptr;
     } else if (type == MLX5DV_DR_ACTION_DEST_REFORMAT) {
       if (d->dest_reformat == nullptr)
-        return Null<mlx5dv_dr_action>(__func__, EINVAL, what + ".dest_reformat is NULL");
+        return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, what + ".dest_reformat is NULL");
       list[i].dest =
           drsim::capi::ActionFor(__func__, d->dest_reformat->dest, ctx, what + ".dest_reformat->dest");
       if (list[i].dest == nullptr) return nullptr;
@@ -461,7 +449,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_array(mlx5dv_dr_domain* domain, s
                                                 what + ".dest_reformat->reformat");
       if (list[i].reformat == nullptr) return nullptr;
     } else {
-      return Null<mlx5dv_dr_action>(
+      return NullWithError<mlx5dv_dr_action>(
           __func__, EINVAL,
           absl::StrFormat("%s.type %d: MLX5DV_DR_ACTION_DEST (0) or MLX5DV_DR_ACTION_DEST_REFORMAT (1)", what,
                           type));
@@ -472,12 +460,12 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_array(mlx5dv_dr_domain* domain, s
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_flow_counter(mlx5dv_devx_obj* devx_obj, uint32_t offset) {
   Context* ctx;
-  if (!Ours(devx_obj, Kind::kDevx, &ctx)) {
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_action_create_flow_counter(devx_obj, offset) : nullptr;
   }
   if (devx_obj->kind != DevxKind::kFlowCounter) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL,
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
                                   "devx_obj is not a flow counter bulk (drsim_counter_alloc)");
   }
   Lock lock(ctx->mu);
@@ -488,14 +476,14 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_counter(mlx5dv_devx_obj* devx_obj
 mlx5dv_dr_action* mlx5dv_dr_action_create_aso(mlx5dv_dr_domain* domain, mlx5dv_devx_obj* devx_obj,
                                               uint32_t offset, uint32_t flags, uint8_t return_reg_c) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_aso(domain, devx_obj, offset, flags, return_reg_c) : nullptr;
   }
   Context* octx;
-  if (!Ours(devx_obj, Kind::kDevx, &octx) || octx != ctx ||
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &octx) || octx != ctx ||
       (devx_obj->kind != DevxKind::kAsoFlowMeter && devx_obj->kind != DevxKind::kAsoFirstHit)) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL, "devx_obj is not an ASO object of this software NIC");
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, "devx_obj is not an ASO object of this software NIC");
   }
   Lock lock(ctx->mu);
   return drsim::capi::Register(dr::Action::Aso(domain->domain, devx_obj->id, offset, flags, return_reg_c),
@@ -505,33 +493,33 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_aso(mlx5dv_dr_domain* domain, mlx5dv_d
 int mlx5dv_dr_action_modify_aso(mlx5dv_dr_action* action, uint32_t offset, uint32_t flags,
                                 uint8_t return_reg_c) {
   Context* ctx;
-  if (!Ours(action, Kind::kAction, &ctx)) {
+  if (!IsSoftwareNicObject(action, Kind::kAction, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, action, "action");
     return real ? real->mlx5dv_dr_action_modify_aso(action, offset, flags, return_reg_c) : errno;
   }
-  if (ctx == nullptr) return Fail(__func__, EINVAL, "the action is not an aso action");
+  if (ctx == nullptr) return RecordFailure(__func__, EINVAL, "the action is not an aso action");
   Lock lock(ctx->mu);
   absl::Status s = action->action.ModifyAso(offset, flags, return_reg_c);
-  return s.ok() ? 0 : Fail(__func__, s);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_packet_reformat(
     mlx5dv_dr_domain* domain, uint32_t flags, mlx5dv_flow_action_packet_reformat_type reformat_type,
     size_t data_sz, void* data) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_packet_reformat(domain, flags, reformat_type, data_sz, data)
                 : nullptr;
   }
   const unsigned type = drsim::capi::RawEnum(reformat_type);
   if (type > MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TO_L3_TUNNEL) {
-    return Null<mlx5dv_dr_action>(
+    return NullWithError<mlx5dv_dr_action>(
         __func__, EINVAL,
         absl::StrFormat("reformat_type %d: 0 to 3 (L2_TUNNEL_TO_L2 .. L2_TO_L3_TUNNEL)", type));
   }
   if ((data == nullptr) != (data_sz == 0)) {
-    return Null<mlx5dv_dr_action>(
+    return NullWithError<mlx5dv_dr_action>(
         __func__, EINVAL, absl::StrFormat("data is %s but data_sz is %d", data ? "set" : "NULL", data_sz));
   }
   Lock lock(ctx->mu);
@@ -544,17 +532,17 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_packet_reformat(
 mlx5dv_dr_action* mlx5dv_dr_action_create_modify_header(mlx5dv_dr_domain* domain, uint32_t flags,
                                                         size_t actions_sz, __be64 actions[]) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_modify_header(domain, flags, actions_sz, actions) : nullptr;
   }
   if (actions_sz % 8 != 0) {
-    return Null<mlx5dv_dr_action>(
+    return NullWithError<mlx5dv_dr_action>(
         __func__, EINVAL,
         absl::StrFormat("actions_sz %d is not a multiple of 8 (one action is 8 bytes)", actions_sz));
   }
   if (actions_sz > 0 && actions == nullptr) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL,
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
                                   absl::StrFormat("%d bytes of actions at NULL", actions_sz));
   }
   Lock lock(ctx->mu);
@@ -565,14 +553,14 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_modify_header(mlx5dv_dr_domain* domain
 }
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_flow_meter(mlx5dv_dr_flow_meter_attr* attr) {
-  if (attr == nullptr) return Null<mlx5dv_dr_action>(__func__, EINVAL, "attr is NULL");
+  if (attr == nullptr) return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, "attr is NULL");
   Context* ctx;
-  if (!Ours(attr->next_table, Kind::kTable, &ctx)) {
+  if (!IsSoftwareNicObject(attr->next_table, Kind::kTable, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, attr->next_table, "attr->next_table");
     return real ? real->mlx5dv_dr_action_create_flow_meter(attr) : nullptr;
   }
   if ((attr->flow_meter_parameter == nullptr) != (attr->flow_meter_parameter_sz == 0)) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL,
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
                                   "flow_meter_parameter and flow_meter_parameter_sz disagree");
   }
   Lock lock(ctx->mu);
@@ -586,33 +574,33 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_meter(mlx5dv_dr_flow_meter_attr* 
 int mlx5dv_dr_action_modify_flow_meter(mlx5dv_dr_action* action, mlx5dv_dr_flow_meter_attr* attr,
                                        __be64 modify_field_select) {
   Context* ctx;
-  if (!Ours(action, Kind::kAction, &ctx)) {
+  if (!IsSoftwareNicObject(action, Kind::kAction, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, action, "action");
     return real ? real->mlx5dv_dr_action_modify_flow_meter(action, attr, modify_field_select) : errno;
   }
-  if (attr == nullptr) return Fail(__func__, EINVAL, "attr is NULL");
+  if (attr == nullptr) return RecordFailure(__func__, EINVAL, "attr is NULL");
   if ((attr->flow_meter_parameter == nullptr) != (attr->flow_meter_parameter_sz == 0)) {
-    return Fail(__func__, EINVAL, "flow_meter_parameter and flow_meter_parameter_sz disagree");
+    return RecordFailure(__func__, EINVAL, "flow_meter_parameter and flow_meter_parameter_sz disagree");
   }
-  if (ctx == nullptr) return Fail(__func__, EINVAL, "the action is not a flow meter");
+  if (ctx == nullptr) return RecordFailure(__func__, EINVAL, "the action is not a flow meter");
   Lock lock(ctx->mu);
   const auto* params = static_cast<const uint8_t*>(attr->flow_meter_parameter);
   absl::Status s = action->action.ModifyFlowMeter(attr->active != 0,
                                                   absl::MakeConstSpan(params, attr->flow_meter_parameter_sz),
                                                   be64toh(modify_field_select));
-  return s.ok() ? 0 : Fail(__func__, s);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_flow_sampler(mlx5dv_dr_flow_sampler_attr* attr) {
-  if (attr == nullptr) return Null<mlx5dv_dr_action>(__func__, EINVAL, "attr is NULL");
+  if (attr == nullptr) return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, "attr is NULL");
   Context* ctx;
-  if (!Ours(attr->default_next_table, Kind::kTable, &ctx)) {
+  if (!IsSoftwareNicObject(attr->default_next_table, Kind::kTable, &ctx)) {
     const RealMlx5* real =
         drsim::capi::Forward(__func__, attr->default_next_table, "attr->default_next_table");
     return real ? real->mlx5dv_dr_action_create_flow_sampler(attr) : nullptr;
   }
   if (attr->num_sample_actions > 0 && attr->sample_actions == nullptr) {
-    return Null<mlx5dv_dr_action>(__func__, EINVAL,
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
                                   absl::StrFormat("%d sample actions at NULL", attr->num_sample_actions));
   }
   Lock lock(ctx->mu);
@@ -629,7 +617,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_sampler(mlx5dv_dr_flow_sampler_at
 
 mlx5dv_dr_action* mlx5dv_dr_action_create_push_vlan(mlx5dv_dr_domain* domain, __be32 vlan_hdr) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dr_action_create_push_vlan(domain, vlan_hdr) : nullptr;
   }
@@ -639,14 +627,14 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_push_vlan(mlx5dv_dr_domain* domain, __
 
 int mlx5dv_dr_action_destroy(mlx5dv_dr_action* action) {
   Context* ctx;
-  if (!Ours(action, Kind::kAction, &ctx)) {
+  if (!IsSoftwareNicObject(action, Kind::kAction, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, action, "action");
     return real ? real->mlx5dv_dr_action_destroy(action) : errno;
   }
   if (action->real_twin != nullptr) {
     // The rdma-core twin goes first: while hardware rules use it, the action stays whole.
     if (int err = drsim::capi::Real()->mlx5dv_dr_action_destroy(action->real_twin); err != 0) {
-      return Fail(__func__, err, "the action's rdma-core twin is still in use by rules of real hardware");
+      return RecordFailure(__func__, err, "the action's rdma-core twin is still in use by rules of real hardware");
     }
     action->real_twin = nullptr;
   }
@@ -657,7 +645,7 @@ int mlx5dv_dr_action_destroy(mlx5dv_dr_action* action) {
   } else {
     s = action->action.Destroy();
   }
-  if (!s.ok()) return Fail(__func__, s);
+  if (!s.ok()) return RecordFailure(__func__, s);
   Registry::Get().Remove(action);
   delete action;
   return 0;
@@ -665,69 +653,69 @@ int mlx5dv_dr_action_destroy(mlx5dv_dr_action* action) {
 
 int mlx5dv_dr_aso_other_domain_link(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domain* peer_dmn,
                                     mlx5dv_dr_domain* dmn, uint32_t flags, uint8_t return_reg_c) {
-  if (!Ours(devx_obj, Kind::kDevx)) {
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_aso_other_domain_link(devx_obj, peer_dmn, dmn, flags, return_reg_c) : errno;
   }
   // As in rdma-core, only connection-tracking ASO objects link across domains; the software NIC's ASO
   // objects are flow meters and first-hit contexts.
-  return Fail(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
+  return RecordFailure(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
 }
 
 int mlx5dv_dr_aso_other_domain_unlink(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domain* dmn) {
-  if (!Ours(devx_obj, Kind::kDevx)) {
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_aso_other_domain_unlink(devx_obj, dmn) : errno;
   }
-  return Fail(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
+  return RecordFailure(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
 }
 
 // ---- Dumps (dr/dump.h; record formats in docs/dump.md) -------------------------------------------------
 
 int mlx5dv_dump_dr_domain(FILE* fout, mlx5dv_dr_domain* domain) {
   Context* ctx;
-  if (!Ours(domain, Kind::kDomain, &ctx)) {
-    if (domain == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or domain is NULL");
+  if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
+    if (domain == nullptr || fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout or domain is NULL");
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dump_dr_domain(fout, domain) : -errno;
   }
-  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  if (fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout is NULL");
   Lock lock(ctx->mu);
   return drsim::capi::DumpResult(__func__, dr::DumpDomain(domain->domain, fout));
 }
 
 int mlx5dv_dump_dr_table(FILE* fout, mlx5dv_dr_table* table) {
   Context* ctx;
-  if (!Ours(table, Kind::kTable, &ctx)) {
-    if (table == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or table is NULL");
+  if (!IsSoftwareNicObject(table, Kind::kTable, &ctx)) {
+    if (table == nullptr || fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout or table is NULL");
     const RealMlx5* real = drsim::capi::Forward(__func__, table, "table");
     return real ? real->mlx5dv_dump_dr_table(fout, table) : -errno;
   }
-  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  if (fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout is NULL");
   Lock lock(ctx->mu);
   return drsim::capi::DumpResult(__func__, dr::DumpTable(table->table, fout));
 }
 
 int mlx5dv_dump_dr_matcher(FILE* fout, mlx5dv_dr_matcher* matcher) {
   Context* ctx;
-  if (!Ours(matcher, Kind::kMatcher, &ctx)) {
-    if (matcher == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or matcher is NULL");
+  if (!IsSoftwareNicObject(matcher, Kind::kMatcher, &ctx)) {
+    if (matcher == nullptr || fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout or matcher is NULL");
     const RealMlx5* real = drsim::capi::Forward(__func__, matcher, "matcher");
     return real ? real->mlx5dv_dump_dr_matcher(fout, matcher) : -errno;
   }
-  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  if (fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout is NULL");
   Lock lock(ctx->mu);
   return drsim::capi::DumpResult(__func__, dr::DumpMatcher(matcher->matcher, fout));
 }
 
 int mlx5dv_dump_dr_rule(FILE* fout, mlx5dv_dr_rule* rule) {
   Context* ctx;
-  if (!Ours(rule, Kind::kRule, &ctx)) {
-    if (rule == nullptr || fout == nullptr) return -Fail(__func__, EINVAL, "fout or rule is NULL");
+  if (!IsSoftwareNicObject(rule, Kind::kRule, &ctx)) {
+    if (rule == nullptr || fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout or rule is NULL");
     const RealMlx5* real = drsim::capi::Forward(__func__, rule, "rule");
     return real ? real->mlx5dv_dump_dr_rule(fout, rule) : -errno;
   }
-  if (fout == nullptr) return -Fail(__func__, EINVAL, "fout is NULL");
+  if (fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout is NULL");
   Lock lock(ctx->mu);
   return drsim::capi::DumpResult(__func__, dr::DumpRule(rule->rule, fout));
 }

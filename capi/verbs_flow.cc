@@ -45,18 +45,6 @@ namespace {
 
 using Lock = std::lock_guard<std::recursive_mutex>;
 
-template <typename T>
-T* Null(const char* fn, int err, const std::string& message) {
-  Fail(fn, err, message);
-  return nullptr;
-}
-
-template <typename T>
-T* Null(const char* fn, const absl::Status& status) {
-  Fail(fn, status);
-  return nullptr;
-}
-
 drsim_counters* CountersOf(ibv_counters* counters, Context** ctx) {
   if (counters == nullptr || !Registry::Get().Is(counters, Kind::kCounters, ctx)) return nullptr;
   return reinterpret_cast<drsim_counters*>(counters);
@@ -66,23 +54,23 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
   constexpr const char* kFn = "ibv_create_flow";
   Context* ctx;
   if (qp == nullptr || !Registry::Get().Is(qp, Kind::kQp, &ctx)) {
-    return Null<ibv_flow>(kFn, EINVAL, "qp is not a QP of a software NIC (drsim_create_qp)");
+    return NullWithError<ibv_flow>(kFn, EINVAL, "qp is not a QP of a software NIC (drsim_create_qp)");
   }
   Lock lock(ctx->mu);
   auto* q = reinterpret_cast<drsim_qp*>(qp);
   absl::StatusOr<VerbsFlowRequest> req = ReadFlowAttr(attr);
-  if (!req.ok()) return Null<ibv_flow>(kFn, req.status());
+  if (!req.ok()) return NullWithError<ibv_flow>(kFn, req.status());
   drsim_counters* counters = nullptr;
   if (req->counters != nullptr) {
     Context* cctx;
     counters = CountersOf(req->counters, &cctx);
     if (counters == nullptr || cctx != ctx) {
-      return Null<ibv_flow>(kFn, EINVAL,
+      return NullWithError<ibv_flow>(kFn, EINVAL,
                             "ACTION_COUNT: counters is not a counters object of this software NIC "
                             "(ibv_create_counters)");
     }
     if (counters->flows == 0 && counters->points.empty()) {
-      return Null<ibv_flow>(kFn, EINVAL,
+      return NullWithError<ibv_flow>(kFn, EINVAL,
                             "ACTION_COUNT: the counters object has no counter points; attach them first "
                             "(ibv_attach_counters_point_flow with flow NULL)");
     }
@@ -96,7 +84,7 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
   if (ctx->verbs == nullptr) ctx->verbs = std::make_unique<VerbsSteering>(*ctx->nic);
   absl::StatusOr<std::unique_ptr<VerbsSteering::Flow>> steering =
       ctx->verbs->Attach(q->vport, req->rules, contribution);
-  if (!steering.ok()) return Null<ibv_flow>(kFn, steering.status());
+  if (!steering.ok()) return NullWithError<ibv_flow>(kFn, steering.status());
 
   static std::atomic<uint32_t> next_handle{1};  // across NICs, which have locks of their own
   auto* f = new drsim_flow{{}, q, counters, steering->release()};
@@ -114,7 +102,7 @@ int DestroyFlow(ibv_flow* flow) {
   constexpr const char* kFn = "ibv_destroy_flow";
   Context* ctx;
   if (flow == nullptr || !Registry::Get().Is(flow, Kind::kFlow, &ctx)) {
-    return Fail(kFn, EINVAL, "not a flow of a software NIC (ibv_create_flow)");
+    return RecordFailure(kFn, EINVAL, "not a flow of a software NIC (ibv_create_flow)");
   }
   Lock lock(ctx->mu);
   auto* f = reinterpret_cast<drsim_flow*>(flow);
@@ -125,23 +113,23 @@ int DestroyFlow(ibv_flow* flow) {
   --f->qp->flows;
   if (f->counters != nullptr) --f->counters->flows;
   delete f;
-  return s.ok() ? 0 : Fail(kFn, s);
+  return s.ok() ? 0 : RecordFailure(kFn, s);
 }
 
 ibv_counters* CreateCounters(ibv_context* ibctx, ibv_counters_init_attr* init_attr) {
   constexpr const char* kFn = "ibv_create_counters";
   drsim_function_context* f = FunctionOf(ibctx);
-  if (f == nullptr) return Null<ibv_counters>(kFn, EINVAL, "not a context of a software NIC (drsim_open)");
-  if (init_attr == nullptr) return Null<ibv_counters>(kFn, EINVAL, "init_attr is NULL");
+  if (f == nullptr) return NullWithError<ibv_counters>(kFn, EINVAL, "not a context of a software NIC (drsim_open)");
+  if (init_attr == nullptr) return NullWithError<ibv_counters>(kFn, EINVAL, "init_attr is NULL");
   if (init_attr->comp_mask != 0) {
-    return Null<ibv_counters>(
+    return NullWithError<ibv_counters>(
         kFn, EOPNOTSUPP,
         absl::StrFormat("init_attr->comp_mask 0x%x: none is supported", init_attr->comp_mask));
   }
   Context& ctx = *f->owner;
   Lock lock(ctx.mu);
   absl::StatusOr<uint32_t> id = ctx.nic->AllocateCounters(1);
-  if (!id.ok()) return Null<ibv_counters>(kFn, id.status());
+  if (!id.ok()) return NullWithError<ibv_counters>(kFn, id.status());
   auto* c = new drsim_counters{{ibctx}, *id, {}, 0};
   Registry::Get().Add(&c->counters, Kind::kCounters, &ctx);
   ++ctx.open_objects;
@@ -152,12 +140,12 @@ int DestroyCounters(ibv_counters* counters) {
   constexpr const char* kFn = "ibv_destroy_counters";
   Context* ctx;
   drsim_counters* c = CountersOf(counters, &ctx);
-  if (c == nullptr) return Fail(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
+  if (c == nullptr) return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
   Lock lock(ctx->mu);
   if (c->flows > 0) {
-    return Fail(kFn, EBUSY, absl::StrFormat("%d flow(s) count with it; destroy them first", c->flows));
+    return RecordFailure(kFn, EBUSY, absl::StrFormat("%d flow(s) count with it; destroy them first", c->flows));
   }
-  if (absl::Status s = ctx->nic->FreeCounters(c->counter_id); !s.ok()) return Fail(kFn, s);
+  if (absl::Status s = ctx->nic->FreeCounters(c->counter_id); !s.ok()) return RecordFailure(kFn, s);
   Registry::Get().Remove(counters);
   --ctx->open_objects;
   delete c;
@@ -168,26 +156,26 @@ int AttachCountersPointFlow(ibv_counters* counters, ibv_counter_attach_attr* att
   constexpr const char* kFn = "ibv_attach_counters_point_flow";
   Context* ctx;
   drsim_counters* c = CountersOf(counters, &ctx);
-  if (c == nullptr) return Fail(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
+  if (c == nullptr) return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
   if (flow != nullptr) {
-    return Fail(kFn, ENOTSUP,
+    return RecordFailure(kFn, ENOTSUP,
                 "flow must be NULL: as mlx5, points are attached before the flows that count "
                 "(ibv_create_flow with an ACTION_COUNT spec)");
   }
-  if (attr == nullptr) return Fail(kFn, EINVAL, "attr is NULL");
+  if (attr == nullptr) return RecordFailure(kFn, EINVAL, "attr is NULL");
   if (attr->comp_mask != 0) {
-    return Fail(kFn, EOPNOTSUPP, absl::StrFormat("attr->comp_mask 0x%x: none is supported", attr->comp_mask));
+    return RecordFailure(kFn, EOPNOTSUPP, absl::StrFormat("attr->comp_mask 0x%x: none is supported", attr->comp_mask));
   }
   uint32_t description;  // a C enum: any value may arrive
   std::memcpy(&description, &attr->counter_desc, sizeof description);
   if (description > IBV_COUNTER_BYTES) {
-    return Fail(
+    return RecordFailure(
         kFn, ENOTSUP,
         absl::StrFormat("counter_desc %d: IBV_COUNTER_PACKETS (0) or IBV_COUNTER_BYTES (1)", description));
   }
   Lock lock(ctx->mu);
   if (c->flows > 0) {
-    return Fail(kFn, EBUSY, absl::StrFormat("the counters object is bound to %d flow(s)", c->flows));
+    return RecordFailure(kFn, EBUSY, absl::StrFormat("the counters object is bound to %d flow(s)", c->flows));
   }
   c->points.push_back({description, attr->index});
   return 0;
@@ -197,22 +185,22 @@ int ReadCounters(ibv_counters* counters, uint64_t* values, uint32_t ncounters, u
   constexpr const char* kFn = "ibv_read_counters";
   Context* ctx;
   drsim_counters* c = CountersOf(counters, &ctx);
-  if (c == nullptr) return Fail(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
+  if (c == nullptr) return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
   if (flags & ~static_cast<uint32_t>(IBV_READ_COUNTERS_ATTR_PREFER_CACHED)) {
-    return Fail(kFn, EINVAL, absl::StrFormat("flags 0x%x: only PREFER_CACHED (0x1) is known", flags));
+    return RecordFailure(kFn, EINVAL, absl::StrFormat("flags 0x%x: only PREFER_CACHED (0x1) is known", flags));
   }
   Lock lock(ctx->mu);
-  if (c->flows == 0) return Fail(kFn, EINVAL, "the counters object is not bound to any flow");
+  if (c->flows == 0) return RecordFailure(kFn, EINVAL, "the counters object is not bound to any flow");
   uint32_t needed = 0;
   for (const drsim_counters::Point& p : c->points) needed = std::max(needed, p.index + 1);
   if (ncounters < needed) {
-    return Fail(
+    return RecordFailure(
         kFn, EINVAL,
         absl::StrFormat("ncounters %d: the points attached use indexes up to %d", ncounters, needed - 1));
   }
-  if (values == nullptr && ncounters > 0) return Fail(kFn, EINVAL, "counters_value is NULL");
+  if (values == nullptr && ncounters > 0) return RecordFailure(kFn, EINVAL, "counters_value is NULL");
   uint64_t packets = 0, bytes = 0;
-  if (absl::Status s = ctx->nic->QueryCounter(c->counter_id, &packets, &bytes); !s.ok()) return Fail(kFn, s);
+  if (absl::Status s = ctx->nic->QueryCounter(c->counter_id, &packets, &bytes); !s.ok()) return RecordFailure(kFn, s);
   if (ncounters > 0) std::memset(values, 0, ncounters * sizeof *values);
   for (const drsim_counters::Point& p : c->points) {
     values[p.index] += p.description == IBV_COUNTER_PACKETS ? packets : bytes;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/byte_order.h"
 #include "hw/match_layout.h"
 
@@ -197,7 +198,7 @@ absl::Status AttrReader::SetProtocol(uint8_t mask, uint8_t value) {
 }
 
 absl::Status AttrReader::Eth(const uint8_t* p, uint16_t size) {
-  if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_eth), "ibv_flow_spec_eth"); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_eth), "ibv_flow_spec_eth"));
   const auto val = Load<ibv_flow_eth_filter>(p + offsetof(ibv_flow_spec_eth, val));
   const auto mask = Load<ibv_flow_eth_filter>(p + offsetof(ibv_flow_spec_eth, mask));
   for (absl::Status s : {CheckInMask("dst_mac", val.dst_mac, mask.dst_mac, 6),
@@ -232,10 +233,9 @@ absl::Status AttrReader::Ipv4(const uint8_t* p, uint16_t size, bool ext) {
   ibv_flow_ipv4_ext_filter val{}, mask{};
   if (ext) {
     const size_t min = offsetof(ibv_flow_ipv4_ext_filter, flags) + sizeof val.flags;
-    if (absl::Status s = ExtensibleFilters(p, size, min, &val, &mask); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(ExtensibleFilters(p, size, min, &val, &mask));
   } else {
-    if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_ipv4), "ibv_flow_spec_ipv4"); !s.ok())
-      return s;
+    DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_ipv4), "ibv_flow_spec_ipv4"));
     std::memcpy(&val, p + offsetof(ibv_flow_spec_ipv4, val), sizeof(ibv_flow_ipv4_filter));
     std::memcpy(&mask, p + offsetof(ibv_flow_spec_ipv4, mask), sizeof(ibv_flow_ipv4_filter));
   }
@@ -267,7 +267,7 @@ absl::Status AttrReader::Ipv4(const uint8_t* p, uint16_t size, bool ext) {
 absl::Status AttrReader::Ipv6(const uint8_t* p, uint16_t size) {
   ibv_flow_ipv6_filter val, mask;
   const size_t min = offsetof(ibv_flow_ipv6_filter, hop_limit) + sizeof val.hop_limit;
-  if (absl::Status s = ExtensibleFilters(p, size, min, &val, &mask); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ExtensibleFilters(p, size, min, &val, &mask));
   for (absl::Status s : {CheckInMask("src_ip", val.src_ip, mask.src_ip, 16),
                          CheckInMask("dst_ip", val.dst_ip, mask.dst_ip, 16),
                          CheckInMask("flow_label", &val.flow_label, &mask.flow_label, 4),
@@ -302,8 +302,7 @@ absl::Status AttrReader::Ipv6(const uint8_t* p, uint16_t size) {
 }
 
 absl::Status AttrReader::TcpUdp(const uint8_t* p, uint16_t size, bool tcp) {
-  if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_tcp_udp), "ibv_flow_spec_tcp_udp"); !s.ok())
-    return s;
+  DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_tcp_udp), "ibv_flow_spec_tcp_udp"));
   const auto val = Load<ibv_flow_tcp_udp_filter>(p + offsetof(ibv_flow_spec_tcp_udp, val));
   const auto mask = Load<ibv_flow_tcp_udp_filter>(p + offsetof(ibv_flow_spec_tcp_udp, mask));
   for (absl::Status s : {CheckInMask("dst_port", &val.dst_port, &mask.dst_port, 2),
@@ -321,8 +320,8 @@ absl::Status AttrReader::TcpUdp(const uint8_t* p, uint16_t size, bool tcp) {
 absl::Status AttrReader::Vxlan(const uint8_t* p, uint16_t size) {
   ibv_flow_tunnel_filter val, mask;
   const size_t min = offsetof(ibv_flow_tunnel_filter, tunnel_id) + sizeof val.tunnel_id;
-  if (absl::Status s = ExtensibleFilters(p, size, min, &val, &mask); !s.ok()) return s;
-  if (absl::Status s = CheckInMask("tunnel_id", &val.tunnel_id, &mask.tunnel_id, 4); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ExtensibleFilters(p, size, min, &val, &mask));
+  DRSIM_RETURN_IF_ERROR(CheckInMask("tunnel_id", &val.tunnel_id, &mask.tunnel_id, 4));
   if (vxlan_.has_value())
     return Invalid(absl::StrFormat("a second VXLAN_TUNNEL spec (spec[%d] is one)", *vxlan_));
   vxlan_ = index_;
@@ -333,7 +332,7 @@ absl::Status AttrReader::Vxlan(const uint8_t* p, uint16_t size) {
 }
 
 absl::Status AttrReader::Gre(const uint8_t* p, uint16_t size) {
-  if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_gre), "ibv_flow_spec_gre"); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_gre), "ibv_flow_spec_gre"));
   const auto val = Load<ibv_flow_gre_filter>(p + offsetof(ibv_flow_spec_gre, val));
   const auto mask = Load<ibv_flow_gre_filter>(p + offsetof(ibv_flow_spec_gre, mask));
   for (absl::Status s : {CheckInMask("c_ks_res0_ver", &val.c_ks_res0_ver, &mask.c_ks_res0_ver, 2),
@@ -361,10 +360,10 @@ absl::Status AttrReader::Gre(const uint8_t* p, uint16_t size) {
 }
 
 absl::Status AttrReader::Mpls(const uint8_t* p, uint16_t size, uint32_t prev_type) {
-  if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_mpls), "ibv_flow_spec_mpls"); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_mpls), "ibv_flow_spec_mpls"));
   const auto val = Load<ibv_flow_mpls_filter>(p + offsetof(ibv_flow_spec_mpls, val));
   const auto mask = Load<ibv_flow_mpls_filter>(p + offsetof(ibv_flow_spec_mpls, mask));
-  if (absl::Status s = CheckInMask("label", &val.label, &mask.label, 4); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckInMask("label", &val.label, &mask.label, 4));
   // By position, as mlx5_ib: right after an outer UDP spec it is MPLS over UDP, after GRE MPLS over GRE;
   // otherwise the first label over Ethernet, of the inner packet with IBV_FLOW_SPEC_INNER.
   Field label = h_ == Headers::kInner ? Field::kInnerFirstMplsLabel : Field::kOuterFirstMplsLabel;
@@ -398,7 +397,7 @@ absl::Status AttrReader::Mpls(const uint8_t* p, uint16_t size, uint32_t prev_typ
 }
 
 absl::Status AttrReader::Esp(const uint8_t* p, uint16_t size) {
-  if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_esp), "ibv_flow_spec_esp"); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_esp), "ibv_flow_spec_esp"));
   const auto val = Load<ibv_flow_esp_filter>(p + offsetof(ibv_flow_spec_esp, val));
   const auto mask = Load<ibv_flow_esp_filter>(p + offsetof(ibv_flow_spec_esp, mask));
   for (absl::Status s :
@@ -421,9 +420,7 @@ absl::Status AttrReader::Action(const uint8_t* p, uint16_t size) {
   const uint32_t type = Load<uint32_t>(p);
   switch (type) {
     case IBV_FLOW_SPEC_ACTION_TAG: {
-      if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_action_tag), "ibv_flow_spec_action_tag");
-          !s.ok())
-        return s;
+      DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_action_tag), "ibv_flow_spec_action_tag"));
       if (tag_.has_value())
         return Invalid(absl::StrFormat("a second ACTION_TAG spec (spec[%d] is one)", *tag_));
       const auto tag = Load<uint32_t>(p + offsetof(ibv_flow_spec_action_tag, tag_id));
@@ -433,19 +430,14 @@ absl::Status AttrReader::Action(const uint8_t* p, uint16_t size) {
       return absl::OkStatus();
     }
     case IBV_FLOW_SPEC_ACTION_DROP:
-      if (absl::Status s = ExpectSize(size, sizeof(ibv_flow_spec_action_drop), "ibv_flow_spec_action_drop");
-          !s.ok())
-        return s;
+      DRSIM_RETURN_IF_ERROR(ExpectSize(size, sizeof(ibv_flow_spec_action_drop), "ibv_flow_spec_action_drop"));
       if (drop_.has_value())
         return Invalid(absl::StrFormat("a second ACTION_DROP spec (spec[%d] is one)", *drop_));
       drop_ = index_;
       req_.drop = true;
       return absl::OkStatus();
     case IBV_FLOW_SPEC_ACTION_COUNT:
-      if (absl::Status s =
-              ExpectSize(size, sizeof(ibv_flow_spec_counter_action), "ibv_flow_spec_counter_action");
-          !s.ok())
-        return s;
+      DRSIM_RETURN_IF_ERROR( ExpectSize(size, sizeof(ibv_flow_spec_counter_action), "ibv_flow_spec_counter_action"));
       if (count_.has_value()) {
         return Invalid(absl::StrFormat(
             "a second ACTION_COUNT spec (spec[%d] is one; a flow takes one counters)", *count_));
@@ -455,10 +447,7 @@ absl::Status AttrReader::Action(const uint8_t* p, uint16_t size) {
       if (req_.counters == nullptr) return Invalid("counters is NULL");
       return absl::OkStatus();
     default:  // IBV_FLOW_SPEC_ACTION_HANDLE
-      if (absl::Status s =
-              ExpectSize(size, sizeof(ibv_flow_spec_action_handle), "ibv_flow_spec_action_handle");
-          !s.ok())
-        return s;
+      DRSIM_RETURN_IF_ERROR( ExpectSize(size, sizeof(ibv_flow_spec_action_handle), "ibv_flow_spec_action_handle"));
       return Unsupported(
           "flow actions (ibv_create_flow_action_esp: IPsec crypto) are not modelled by the software NIC");
   }
@@ -611,7 +600,7 @@ absl::StatusOr<VerbsFlowRequest> AttrReader::Read(const ibv_flow_attr* attr) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "size %d is smaller than struct ibv_flow_attr (%d bytes)", size, sizeof(ibv_flow_attr)));
   }
-  if (absl::Status s = ReadHeader(base); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ReadHeader(base));
   size_t off = sizeof(ibv_flow_attr);
   uint32_t prev_type = 0;
   for (index_ = 0; index_ < num_specs_; ++index_) {
@@ -627,7 +616,7 @@ absl::StatusOr<VerbsFlowRequest> AttrReader::Read(const ibv_flow_attr* attr) {
                           "attr->size leaves",
                           index_, spec_size, size - off));
     }
-    if (absl::Status s = ReadSpec(p, spec_size, prev_type); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(ReadSpec(p, spec_size, prev_type));
     prev_type = Load<uint32_t>(p);
     off += spec_size;
   }
@@ -635,7 +624,7 @@ absl::StatusOr<VerbsFlowRequest> AttrReader::Read(const ibv_flow_attr* attr) {
     return absl::InvalidArgumentError(
         absl::StrFormat("size %d, but the %d spec(s) end at byte %d", size, num_specs_, off));
   }
-  if (absl::Status s = CheckCombination(); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckCombination());
 
   const mlx5dv_dr_domain_type rx_or_tx =
       req_.egress ? MLX5DV_DR_DOMAIN_TYPE_NIC_TX : MLX5DV_DR_DOMAIN_TYPE_NIC_RX;

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "dr/kernel_steering.h"
 #include "hw/match_layout.h"
 
@@ -56,13 +57,11 @@ absl::StatusOr<VerbsSteering::Place*> VerbsSteering::PlaceFor(uint16_t vport, ml
   if (auto it = places_.find(key); it != places_.end()) return it->second.get();
   auto d = domains_.find({vport, type});
   if (d == domains_.end()) {
-    absl::StatusOr<dr::Domain> domain = dr::Domain::Create(*nic_.function(vport), type);
-    if (!domain.ok()) return domain.status();
-    d = domains_.emplace(std::make_pair(vport, static_cast<int>(type)), *std::move(domain)).first;
+    DRSIM_ASSIGN_OR_RETURN(dr::Domain domain, dr::Domain::Create(*nic_.function(vport), type));
+    d = domains_.emplace(std::make_pair(vport, static_cast<int>(type)), std::move(domain)).first;
   }
-  absl::StatusOr<dr::Table> table = dr::KernelSteering::CreateRootTable(d->second, ns);
-  if (!table.ok()) return table.status();
-  auto place = std::make_unique<Place>(Place{vport, type, ns, &d->second, *std::move(table)});
+  DRSIM_ASSIGN_OR_RETURN(dr::Table table, dr::KernelSteering::CreateRootTable(d->second, ns));
+  auto place = std::make_unique<Place>(Place{vport, type, ns, &d->second, std::move(table)});
   return places_.emplace(key, std::move(place)).first->second.get();
 }
 
@@ -99,9 +98,8 @@ absl::Status VerbsSteering::Rebuild(Entry& e) {
     return &actions.back();
   };
   if (oldest.tag.has_value()) {
-    absl::StatusOr<const dr::Action*> tag = keep(dr::Action::Tag(*oldest.tag));
-    if (!tag.ok()) return tag.status();
-    list.push_back(*tag);
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* tag, keep(dr::Action::Tag(*oldest.tag)));
+    list.push_back(tag);
   }
   if (!oldest.drop) {
     if (place.ns == hw::RootNamespace::kDontTrap) {
@@ -117,9 +115,8 @@ absl::Status VerbsSteering::Rebuild(Entry& e) {
       const std::optional<uint32_t>& qp = f->contribution.qp_num;
       if (!qp.has_value() || std::find(qps.begin(), qps.end(), *qp) != qps.end()) continue;
       qps.push_back(*qp);
-      absl::StatusOr<const dr::Action*> to_qp = keep(dr::Action::DestQp(fn, *qp));
-      if (!to_qp.ok()) return to_qp.status();
-      dests.push_back({Kind::kQueue, *to_qp});
+      DRSIM_ASSIGN_OR_RETURN(const dr::Action* to_qp, keep(dr::Action::DestQp(fn, *qp)));
+      dests.push_back({Kind::kQueue, to_qp});
     }
   }
   std::vector<uint32_t> counters;
@@ -127,29 +124,24 @@ absl::Status VerbsSteering::Rebuild(Entry& e) {
     const std::optional<uint32_t>& id = f->contribution.counter_id;
     if (!id.has_value() || std::find(counters.begin(), counters.end(), *id) != counters.end()) continue;
     counters.push_back(*id);
-    absl::StatusOr<const dr::Action*> count = keep(dr::Action::FlowCounter(fn, *id, 0));
-    if (!count.ok()) return count.status();
-    dests.push_back({Kind::kCounter, *count});
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* count, keep(dr::Action::FlowCounter(fn, *id, 0)));
+    dests.push_back({Kind::kCounter, count});
   }
-  absl::StatusOr<const dr::Action*> fanout = keep(dr::KernelSteering::Destinations(*place.domain, dests));
-  if (!fanout.ok()) return fanout.status();
-  list.push_back(*fanout);
-  absl::StatusOr<dr::Rule> rule = dr::Rule::Create(e.matcher->matcher, e.value, list);
-  if (!rule.ok()) return rule.status();
+  DRSIM_ASSIGN_OR_RETURN(const dr::Action* fanout, keep(dr::KernelSteering::Destinations(*place.domain, dests)));
+  list.push_back(fanout);
+  DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(e.matcher->matcher, e.value, list));
   if (e.rule.valid()) {
-    if (absl::Status s = e.rule.Destroy(); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(e.rule.Destroy());
   }
-  e.rule = *std::move(rule);
+  e.rule = std::move(rule);
   e.actions = std::move(actions);  // the old rule's actions go with their handles
   return absl::OkStatus();
 }
 
 absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
-  absl::StatusOr<Place*> place = PlaceFor(flow.vport, rule.domain, rule.ns);
-  if (!place.ok()) return place.status();
-  absl::StatusOr<SharedMatcher*> matcher = MatcherFor(**place, rule);
-  if (!matcher.ok()) return matcher.status();
-  const auto key = std::make_pair(*matcher, Bytes(rule.value));
+  DRSIM_ASSIGN_OR_RETURN(Place* place, PlaceFor(flow.vport, rule.domain, rule.ns));
+  DRSIM_ASSIGN_OR_RETURN(SharedMatcher* matcher, MatcherFor(*place, rule));
+  const auto key = std::make_pair(matcher, Bytes(rule.value));
   auto it = entries_.find(key);
   const bool created = it == entries_.end();
   const FlowContribution& mine = flow.contribution;
@@ -169,10 +161,10 @@ absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
     }
   } else {
     auto entry = std::make_unique<Entry>();
-    entry->matcher = *matcher;
+    entry->matcher = matcher;
     entry->value = rule.value;
     it = entries_.emplace(key, std::move(entry)).first;
-    ++(*matcher)->entries;
+    ++(matcher)->entries;
   }
   Entry& e = *it->second;
   e.flows.push_back(&flow);
@@ -180,9 +172,9 @@ absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
     e.flows.pop_back();
     if (created) {
       entries_.erase(it);
-      --(*matcher)->entries;
+      --(matcher)->entries;
     }
-    ReleaseMatcher(*matcher);
+    ReleaseMatcher(matcher);
     return s;
   }
   flow.entries.push_back(&e);

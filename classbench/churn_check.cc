@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
+#include "base/status_macros.h"
 #include "classbench/acl_nic.h"
 #include "classbench/dr_acl.h"
 #include "classbench/header_frame.h"
@@ -84,8 +85,7 @@ class Checker {
 
   // Sends frames index % workers == shard in bursts until `churn.stop`, checking each verdict.
   absl::Status RunWorker(sim::Nic& nic, int shard, ChurnState& churn, uint64_t* frames, uint64_t* unchecked) {
-    absl::StatusOr<std::unique_ptr<sim::Worker>> worker = sim::Worker::Create(nic);
-    if (!worker.ok()) return worker.status();
+    DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::Worker> worker, sim::Worker::Create(nic));
     std::vector<size_t> mine;
     for (size_t i = shard; i < views_.size(); i += options_.workers) mine.push_back(i);
     if (mine.empty()) return absl::OkStatus();
@@ -102,7 +102,7 @@ class Checker {
         indices.push_back(mine[at]);
       }
       const uint64_t from = churn.finished.load(std::memory_order_acquire);
-      if (absl::Status s = (*worker)->ReceiveFromWire(burst, absl::MakeSpan(verdicts)); !s.ok()) return s;
+      DRSIM_RETURN_IF_ERROR((worker)->ReceiveFromWire(burst, absl::MakeSpan(verdicts)));
       const uint64_t to = churn.started.load(std::memory_order_acquire);
       unexplained.clear();
       for (size_t n = 0; n < burst.size(); ++n) {
@@ -124,7 +124,7 @@ class Checker {
   // Every frame once, nothing churning: each must hit exactly its first filter.
   absl::Status FinalPass(sim::Nic& nic, uint64_t* frames) {
     std::vector<sim::Verdict> verdicts(views_.size());
-    if (absl::Status s = nic.ReceiveFromWire(views_, absl::MakeSpan(verdicts)); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(nic.ReceiveFromWire(views_, absl::MakeSpan(verdicts)));
     for (size_t i = 0; i < views_.size(); ++i) {
       if (!Fits(i, verdicts[i], nullptr, 0, 0)) Report(i, verdicts[i], /*churning=*/false);
     }
@@ -189,14 +189,11 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
   dr::Action drop = *dr::Action::Drop();
   std::vector<dr::Action> tags;
   for (size_t i = 0; i < filters.size(); ++i) {
-    absl::StatusOr<dr::Action> tag = dr::Action::Tag(static_cast<uint32_t>(i + 1));
-    if (!tag.ok()) return tag.status();
-    tags.push_back(*std::move(tag));
+    DRSIM_ASSIGN_OR_RETURN(dr::Action tag, dr::Action::Tag(static_cast<uint32_t>(i + 1)));
+    tags.push_back(std::move(tag));
   }
   auto actions_of = [&](size_t filter) { return std::vector<const dr::Action*>{&tags[filter], &drop}; };
-  absl::StatusOr<DrAcl> installed = InstallAcl(setup.acl, filters, actions_of);
-  if (!installed.ok()) return installed.status();
-  DrAcl& acl = *installed;
+  DRSIM_ASSIGN_OR_RETURN(DrAcl acl, InstallAcl(setup.acl, filters, actions_of));
   std::vector<std::vector<size_t>> rules_of_filter(filters.size());
   for (size_t r = 0; r < acl.rules.size(); ++r) rules_of_filter[acl.filter_of_rule[r]].push_back(r);
 
@@ -228,20 +225,19 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
       for (size_t i = 0; i < values.size(); ++i) {
         updates.push_back({&acl.rules[rules_of_filter[k][i]], values[i].get(), actions});
       }
-      if (absl::Status s = dr::Rule::UpdateMany(updates); !s.ok()) return s;
+      DRSIM_RETURN_IF_ERROR(dr::Rule::UpdateMany(updates));
       report.rule_updates += 2 * updates.size();
       return absl::OkStatus();
     }
     for (size_t r : rules_of_filter[k]) {
-      if (absl::Status s = acl.rules[r].Destroy(); !s.ok()) return s;
+      DRSIM_RETURN_IF_ERROR(acl.rules[r].Destroy());
       ++report.rule_updates;
     }
     for (size_t r : rules_of_filter[k]) {
       hw::MatchParams value = acl.value_of_rule[r];
       if (move != nullptr) MoveValue(*move, &value);
-      absl::StatusOr<dr::Rule> again = dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions);
-      if (!again.ok()) return again.status();
-      acl.rules[r] = *std::move(again);
+      DRSIM_ASSIGN_OR_RETURN(dr::Rule again, dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions));
+      acl.rules[r] = std::move(again);
       ++report.rule_updates;
     }
     return absl::OkStatus();
@@ -279,7 +275,7 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     report.frames += frames[w];
     report.unchecked += unchecked[w];
   }
-  if (absl::Status s = checker.FinalPass(nic, &report.frames); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(checker.FinalPass(nic, &report.frames));
   report.mismatches = checker.mismatches();
   report.examples = checker.examples();
   return report;

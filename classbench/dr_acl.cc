@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/match_layout.h"
 #include "hw/match_params.h"
 
@@ -43,9 +44,8 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
         size_t m = 0;
         while (m < by_mask.size() && by_mask[m].first != std::make_pair(sp.mask, dp.mask)) ++m;
         if (m == by_mask.size()) {
-          absl::StatusOr<hw::MatchParams> built = mask.Build();
-          if (!built.ok()) return built.status();
-          absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table, priority, *built);
+          DRSIM_ASSIGN_OR_RETURN(hw::MatchParams built, mask.Build());
+          absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table, priority, built);
           if (!matcher.ok()) {
             return absl::Status(matcher.status().code(),
                                 absl::StrFormat("filter %d: %s", i, matcher.status().message()));
@@ -53,9 +53,8 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
           acl.matchers.push_back(*std::move(matcher));
           by_mask.push_back({{sp.mask, dp.mask}, acl.matchers.size() - 1});
         }
-        absl::StatusOr<hw::MatchParams> v = value.Build();
-        if (!v.ok()) return v.status();
-        absl::StatusOr<dr::Rule> rule = dr::Rule::Create(acl.matchers[by_mask[m].second], *v, list);
+        DRSIM_ASSIGN_OR_RETURN(hw::MatchParams v, value.Build());
+        absl::StatusOr<dr::Rule> rule = dr::Rule::Create(acl.matchers[by_mask[m].second], v, list);
         if (!rule.ok()) {
           return absl::Status(rule.status().code(),
                               absl::StrFormat("filter %d: %s", i, rule.status().message()));
@@ -63,7 +62,7 @@ absl::StatusOr<DrAcl> InstallAcl(const dr::Table& table, const std::vector<Filte
         acl.rules.push_back(*std::move(rule));
         acl.filter_of_rule.push_back(static_cast<uint32_t>(i));
         acl.matcher_of_rule.push_back(static_cast<uint32_t>(by_mask[m].second));
-        acl.value_of_rule.push_back(*std::move(v));
+        acl.value_of_rule.push_back(std::move(v));
         if (!ports) break;
       }
       if (!ports) break;

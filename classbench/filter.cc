@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "hw/net_addr.h"
 
 namespace drsim::classbench {
@@ -58,9 +59,8 @@ absl::StatusOr<std::vector<T>> ReadItems(const std::string& path, const char* wh
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (absl::StripAsciiWhitespace(line).empty() || line[0] == '#') continue;
-    absl::StatusOr<T> item = parse(line, path, n);
-    if (!item.ok()) return item.status();
-    items.push_back(*std::move(item));
+    DRSIM_ASSIGN_OR_RETURN(T item, parse(line, path, n));
+    items.push_back(std::move(item));
   }
   if (items.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s: no %s", path, what));
   return items;
@@ -105,10 +105,10 @@ absl::StatusOr<Filter> ParseFilterLine(absl::string_view line, absl::string_view
     *r = {static_cast<uint16_t>(lo), static_cast<uint16_t>(hi)};
     return absl::OkStatus();
   };
-  if (absl::Status s = prefix(fields[0], &f.src, &f.src_mask); !s.ok()) return s;
-  if (absl::Status s = prefix(fields[1], &f.dst, &f.dst_mask); !s.ok()) return s;
-  if (absl::Status s = range(fields[2], &f.sport); !s.ok()) return s;
-  if (absl::Status s = range(fields[3], &f.dport); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(prefix(fields[0], &f.src, &f.src_mask));
+  DRSIM_RETURN_IF_ERROR(prefix(fields[1], &f.dst, &f.dst_mask));
+  DRSIM_RETURN_IF_ERROR(range(fields[2], &f.sport));
+  DRSIM_RETURN_IF_ERROR(range(fields[3], &f.dport));
   std::pair<absl::string_view, absl::string_view> pm =
       absl::StrSplit(fields[4].text, absl::MaxSplits('/', 1));
   uint32_t p, m;

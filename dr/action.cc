@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "actions/modify_header_compiler.h"
+#include "base/status_macros.h"
 #include "dr/dr.h"
 #include "dr/objects.h"
 
@@ -127,10 +128,9 @@ absl::StatusOr<Action> Action::ModifyHeader(const Domain& domain, uint32_t flags
     return absl::InvalidArgumentError(
         absl::StrFormat("modify_header: flags 0x%x: only ROOT_LEVEL (0x1) is known", flags));
   }
-  absl::StatusOr<std::vector<hw::ModifyAction>> decoded = actions::CompileModifyHeader(d->type, words);
-  if (!decoded.ok()) return decoded.status();
+  DRSIM_ASSIGN_OR_RETURN(std::vector<hw::ModifyAction> decoded, actions::CompileModifyHeader(d->type, words));
   ActionObj* a = NewAction(ActionType::kModifyHdr);
-  a->modify = *std::move(decoded);
+  a->modify = std::move(decoded);
   a->spec.modify = &a->modify;
   a->spec.root_level = flags & MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL;
   ReferenceDomain(a, domain.obj_);
@@ -353,10 +353,9 @@ absl::StatusOr<Action> Action::FlowSampler(uint32_t sample_ratio, const Table& d
     }
     parts.push_back(act->obj());
   }
-  absl::StatusOr<hw::Replica> sample = ReplicaOf(parts, "flow_sampler");
-  if (!sample.ok()) return sample.status();
+  DRSIM_ASSIGN_OR_RETURN(hw::Replica sample, ReplicaOf(parts, "flow_sampler"));
   ActionObj* a = NewAction(ActionType::kSampler);
-  a->sample = *std::move(sample);
+  a->sample = std::move(sample);
   a->spec.sample = &a->sample;
   a->spec.sampler = d->device->CreateSampler(sample_ratio);
   a->spec.table = &t->ft;
@@ -407,9 +406,8 @@ absl::StatusOr<Action> Action::DestArray(const Domain& domain,
       parts.push_back(e.reformat->obj());
     }
     parts.push_back(e.dest->obj());
-    absl::StatusOr<hw::Replica> replica = ReplicaOf(parts, what);
-    if (!replica.ok()) return replica.status();
-    replicas.push_back(*std::move(replica));
+    DRSIM_ASSIGN_OR_RETURN(hw::Replica replica, ReplicaOf(parts, what));
+    replicas.push_back(std::move(replica));
     members.insert(members.end(), parts.begin(), parts.end());
   }
   ActionObj* a = NewAction(ActionType::kDestArray);

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "dr/dr.h"
 #include "dr/objects.h"
 
@@ -100,11 +101,10 @@ absl::StatusOr<ProgramsObj*> CompilePrograms(const actions::RuleContext& context
                                              std::unique_ptr<ProgramsObj>* compiled) {
   absl::InlinedVector<const actions::ActionSpec*, 8> specs;
   for (const ActionObj* a : objs) specs.push_back(&a->spec);
-  absl::StatusOr<hw::PipePrograms> result = actions::CompileActions(context, specs);
-  if (!result.ok()) return result.status();
+  DRSIM_ASSIGN_OR_RETURN(hw::PipePrograms result, actions::CompileActions(context, specs));
   *compiled = std::make_unique<ProgramsObj>();
   ProgramsObj& p = **compiled;
-  p.programs = std::move(*result);
+  p.programs = std::move(result);
   p.record = hw::RuleRecord::Of(&p.programs, 0);
   p.actions.assign(objs.begin(), objs.end());
   for (const ActionObj* a : objs) p.action_versions.emplace_back(a->id, a->revision);
@@ -304,21 +304,19 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   std::lock_guard<std::recursive_mutex> lock(d->mu);
 
   uint32_t key[hw::kMatchParamBytes / 4];  // a definer's key is at most the whole layout
-  absl::StatusOr<ValueKey> read = ReadValue(*m, *d, value, key);
-  if (!read.ok()) return read.status();
+  DRSIM_ASSIGN_OR_RETURN(ValueKey read, ReadValue(*m, *d, value, key));
   // The key's bucket loads while the actions are checked and matched against the cached ones (or compiled).
-  m->hw.table.PrefetchForWrite(read->hash);
+  m->hw.table.PrefetchForWrite(read.hash);
 
   absl::InlinedVector<ActionObj*, 8> objs;
-  if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ActionObjects(actions, &objs));
   std::unique_ptr<ProgramsObj> compiled;  // new programs, until the rule uses them
-  absl::StatusOr<ProgramsObj*> programs = ProgramsFor(*m, *d, read->pipes, objs, &compiled);
-  if (!programs.ok()) return programs.status();
+  DRSIM_ASSIGN_OR_RETURN(ProgramsObj* programs, ProgramsFor(*m, *d, read.pipes, objs, &compiled));
 
   if (RefusesDuplicates(*m)) {
-    if (absl::Status s = NotInstalled(*m, key, read->hash); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(NotInstalled(*m, key, read.hash));
   }
-  RuleObj* rule = Install(m, key, read->hash, *programs);
+  RuleObj* rule = Install(m, key, read.hash, programs);
   if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
   return Rule(rule);
 }
@@ -352,7 +350,7 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   }
 
   absl::InlinedVector<ActionObj*, 8> objs;
-  if (absl::Status s = ActionObjects(actions, &objs); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(ActionObjects(actions, &objs));
   std::array<ProgramsObj*, kPipeChoices> programs{};
   std::array<std::unique_ptr<ProgramsObj>, kPipeChoices> compiled;  // new programs, until rules use them
   // The pipe choices in the order of their first values, so that a failure names the first value it fails.
@@ -478,7 +476,7 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
         absl::StrFormat("update[%d]: the rule is update[%d]'s too", twice, first));
   }
   if (!d->allow_duplicates) {
-    if (absl::Status s = DuplicateUpdate(checked, keys); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(DuplicateUpdate(checked, keys));
   }
 
   // The changes, each a rule's delete and then its new rule's insert. What each reads is requested ahead, in

@@ -31,7 +31,7 @@ struct Headers {
   uint32_t ip_protocol;
 };
 
-FieldLoc At(const Headers& h, size_t window, int shift, uint8_t width) {
+FieldLoc FieldInWindow(const Headers& h, size_t window, int shift, uint8_t width) {
   FieldLoc loc;
   loc.present = window + 4 <= h.len;
   loc.window = window;
@@ -46,65 +46,65 @@ FieldLoc Locate(ModifyField f, const Headers& h) {
   const int f_id = static_cast<int>(f);
   switch (f) {
     case ModifyField::kDmac47_16:
-      return At(h, 0, 0, 32);
+      return FieldInWindow(h, 0, 0, 32);
     case ModifyField::kDmac15_0:
-      return At(h, 4, 16, 16);
+      return FieldInWindow(h, 4, 16, 16);
     case ModifyField::kSmac47_16:
-      return At(h, 6, 0, 32);
+      return FieldInWindow(h, 6, 0, 32);
     case ModifyField::kSmac15_0:
-      return At(h, 10, 16, 16);
+      return FieldInWindow(h, 10, 16, 16);
     case ModifyField::kEthertype: {
       // The ethertype after the VLAN tags (at most two, as the parser reads them).
       size_t at = 12;
       for (int tags = 0; tags < 2 && at + 2 <= h.len && IsVlanTpid(hw::LoadBe16(h.frame + at)); ++tags)
         at += 4;
-      return At(h, at, 16, 16);
+      return FieldInWindow(h, at, 16, 16);
     }
     case ModifyField::kFirstVid:
       if (h.len < 18 || !IsVlanTpid(hw::LoadBe16(h.frame + 12))) return {};
-      return At(h, 14, 16, 16);
+      return FieldInWindow(h, 14, 16, 16);
     case ModifyField::kIpDscp:
-      if (v4) return At(h, h.l3, 18, 6);
-      if (v6) return At(h, h.l3, 22, 6);
+      if (v4) return FieldInWindow(h, h.l3, 18, 6);
+      if (v6) return FieldInWindow(h, h.l3, 22, 6);
       return {};
     case ModifyField::kIpEcn:
-      if (v4) return At(h, h.l3, 16, 2);
-      if (v6) return At(h, h.l3, 20, 2);
+      if (v4) return FieldInWindow(h, h.l3, 16, 2);
+      if (v6) return FieldInWindow(h, h.l3, 20, 2);
       return {};
     case ModifyField::kIpTtl:
-      return v4 ? At(h, h.l3 + 8, 24, 8) : FieldLoc{};
+      return v4 ? FieldInWindow(h, h.l3 + 8, 24, 8) : FieldLoc{};
     case ModifyField::kIpv6Hoplimit:
-      return v6 ? At(h, h.l3 + 4, 0, 8) : FieldLoc{};
+      return v6 ? FieldInWindow(h, h.l3 + 4, 0, 8) : FieldLoc{};
     case ModifyField::kSipv4:
-      return v4 ? At(h, h.l3 + 12, 0, 32) : FieldLoc{};
+      return v4 ? FieldInWindow(h, h.l3 + 12, 0, 32) : FieldLoc{};
     case ModifyField::kDipv4:
-      return v4 ? At(h, h.l3 + 16, 0, 32) : FieldLoc{};
+      return v4 ? FieldInWindow(h, h.l3 + 16, 0, 32) : FieldLoc{};
     case ModifyField::kSipv6_127_96:
     case ModifyField::kSipv6_95_64:
     case ModifyField::kSipv6_63_32:
     case ModifyField::kSipv6_31_0:
-      return v6 ? At(h, h.l3 + 8 + 4 * (f_id - static_cast<int>(ModifyField::kSipv6_127_96)), 0, 32)
+      return v6 ? FieldInWindow(h, h.l3 + 8 + 4 * (f_id - static_cast<int>(ModifyField::kSipv6_127_96)), 0, 32)
                 : FieldLoc{};
     case ModifyField::kDipv6_127_96:
     case ModifyField::kDipv6_95_64:
     case ModifyField::kDipv6_63_32:
     case ModifyField::kDipv6_31_0:
-      return v6 ? At(h, h.l3 + 24 + 4 * (f_id - static_cast<int>(ModifyField::kDipv6_127_96)), 0, 32)
+      return v6 ? FieldInWindow(h, h.l3 + 24 + 4 * (f_id - static_cast<int>(ModifyField::kDipv6_127_96)), 0, 32)
                 : FieldLoc{};
     case ModifyField::kTcpSport:
-      return tcp ? At(h, h.l4, 16, 16) : FieldLoc{};
+      return tcp ? FieldInWindow(h, h.l4, 16, 16) : FieldLoc{};
     case ModifyField::kTcpDport:
-      return tcp ? At(h, h.l4, 0, 16) : FieldLoc{};
+      return tcp ? FieldInWindow(h, h.l4, 0, 16) : FieldLoc{};
     case ModifyField::kTcpSeqNum:
-      return tcp ? At(h, h.l4 + 4, 0, 32) : FieldLoc{};
+      return tcp ? FieldInWindow(h, h.l4 + 4, 0, 32) : FieldLoc{};
     case ModifyField::kTcpAckNum:
-      return tcp ? At(h, h.l4 + 8, 0, 32) : FieldLoc{};
+      return tcp ? FieldInWindow(h, h.l4 + 8, 0, 32) : FieldLoc{};
     case ModifyField::kTcpFlags:
-      return tcp ? At(h, h.l4 + 12, 16, 9) : FieldLoc{};
+      return tcp ? FieldInWindow(h, h.l4 + 12, 16, 9) : FieldLoc{};
     case ModifyField::kUdpSport:
-      return udp ? At(h, h.l4, 16, 16) : FieldLoc{};
+      return udp ? FieldInWindow(h, h.l4, 16, 16) : FieldLoc{};
     case ModifyField::kUdpDport:
-      return udp ? At(h, h.l4, 0, 16) : FieldLoc{};
+      return udp ? FieldInWindow(h, h.l4, 0, 16) : FieldLoc{};
     default:
       return {};
   }

@@ -65,8 +65,8 @@ void CounterBank::Release(uint32_t id) {
 
 absl::Status CounterBank::Query(uint32_t id, uint64_t* packets, uint64_t* bytes) const {
   if (!BulkOf(id)) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
-  *packets = At(id).packets.load(std::memory_order_relaxed);
-  *bytes = At(id).bytes.load(std::memory_order_relaxed);
+  *packets = CounterAt(id).packets.load(std::memory_order_relaxed);
+  *bytes = CounterAt(id).bytes.load(std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

@@ -39,7 +39,7 @@ class CounterBank {
 
   // Counts one packet of `bytes` bytes. `id` must be retained.
   void Add(uint32_t id, uint64_t bytes) {
-    Counter& c = At(id);
+    Counter& c = CounterAt(id);
     c.packets.fetch_add(1, std::memory_order_relaxed);
     c.bytes.fetch_add(bytes, std::memory_order_relaxed);
   }
@@ -61,7 +61,7 @@ class CounterBank {
 
   // The base id of the bulk holding `id`, if any.
   std::optional<uint32_t> BulkOf(uint32_t id) const;
-  Counter& At(uint32_t id) const {
+  Counter& CounterAt(uint32_t id) const {
     return chunks_[id >> kChunkShift].load(std::memory_order_acquire)[id & (kChunkSize - 1)];
   }
 

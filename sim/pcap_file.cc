@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 
 namespace drsim::sim {
 namespace {
@@ -62,7 +63,7 @@ absl::Status WritePcapFile(const std::string& path, absl::Span<const std::vector
 }
 
 absl::Status WritePcapFile(const std::string& path, absl::Span<const PcapFrame> frames) {
-  if (absl::Status s = CheckFrames(path, frames); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckFrames(path, frames));
   PcapHandle dead(
       pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kPcapSnapLen, PCAP_TSTAMP_PRECISION_MICRO));
   if (!dead)

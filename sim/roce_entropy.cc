@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 
 namespace drsim::sim {
 namespace {
@@ -38,14 +39,14 @@ absl::StatusOr<uint16_t> FoldQpn(uint32_t qpn) {
 }
 
 absl::StatusOr<uint16_t> RoceRcUdpSport(uint32_t src_qpn, uint32_t dst_qpn) {
-  if (absl::Status s = CheckQpn("RC", "source", src_qpn, false); !s.ok()) return s;
-  if (absl::Status s = CheckQpn("RC", "destination", dst_qpn, false); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckQpn("RC", "source", src_qpn, false));
+  DRSIM_RETURN_IF_ERROR(CheckQpn("RC", "destination", dst_qpn, false));
   return QpSport(src_qpn, dst_qpn, /*dst_is_peer=*/true);
 }
 
 absl::StatusOr<uint16_t> RoceUdUdpSport(uint32_t src_qpn, uint32_t dst_qpn) {
-  if (absl::Status s = CheckQpn("UD", "source", src_qpn, false); !s.ok()) return s;
-  if (absl::Status s = CheckQpn("UD", "destination", dst_qpn, true); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckQpn("UD", "source", src_qpn, false));
+  DRSIM_RETURN_IF_ERROR(CheckQpn("UD", "destination", dst_qpn, true));
   return QpSport(src_qpn, dst_qpn, /*dst_is_peer=*/dst_qpn != kMulticastQpn);
 }
 

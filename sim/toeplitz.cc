@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/byte_order.h"
 
 namespace drsim::sim {
@@ -180,7 +181,7 @@ std::vector<uint8_t> RssInputIpv6L4(const hw::Ipv6Address& src, const hw::Ipv6Ad
 
 absl::StatusOr<std::vector<uint8_t>> RssInput(const RssHeaderFields& packet, uint64_t fields,
                                               RssSymmetry symmetry) {
-  if (absl::Status s = CheckFields(packet, fields, symmetry); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckFields(packet, fields, symmetry));
   std::vector<uint8_t> out;
   if (fields & kIpv4Bits) {
     AppendPair(out, Be32(packet.ipv4_src.value).data(), Be32(packet.ipv4_dst.value).data(), 4,
@@ -200,9 +201,8 @@ absl::StatusOr<std::vector<uint8_t>> RssInput(const RssHeaderFields& packet, uin
 
 absl::StatusOr<uint32_t> RssHash(const RssHeaderFields& packet, uint64_t fields,
                                  absl::Span<const uint8_t> key, RssSymmetry symmetry) {
-  absl::StatusOr<std::vector<uint8_t>> input = RssInput(packet, fields, symmetry);
-  if (!input.ok()) return input.status();
-  return ToeplitzHash(*input, key);
+  DRSIM_ASSIGN_OR_RETURN(std::vector<uint8_t> input, RssInput(packet, fields, symmetry));
+  return ToeplitzHash(input, key);
 }
 
 }  // namespace drsim::sim

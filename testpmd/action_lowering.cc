@@ -9,9 +9,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "testpmd/encap.h"
 #include "testpmd/modify.h"
-#include "testpmd/status_macros.h"
+#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -83,30 +84,30 @@ absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
       case ActionType::kJump:
       case ActionType::kPortId:
       case ActionType::kRepresentedPort:
-        TESTPMD_RETURN_IF_ERROR(once(c.fate, a, "fate action"));
+        DRSIM_RETURN_IF_ERROR(once(c.fate, a, "fate action"));
         break;
       case ActionType::kMeter:
-        TESTPMD_RETURN_IF_ERROR(once(c.meter, a, "meter"));
+        DRSIM_RETURN_IF_ERROR(once(c.meter, a, "meter"));
         break;
       case ActionType::kSample:
-        TESTPMD_RETURN_IF_ERROR(once(c.sample, a, "sample"));
+        DRSIM_RETURN_IF_ERROR(once(c.sample, a, "sample"));
         break;
       case ActionType::kMark:
       case ActionType::kFlag:
-        TESTPMD_RETURN_IF_ERROR(once(c.mark, a, "mark or flag"));
+        DRSIM_RETURN_IF_ERROR(once(c.mark, a, "mark or flag"));
         break;
       case ActionType::kCount:
-        TESTPMD_RETURN_IF_ERROR(once(c.count, a, "count"));
+        DRSIM_RETURN_IF_ERROR(once(c.count, a, "count"));
         break;
       case ActionType::kVxlanDecap:
       case ActionType::kNvgreDecap:
       case ActionType::kRawDecap:
-        TESTPMD_RETURN_IF_ERROR(once(c.decap, a, "decapsulation"));
+        DRSIM_RETURN_IF_ERROR(once(c.decap, a, "decapsulation"));
         break;
       case ActionType::kVxlanEncap:
       case ActionType::kNvgreEncap:
       case ActionType::kRawEncap:
-        TESTPMD_RETURN_IF_ERROR(once(c.encap, a, "encapsulation"));
+        DRSIM_RETURN_IF_ERROR(once(c.encap, a, "encapsulation"));
         break;
       case ActionType::kOfPushVlan:
         if (c.pushes.size() == 2)
@@ -123,7 +124,7 @@ absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
         if (!c.pushes.empty()) {
           const Action*& slot =
               a.def->type == ActionType::kOfSetVlanVid ? c.pushes.back().vid : c.pushes.back().pcp;
-          TESTPMD_RETURN_IF_ERROR(once(slot, a, "VID/PCP per pushed tag"));
+          DRSIM_RETURN_IF_ERROR(once(slot, a, "VID/PCP per pushed tag"));
         } else {
           c.rewrites.push_back(&a);
         }
@@ -146,8 +147,8 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
                                           absl::Span<const uint64_t> extra_words, DrList* list) {
   const uint32_t flags = root ? MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL : 0;
   Reformats reformats;
-  TESTPMD_RETURN_IF_ERROR(PlanReformats(c, &reformats));
-  if (reformats.decap) TESTPMD_RETURN_IF_ERROR(AddReformat(*reformats.decap, flags, list));
+  DRSIM_RETURN_IF_ERROR(PlanReformats(c, &reformats));
+  if (reformats.decap) DRSIM_RETURN_IF_ERROR(AddReformat(*reformats.decap, flags, list));
   for (const Action* pop : c.pops) {
     absl::StatusOr<dr::Action> a = dr::Action::PopVlan();
     if (!a.ok()) return Fail(a.status(), pop);
@@ -155,7 +156,7 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
   }
   std::vector<uint64_t> words;
   const HeaderLayers& layers = c.decap != nullptr && info_.tunnel ? info_.inner : info_.outer;
-  for (const Action* r : c.rewrites) TESTPMD_RETURN_IF_ERROR(AppendModifyWords(*r, layers, &words));
+  for (const Action* r : c.rewrites) DRSIM_RETURN_IF_ERROR(AppendModifyWords(*r, layers, &words));
   words.insert(words.end(), extra_words.begin(), extra_words.end());
   if (!words.empty()) {
     const Action* origin = c.rewrites.empty() ? nullptr : c.rewrites.front();
@@ -163,13 +164,13 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
     if (!modify.ok()) return Fail(modify.status(), origin);
     list->Add(Own(*std::move(modify)), origin);
   }
-  for (const PushVlan& p : c.pushes) TESTPMD_RETURN_IF_ERROR(AddPush(p, list));
-  if (c.mark != nullptr) TESTPMD_RETURN_IF_ERROR(AddMark(*c.mark, list));
+  for (const PushVlan& p : c.pushes) DRSIM_RETURN_IF_ERROR(AddPush(p, list));
+  if (c.mark != nullptr) DRSIM_RETURN_IF_ERROR(AddMark(*c.mark, list));
   if (with_count && c.count != nullptr) {
-    TESTPMD_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*c.count, &out_->counter));
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*c.count, &out_->counter));
     list->Add(counter, c.count);
   }
-  if (reformats.encap) TESTPMD_RETURN_IF_ERROR(AddReformat(*reformats.encap, flags, list));
+  if (reformats.encap) DRSIM_RETURN_IF_ERROR(AddReformat(*reformats.encap, flags, list));
   return absl::OkStatus();
 }
 
@@ -184,7 +185,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Fate(const Action& fate, const
       return Own(*std::move(drop));
     }
     case ActionType::kQueue: {
-      TESTPMD_RETURN_IF_ERROR(NeedIngress(fate));
+      DRSIM_RETURN_IF_ERROR(NeedIngress(fate));
       absl::StatusOr<uint32_t> qp = ctx_.QueueNumber(port_, ActionParam(fate, "index"));
       if (!qp.ok()) return Fail(qp.status(), &fate);
       absl::StatusOr<dr::Action> dest = dr::Action::DestQp(domain_->function(), *qp);
@@ -303,10 +304,10 @@ absl::StatusOr<std::optional<std::vector<uint8_t>>> ActionLowering::ReformatByte
 absl::Status ActionLowering::PlanReformats(const Classified& c, Reformats* out) {
   std::optional<std::vector<uint8_t>> decap, encap;
   if (c.decap != nullptr) {
-    TESTPMD_ASSIGN_OR_RETURN(decap, ReformatBytes(*c.decap));
+    DRSIM_ASSIGN_OR_RETURN(decap, ReformatBytes(*c.decap));
   }
   if (c.encap != nullptr) {
-    TESTPMD_ASSIGN_OR_RETURN(encap, ReformatBytes(*c.encap));
+    DRSIM_ASSIGN_OR_RETURN(encap, ReformatBytes(*c.encap));
   }
   const bool big_decap = c.decap != nullptr && (!decap || decap->size() > kEncapDecisionSize);
   const bool big_encap = c.encap != nullptr && encap->size() > kEncapDecisionSize;
@@ -407,10 +408,9 @@ absl::StatusOr<const dr::Action*> ActionLowering::Tir(uint64_t hash_fields, cons
 
 absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const std::string& label,
                                                       bool single_tir) {
-  TESTPMD_RETURN_IF_ERROR(NeedIngress(rss));
-  absl::StatusOr<RssPlan> plan = PlanRss(rss, info_, ctx_.options.rx_queues);
-  if (!plan.ok()) return plan.status();
-  if (plan->cases.size() == 1) return Tir(plan->cases.front().hash_fields, *plan, rss);
+  DRSIM_RETURN_IF_ERROR(NeedIngress(rss));
+  DRSIM_ASSIGN_OR_RETURN(RssPlan plan, PlanRss(rss, info_, ctx_.options.rx_queues));
+  if (plan.cases.size() == 1) return Tir(plan.cases.front().hash_fields, plan, rss);
   if (single_tir) {
     return ActionError(
         rss, StatusCode::kUnimplemented,
@@ -422,12 +422,12 @@ absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const s
   if (!table.ok()) return Fail(table.status(), &rss);
   out_->holds.push_back(*table);
   std::map<uint64_t, const dr::Action*> tirs;
-  for (const RssCase& c : plan->cases) {
+  for (const RssCase& c : plan.cases) {
     if (!tirs.count(c.hash_fields)) {
-      TESTPMD_ASSIGN_OR_RETURN(tirs[c.hash_fields], Tir(c.hash_fields, *plan, rss));
+      DRSIM_ASSIGN_OR_RETURN(tirs[c.hash_fields], Tir(c.hash_fields, plan, rss));
     }
     hw::MatchBuilder mask, value;
-    const hw::Headers stack = plan->inner ? hw::kInner : hw::kOuter;
+    const hw::Headers stack = plan.inner ? hw::kInner : hw::kOuter;
     uint16_t priority = 2;
     if (c.l3) {
       const uint32_t version = *c.l3 == L3::kIpv4 ? 4 : 6;  // rdma-core: the mask holds the version too
@@ -440,11 +440,11 @@ absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const s
       value.IpProtocol(stack, *c.l4 == L4::kTcp ? 6 : 17);
       priority = 0;
     }
-    TESTPMD_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> m,
+    DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> m,
                              MatcherIn(*table, priority, *mask.Build(), rss.pos));
     DrList list;
     list.Add(tirs[c.hash_fields], &rss);
-    TESTPMD_RETURN_IF_ERROR(Insert(m, *value.Build(), list, absl::StrCat(label, " rss dispatch"), rss.pos));
+    DRSIM_RETURN_IF_ERROR(Insert(m, *value.Build(), list, absl::StrCat(label, " rss dispatch"), rss.pos));
   }
   absl::StatusOr<const dr::Action*> jump = (*table)->JumpAction();
   if (!jump.ok()) return Fail(jump.status(), &rss);

@@ -1,6 +1,7 @@
 #include "testpmd/context.h"
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "testpmd/encap.h"
 
 namespace drsim::testpmd {
@@ -26,7 +27,7 @@ absl::Status EngineContext::CheckPort(uint32_t port) const {
 }
 
 absl::StatusOr<uint16_t> EngineContext::VportOfPort(uint32_t port) const {
-  if (absl::Status s = CheckPort(port); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckPort(port));
   // mlx5 switchdev: the PF's ethdev is the uplink representor, a VF's port its representor.
   return port == 0 ? sim::Nic::kWirePort : static_cast<uint16_t>(port);
 }
@@ -37,7 +38,7 @@ absl::StatusOr<uint16_t> EngineContext::SourceVportOfPort(uint32_t port) const {
 }
 
 absl::StatusOr<uint32_t> EngineContext::QueueNumber(uint16_t port, uint32_t index) {
-  if (absl::Status s = CheckPort(port); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(CheckPort(port));
   if (index >= options.rx_queues) {
     return absl::InvalidArgumentError(
         absl::StrFormat("queue index %d is out of range: port %d has %d Rx queues (EngineOptions::rx_queues)",

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 
@@ -32,26 +33,21 @@ TableRes::~TableRes() {
 
 absl::StatusOr<const dr::Action*> TableRes::JumpAction() {
   if (!jump_.valid()) {
-    absl::StatusOr<dr::Action> jump = dr::Action::DestTable(table_);
-    if (!jump.ok()) return jump.status();
-    jump_ = *std::move(jump);
+    DRSIM_ASSIGN_OR_RETURN(dr::Action jump, dr::Action::DestTable(table_));
+    jump_ = std::move(jump);
   }
   return &jump_;
 }
 
 absl::StatusOr<uint32_t> TableRes::AddDefaultJump() {
-  absl::StatusOr<const dr::Action*> jump = JumpAction();
-  if (!jump.ok()) return jump.status();
+  DRSIM_ASSIGN_OR_RETURN(const dr::Action* jump, JumpAction());
   auto d = std::make_unique<DefaultJump>();
-  absl::StatusOr<dr::Table> root = dr::Table::Create(domain_->domain(), 0);
-  if (!root.ok()) return root.status();
-  d->root = *std::move(root);
-  absl::StatusOr<dr::Matcher> all = dr::Matcher::Create(d->root, 0, 0, nullptr);
-  if (!all.ok()) return all.status();
-  d->all = *std::move(all);
-  absl::StatusOr<dr::Rule> rule = dr::Rule::Create(d->all, hw::MatchParams(), {*jump});
-  if (!rule.ok()) return rule.status();
-  d->rule = *std::move(rule);
+  DRSIM_ASSIGN_OR_RETURN(dr::Table root, dr::Table::Create(domain_->domain(), 0));
+  d->root = std::move(root);
+  DRSIM_ASSIGN_OR_RETURN(dr::Matcher all, dr::Matcher::Create(d->root, 0, 0, nullptr));
+  d->all = std::move(all);
+  DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(d->all, hw::MatchParams(), {jump}));
+  d->rule = std::move(rule);
   default_jump_ = std::move(d);
   ++objects_->counts_.tables;
   ++objects_->counts_.matchers;
@@ -83,9 +79,8 @@ absl::StatusOr<std::shared_ptr<DomainRes>> DrObjects::Domain(mlx5dv_dr_domain_ty
   if (std::shared_ptr<DomainRes> d = slot.lock()) return d;
   sim::Function* fn = nic_.function(vport);
   if (fn == nullptr) return absl::NotFoundError(absl::StrFormat("no function with vport %d", vport));
-  absl::StatusOr<dr::Domain> domain = dr::Domain::Create(*fn, type);
-  if (!domain.ok()) return domain.status();
-  auto d = std::make_shared<DomainRes>(*fn, *std::move(domain), this);
+  DRSIM_ASSIGN_OR_RETURN(dr::Domain domain, dr::Domain::Create(*fn, type));
+  auto d = std::make_shared<DomainRes>(*fn, std::move(domain), this);
   slot = d;
   return d;
 }
@@ -99,13 +94,11 @@ absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::GroupTable(const std::share
   const uint32_t level = GroupLevel(domain->type(), group);
   std::weak_ptr<TableRes>& slot = tables_[{domain.get(), level}];
   if (std::shared_ptr<TableRes> t = slot.lock()) return t;
-  absl::StatusOr<dr::Table> table = dr::Table::Create(domain->domain(), level);
-  if (!table.ok()) return table.status();
-  auto t = std::make_shared<TableRes>(domain, *std::move(table), this);
+  DRSIM_ASSIGN_OR_RETURN(dr::Table table, dr::Table::Create(domain->domain(), level));
+  auto t = std::make_shared<TableRes>(domain, std::move(table), this);
   if (domain->type() == MLX5DV_DR_DOMAIN_TYPE_FDB && fdb_default_rule_ && group == 0) {
-    absl::StatusOr<uint32_t> rule = t->AddDefaultJump();
-    if (!rule.ok()) return rule.status();
-    notes_[*rule] = {"fdb_def_rule (root -> group 0)", {(*t->JumpAction())->Describe()}};
+    DRSIM_ASSIGN_OR_RETURN(uint32_t rule, t->AddDefaultJump());
+    notes_[rule] = {"fdb_def_rule (root -> group 0)", {(*t->JumpAction())->Describe()}};
   }
   slot = t;
   return t;
@@ -114,9 +107,8 @@ absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::GroupTable(const std::share
 absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::HiddenTable(const std::shared_ptr<DomainRes>& domain,
                                                                  bool meter_policy) {
   uint32_t& next = meter_policy ? next_meter_level_ : next_hidden_level_;
-  absl::StatusOr<dr::Table> table = dr::Table::Create(domain->domain(), next++);
-  if (!table.ok()) return table.status();
-  return std::make_shared<TableRes>(domain, *std::move(table), this);
+  DRSIM_ASSIGN_OR_RETURN(dr::Table table, dr::Table::Create(domain->domain(), next++));
+  return std::make_shared<TableRes>(domain, std::move(table), this);
 }
 
 absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared_ptr<TableRes>& table,
@@ -125,9 +117,8 @@ absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared
   const std::string key(reinterpret_cast<const char*>(mask.bytes()), hw::kMatchParamBytes);
   std::weak_ptr<MatcherRes>& slot = matchers_[{table.get(), priority, key}];
   if (std::shared_ptr<MatcherRes> m = slot.lock()) return m;
-  absl::StatusOr<dr::Matcher> matcher = dr::Matcher::Create(table->table(), priority, mask);
-  if (!matcher.ok()) return matcher.status();
-  auto m = std::make_shared<MatcherRes>(table, *std::move(matcher), this);
+  DRSIM_ASSIGN_OR_RETURN(dr::Matcher matcher, dr::Matcher::Create(table->table(), priority, mask));
+  auto m = std::make_shared<MatcherRes>(table, std::move(matcher), this);
   slot = m;
   return m;
 }
@@ -135,12 +126,11 @@ absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared
 absl::StatusOr<std::unique_ptr<InstalledRule>> DrObjects::InsertRule(
     const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
     absl::Span<const dr::Action* const> actions, std::string label) {
-  absl::StatusOr<dr::Rule> rule = dr::Rule::Create(matcher->matcher(), value, actions);
-  if (!rule.ok()) return rule.status();
-  RuleNote& note = notes_[rule->id()];
+  DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(matcher->matcher(), value, actions));
+  RuleNote& note = notes_[rule.id()];
   note.label = std::move(label);
   for (const dr::Action* a : actions) note.actions.push_back(a->Describe());
-  return std::make_unique<InstalledRule>(matcher, *std::move(rule), this);
+  return std::make_unique<InstalledRule>(matcher, std::move(rule), this);
 }
 
 std::string DrObjects::RuleLabel(uint32_t rule_id) const {

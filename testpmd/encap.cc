@@ -1,6 +1,7 @@
 #include "testpmd/encap.h"
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/byte_order.h"
 
 namespace drsim::testpmd {
@@ -151,9 +152,8 @@ absl::StatusOr<std::vector<uint8_t>> RawHeaderBytes(absl::Span<const Item> items
   for (size_t i = items.size(); i-- > 0;) {
     const Item& item = items[i];
     if (item.def->type == ItemType::kVoid) continue;
-    absl::StatusOr<std::vector<uint8_t>> h = Serialize(item);
-    if (!h.ok()) return h.status();
-    uint8_t* b = h->data();
+    DRSIM_ASSIGN_OR_RETURN(std::vector<uint8_t> h, Serialize(item));
+    uint8_t* b = h.data();
     switch (item.def->type) {
       case ItemType::kEth:
         if (proto != 0) hw::StoreBe16(b + 12, proto);
@@ -176,7 +176,7 @@ absl::StatusOr<std::vector<uint8_t>> RawHeaderBytes(absl::Span<const Item> items
         break;
     }
     if (std::optional<uint16_t> announced = Announces(item.def->type)) proto = *announced;
-    headers[i] = *std::move(h);
+    headers[i] = std::move(h);
   }
   std::vector<uint8_t> out;
   for (const std::vector<uint8_t>& h : headers) out.insert(out.end(), h.begin(), h.end());

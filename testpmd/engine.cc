@@ -10,7 +10,7 @@
 #include "testpmd/encap.h"
 #include "testpmd/lowering.h"
 #include "testpmd/pattern.h"
-#include "testpmd/status_macros.h"
+#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -70,11 +70,11 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
     if (!own.ok()) return WithPos(own.status(), rule.pattern_pos);
     pattern_ctx.implicit_source_vport = *own;
   }
-  TESTPMD_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
+  DRSIM_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
 
   auto flow = std::make_unique<Flow>();
   flow->objects.holds.push_back(target.table);
-  TESTPMD_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));
+  DRSIM_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));
   FlowInfo& info = flow->info;
   info.id = id;
   info.group = attr.group;
@@ -109,7 +109,7 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
   std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
   // testpmd: the newest flow's id + 1 (ids only grow while flows exist).
   const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
-  TESTPMD_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
+  DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
   flows[id] = std::move(flow);
   history_.push_back(Command{rule.port_pos, FlowCreateCmd{rule}});
   return id;
@@ -132,14 +132,14 @@ std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uin
 
 absl::StatusOr<std::vector<uint32_t>> FlowEngine::DestroyFlows(uint16_t port,
                                                                absl::Span<const uint32_t> ids) {
-  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
   history_.push_back(
       Command{SourcePos{}, FlowDestroyCmd{port, std::vector<uint32_t>(ids.begin(), ids.end())}});
   return EraseFlows(port, ids);
 }
 
 absl::StatusOr<std::vector<uint32_t>> FlowEngine::FlushFlows(uint16_t port) {
-  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
   std::vector<uint32_t> ids;
   for (const auto& [id, flow] : context_->flows[port]) ids.push_back(id);
   history_.push_back(Command{SourcePos{}, FlowFlushCmd{port}});
@@ -148,7 +148,7 @@ absl::StatusOr<std::vector<uint32_t>> FlowEngine::FlushFlows(uint16_t port) {
 
 absl::StatusOr<std::vector<FlowInfo>> FlowEngine::ListFlows(uint16_t port,
                                                             absl::Span<const uint32_t> groups) const {
-  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
   std::vector<FlowInfo> out;
   auto it = context_->flows.find(port);
   if (it == context_->flows.end()) return out;
@@ -164,7 +164,7 @@ absl::StatusOr<std::vector<FlowInfo>> FlowEngine::ListFlows(uint16_t port,
 }
 
 absl::StatusOr<CountResult> FlowEngine::QueryCount(uint16_t port, uint32_t flow_id) const {
-  TESTPMD_RETURN_IF_ERROR(context_->CheckPort(port));
+  DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
   auto flows = context_->flows.find(port);
   if (flows == context_->flows.end() || !flows->second.count(flow_id)) {
     return absl::NotFoundError(absl::StrFormat("Flow rule #%d not found", flow_id));
@@ -174,7 +174,7 @@ absl::StatusOr<CountResult> FlowEngine::QueryCount(uint16_t port, uint32_t flow_
     return absl::InvalidArgumentError(absl::StrFormat("flow rule #%d has no count action to query", flow_id));
   }
   CountResult r;
-  TESTPMD_RETURN_IF_ERROR(nic_.QueryCounter(*flow.objects.counter, &r.hits, &r.bytes));
+  DRSIM_RETURN_IF_ERROR(nic_.QueryCounter(*flow.objects.counter, &r.hits, &r.bytes));
   return r;
 }
 
@@ -233,28 +233,28 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
   CommandResult result;
   const Overloaded run{
       [&](const FlowValidateCmd& c) {
-        TESTPMD_RETURN_IF_ERROR(ValidateFlow(c.rule));
+        DRSIM_RETURN_IF_ERROR(ValidateFlow(c.rule));
         result.text = "Flow rule validated\n";
         return absl::OkStatus();
       },
       [&](const FlowCreateCmd& c) {
-        TESTPMD_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
+        DRSIM_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
         result.flow_id = id;
         result.text = absl::StrFormat("Flow rule #%d created\n", id);
         return absl::OkStatus();
       },
       [&](const FlowDestroyCmd& c) {
-        TESTPMD_ASSIGN_OR_RETURN(result.destroyed, DestroyFlows(c.port, c.rule_ids));
+        DRSIM_ASSIGN_OR_RETURN(result.destroyed, DestroyFlows(c.port, c.rule_ids));
         for (uint32_t id : result.destroyed)
           absl::StrAppendFormat(&result.text, "Flow rule #%d destroyed\n", id);
         return absl::OkStatus();
       },
       [&](const FlowFlushCmd& c) {
-        TESTPMD_ASSIGN_OR_RETURN(result.destroyed, FlushFlows(c.port));
+        DRSIM_ASSIGN_OR_RETURN(result.destroyed, FlushFlows(c.port));
         return absl::OkStatus();
       },
       [&](const FlowListCmd& c) {
-        TESTPMD_ASSIGN_OR_RETURN(result.flows, ListFlows(c.port, c.groups));
+        DRSIM_ASSIGN_OR_RETURN(result.flows, ListFlows(c.port, c.groups));
         result.text = FormatFlowList(result.flows);
         return absl::OkStatus();
       },
@@ -266,7 +266,7 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
         return absl::OkStatus();
       },
       [&](const SetRawCmd& c) {
-        TESTPMD_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, RawHeaderBytes(c.items));
+        DRSIM_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, RawHeaderBytes(c.items));
         (c.decap ? context_->raw_decap : context_->raw_encap)[c.index] = std::move(bytes);
         return absl::OkStatus();
       },
@@ -279,19 +279,19 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
         return absl::OkStatus();
       },
       [&](const AddMeterProfileCmd& c) {
-        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        DRSIM_RETURN_IF_ERROR(context_->CheckPort(c.port));
         return context_->meters.AddProfile(c, command.pos);
       },
       [&](const AddMeterPolicyCmd& c) {
-        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        DRSIM_RETURN_IF_ERROR(context_->CheckPort(c.port));
         return context_->meters.AddPolicy(c, command.pos);
       },
       [&](const CreateMeterCmd& c) {
-        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        DRSIM_RETURN_IF_ERROR(context_->CheckPort(c.port));
         return context_->meters.CreateMeter(c, command.pos);
       },
       [&](const MeterObjectCmd& c) {
-        TESTPMD_RETURN_IF_ERROR(context_->CheckPort(c.port));
+        DRSIM_RETURN_IF_ERROR(context_->CheckPort(c.port));
         return context_->meters.Apply(c, command.pos);
       },
   };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "gtest/gtest.h"
 #include "hw/net_addr.h"
 #include "sim/frame_builder.h"
@@ -26,9 +27,8 @@ class EngineTest : public ::testing::Test {
   }
   // Runs a command; parse errors come back too.
   absl::StatusOr<CommandResult> Try(const std::string& text) {
-    absl::StatusOr<Command> c = ParseOne(text);
-    if (!c.ok()) return c.status();
-    return engine_.Execute(*c);
+    DRSIM_ASSIGN_OR_RETURN(Command c, ParseOne(text));
+    return engine_.Execute(c);
   }
   // The column of the error of `text` (0 without a position).
   int ErrorColumn(const absl::Status& s) { return PosOf(s).value_or(SourcePos{}).column; }

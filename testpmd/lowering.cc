@@ -5,10 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "testpmd/action_lowering.h"
 #include "testpmd/modify.h"
 #include "testpmd/registers.h"
-#include "testpmd/status_macros.h"
+#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -22,11 +23,11 @@ hw::MatchParams MeterRegValue(uint32_t value) { return *hw::MatchBuilder().RegC(
 absl::Status LowerPolicyColour(ActionLowering& lowering, const MeterInstance& instance,
                                const std::vector<Action>& actions, uint32_t prm_color,
                                const std::string& label) {
-  TESTPMD_ASSIGN_OR_RETURN(Classified c, Classify(actions));
+  DRSIM_ASSIGN_OR_RETURN(Classified c, Classify(actions));
   DrList list;
-  TESTPMD_RETURN_IF_ERROR(lowering.AddModifiers(c, false, false, {}, &list));
+  DRSIM_RETURN_IF_ERROR(lowering.AddModifiers(c, false, false, {}, &list));
   if (c.fate != nullptr) {
-    TESTPMD_ASSIGN_OR_RETURN(const dr::Action* fate, lowering.Fate(*c.fate, label, false));
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* fate, lowering.Fate(*c.fate, label, false));
     list.Add(fate, c.fate);
   }
   return lowering.Insert(instance.color_matcher, MeterRegValue(prm_color), list, label, SourcePos{});
@@ -41,33 +42,32 @@ absl::StatusOr<std::shared_ptr<MeterInstance>> MeterInstanceFor(EngineContext& c
   if (std::shared_ptr<MeterInstance> existing = slot.lock()) return existing;
   const MeterPolicy& policy = *ctx.meters.Policy(port, meter->policy_id);
   auto instance = std::make_shared<MeterInstance>();
-  TESTPMD_ASSIGN_OR_RETURN(instance->policy_table, ctx.objects.HiddenTable(domain, true));
-  TESTPMD_ASSIGN_OR_RETURN(instance->color_matcher,
+  DRSIM_ASSIGN_OR_RETURN(instance->policy_table, ctx.objects.HiddenTable(domain, true));
+  DRSIM_ASSIGN_OR_RETURN(instance->color_matcher,
                            ctx.objects.Matcher(instance->policy_table, 0, MeterRegMask(kMeterColorMask)));
   if (policy.default_policy) {
-    TESTPMD_ASSIGN_OR_RETURN(instance->flow_matcher,
+    DRSIM_ASSIGN_OR_RETURN(instance->flow_matcher,
                              ctx.objects.Matcher(instance->policy_table, 1, MeterRegMask(0xffffffff)));
   }
   sim::MeterParams params = *ctx.meters.Profile(port, meter->profile_id);
   params.start_color = meter->start_color;
   std::array<uint8_t, 32> prm{};
   params.Serialize(prm.data());
-  TESTPMD_ASSIGN_OR_RETURN(instance->meter, dr::Action::FlowMeter(instance->policy_table->table(),
+  DRSIM_ASSIGN_OR_RETURN(instance->meter, dr::Action::FlowMeter(instance->policy_table->table(),
                                                                   meter->enabled, kMeterRegC, prm));
   const std::string label = absl::StrFormat("port %d meter %d policy", port, id);
   PatternInfo no_pattern;
   ActionLowering lowering(ctx, domain, port, no_pattern, &instance->policy);
-  absl::StatusOr<dr::Action> drop = dr::Action::Drop();
-  if (!drop.ok()) return drop.status();
+  DRSIM_ASSIGN_OR_RETURN(dr::Action drop, dr::Action::Drop());
   DrList red;
-  red.Add(lowering.Own(*std::move(drop)), nullptr);
-  TESTPMD_RETURN_IF_ERROR(lowering.Insert(instance->color_matcher, MeterRegValue(PrmColor(2)), red,
+  red.Add(lowering.Own(std::move(drop)), nullptr);
+  DRSIM_RETURN_IF_ERROR(lowering.Insert(instance->color_matcher, MeterRegValue(PrmColor(2)), red,
                                           absl::StrCat(label, " red"), SourcePos{}));
   if (!policy.default_policy) {
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         LowerPolicyColour(lowering, *instance, policy.cmd.green, PrmColor(0), absl::StrCat(label, " green")));
     if (!policy.cmd.yellow.empty()) {  // no rule: yellow misses and takes the domain default
-      TESTPMD_RETURN_IF_ERROR(LowerPolicyColour(lowering, *instance, policy.cmd.yellow, PrmColor(1),
+      DRSIM_RETURN_IF_ERROR(LowerPolicyColour(lowering, *instance, policy.cmd.yellow, PrmColor(1),
                                                 absl::StrCat(label, " yellow")));
     }
   }
@@ -87,11 +87,11 @@ class FlowLowering {
         lowering_(ctx, target.domain, target.port, pattern.info, out) {}
 
   absl::Status Run() {
-    TESTPMD_ASSIGN_OR_RETURN(c_, Classify(rule_.actions));
+    DRSIM_ASSIGN_OR_RETURN(c_, Classify(rule_.actions));
     const bool rx = target_.domain->type() == MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
     const MeterPolicy* policy = nullptr;
     if (c_.meter != nullptr) {
-      TESTPMD_ASSIGN_OR_RETURN(policy, FindPolicy(*c_.meter));
+      DRSIM_ASSIGN_OR_RETURN(policy, FindPolicy(*c_.meter));
     }
     const bool policy_decides = policy != nullptr && !policy->default_policy;
     if (rx && c_.fate == nullptr && !policy_decides) {
@@ -100,21 +100,21 @@ class FlowLowering {
           "no fate action (drop, queue, rss, jump, meter with a policy): mlx5 needs one in ingress "
           "rules");
     }
-    TESTPMD_ASSIGN_OR_RETURN(
+    DRSIM_ASSIGN_OR_RETURN(
         std::shared_ptr<MatcherRes> matcher,
         lowering_.MatcherIn(target_.table, target_.priority, pattern_.mask, target_.pattern_pos));
     if (c_.meter != nullptr) return LowerMeter(*c_.meter, *policy, matcher);
     if (c_.sample != nullptr) return LowerSample(*c_.sample, matcher);
     DrList list;
-    TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(c_, true, target_.table->root(), {}, &list));
-    TESTPMD_RETURN_IF_ERROR(AddFate(&list));
+    DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(c_, true, target_.table->root(), {}, &list));
+    DRSIM_RETURN_IF_ERROR(AddFate(&list));
     return lowering_.Insert(matcher, pattern_.value, list, target_.label, target_.actions_pos);
   }
 
  private:
   absl::Status AddFate(DrList* list) {
     if (c_.fate == nullptr) return absl::OkStatus();
-    TESTPMD_ASSIGN_OR_RETURN(const dr::Action* fate, lowering_.Fate(*c_.fate, target_.label, false));
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* fate, lowering_.Fate(*c_.fate, target_.label, false));
     list->Add(fate, c_.fate);
     return absl::OkStatus();
   }
@@ -145,7 +145,7 @@ class FlowLowering {
                             "and the flow takes no other fate action (mlx5)",
                             id, policy.cmd.policy_id));
       }
-      TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(c_, true, target_.table->root(), {}, &prefix));
+      DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(c_, true, target_.table->root(), {}, &prefix));
       prefix.Add(&(*instance)->meter, &meter);
       return lowering_.Insert(matcher, pattern_.value, prefix, target_.label, target_.actions_pos);
     }
@@ -158,17 +158,17 @@ class FlowLowering {
         SetRegisterWords(kMeterRegC, flow_id << kMeterFlowIdShift, 0xffffff00);
     Classified prefix_actions;
     prefix_actions.count = c_.count;
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         lowering_.AddModifiers(prefix_actions, true, target_.table->root(), tag_words, &prefix));
     prefix.Add(&(*instance)->meter, &meter);
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         lowering_.Insert(matcher, pattern_.value, prefix, target_.label, target_.actions_pos));
     for (uint32_t colour : {0u, 1u}) {  // green, yellow
       DrList suffix;
-      TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(c_, false, false, {}, &suffix));
-      TESTPMD_RETURN_IF_ERROR(AddFate(&suffix));
+      DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(c_, false, false, {}, &suffix));
+      DRSIM_RETURN_IF_ERROR(AddFate(&suffix));
       const uint32_t value = flow_id << kMeterFlowIdShift | PrmColor(colour);
-      TESTPMD_RETURN_IF_ERROR(lowering_.Insert(
+      DRSIM_RETURN_IF_ERROR(lowering_.Insert(
           (*instance)->flow_matcher, MeterRegValue(value), suffix,
           absl::StrFormat("%s meter %d %s", target_.label, id, colour == 0 ? "green" : "yellow"), meter.pos));
     }
@@ -190,16 +190,16 @@ class FlowLowering {
     absl::StatusOr<std::shared_ptr<TableRes>> suffix = ctx_.objects.HiddenTable(target_.domain, false);
     if (!suffix.ok()) return lowering_.Fail(suffix.status(), &sample);
     out_->holds.push_back(*suffix);
-    TESTPMD_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> all,
+    DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> all,
                              lowering_.MatcherIn(*suffix, 0, hw::MatchParams(), sample.pos));
     DrList rest;
-    TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(c_, false, false, {}, &rest));
-    TESTPMD_RETURN_IF_ERROR(AddFate(&rest));
-    TESTPMD_RETURN_IF_ERROR(lowering_.Insert(all, hw::MatchParams(), rest,
+    DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(c_, false, false, {}, &rest));
+    DRSIM_RETURN_IF_ERROR(AddFate(&rest));
+    DRSIM_RETURN_IF_ERROR(lowering_.Insert(all, hw::MatchParams(), rest,
                                              absl::StrCat(target_.label, " sample suffix"), sample.pos));
 
     // The sampled copy.
-    TESTPMD_ASSIGN_OR_RETURN(Classified s, Classify(set->second));
+    DRSIM_ASSIGN_OR_RETURN(Classified s, Classify(set->second));
     for (const Action& a : set->second) {
       const ActionType t = a.def->type;
       const bool allowed = t == ActionType::kQueue || t == ActionType::kRss || t == ActionType::kMark ||
@@ -220,11 +220,11 @@ class FlowLowering {
                                          "represented_port)",
                                          index));
     }
-    TESTPMD_ASSIGN_OR_RETURN(const dr::Action* copy_dest,
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* copy_dest,
                              lowering_.Fate(*s.fate, absl::StrCat(target_.label, " sample"), true));
     const dr::Action* copy_counter = nullptr;
     if (s.count != nullptr) {
-      TESTPMD_ASSIGN_OR_RETURN(copy_counter, lowering_.Counter(*s.count, nullptr));
+      DRSIM_ASSIGN_OR_RETURN(copy_counter, lowering_.Counter(*s.count, nullptr));
     }
     absl::StatusOr<const dr::Action*> next = (*suffix)->JumpAction();
     if (!next.ok()) return lowering_.Fail(next.status(), &sample);
@@ -240,7 +240,7 @@ class FlowLowering {
         DrList encap;
         Classified only_encap;
         only_encap.encap = s.encap;
-        TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(only_encap, false, false, {}, &encap));
+        DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(only_encap, false, false, {}, &encap));
         reformat = encap.actions.front();
       }
       std::vector<dr::Action::ArrayDestination> dests = {{copy_dest, reformat}};
@@ -260,7 +260,7 @@ class FlowLowering {
         DrList tag;
         Classified only_mark;
         only_mark.mark = s.mark;
-        TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(only_mark, false, false, {}, &tag));
+        DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(only_mark, false, false, {}, &tag));
         copy.push_back(tag.actions.front());
       }
       if (copy_counter != nullptr) copy.push_back(copy_counter);
@@ -272,7 +272,7 @@ class FlowLowering {
     DrList prefix;
     Classified prefix_actions;
     prefix_actions.count = c_.count;
-    TESTPMD_RETURN_IF_ERROR(lowering_.AddModifiers(prefix_actions, true, target_.table->root(), {}, &prefix));
+    DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(prefix_actions, true, target_.table->root(), {}, &prefix));
     prefix.Add(lowering_.Own(std::move(splitter)), &sample);
     return lowering_.Insert(matcher, pattern_.value, prefix, target_.label, target_.actions_pos);
   }

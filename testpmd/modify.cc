@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/modify_header.h"
 #include "testpmd/registers.h"
 #include "testpmd/values.h"
@@ -145,26 +146,25 @@ absl::Status ModifyField(const Action& a, std::vector<uint64_t>* words) {
                      "DR's modify-header rewrites the outermost headers only (level 0 or 1)");
     }
   }
-  absl::StatusOr<RteField> dst = ResolveField(a, "dst");
-  if (!dst.ok()) return dst.status();
+  DRSIM_ASSIGN_OR_RETURN(RteField dst, ResolveField(a, "dst"));
   const int width = static_cast<int>(Number(a, "width"));
   const int dst_offset = static_cast<int>(Number(a, "dst_offset"));
   const SourcePos width_pos = ParamPos(a, "width");
-  if (width == 0 || dst_offset + width > dst->width()) {
+  if (width == 0 || dst_offset + width > dst.width()) {
     return Invalid(width_pos,
                    absl::StrFormat("dst_offset %d + width %d must be within %s (%d bits), width > 0",
-                                   dst_offset, width, dst->name, dst->width()));
+                                   dst_offset, width, dst.name, dst.width()));
   }
   const std::string op = a.Find("op")->value.text;
   const ActionArg* src_type = a.Find("src_type");
   if (src_type->value.text == "value") {
     const ActionArg* src_value = a.Find("src_value");
     if (src_value == nullptr) return Invalid(src_type->pos, "src_type value needs src_value");
-    const size_t field_bytes = (dst->width() + 7) / 8;
+    const size_t field_bytes = (dst.width() + 7) / 8;
     if (src_value->value.bytes.size() > field_bytes) {
       return Invalid(src_value->value.pos,
                      absl::StrFormat("src_value has %d bytes; %s is %d bytes", src_value->value.bytes.size(),
-                                     dst->name, field_bytes));
+                                     dst.name, field_bytes));
     }
     // rte_flow: the value in the field's byte order and length; its bits at dst_offset are used.
     absl::uint128 v = 0;
@@ -172,19 +172,19 @@ absl::Status ModifyField(const Action& a, std::vector<uint64_t>* words) {
       v = v << 8 | (i < src_value->value.bytes.size() ? src_value->value.bytes[i] : 0);
     }
     if (op == "set") {
-      for (const Chunk& c : Chunks(*dst, dst_offset, width)) {
+      for (const Chunk& c : Chunks(dst, dst_offset, width)) {
         words->push_back(hw::ModifySetWord(c.id, static_cast<uint8_t>(c.local), static_cast<uint8_t>(c.len),
                                            static_cast<uint32_t>((v >> c.global) & Ones(c.len))));
       }
       return absl::OkStatus();
     }
-    if (!dst->addable || dst_offset != 0 || width != dst->width()) {
+    if (!dst.addable || dst_offset != 0 || width != dst.width()) {
       return ErrorAt(a.Find("op")->value.pos, StatusCode::kUnimplemented,
                      "DR's modify-header adds only to a whole TTL, hop limit or TCP sequence/acknowledgment "
                      "number");
     }
     const uint32_t add = static_cast<uint32_t>(v & Ones(width));
-    words->push_back(hw::ModifyAddWord(dst->parts[0].id,
+    words->push_back(hw::ModifyAddWord(dst.parts[0].id,
                                        op == "add" ? add : static_cast<uint32_t>(Ones(width)) & (0u - add)));
     return absl::OkStatus();
   }
@@ -196,17 +196,16 @@ absl::Status ModifyField(const Action& a, std::vector<uint64_t>* words) {
     return ErrorAt(a.Find("op")->value.pos, StatusCode::kUnimplemented,
                    "DR's modify-header adds immediates only: op add/sub needs src_type value");
   }
-  absl::StatusOr<RteField> src = ResolveField(a, "src");
-  if (!src.ok()) return src.status();
+  DRSIM_ASSIGN_OR_RETURN(RteField src, ResolveField(a, "src"));
   const int src_offset = static_cast<int>(Number(a, "src_offset"));
-  if (src_offset + width > src->width()) {
+  if (src_offset + width > src.width()) {
     return Invalid(width_pos, absl::StrFormat("src_offset %d + width %d must be within %s (%d bits)",
-                                              src_offset, width, src->name, src->width()));
+                                              src_offset, width, src.name, src.width()));
   }
   // COPY in pieces that stay inside one PRM field on both sides.
   for (int done = 0; done < width;) {
-    const Chunk s = Chunks(*src, src_offset + done, width - done).front();
-    const Chunk d = Chunks(*dst, dst_offset + done, width - done).front();
+    const Chunk s = Chunks(src, src_offset + done, width - done).front();
+    const Chunk d = Chunks(dst, dst_offset + done, width - done).front();
     const int len = std::min(s.len, d.len);
     words->push_back(hw::ModifyCopyWord(s.id, static_cast<uint8_t>(s.local), d.id,
                                         static_cast<uint8_t>(d.local), static_cast<uint8_t>(len)));
@@ -276,14 +275,14 @@ absl::Status AppendModifyWords(const Action& a, const HeaderLayers& l, std::vect
     }
     case ActionType::kSetIpv4Src:
     case ActionType::kSetIpv4Dst: {
-      if (absl::Status s = NeedL3(a, l, L3::kIpv4); !s.ok()) return s;
+      DRSIM_RETURN_IF_ERROR(NeedL3(a, l, L3::kIpv4));
       const bool src = a.def->type == ActionType::kSetIpv4Src;
       words->push_back(hw::ModifySetWord(src ? MF::kSipv4 : MF::kDipv4, 0, 32, Number(a, "ipv4_addr")));
       return absl::OkStatus();
     }
     case ActionType::kSetIpv6Src:
     case ActionType::kSetIpv6Dst: {
-      if (absl::Status s = NeedL3(a, l, L3::kIpv6); !s.ok()) return s;
+      DRSIM_RETURN_IF_ERROR(NeedL3(a, l, L3::kIpv6));
       const ActionArg* addr = a.Find("ipv6_addr");
       SetAll(FieldNamed(a.def->type == ActionType::kSetIpv6Src ? "ipv6_src" : "ipv6_dst"),
              addr == nullptr ? 0 : addr->value.number, words);

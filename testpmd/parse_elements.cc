@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "testpmd/status_macros.h"
+#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -59,7 +59,7 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
     case ValueKind::kKeyword: {
       const std::string choices =
           absl::StrFormat("one of %s for %s", absl::StrJoin(param.keywords, ", "), what);
-      TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(choices));
+      DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(choices));
       if (std::find(param.keywords.begin(), param.keywords.end(), t->text) == param.keywords.end()) {
         return ErrorAt(t->pos, StatusCode::kInvalidArgument,
                        absl::StrFormat("expected %s, found '%s'", choices, t->text));
@@ -75,7 +75,7 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
           keywords ? absl::StrFormat("a value of %s (%s) or 'end'", what, absl::StrJoin(param.keywords, ", "))
                    : absl::StrFormat("a number for %s or 'end'", what);
       while (true) {
-        TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(expected));
+        DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(expected));
         if (!v.pos.known()) v.pos = t->pos;
         if (t->text == "end") return v;
         ParamValue element;
@@ -87,22 +87,22 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
                            absl::StrFormat("expected %s, found '%s'", expected, t->text));
           }
         } else {
-          TESTPMD_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned(*t, param.width, what));
+          DRSIM_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned(*t, param.width, what));
           element.number = n;
         }
         v.list.push_back(std::move(element));
       }
     }
     case ValueKind::kHex: {
-      TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a hex string for %s", what)));
-      TESTPMD_ASSIGN_OR_RETURN(v.bytes, ParseHex(*t, what));
+      DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a hex string for %s", what)));
+      DRSIM_ASSIGN_OR_RETURN(v.bytes, ParseHex(*t, what));
       v.pos = t->pos;
       v.text = t->text;
       return v;
     }
     default: {
-      TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
-      TESTPMD_ASSIGN_OR_RETURN(v.number, ParseScalar(*t, param.kind, param.width, what));
+      DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
+      DRSIM_ASSIGN_OR_RETURN(v.number, ParseScalar(*t, param.kind, param.width, what));
       v.pos = t->pos;
       v.text = t->text;
       return v;
@@ -162,7 +162,7 @@ absl::Status CheckModifyFieldOrder(const Action& a) {
 
 absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
   const std::string expected_item = absl::StrFormat("a pattern item or '%s'", end_word);
-  TESTPMD_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_item));
+  DRSIM_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_item));
   const ItemDef* def = FindItem(name->text);
   if (def == nullptr) {
     if (const char* reason = UnsupportedItemReason(name->text)) {
@@ -188,7 +188,7 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
     }
     const std::string ops = field->is_only ? "'is'" : "is, spec, last, mask or prefix";
     const std::string after = absl::StrFormat("%s after '%s'", ops, field->name);
-    TESTPMD_ASSIGN_OR_RETURN(const Token* op, c.Next(after));
+    DRSIM_ASSIGN_OR_RETURN(const Token* op, c.Next(after));
     const bool known_op =
         op->text == "is" || (!field->is_only && (op->text == "spec" || op->text == "last" ||
                                                  op->text == "mask" || op->text == "prefix"));
@@ -197,10 +197,10 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
                      absl::StrFormat("expected %s, found '%s'", after, op->text));
     }
     const std::string what = absl::StrFormat("%s field '%s'", def->name, field->name);
-    TESTPMD_ASSIGN_OR_RETURN(const Token* value_token, c.Next(absl::StrFormat("a value for %s", what)));
+    DRSIM_ASSIGN_OR_RETURN(const Token* value_token, c.Next(absl::StrFormat("a value for %s", what)));
     absl::uint128 value;
     if (op->text == "prefix") {
-      TESTPMD_ASSIGN_OR_RETURN(uint64_t n,
+      DRSIM_ASSIGN_OR_RETURN(uint64_t n,
                                ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what)));
       if (n > field->width) {
         return ErrorAt(value_token->pos, StatusCode::kInvalidArgument,
@@ -208,7 +208,7 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
       }
       value = n;
     } else {
-      TESTPMD_ASSIGN_OR_RETURN(value, ParseScalar(*value_token, field->kind, field->width, what));
+      DRSIM_ASSIGN_OR_RETURN(value, ParseScalar(*value_token, field->kind, field->width, what));
     }
     ApplyFieldOp(item, *field, op->text, value, fname.pos);
   }
@@ -217,7 +217,7 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
 
 absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
   const std::string expected_action = absl::StrFormat("an action or '%s'", end_word);
-  TESTPMD_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_action));
+  DRSIM_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_action));
   const ActionDef* def = FindAction(name->text);
   if (def == nullptr) {
     if (const char* reason = UnsupportedActionReason(name->text)) {
@@ -241,11 +241,11 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
               : absl::StrFormat("expected a parameter of action '%s' (%s) or '/', found '%s'", def->name,
                                 ParamNames(*def), pname.text));
     }
-    TESTPMD_ASSIGN_OR_RETURN(ParamValue value, ParseParamValue(c, *def, *param));
+    DRSIM_ASSIGN_OR_RETURN(ParamValue value, ParseParamValue(c, *def, *param));
     a.args.push_back(ActionArg{param, pname.pos, std::move(value)});
   }
   if (def->type == ActionType::kModifyField) {
-    TESTPMD_RETURN_IF_ERROR(CheckModifyFieldOrder(a));
+    DRSIM_RETURN_IF_ERROR(CheckModifyFieldOrder(a));
   }
   return a;
 }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 #include "testpmd/ast.h"
 #include "testpmd/lexer.h"
 #include "testpmd/values.h"
@@ -79,11 +80,9 @@ class Cursor {
 // The next token as an unsigned number of at most `width` bits, named `what` in errors.
 template <typename T>
 absl::StatusOr<T> Number(Cursor& c, int width, absl::string_view what) {
-  absl::StatusOr<const Token*> t = c.Next(what);
-  if (!t.ok()) return t.status();
-  absl::StatusOr<uint64_t> v = ParseUnsigned(**t, width, what);
-  if (!v.ok()) return v.status();
-  return static_cast<T>(*v);
+  DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(what));
+  DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, width, what));
+  return static_cast<T>(v);
 }
 
 // One pattern item, stopping before `/`, `end_word` or the end of the tokens.

@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "testpmd/parse_elements.h"
-#include "testpmd/status_macros.h"
+#include "base/status_macros.h"
 #include "testpmd/values.h"
 
 namespace drsim::testpmd {
@@ -25,14 +25,14 @@ absl::Status ExpectEnd(const Cursor& c) { return c.AtEnd() ? absl::OkStatus() : 
 // errors inside pattern and action lists are appended to `errors` (and `out` is then incomplete).
 
 absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRule* rule) {
-  TESTPMD_ASSIGN_OR_RETURN(const Token* port, c.Next("a port id"));
-  TESTPMD_ASSIGN_OR_RETURN(uint64_t port_id, ParseUnsigned(*port, 16, "the port id"));
+  DRSIM_ASSIGN_OR_RETURN(const Token* port, c.Next("a port id"));
+  DRSIM_ASSIGN_OR_RETURN(uint64_t port_id, ParseUnsigned(*port, 16, "the port id"));
   rule->port = static_cast<uint16_t>(port_id);
   rule->port_pos = port->pos;
   while (!c.PeekIs("pattern")) {
     if (c.PeekIs("group") || c.PeekIs("priority")) {
       const Token& attr = c.Take();
-      TESTPMD_ASSIGN_OR_RETURN(uint32_t value, Number<uint32_t>(c, 32, absl::StrCat("the ", attr.text)));
+      DRSIM_ASSIGN_OR_RETURN(uint32_t value, Number<uint32_t>(c, 32, absl::StrCat("the ", attr.text)));
       (attr.text == "group" ? rule->attr.group : rule->attr.priority) = value;
       (attr.text == "group" ? rule->attr.group_pos : rule->attr.priority_pos) = attr.pos;
     } else if (c.PeekIs("ingress")) {
@@ -58,10 +58,10 @@ absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRul
 
 absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
   const std::string subcommands = "validate, create, destroy, flush, list or query after 'flow'";
-  TESTPMD_ASSIGN_OR_RETURN(const Token* sub, c.Next(subcommands));
+  DRSIM_ASSIGN_OR_RETURN(const Token* sub, c.Next(subcommands));
   if (sub->text == "validate" || sub->text == "create") {
     FlowRule rule;
-    TESTPMD_RETURN_IF_ERROR(ParseFlowRule(c, errors, &rule));
+    DRSIM_RETURN_IF_ERROR(ParseFlowRule(c, errors, &rule));
     if (sub->text == "validate") {
       *out = FlowValidateCmd{std::move(rule)};
     } else {
@@ -71,31 +71,31 @@ absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody
   }
   if (sub->text == "destroy") {
     FlowDestroyCmd cmd;
-    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-    TESTPMD_RETURN_IF_ERROR(c.Expect("rule"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    DRSIM_RETURN_IF_ERROR(c.Expect("rule"));
     while (true) {
-      TESTPMD_ASSIGN_OR_RETURN(uint32_t id, Number<uint32_t>(c, 32, "a rule id"));
+      DRSIM_ASSIGN_OR_RETURN(uint32_t id, Number<uint32_t>(c, 32, "a rule id"));
       cmd.rule_ids.push_back(id);
       if (!c.PeekIs("rule")) break;
       c.Take();
     }
-    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
     *out = std::move(cmd);
     return absl::OkStatus();
   }
   if (sub->text == "flush") {
     FlowFlushCmd cmd;
-    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
     *out = cmd;
     return absl::OkStatus();
   }
   if (sub->text == "list") {
     FlowListCmd cmd;
-    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
     while (!c.AtEnd()) {
-      TESTPMD_RETURN_IF_ERROR(c.Expect("group"));
-      TESTPMD_ASSIGN_OR_RETURN(uint32_t group, Number<uint32_t>(c, 32, "a group"));
+      DRSIM_RETURN_IF_ERROR(c.Expect("group"));
+      DRSIM_ASSIGN_OR_RETURN(uint32_t group, Number<uint32_t>(c, 32, "a group"));
       cmd.groups.push_back(group);
     }
     *out = std::move(cmd);
@@ -103,11 +103,11 @@ absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody
   }
   if (sub->text == "query") {
     FlowQueryCmd cmd;
-    TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-    TESTPMD_ASSIGN_OR_RETURN(cmd.rule_id, Number<uint32_t>(c, 32, "a rule id"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.rule_id, Number<uint32_t>(c, 32, "a rule id"));
     if (!c.PeekIs("count")) return c.Expected("'count' (the only queryable action)");
     cmd.action_pos = c.Take().pos;
-    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
     *out = cmd;
     return absl::OkStatus();
   }
@@ -132,9 +132,9 @@ absl::Status ParseSetTunnel(Cursor& c, absl::string_view variant, CommandBody* o
   if (cmd.with_vlan) keys.push_back("vlan-tci");
   keys.insert(keys.end(), {"eth-src", "eth-dst"});
   for (absl::string_view key : keys) {
-    TESTPMD_RETURN_IF_ERROR(c.Expect(key));
+    DRSIM_RETURN_IF_ERROR(c.Expect(key));
     const std::string what = absl::StrFormat("'%s'", key);
-    TESTPMD_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
+    DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
     if (key == "ip-version") {
       if (t->text != "ipv4" && t->text != "ipv6") {
         return ErrorAt(t->pos, StatusCode::kInvalidArgument,
@@ -142,18 +142,18 @@ absl::Status ParseSetTunnel(Cursor& c, absl::string_view variant, CommandBody* o
       }
       cmd.ipv6 = t->text == "ipv6";
     } else if (key == "vni" || key == "tni") {
-      TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 24, what));
+      DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 24, what));
       cmd.vni = static_cast<uint32_t>(v);
     } else if (key == "udp-src" || key == "udp-dst" || key == "vlan-tci") {
-      TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 16, what));
+      DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 16, what));
       (key == "udp-src"   ? cmd.udp_src
        : key == "udp-dst" ? cmd.udp_dst
                           : cmd.vlan_tci) = static_cast<uint16_t>(v);
     } else if (key == "ip-tos" || key == "ip-ttl") {
-      TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 8, what));
+      DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 8, what));
       (key == "ip-tos" ? cmd.ip_tos : cmd.ip_ttl) = static_cast<uint8_t>(v);
     } else if (key == "ip-src" || key == "ip-dst") {
-      TESTPMD_ASSIGN_OR_RETURN(absl::uint128 ip,
+      DRSIM_ASSIGN_OR_RETURN(absl::uint128 ip,
                                ParseScalar(*t, cmd.ipv6 ? ValueKind::kIpv6 : ValueKind::kIpv4, 128, what));
       if (cmd.ipv6) {
         hw::Ipv6Address& a = key == "ip-src" ? cmd.ipv6_src : cmd.ipv6_dst;
@@ -162,12 +162,12 @@ absl::Status ParseSetTunnel(Cursor& c, absl::string_view variant, CommandBody* o
         (key == "ip-src" ? cmd.ipv4_src : cmd.ipv4_dst).value = static_cast<uint32_t>(ip);
       }
     } else {  // eth-src, eth-dst
-      TESTPMD_ASSIGN_OR_RETURN(absl::uint128 mac, ParseScalar(*t, ValueKind::kMac, 48, what));
+      DRSIM_ASSIGN_OR_RETURN(absl::uint128 mac, ParseScalar(*t, ValueKind::kMac, 48, what));
       hw::MacAddress& m = key == "eth-src" ? cmd.eth_src : cmd.eth_dst;
       for (int i = 0; i < 6; ++i) m.bytes[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
     }
   }
-  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
   *out = cmd;
   return absl::OkStatus();
 }
@@ -176,23 +176,23 @@ absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody*
   const std::string variants =
       "raw_encap, raw_decap, sample_actions, vxlan, vxlan-with-vlan, vxlan-tos-ttl, nvgre or nvgre-with-vlan "
       "after 'set'";
-  TESTPMD_ASSIGN_OR_RETURN(const Token* what, c.Next(variants));
+  DRSIM_ASSIGN_OR_RETURN(const Token* what, c.Next(variants));
   if (what->text == "raw_encap" || what->text == "raw_decap") {
     SetRawCmd cmd;
     cmd.decap = what->text == "raw_decap";
     if (c.PeekIsNumber()) {
-      TESTPMD_ASSIGN_OR_RETURN(cmd.index, Number<uint32_t>(c, 32, "the index"));
+      DRSIM_ASSIGN_OR_RETURN(cmd.index, Number<uint32_t>(c, 32, "the index"));
     }
     if (!ParseList<Item>(c, "end_set", {}, ParseItem, &cmd.items, errors)) return absl::OkStatus();
-    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
     *out = std::move(cmd);
     return absl::OkStatus();
   }
   if (what->text == "sample_actions") {
     SetSampleActionsCmd cmd;
-    TESTPMD_ASSIGN_OR_RETURN(cmd.index, Number<uint32_t>(c, 32, "the index"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.index, Number<uint32_t>(c, 32, "the index"));
     if (!ParseList<Action>(c, "end", {}, ParseAction, &cmd.actions, errors)) return absl::OkStatus();
-    TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+    DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
     *out = std::move(cmd);
     return absl::OkStatus();
   }
@@ -207,7 +207,7 @@ absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody*
 absl::Status ParseMeterProfile(Cursor& c, CommandBody* out) {
   AddMeterProfileCmd cmd;
   const std::string algorithms = "srtcm_rfc2697, trtcm_rfc2698 or trtcm_rfc4115";
-  TESTPMD_ASSIGN_OR_RETURN(const Token* alg, c.Next(algorithms));
+  DRSIM_ASSIGN_OR_RETURN(const Token* alg, c.Next(algorithms));
   if (alg->text == "srtcm_rfc2697") {
     cmd.algorithm = MeterAlgorithm::kSrTcmRfc2697;
   } else if (alg->text == "trtcm_rfc2698") {
@@ -218,30 +218,30 @@ absl::Status ParseMeterProfile(Cursor& c, CommandBody* out) {
     return ErrorAt(alg->pos, StatusCode::kInvalidArgument,
                    absl::StrFormat("expected %s, found '%s'", algorithms, alg->text));
   }
-  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-  TESTPMD_ASSIGN_OR_RETURN(cmd.profile_id, Number<uint32_t>(c, 32, "the profile id"));
-  TESTPMD_ASSIGN_OR_RETURN(cmd.cir, Number<uint64_t>(c, 64, "the cir"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.profile_id, Number<uint32_t>(c, 32, "the profile id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.cir, Number<uint64_t>(c, 64, "the cir"));
   if (cmd.algorithm == MeterAlgorithm::kSrTcmRfc2697) {
-    TESTPMD_ASSIGN_OR_RETURN(cmd.cbs, Number<uint64_t>(c, 64, "the cbs"));
-    TESTPMD_ASSIGN_OR_RETURN(cmd.ebs, Number<uint64_t>(c, 64, "the ebs"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.cbs, Number<uint64_t>(c, 64, "the cbs"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.ebs, Number<uint64_t>(c, 64, "the ebs"));
   } else {
     const bool peak = cmd.algorithm == MeterAlgorithm::kTrTcmRfc2698;
-    TESTPMD_ASSIGN_OR_RETURN(cmd.eir, Number<uint64_t>(c, 64, peak ? "the pir" : "the eir"));
-    TESTPMD_ASSIGN_OR_RETURN(cmd.cbs, Number<uint64_t>(c, 64, "the cbs"));
-    TESTPMD_ASSIGN_OR_RETURN(cmd.ebs, Number<uint64_t>(c, 64, peak ? "the pbs" : "the ebs"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.eir, Number<uint64_t>(c, 64, peak ? "the pir" : "the eir"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.cbs, Number<uint64_t>(c, 64, "the cbs"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.ebs, Number<uint64_t>(c, 64, peak ? "the pbs" : "the ebs"));
   }
   if (!c.AtEnd()) {
-    TESTPMD_ASSIGN_OR_RETURN(cmd.packet_mode, Number<bool>(c, 1, "packet_mode (0 or 1)"));
+    DRSIM_ASSIGN_OR_RETURN(cmd.packet_mode, Number<bool>(c, 1, "packet_mode (0 or 1)"));
   }
-  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
   *out = cmd;
   return absl::OkStatus();
 }
 
 absl::Status ParseMeterPolicy(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
   AddMeterPolicyCmd cmd;
-  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-  TESTPMD_ASSIGN_OR_RETURN(cmd.policy_id, Number<uint32_t>(c, 32, "the policy id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.policy_id, Number<uint32_t>(c, 32, "the policy id"));
   if (!c.PeekIs("g_actions")) return c.Expected("'g_actions'");
   struct Colour {
     absl::string_view keyword;
@@ -258,33 +258,33 @@ absl::Status ParseMeterPolicy(Cursor& c, std::vector<absl::Status>* errors, Comm
       return absl::OkStatus();
     }
   }
-  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
   *out = std::move(cmd);
   return absl::OkStatus();
 }
 
 absl::Status ParseCreateMeter(Cursor& c, CommandBody* out) {
-  TESTPMD_RETURN_IF_ERROR(c.Expect("port"));
-  TESTPMD_RETURN_IF_ERROR(c.Expect("meter"));
+  DRSIM_RETURN_IF_ERROR(c.Expect("port"));
+  DRSIM_RETURN_IF_ERROR(c.Expect("meter"));
   CreateMeterCmd cmd;
-  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-  TESTPMD_ASSIGN_OR_RETURN(cmd.meter_id, Number<uint32_t>(c, 32, "the meter id"));
-  TESTPMD_ASSIGN_OR_RETURN(const Token* profile, c.Next("the profile id"));
-  TESTPMD_ASSIGN_OR_RETURN(uint64_t profile_id, ParseUnsigned(*profile, 32, "the profile id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.meter_id, Number<uint32_t>(c, 32, "the meter id"));
+  DRSIM_ASSIGN_OR_RETURN(const Token* profile, c.Next("the profile id"));
+  DRSIM_ASSIGN_OR_RETURN(uint64_t profile_id, ParseUnsigned(*profile, 32, "the profile id"));
   cmd.profile_id = static_cast<uint32_t>(profile_id);
   cmd.profile_pos = profile->pos;
-  TESTPMD_ASSIGN_OR_RETURN(const Token* policy, c.Next("the policy id"));
-  TESTPMD_ASSIGN_OR_RETURN(uint64_t policy_id, ParseUnsigned(*policy, 32, "the policy id"));
+  DRSIM_ASSIGN_OR_RETURN(const Token* policy, c.Next("the policy id"));
+  DRSIM_ASSIGN_OR_RETURN(uint64_t policy_id, ParseUnsigned(*policy, 32, "the policy id"));
   cmd.policy_id = static_cast<uint32_t>(policy_id);
   cmd.policy_pos = policy->pos;
-  TESTPMD_ASSIGN_OR_RETURN(const Token* enable, c.Next("yes or no (meter_enable)"));
+  DRSIM_ASSIGN_OR_RETURN(const Token* enable, c.Next("yes or no (meter_enable)"));
   if (enable->text != "yes" && enable->text != "no") {
     return ErrorAt(enable->pos, StatusCode::kInvalidArgument,
                    absl::StrFormat("expected yes or no (meter_enable), found '%s'", enable->text));
   }
   cmd.enable = enable->text == "yes";
-  TESTPMD_ASSIGN_OR_RETURN(cmd.stats_mask, Number<uint64_t>(c, 64, "the stats_mask"));
-  TESTPMD_ASSIGN_OR_RETURN(cmd.shared, Number<uint32_t>(c, 32, "shared"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.stats_mask, Number<uint64_t>(c, 64, "the stats_mask"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.shared, Number<uint32_t>(c, 32, "shared"));
   if (!c.AtEnd() && !c.PeekIsNumber()) {
     const Token& colour = c.Take();
     const std::string s = absl::AsciiStrToLower(colour.text);
@@ -296,7 +296,7 @@ absl::Status ParseCreateMeter(Cursor& c, CommandBody* out) {
   }
   if (!c.AtEnd()) {
     const Token& use_pre = c.Take();
-    TESTPMD_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(use_pre, 32, "use_pre_meter_color"));
+    DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(use_pre, 32, "use_pre_meter_color"));
     if (v != 0 || !c.AtEnd()) {
       return ErrorAt(
           use_pre.pos, StatusCode::kUnimplemented,
@@ -309,8 +309,8 @@ absl::Status ParseCreateMeter(Cursor& c, CommandBody* out) {
 }
 
 absl::Status ParseMeterObject(Cursor& c, absl::string_view verb, CommandBody* out) {
-  TESTPMD_RETURN_IF_ERROR(c.Expect("port"));
-  TESTPMD_RETURN_IF_ERROR(c.Expect("meter"));
+  DRSIM_RETURN_IF_ERROR(c.Expect("port"));
+  DRSIM_RETURN_IF_ERROR(c.Expect("meter"));
   MeterObjectCmd cmd;
   if (verb == "enable") {
     cmd.op = MeterObjectCmd::Op::kEnable;
@@ -322,21 +322,21 @@ absl::Status ParseMeterObject(Cursor& c, absl::string_view verb, CommandBody* ou
   } else {
     cmd.op = MeterObjectCmd::Op::kDelete;
   }
-  TESTPMD_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-  TESTPMD_ASSIGN_OR_RETURN(cmd.id, Number<uint32_t>(c, 32, "the id"));
-  TESTPMD_RETURN_IF_ERROR(ExpectEnd(c));
+  DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  DRSIM_ASSIGN_OR_RETURN(cmd.id, Number<uint32_t>(c, 32, "the id"));
+  DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
   *out = cmd;
   return absl::OkStatus();
 }
 
 absl::Status ParseBody(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
   const std::string commands = "a command (flow, set, add, create, enable, disable or del)";
-  TESTPMD_ASSIGN_OR_RETURN(const Token* verb, c.Next(commands));
+  DRSIM_ASSIGN_OR_RETURN(const Token* verb, c.Next(commands));
   if (verb->text == "flow") return ParseFlow(c, errors, out);
   if (verb->text == "set") return ParseSet(c, errors, out);
   if (verb->text == "add") {
-    TESTPMD_RETURN_IF_ERROR(c.Expect("port"));
-    TESTPMD_RETURN_IF_ERROR(c.Expect("meter"));
+    DRSIM_RETURN_IF_ERROR(c.Expect("port"));
+    DRSIM_RETURN_IF_ERROR(c.Expect("meter"));
     if (!c.PeekIs("profile") && !c.PeekIs("policy")) return c.Expected("'profile' or 'policy'");
     if (c.Take().text == "profile") return ParseMeterProfile(c, out);
     return ParseMeterPolicy(c, errors, out);

@@ -5,7 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "hw/match_layout.h"
 #include "testpmd/registers.h"
-#include "testpmd/status_macros.h"
+#include "base/status_macros.h"
 #include "testpmd/values.h"
 
 namespace drsim::testpmd {
@@ -52,13 +52,13 @@ class PatternBuilder {
   absl::StatusOr<TranslatedPattern> Build() {
     for (size_t i = 0; i < items_.size(); ++i) {
       const Item& item = items_[i];
-      TESTPMD_RETURN_IF_ERROR(CheckSpecAndRanges(item));
-      TESTPMD_RETURN_IF_ERROR(WithPos(Translate(i), item.pos));
+      DRSIM_RETURN_IF_ERROR(CheckSpecAndRanges(item));
+      DRSIM_RETURN_IF_ERROR(WithPos(Translate(i), item.pos));
       if (item.def->type != ItemType::kVoid) previous_ = item.def->type;
       source_given_ |= item.def->type == ItemType::kPortId || item.def->type == ItemType::kRepresentedPort;
     }
     if (ctx_.implicit_source_vport && !source_given_) {
-      TESTPMD_RETURN_IF_ERROR(PutExact(Field::kSourcePort, *ctx_.implicit_source_vport, SourcePos{}));
+      DRSIM_RETURN_IF_ERROR(PutExact(Field::kSourcePort, *ctx_.implicit_source_vport, SourcePos{}));
     }
     return std::move(out_);
   }
@@ -143,13 +143,13 @@ class PatternBuilder {
 
   // A 48-bit MAC into its 47_16 / 15_0 fields.
   absl::Status PutMac(Field hi, Field lo, const Word& w) {
-    TESTPMD_RETURN_IF_ERROR(Put(hi, w.mask_bits(16, 32), w.spec_bits(16, 32), w.pos));
+    DRSIM_RETURN_IF_ERROR(Put(hi, w.mask_bits(16, 32), w.spec_bits(16, 32), w.pos));
     return Put(lo, w.mask_bits(0, 16), w.spec_bits(0, 16), w.pos);
   }
   // A 128-bit IPv6 address into four 32-bit fields, most significant first.
   absl::Status PutIpv6(Field first, const Word& w) {
     for (int i = 0; i < 4; ++i) {
-      TESTPMD_RETURN_IF_ERROR(Put(static_cast<Field>(static_cast<int>(first) + i),
+      DRSIM_RETURN_IF_ERROR(Put(static_cast<Field>(static_cast<int>(first) + i),
                                   w.mask_bits(96 - 32 * i, 32), w.spec_bits(96 - 32 * i, 32), w.pos));
     }
     return absl::OkStatus();
@@ -224,8 +224,8 @@ class PatternBuilder {
     if (l.vlans > 0 || l.l3 != L3::kNone)
       return Error(item, "eth must come before the vlan and L3 items of its level");
     l.eth = true;
-    TESTPMD_RETURN_IF_ERROR(PutMac(H(Field::kOuterDmac47_16), H(Field::kOuterDmac15_0), W(item, 0)));
-    TESTPMD_RETURN_IF_ERROR(PutMac(H(Field::kOuterSmac47_16), H(Field::kOuterSmac15_0), W(item, 1)));
+    DRSIM_RETURN_IF_ERROR(PutMac(H(Field::kOuterDmac47_16), H(Field::kOuterDmac15_0), W(item, 0)));
+    DRSIM_RETURN_IF_ERROR(PutMac(H(Field::kOuterSmac47_16), H(Field::kOuterSmac15_0), W(item, 1)));
     const Word type = W(item, 2);
     const Item* next = NextItem(index);
     if (next != nullptr && next->def->type == ItemType::kVlan) {
@@ -238,7 +238,7 @@ class PatternBuilder {
       }
       svlan_next_ = type.mask != 0 && type.spec == 0x88a8;
     } else {
-      TESTPMD_RETURN_IF_ERROR(
+      DRSIM_RETURN_IF_ERROR(
           Put(H(Field::kOuterEthertype), type.mask_bits(0, 16), type.spec_bits(0, 16), type.pos));
     }
     const Word has_vlan = W(item, 3);
@@ -256,13 +256,13 @@ class PatternBuilder {
     svlan_next_ = false;
     const Word tci = W(item, 0);
     if (first) {
-      TESTPMD_RETURN_IF_ERROR(
+      DRSIM_RETURN_IF_ERROR(
           PutExact(H(svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag), 1, item.pos));
-      TESTPMD_RETURN_IF_ERROR(
+      DRSIM_RETURN_IF_ERROR(
           Put(H(Field::kOuterFirstPrio), tci.mask_bits(13, 3), tci.spec_bits(13, 3), tci.pos));
-      TESTPMD_RETURN_IF_ERROR(
+      DRSIM_RETURN_IF_ERROR(
           Put(H(Field::kOuterFirstCfi), tci.mask_bits(12, 1), tci.spec_bits(12, 1), tci.pos));
-      TESTPMD_RETURN_IF_ERROR(
+      DRSIM_RETURN_IF_ERROR(
           Put(H(Field::kOuterFirstVid), tci.mask_bits(0, 12), tci.spec_bits(0, 12), tci.pos));
       if (!inner()) {
         if (tci.mask_bits(0, 12) == 0xfff) out_.info.vlan_vid = tci.spec_bits(0, 12);
@@ -271,13 +271,13 @@ class PatternBuilder {
     } else {
       const Field qualifier = inner() ? (svlan ? Field::kInnerSecondSvlanTag : Field::kInnerSecondCvlanTag)
                                       : (svlan ? Field::kOuterSecondSvlanTag : Field::kOuterSecondCvlanTag);
-      TESTPMD_RETURN_IF_ERROR(PutExact(qualifier, 1, item.pos));
+      DRSIM_RETURN_IF_ERROR(PutExact(qualifier, 1, item.pos));
       const Field prio = inner() ? Field::kInnerSecondPrio : Field::kOuterSecondPrio;
       const Field cfi = inner() ? Field::kInnerSecondCfi : Field::kOuterSecondCfi;
       const Field vid = inner() ? Field::kInnerSecondVid : Field::kOuterSecondVid;
-      TESTPMD_RETURN_IF_ERROR(Put(prio, tci.mask_bits(13, 3), tci.spec_bits(13, 3), tci.pos));
-      TESTPMD_RETURN_IF_ERROR(Put(cfi, tci.mask_bits(12, 1), tci.spec_bits(12, 1), tci.pos));
-      TESTPMD_RETURN_IF_ERROR(Put(vid, tci.mask_bits(0, 12), tci.spec_bits(0, 12), tci.pos));
+      DRSIM_RETURN_IF_ERROR(Put(prio, tci.mask_bits(13, 3), tci.spec_bits(13, 3), tci.pos));
+      DRSIM_RETURN_IF_ERROR(Put(cfi, tci.mask_bits(12, 1), tci.spec_bits(12, 1), tci.pos));
+      DRSIM_RETURN_IF_ERROR(Put(vid, tci.mask_bits(0, 12), tci.spec_bits(0, 12), tci.pos));
     }
     const Word inner_type = W(item, 1);
     const Item* next = NextItem(index);
@@ -289,7 +289,7 @@ class PatternBuilder {
       svlan_next_ = inner_type.mask != 0 && inner_type.spec == 0x88a8;
     } else {
       // The layout's ethertype is the one after the last tag.
-      TESTPMD_RETURN_IF_ERROR(Put(H(Field::kOuterEthertype), inner_type.mask_bits(0, 16),
+      DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterEthertype), inner_type.mask_bits(0, 16),
                                   inner_type.spec_bits(0, 16), inner_type.pos));
     }
     const Word more = W(item, 2);
@@ -312,33 +312,33 @@ class PatternBuilder {
   }
 
   absl::Status Ipv4(const Item& item) {
-    TESTPMD_RETURN_IF_ERROR(StartL3(item, L3::kIpv4));
+    DRSIM_RETURN_IF_ERROR(StartL3(item, L3::kIpv4));
     const Word version_ihl = W(item, 0);
     if (version_ihl.mask_bits(4, 4) != 0 && version_ihl.spec_bits(4, 4) != 4) {
       return ErrorAt(version_ihl.pos, StatusCode::kInvalidArgument,
                      "ipv4 version_ihl: the version must be 4");
     }
-    TESTPMD_RETURN_IF_ERROR(Put(H(Field::kOuterIpv4Ihl), version_ihl.mask_bits(0, 4),
+    DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpv4Ihl), version_ihl.mask_bits(0, 4),
                                 version_ihl.spec_bits(0, 4), version_ihl.pos));
-    TESTPMD_RETURN_IF_ERROR(Tos(W(item, 1)));
+    DRSIM_RETURN_IF_ERROR(Tos(W(item, 1)));
     for (int i : {2, 3}) {
       const Word w = W(item, i);
       if (w.mask != 0) return Unmatchable(item, i, w, "the mlx5 match layout has no such IPv4 field");
     }
-    TESTPMD_RETURN_IF_ERROR(FragmentOffset(item));
+    DRSIM_RETURN_IF_ERROR(FragmentOffset(item));
     const Word ttl = W(item, 5), proto = W(item, 6), src = W(item, 7), dst = W(item, 8);
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(H(Field::kOuterIpTtlHoplimit), ttl.mask_bits(0, 8), ttl.spec_bits(0, 8), ttl.pos));
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(H(Field::kOuterIpProtocol), proto.mask_bits(0, 8), proto.spec_bits(0, 8), proto.pos));
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(H(Field::kOuterSrcIp31_0), src.mask_bits(0, 32), src.spec_bits(0, 32), src.pos));
     return Put(H(Field::kOuterDstIp31_0), dst.mask_bits(0, 32), dst.spec_bits(0, 32), dst.pos);
   }
 
   // TOS / traffic class: DSCP in the upper six bits, ECN in the lower two.
   absl::Status Tos(const Word& tos) {
-    TESTPMD_RETURN_IF_ERROR(Put(H(Field::kOuterIpDscp), tos.mask_bits(2, 6), tos.spec_bits(2, 6), tos.pos));
+    DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpDscp), tos.mask_bits(2, 6), tos.spec_bits(2, 6), tos.pos));
     return Put(H(Field::kOuterIpEcn), tos.mask_bits(0, 2), tos.spec_bits(0, 2), tos.pos);
   }
 
@@ -366,22 +366,22 @@ class PatternBuilder {
   }
 
   absl::Status Ipv6(const Item& item) {
-    TESTPMD_RETURN_IF_ERROR(StartL3(item, L3::kIpv6));
+    DRSIM_RETURN_IF_ERROR(StartL3(item, L3::kIpv6));
     const Word vtc = W(item, 0);
-    TESTPMD_RETURN_IF_ERROR(Put(H(Field::kOuterIpDscp), vtc.mask_bits(22, 6), vtc.spec_bits(22, 6), vtc.pos));
-    TESTPMD_RETURN_IF_ERROR(Put(H(Field::kOuterIpEcn), vtc.mask_bits(20, 2), vtc.spec_bits(20, 2), vtc.pos));
-    TESTPMD_RETURN_IF_ERROR(Put(inner() ? Field::kInnerIpv6FlowLabel : Field::kOuterIpv6FlowLabel,
+    DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpDscp), vtc.mask_bits(22, 6), vtc.spec_bits(22, 6), vtc.pos));
+    DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpEcn), vtc.mask_bits(20, 2), vtc.spec_bits(20, 2), vtc.pos));
+    DRSIM_RETURN_IF_ERROR(Put(inner() ? Field::kInnerIpv6FlowLabel : Field::kOuterIpv6FlowLabel,
                                 vtc.mask_bits(0, 20), vtc.spec_bits(0, 20), vtc.pos));
     const Word length = W(item, 1);
     if (length.mask != 0)
       return Unmatchable(item, 1, length, "the mlx5 match layout has no IPv6 payload length");
     const Word proto = W(item, 2), hop = W(item, 3), frag = W(item, 6);
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(H(Field::kOuterIpProtocol), proto.mask_bits(0, 8), proto.spec_bits(0, 8), proto.pos));
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(H(Field::kOuterIpTtlHoplimit), hop.mask_bits(0, 8), hop.spec_bits(0, 8), hop.pos));
-    TESTPMD_RETURN_IF_ERROR(PutIpv6(H(Field::kOuterSrcIp127_96), W(item, 4)));
-    TESTPMD_RETURN_IF_ERROR(PutIpv6(H(Field::kOuterDstIp127_96), W(item, 5)));
+    DRSIM_RETURN_IF_ERROR(PutIpv6(H(Field::kOuterSrcIp127_96), W(item, 4)));
+    DRSIM_RETURN_IF_ERROR(PutIpv6(H(Field::kOuterDstIp127_96), W(item, 5)));
     return Put(H(Field::kOuterFrag), frag.mask_bits(0, 1), frag.spec_bits(0, 1), frag.pos);
   }
 
@@ -408,11 +408,11 @@ class PatternBuilder {
     if (level().l3 != (v6 ? L3::kIpv6 : L3::kIpv4)) {
       return Error(item, v6 ? "icmp6 needs an ipv6 item before it" : "icmp needs an ipv4 item before it");
     }
-    TESTPMD_RETURN_IF_ERROR(StartL4(item, v6 ? L4::kIcmp6 : L4::kIcmp));
+    DRSIM_RETURN_IF_ERROR(StartL4(item, v6 ? L4::kIcmp6 : L4::kIcmp));
     const Word type = W(item, 0), code = W(item, 1);
-    TESTPMD_RETURN_IF_ERROR(Put(v6 ? Field::kIcmpv6Type : Field::kIcmpType, type.mask_bits(0, 8),
+    DRSIM_RETURN_IF_ERROR(Put(v6 ? Field::kIcmpv6Type : Field::kIcmpType, type.mask_bits(0, 8),
                                 type.spec_bits(0, 8), type.pos));
-    TESTPMD_RETURN_IF_ERROR(Put(v6 ? Field::kIcmpv6Code : Field::kIcmpCode, code.mask_bits(0, 8),
+    DRSIM_RETURN_IF_ERROR(Put(v6 ? Field::kIcmpv6Code : Field::kIcmpCode, code.mask_bits(0, 8),
                                 code.spec_bits(0, 8), code.pos));
     if (v6) return absl::OkStatus();
     const Word ident = W(item, 2), seq = W(item, 3);  // the header's second word: identifier, sequence
@@ -422,11 +422,11 @@ class PatternBuilder {
 
   absl::Status TcpUdp(const Item& item) {
     const bool tcp = item.def->type == ItemType::kTcp;
-    TESTPMD_RETURN_IF_ERROR(StartL4(item, tcp ? L4::kTcp : L4::kUdp));
+    DRSIM_RETURN_IF_ERROR(StartL4(item, tcp ? L4::kTcp : L4::kUdp));
     const Word src = W(item, 0), dst = W(item, 1);
-    TESTPMD_RETURN_IF_ERROR(Put(H(tcp ? Field::kOuterTcpSport : Field::kOuterUdpSport), src.mask_bits(0, 16),
+    DRSIM_RETURN_IF_ERROR(Put(H(tcp ? Field::kOuterTcpSport : Field::kOuterUdpSport), src.mask_bits(0, 16),
                                 src.spec_bits(0, 16), src.pos));
-    TESTPMD_RETURN_IF_ERROR(Put(H(tcp ? Field::kOuterTcpDport : Field::kOuterUdpDport), dst.mask_bits(0, 16),
+    DRSIM_RETURN_IF_ERROR(Put(H(tcp ? Field::kOuterTcpDport : Field::kOuterUdpDport), dst.mask_bits(0, 16),
                                 dst.spec_bits(0, 16), dst.pos));
     if (!tcp) return absl::OkStatus();
     const Word flags = W(item, 2);
@@ -460,14 +460,14 @@ class PatternBuilder {
         port = 2152;
         break;
     }
-    TESTPMD_RETURN_IF_ERROR(PutIfOpen(Field::kOuterUdpDport, port, item.pos));
-    TESTPMD_RETURN_IF_ERROR(StartTunnel(item));
+    DRSIM_RETURN_IF_ERROR(PutIfOpen(Field::kOuterUdpDport, port, item.pos));
+    DRSIM_RETURN_IF_ERROR(StartTunnel(item));
     switch (item.def->type) {
       case ItemType::kVxlan: {
         const Word w0 = W(item, 0), w1 = W(item, 1);
-        TESTPMD_RETURN_IF_ERROR(Put(Field::kVxlanVni, w1.mask_bits(8, 24), w1.spec_bits(8, 24), w1.pos));
+        DRSIM_RETURN_IF_ERROR(Put(Field::kVxlanVni, w1.mask_bits(8, 24), w1.spec_bits(8, 24), w1.pos));
         // Flags, the reserved / GBP / GPE bytes and the last reserved byte are tunnel header words.
-        TESTPMD_RETURN_IF_ERROR(Put(Field::kTunnelHeader0, w0.mask_bits(0, 32), w0.spec_bits(0, 32), w0.pos));
+        DRSIM_RETURN_IF_ERROR(Put(Field::kTunnelHeader0, w0.mask_bits(0, 32), w0.spec_bits(0, 32), w0.pos));
         return Put(Field::kTunnelHeader1, w1.mask_bits(0, 8), w1.spec_bits(0, 8), w1.pos);
       }
       case ItemType::kVxlanGpe: {
@@ -477,24 +477,24 @@ class PatternBuilder {
           return Unmatchable(item, 1, rsvd0, "reserved VXLAN-GPE bits are not in the match layout");
         if (rsvd1.mask != 0)
           return Unmatchable(item, 4, rsvd1, "reserved VXLAN-GPE bits are not in the match layout");
-        TESTPMD_RETURN_IF_ERROR(
+        DRSIM_RETURN_IF_ERROR(
             Put(Field::kOuterVxlanGpeFlags, flags.mask_bits(0, 8), flags.spec_bits(0, 8), flags.pos));
-        TESTPMD_RETURN_IF_ERROR(
+        DRSIM_RETURN_IF_ERROR(
             Put(Field::kOuterVxlanGpeNextProtocol, proto.mask_bits(0, 8), proto.spec_bits(0, 8), proto.pos));
         return Put(Field::kOuterVxlanGpeVni, vni.mask_bits(0, 24), vni.spec_bits(0, 24), vni.pos);
       }
       case ItemType::kGeneve: {
         const Word opt = W(item, 0), proto = W(item, 1), vni = W(item, 2);
-        TESTPMD_RETURN_IF_ERROR(Put(Field::kGeneveOptLen, opt.mask_bits(8, 6), opt.spec_bits(8, 6), opt.pos));
-        TESTPMD_RETURN_IF_ERROR(
+        DRSIM_RETURN_IF_ERROR(Put(Field::kGeneveOptLen, opt.mask_bits(8, 6), opt.spec_bits(8, 6), opt.pos));
+        DRSIM_RETURN_IF_ERROR(
             Put(Field::kGeneveProtocolType, proto.mask_bits(0, 16), proto.spec_bits(0, 16), proto.pos));
         return Put(Field::kGeneveVni, vni.mask_bits(0, 24), vni.spec_bits(0, 24), vni.pos);
       }
       default: {  // GTP-U
         const Word flags = W(item, 0), type = W(item, 1), teid = W(item, 2);
-        TESTPMD_RETURN_IF_ERROR(
+        DRSIM_RETURN_IF_ERROR(
             Put(Field::kGtpuMsgFlags, flags.mask_bits(0, 8), flags.spec_bits(0, 8), flags.pos));
-        TESTPMD_RETURN_IF_ERROR(
+        DRSIM_RETURN_IF_ERROR(
             Put(Field::kGtpuMsgType, type.mask_bits(0, 8), type.spec_bits(0, 8), type.pos));
         return Put(Field::kGtpuTeid, teid.mask_bits(0, 32), teid.spec_bits(0, 32), teid.pos);
       }
@@ -507,13 +507,13 @@ class PatternBuilder {
       return Error(item, absl::StrFormat("%s needs an outer ipv4 or ipv6 item (and no L4 item) before it",
                                          item.def->name));
     }
-    TESTPMD_RETURN_IF_ERROR(PutExact(Field::kOuterIpProtocol, 47, item.pos));
-    TESTPMD_RETURN_IF_ERROR(StartTunnel(item));
+    DRSIM_RETURN_IF_ERROR(PutExact(Field::kOuterIpProtocol, 47, item.pos));
+    DRSIM_RETURN_IF_ERROR(StartTunnel(item));
     if (item.def->type == ItemType::kNvgre) {
       // NVGRE is GRE with the K bit, protocol 0x6558 (transparent Ethernet) and the TNI in the key's upper
       // 24 bits.
-      TESTPMD_RETURN_IF_ERROR(PutExact(Field::kGreKPresent, 1, item.pos));
-      TESTPMD_RETURN_IF_ERROR(PutExact(Field::kGreProtocol, 0x6558, item.pos));
+      DRSIM_RETURN_IF_ERROR(PutExact(Field::kGreKPresent, 1, item.pos));
+      DRSIM_RETURN_IF_ERROR(PutExact(Field::kGreProtocol, 0x6558, item.pos));
       const Word tni = W(item, 0);
       return Put(Field::kGreKeyH, tni.mask_bits(0, 24), tni.spec_bits(0, 24), tni.pos);
     }
@@ -521,20 +521,20 @@ class PatternBuilder {
     if ((flags.mask_bits(0, 16) & ~0xb000u) != 0) {
       return Unmatchable(item, 0, flags, "only the C, K and S bits of the GRE flags are in the match layout");
     }
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(Field::kGreCPresent, flags.mask_bits(15, 1), flags.spec_bits(15, 1), flags.pos));
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(Field::kGreKPresent, flags.mask_bits(13, 1), flags.spec_bits(13, 1), flags.pos));
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(Field::kGreSPresent, flags.mask_bits(12, 1), flags.spec_bits(12, 1), flags.pos));
     return Put(Field::kGreProtocol, proto.mask_bits(0, 16), proto.spec_bits(0, 16), proto.pos);
   }
 
   absl::Status GreKey(const Item& item) {
     if (previous_ != ItemType::kGre) return Error(item, "gre_key must follow a gre item");
-    TESTPMD_RETURN_IF_ERROR(PutExact(Field::kGreKPresent, 1, item.pos));
+    DRSIM_RETURN_IF_ERROR(PutExact(Field::kGreKPresent, 1, item.pos));
     const Word key = W(item, 0);
-    TESTPMD_RETURN_IF_ERROR(Put(Field::kGreKeyH, key.mask_bits(8, 24), key.spec_bits(8, 24), key.pos));
+    DRSIM_RETURN_IF_ERROR(Put(Field::kGreKeyH, key.mask_bits(8, 24), key.spec_bits(8, 24), key.pos));
     return Put(Field::kGreKeyL, key.mask_bits(0, 8), key.spec_bits(0, 8), key.pos);
   }
 
@@ -552,26 +552,26 @@ class PatternBuilder {
     Field first;
     if (previous_ == ItemType::kGre || previous_ == ItemType::kGreKey) {
       // The gre item opened the tunnel already.
-      TESTPMD_RETURN_IF_ERROR(PutIfOpen(Field::kGreProtocol, 0x8847, item.pos));
+      DRSIM_RETURN_IF_ERROR(PutIfOpen(Field::kGreProtocol, 0x8847, item.pos));
       first = Field::kOuterFirstMplsOverGreLabel;
     } else if (inner()) {
       return Error(item,
                    "MPLS inside a tunnel's inner packet is a second tunnel level, which the software NIC "
                    "does not parse");
     } else if (out_.info.outer.l4 == L4::kUdp) {
-      TESTPMD_RETURN_IF_ERROR(PutIfOpen(Field::kOuterUdpDport, 6635, item.pos));
-      TESTPMD_RETURN_IF_ERROR(StartTunnel(item));
+      DRSIM_RETURN_IF_ERROR(PutIfOpen(Field::kOuterUdpDport, 6635, item.pos));
+      DRSIM_RETURN_IF_ERROR(StartTunnel(item));
       first = Field::kOuterFirstMplsOverUdpLabel;
     } else if (out_.info.outer.l3 == L3::kNone && out_.info.outer.l4 == L4::kNone) {
-      TESTPMD_RETURN_IF_ERROR(StartTunnel(item));
+      DRSIM_RETURN_IF_ERROR(StartTunnel(item));
       first = Field::kOuterFirstMplsLabel;
     } else {
       return Error(item, "mpls must follow eth/vlan, an outer udp item or a gre item");
     }
     const auto field = [first](int offset) { return static_cast<Field>(static_cast<int>(first) + offset); };
-    TESTPMD_RETURN_IF_ERROR(Put(field(0), label.mask_bits(4, 20), label.spec_bits(4, 20), label.pos));
-    TESTPMD_RETURN_IF_ERROR(Put(field(1), label.mask_bits(1, 3), label.spec_bits(1, 3), label.pos));
-    TESTPMD_RETURN_IF_ERROR(Put(field(2), label.mask_bits(0, 1), label.spec_bits(0, 1), label.pos));
+    DRSIM_RETURN_IF_ERROR(Put(field(0), label.mask_bits(4, 20), label.spec_bits(4, 20), label.pos));
+    DRSIM_RETURN_IF_ERROR(Put(field(1), label.mask_bits(1, 3), label.spec_bits(1, 3), label.pos));
+    DRSIM_RETURN_IF_ERROR(Put(field(2), label.mask_bits(0, 1), label.spec_bits(0, 1), label.pos));
     return Put(field(3), ttl.mask_bits(0, 8), ttl.spec_bits(0, 8), ttl.pos);
   }
 
@@ -579,7 +579,7 @@ class PatternBuilder {
   // the next type; the E flag announces it.
   absl::Status GtpPsc(const Item& item) {
     if (previous_ != ItemType::kGtp) return Error(item, "gtp_psc must follow a gtp item");
-    TESTPMD_RETURN_IF_ERROR(Put(Field::kGtpuMsgFlags, 0x04, 0x04, item.pos));
+    DRSIM_RETURN_IF_ERROR(Put(Field::kGtpuMsgFlags, 0x04, 0x04, item.pos));
     const Word pdu = W(item, 0), qfi = W(item, 1);
     return Put(Field::kGtpuFirstExtDw0, pdu.mask_bits(0, 4) << 20 | qfi.mask_bits(0, 6) << 8,
                pdu.spec_bits(0, 4) << 20 | qfi.spec_bits(0, 6) << 8, pdu.mask != 0 ? pdu.pos : qfi.pos);
@@ -588,13 +588,13 @@ class PatternBuilder {
   absl::Status IbBth(const Item& item) {
     if (inner() || out_.info.outer.l4 != L4::kUdp)
       return Error(item, "ib_bth needs an outer udp item before it");
-    TESTPMD_RETURN_IF_ERROR(PutIfOpen(Field::kOuterUdpDport, 4791, item.pos));
+    DRSIM_RETURN_IF_ERROR(PutIfOpen(Field::kOuterUdpDport, 4791, item.pos));
     const Word opcode = W(item, 0), pkey = W(item, 1), qp = W(item, 2), psn = W(item, 3);
     if (pkey.mask != 0)
       return Unmatchable(item, 1, pkey, "the match layout has BTH opcode, dst QP and A bit only");
     if (psn.mask != 0)
       return Unmatchable(item, 3, psn, "the match layout has BTH opcode, dst QP and A bit only");
-    TESTPMD_RETURN_IF_ERROR(
+    DRSIM_RETURN_IF_ERROR(
         Put(Field::kBthOpcode, opcode.mask_bits(0, 8), opcode.spec_bits(0, 8), opcode.pos));
     return Put(Field::kBthDstQp, qp.mask_bits(0, 24), qp.spec_bits(0, 24), qp.pos);
   }

@@ -1,3 +1,4 @@
+#include "base/status_macros.h"
 #include "testpmd/pattern.h"
 
 #include <optional>
@@ -21,9 +22,7 @@ using ::testing::HasSubstr;
 absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
                                             mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_FDB,
                                             std::optional<uint16_t> implicit_source_vport = std::nullopt) {
-  absl::StatusOr<Command> c =
-      ParseOne(absl::StrCat("flow create 0 transfer pattern ", pattern, " / end actions drop / end"));
-  if (!c.ok()) return c.status();
+  DRSIM_ASSIGN_OR_RETURN(Command c,  ParseOne(absl::StrCat("flow create 0 transfer pattern ", pattern, " / end actions drop / end")));
   PatternContext ctx;
   ctx.domain = domain;
   ctx.vport_of_port = [](uint32_t port) -> absl::StatusOr<uint16_t> {
@@ -31,7 +30,7 @@ absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
     return static_cast<uint16_t>(port);
   };
   ctx.implicit_source_vport = implicit_source_vport;
-  return TranslatePattern(std::get<FlowCreateCmd>(c->body).rule.pattern, ctx);
+  return TranslatePattern(std::get<FlowCreateCmd>(c.body).rule.pattern, ctx);
 }
 
 // mask and value of one field.

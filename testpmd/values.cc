@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/net_addr.h"
 
 namespace drsim::testpmd {
@@ -60,9 +61,8 @@ absl::StatusOr<absl::uint128> ParseScalar(const Token& token, ValueKind kind, in
   if (address && token.text == "0") return absl::uint128(0);
   switch (kind) {
     case ValueKind::kUnsigned: {
-      absl::StatusOr<uint64_t> v = ParseUnsigned(token, width > 64 ? 64 : width, what);
-      if (!v.ok()) return v.status();
-      return absl::uint128(*v);
+      DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(token, width > 64 ? 64 : width, what));
+      return absl::uint128(v);
     }
     case ValueKind::kMac: {
       absl::StatusOr<hw::MacAddress> mac = hw::MacAddress::Parse(token.text);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 
 extern char** environ;
 
@@ -268,17 +269,15 @@ absl::StatusOr<std::vector<TsharkFrame>> TsharkCheck(const std::string& pcap_pat
   }
   env.push_back("WIRESHARK_CONFIG_DIR=/nonexistent/drsim-tshark-check");  // no personal preferences
 
-  absl::StatusOr<RunResult> run = Run(argv, env);
-  if (!run.ok()) return run.status();
-  if (run->exit_status != 0) {
+  DRSIM_ASSIGN_OR_RETURN(RunResult run, Run(argv, env));
+  if (run.exit_status != 0) {
     return absl::InternalError(absl::StrFormat("tshark -r \"%s\" exited with status %d: %s", pcap_path,
-                                               run->exit_status, Stderr(run->err)));
+                                               run.exit_status, Stderr(run.err)));
   }
   std::vector<TsharkFrame> frames;
-  for (absl::string_view line : absl::StrSplit(run->out, '\n', absl::SkipEmpty())) {
-    absl::StatusOr<TsharkFrame> frame = ParseLine(line);
-    if (!frame.ok()) return frame.status();
-    frames.push_back(*std::move(frame));
+  for (absl::string_view line : absl::StrSplit(run.out, '\n', absl::SkipEmpty())) {
+    DRSIM_ASSIGN_OR_RETURN(TsharkFrame frame, ParseLine(line));
+    frames.push_back(std::move(frame));
   }
   return frames;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "testpmd/lexer.h"
 
 namespace drsim::tools {
@@ -70,37 +71,36 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
                                    : std::initializer_list<const char*>{"dump"});
       (name == "--json" ? o.json : o.stable_ids) = true;
     } else {
-      absl::StatusOr<std::string> v = take();
-      if (!v.ok()) return v.status();
+      DRSIM_ASSIGN_OR_RETURN(std::string v, take());
       long n;
       if (name == "--pcap") {
         s = allowed({"run", "trace"});
-        o.pcap = *v;
+        o.pcap = v;
       } else if (name == "--out") {
         s = allowed({"run"});
-        o.out_dir = *v;
+        o.out_dir = v;
       } else if (name == "--verdicts") {
         s = allowed({"run"});
-        o.verdicts = *v;
+        o.verdicts = v;
       } else if (name == "--from") {
         s = allowed({"run", "trace"});
-        if (*v == "wire") {
+        if (v == "wire") {
           o.from_vport.reset();
-        } else if (absl::StartsWith(*v, "vport:") && ParseInt(v->substr(6), 0, 0xfffe, &n)) {
+        } else if (absl::StartsWith(v, "vport:") && ParseInt(v.substr(6), 0, 0xfffe, &n)) {
           o.from_vport = static_cast<int>(n);
         } else {
-          return Usage(absl::StrFormat("--from '%s': wire or vport:N", *v));
+          return Usage(absl::StrFormat("--from '%s': wire or vport:N", v));
         }
       } else if (name == "--frame") {
         s = allowed({"trace"});
-        if (!ParseInt(*v, 0, 1L << 40, &n))
-          return Usage(absl::StrFormat("--frame '%s': a frame index from 0", *v));
+        if (!ParseInt(v, 0, 1L << 40, &n))
+          return Usage(absl::StrFormat("--frame '%s': a frame index from 0", v));
         o.frame = n;
       } else if (name == "--vfs") {
-        if (!ParseInt(*v, 0, 1024, &n)) return Usage(absl::StrFormat("--vfs '%s': 0 to 1024", *v));
+        if (!ParseInt(v, 0, 1024, &n)) return Usage(absl::StrFormat("--vfs '%s': 0 to 1024", v));
         o.vfs = static_cast<int>(n);
       } else if (name == "--queues") {
-        if (!ParseInt(*v, 1, 1024, &n)) return Usage(absl::StrFormat("--queues '%s': 1 to 1024", *v));
+        if (!ParseInt(v, 1, 1024, &n)) return Usage(absl::StrFormat("--queues '%s': 1 to 1024", v));
         o.queues = static_cast<int>(n);
       } else {
         return Usage(absl::StrFormat("unknown option %s", name));
