@@ -1,3 +1,4 @@
+#include "base/status_macros.h"
 #include "dr/dr.h"
 
 #include <algorithm>
@@ -52,12 +53,14 @@ class RecordingDevice : public hw::Device {
     return absl::NotFoundError("no ASO");
   }
   void ReleaseAso(uint32_t) override {}
+  const hw::ParsedFields& parsed_fields() const override { return parsed; }
 
   std::vector<const hw::FlowTable*> roots;
   std::map<const hw::FlowTable*, int> changes;
   std::map<uint32_t, int> queue_refs;
   std::map<uint32_t, int> counter_refs;
   bool manager = true;
+  hw::ParsedFields parsed = hw::ParsedFields::All("recording device");
   uint32_t meters = 0;
   uint64_t sequence = 0;
 };
@@ -91,7 +94,7 @@ absl::StatusOr<std::vector<Rule>> Many(const Matcher& m,
                                        const std::vector<const mlx5dv_flow_match_parameters*>& values,
                                        std::initializer_list<const Action*> actions) {
   std::vector<Rule> rules(values.size());
-  if (absl::Status s = Rule::CreateMany(m, values, actions, absl::MakeSpan(rules)); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(Rule::CreateMany(m, values, actions, absl::MakeSpan(rules)));
   return rules;
 }
 

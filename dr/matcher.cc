@@ -1,4 +1,5 @@
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "dr/dr.h"
 #include "dr/objects.h"
 
@@ -20,11 +21,11 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   if (t == nullptr) return absl::InvalidArgumentError("table handle is empty");
   DomainLock lock(t->domain);
   hw::Device& device = *t->domain->device;
-  absl::StatusOr<matcher::CompiledMask> compiled =
-      matcher::CompileMask(t->domain->type, match_criteria_enable, mask);
-  if (!compiled.ok()) return compiled.status();
+  DRSIM_ASSIGN_OR_RETURN(
+      matcher::CompiledMask compiled,
+      matcher::CompileMask(t->domain->type, match_criteria_enable, mask, device.parsed_fields()));
 
-  auto* m = new MatcherObj(t, priority, *std::move(compiled));
+  auto* m = new MatcherObj(t, priority, std::move(compiled));
   // Tried before the matchers of higher priority numbers and the older ones of its own (hw::LookupBefore).
   t->matchers.insert(m);
   t->ft.LinkMatcher(&m->hw);

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "hw/flow_table.h"
+#include "hw/parsed_fields.h"
 #include "hw/reclaimer.h"
 
 namespace drsim::hw {
@@ -45,6 +46,8 @@ class Device {
 
   // Identity and capabilities, for dumps. The defaults describe an anonymous one-port function.
   virtual DeviceInfo Describe() const { return {}; }
+  // The match-layout fields the device's parser fills; the matcher compiler refuses masks on the others.
+  virtual const ParsedFields& parsed_fields() const = 0;
 
   // Level-0 tables are where packets of their domain type enter. The device merges the chains of all
   // attached root tables of one type into one lookup order (priority, then newest matcher first).

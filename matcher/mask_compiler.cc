@@ -4,8 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/match_params.h"
-#include "hw/parser_caps.h"
+#include "hw/parsed_fields.h"
 
 namespace drsim::matcher {
 namespace {
@@ -99,7 +100,8 @@ std::vector<hw::Definer::Fold> PortFolds() {
 }  // namespace
 
 absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t criteria,
-                                         const mlx5dv_flow_match_parameters* mask) {
+                                         const mlx5dv_flow_match_parameters* mask,
+                                         const hw::ParsedFields& parsed) {
   if (criteria >= 0x80) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "match_criteria_enable 0x%02x has bits above the 7 sections (must be < 0x80)", criteria));
@@ -114,28 +116,26 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
     CopyEnabledSections(criteria, reinterpret_cast<const uint8_t*>(mask->match_buf), mask->match_sz,
                         out.mask.data());
   }
-  if (absl::Status s = PreCheck(criteria, out.mask.data(), nullptr); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(PreCheck(criteria, out.mask.data(), nullptr));
 
   const bool has_rx = domain != MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
   const bool has_tx = domain != MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   if (has_rx) {
-    absl::StatusOr<std::vector<SteBuilder>> b = ConsumeMask(domain, true, criteria, out.mask.data());
-    if (!b.ok()) return b.status();
-    out.rx_builders = *std::move(b);
+    DRSIM_ASSIGN_OR_RETURN(std::vector<SteBuilder> b, ConsumeMask(domain, true, criteria, out.mask.data()));
+    out.rx_builders = std::move(b);
   }
   if (has_tx) {
-    absl::StatusOr<std::vector<SteBuilder>> b = ConsumeMask(domain, false, criteria, out.mask.data());
-    if (!b.ok()) return b.status();
-    out.tx_builders = *std::move(b);
+    DRSIM_ASSIGN_OR_RETURN(std::vector<SteBuilder> b, ConsumeMask(domain, false, criteria, out.mask.data()));
+    out.tx_builders = std::move(b);
   }
-  // Valid for rdma-core, but a field the software NIC does not parse would never match: refuse it.
+  // Valid for rdma-core, but a field the device's parser does not fill would never match: refuse it.
   for (size_t i = 0; i < hw::kNumFields; ++i) {
     const Field f = hw::FieldAt(i);
-    if (hw::GetField(out.mask.data(), f) != 0 && !hw::SoftwareNicParses(f)) {
+    if (hw::GetField(out.mask.data(), f) != 0 && !parsed.Contains(f)) {
       return absl::UnimplementedError(absl::StrFormat(
-          "mask field %s is matchable on a ConnectX, but the software NIC does not parse it (it parses one "
-          "tunnel level, so no MPLS inside a tunnel's inner frame); a rule on it would never match",
-          hw::Info(f).name));
+          "mask field %s is matchable on a ConnectX, but the %s does not parse it%s; a rule on it would "
+          "never match",
+          hw::Info(f).name, parsed.parser(), parsed.limits().empty() ? "" : " (" + parsed.limits() + ")"));
     }
   }
   std::array<uint8_t, hw::kMatchParamBytes> effective = EffectiveMask(out.mask.data());
@@ -189,7 +189,7 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
           absl::StrFormat("rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
     }
   }
-  if (absl::Status s = PreCheck(compiled.criteria, compiled.mask.data(), v); !s.ok()) return s;
+  DRSIM_RETURN_IF_ERROR(PreCheck(compiled.criteria, compiled.mask.data(), v));
   compiled.definer.Extract(v, key);
   if (normalized != nullptr) std::memcpy(normalized, copy, hw::kMatchParamBytes);
   return absl::OkStatus();

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "hw/definer.h"
 #include "hw/match_layout.h"
+#include "hw/parsed_fields.h"
 #include "matcher/mask_consumption.h"
 
 namespace drsim::matcher {
@@ -41,10 +42,11 @@ struct alignas(64) CompiledMask {
 // Compiles a matcher mask for a domain type. `mask` may be null (all zero). Errors, in rdma-core's order:
 //  - InvalidArgument (EINVAL): criteria >= 0x80; mask->match_sz > 448; criteria nonzero with nothing masked;
 //  - Unimplemented (EOPNOTSUPP): ip_version mask not 0, 4 or 6; a masked field no builder consumes;
-//  - Unimplemented (ENOTSUP): a source_port mask other than 0 or 0xffff.
+//  - Unimplemented (ENOTSUP): a source_port mask other than 0 or 0xffff;
+//  - Unimplemented (EOPNOTSUPP): a masked field outside `parsed`, the fields the device's parser fills.
 // Every message names the field or parameter at fault.
 absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t criteria,
-                                         const mlx5dv_flow_match_parameters* mask);
+                                         const mlx5dv_flow_match_parameters* mask, const hw::ParsedFields& parsed);
 
 // Validates a rule value against `compiled` and writes its lookup key (compiled.definer.key_words() words).
 // Errors: InvalidArgument (EINVAL) for a null value, a match_sz that is not a multiple of 4 or exceeds 448,

@@ -60,6 +60,7 @@
 #include "sim/counters.h"
 #include "sim/meter.h"
 #include "sim/packet.h"
+#include "sim/parser_coverage.h"
 #include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
 
@@ -164,6 +165,7 @@ class Function : public hw::Device {
   // hw::Device
   // "drsim_pf" or "drsim_vf<N>", firmware "0.0.0" (there is none), vhca id = vport, one port.
   hw::DeviceInfo Describe() const override;
+  const hw::ParsedFields& parsed_fields() const override { return SoftwareParserFields(); }
   hw::Reclaimer* reclaimer() override;
   void AttachRootTable(const hw::FlowTable* table) override;
   void DetachRootTable(const hw::FlowTable* table) override;

@@ -1,8 +1,14 @@
-#include "hw/parser_caps.h"
+#include "sim/parser_coverage.h"
 
-namespace drsim::hw {
+#include "hw/match_layout.h"
 
-bool SoftwareNicParses(Field f) {
+namespace drsim::sim {
+namespace {
+
+using hw::Field;
+using hw::Section;
+
+bool Fills(Field f) {
   switch (f) {
     case Field::kOuterL3Ok:
     case Field::kOuterL4Ok:
@@ -25,7 +31,7 @@ bool SoftwareNicParses(Field f) {
     default:
       break;
   }
-  switch (Info(f).section) {
+  switch (hw::Info(f).section) {
     case Section::kOuter:
     case Section::kMisc:
     case Section::kInner:
@@ -40,4 +46,20 @@ bool SoftwareNicParses(Field f) {
   return false;
 }
 
-}  // namespace drsim::hw
+hw::ParsedFields Build() {
+  hw::ParsedFields parsed = hw::ParsedFields::All("software NIC");
+  for (size_t i = 0; i < hw::kNumFields; ++i) {
+    if (!Fills(hw::FieldAt(i))) parsed.Remove(hw::FieldAt(i));
+  }
+  parsed.set_limits("it parses one tunnel level, so no MPLS inside a tunnel's inner frame");
+  return parsed;
+}
+
+}  // namespace
+
+const hw::ParsedFields& SoftwareParserFields() {
+  static const hw::ParsedFields* const parsed = new hw::ParsedFields(Build());
+  return *parsed;
+}
+
+}  // namespace drsim::sim
