@@ -1,4 +1,4 @@
-#include "dr/dump_test_util.h"
+#include "tests/dump_test_util.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 
 namespace drsim::dr::testing {
 namespace {
@@ -187,7 +188,7 @@ absl::Status CheckDump(absl::string_view dump) {
   std::string domain, table, matcher, rule;
   bool matcher_has_mask = false;
   for (const std::string& line : lines) {
-    if (absl::Status s = CheckRecord(line); !s.ok()) return s;
+    DRSIM_RETURN_IF_ERROR(CheckRecord(line));
     const std::vector<std::string> f = Fields(line);
     const int type = std::stoi(f[0]);
     auto expect = [&](size_t field, const std::string& parent, const char* what) -> absl::Status {

@@ -1,11 +1,11 @@
 // Golden dumps of a NIC_RX, a NIC_TX and an FDB domain, with tables at several levels, matchers on every
 // mask section drsim can match (outer, inner, misc, misc2, misc3, misc5) and rules using every action the
 // API can create. Each dump is checked record by record against the reference's formats, then compared,
-// with object ids ranked (testing::NormalizeIds), with dr/testdata/dump_<name>.csv.
+// with object ids ranked (testing::NormalizeIds), with tests/testdata/dump_<name>.csv.
 //
 // To regenerate the golden files after a deliberate change, run the test binary from the workspace root
 // with DRSIM_UPDATE_GOLDENS set, and review the diff:
-//   bazel build //dr:dump_golden_test && DRSIM_UPDATE_GOLDENS=1 bazel-bin/dr/dump_golden_test
+//   bazel build //tests:dump_golden_test && DRSIM_UPDATE_GOLDENS=1 bazel-bin/tests/dump_golden_test
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
@@ -19,7 +19,7 @@
 
 #include "dr/dr.h"
 #include "dr/dump.h"
-#include "dr/dump_test_util.h"
+#include "tests/dump_test_util.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
 #include "hw/modify_header.h"
@@ -85,7 +85,7 @@ struct Scenario {
   }
 };
 
-std::string GoldenPath(const std::string& name) { return "dr/testdata/dump_" + name + ".csv"; }
+std::string GoldenPath(const std::string& name) { return "tests/testdata/dump_" + name + ".csv"; }
 
 // Checks the stable-id dump of `domain` and compares it with its golden file.
 void CheckGolden(const Domain& domain, const std::string& name) {

@@ -1,8 +1,8 @@
 // Test support for dr/dump.h: capturing a dump, checking it against the record formats of rdma-core's
 // dump (the reference, section 5.2) and the way mlx_steering_dump reads it (section 5.3), and rewriting
 // object ids so that dumps can be compared with golden files.
-#ifndef DRSIM_DR_DUMP_TEST_UTIL_H_
-#define DRSIM_DR_DUMP_TEST_UTIL_H_
+#ifndef DRSIM_TESTS_DUMP_TEST_UTIL_H_
+#define DRSIM_TESTS_DUMP_TEST_UTIL_H_
 
 #include <cstdio>
 #include <functional>
@@ -38,4 +38,4 @@ std::string NormalizeIds(absl::string_view dump);
 
 }  // namespace drsim::dr::testing
 
-#endif  // DRSIM_DR_DUMP_TEST_UTIL_H_
+#endif  // DRSIM_TESTS_DUMP_TEST_UTIL_H_

@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "dr/dr.h"
-#include "dr/dump_test_util.h"
+#include "tests/dump_test_util.h"
 #include "dr/status_errno.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
