@@ -1,4 +1,4 @@
-// ACL classification (issue #5): a ClassBench-style acl set (classbench/generator.h, or a real ClassBench
+// ACL classification: a ClassBench-style acl set (classbench/generator.h, or a real ClassBench
 // file with --filters=PATH) through drsim and through DPDK's rte_acl, in one binary, on the same filters and
 // the same trace (drawn from the set, or a ClassBench trace file with --trace=PATH):
 //   BM_DrAcl*             drsim's benches (bench/dr_acl_benches.cc, linked in)

@@ -1,7 +1,7 @@
-// drsim's ACL benches (issue #5), linked whole into acl_bench (beside DPDK's rte_acl) and into
+// drsim's ACL benches, linked whole into acl_bench (beside DPDK's rte_acl) and into
 // ovs_classifier_bench (beside OVS's classifier), so that each peer's ratio can be taken between runs of one
-// process, interleaved (--benchmark_enable_random_interleaving): this machine's speed differs by up to half
-// from one process to the next, never within one. On the sets of bench/acl_sets.h:
+// process, interleaved (--benchmark_enable_random_interleaving): a shared VM's speed differs widely from
+// one process to the next, far less within one. On the sets of bench/acl_sets.h:
 //   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
 //   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
 //   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
@@ -103,8 +103,9 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
 }
 
 // How long a lookup bench sends frames, untimed, past the quiet lookups after which the ACL's table compiles:
-// its trees are built on the index's compiler thread (24-162 ms on the ClassBench sets), the next lookup
-// publishes them, and their trial takes 512 calls (16,384 frames in bursts).
+// its trees are built on the index's compiler thread (well within this time on the ClassBench sets;
+// bench/README.md has the times), the next lookup publishes them, and their trial takes 2,048 calls (65,536
+// frames in bursts).
 constexpr std::chrono::milliseconds kWarmUpAfterQuiet{600};
 
 void BM_DrAclLookup(benchmark::State& state) {

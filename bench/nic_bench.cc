@@ -11,8 +11,8 @@
 //   BM_NicLookup/N          the trace through the NIC in bursts of 32: parse, definer, lookup, drop
 //   BM_NicLookupJumps/N     the same behind three tables of jumps (all -> UDP -> destination /8 -> 5-tuple)
 // The insert benches pass rule values as bench::PackedValues (match_sz 64, one array), as rte_hash_bench
-// passes its keys. rte_hash's benches (bench/rte_hash_bench.cc) are linked in too: the ratios are
-// taken between runs of one process, the two interleaved.
+// passes its keys. rte_hash's benches (bench/rte_hash_bench.cc) are linked in too: bench/README.md's ratios
+// are taken between runs of one process, the two interleaved.
 //
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_counters_tabular=true
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_enable_random_interleaving=true

@@ -23,7 +23,7 @@
 // prefix tries on nw_dst and nw_src (bench/ovs/ovs_cls.h). Before timing a lookup bench, every trace
 // packet's verdict (the filter of the rule found) is checked against classbench::FirstMatch; a mismatch
 // skips the bench with an error naming the packet.
-// drsim's ACL benches (BM_DrAcl*, bench/dr_acl_benches.cc) are linked in too: the "10x OVS" is a
+// drsim's ACL benches (BM_DrAcl*, bench/dr_acl_benches.cc) are linked in too: the "10x OVS" target is a
 // ratio taken between runs of one process, the two interleaved.
 //
 // OVS is built outside the repository; every target here is "manual":

@@ -1,4 +1,4 @@
-// The rte_hash peer (issue #5): DPDK 22.11's cuckoo hash, from Debian's libdpdk-dev, on the five-tuple keys
+// The rte_hash peer: DPDK 22.11's cuckoo hash, from Debian's libdpdk-dev, on the five-tuple keys
 // and the lookup trace of nic_bench (bench/flows.h), so its numbers and ours read side by side:
 //   BM_RteHashInsert/N      rte_hash_add_key of N keys into a table sized for them (keys/s)
 //   BM_RteHashLookupBulk/N  rte_hash_lookup_bulk in bursts of 32 over the 4096-entry trace (lookups/s)
@@ -6,11 +6,11 @@
 //                           the same on a table created with RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF: lookups
 //                           on other threads may run while keys are added and deleted, without locks, the
 //                           guarantee drsim's match tables give (hw/match_table.h); the plain table gives
-//                           none, and the issue's ratios are taken against it
+//                           none, and bench/README.md's ratios are taken against it
 // The hash function is rte_hash_crc (SSE4.2 CRC32), the one DPDK's own flow-table examples use. The EAL
 // runs without hugepages or PCI devices, so any Linux box runs it. These benches run alone in rte_hash_bench,
-// and in nic_bench next to drsim's, so that a ratio can be taken between runs in one process (this machine's
-// speed can differ by half from one process to the next, never within one):
+// and in nic_bench next to drsim's, so that a ratio can be taken between runs in one process (a shared
+// VM's speed can differ widely from one process to the next, far less within one):
 //
 //   bazel run --config=opt //bench:rte_hash_bench -- --benchmark_format=json
 //   bazel run --config=opt //bench:nic_bench -- --benchmark_filter='(NicLookup|RteHashLookupBulk)/1000000'

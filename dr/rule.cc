@@ -415,8 +415,7 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
   }
   if (n == 0) return absl::OkStatus();
   // Then each rule's matcher. This reads the rules the first loop requested: one whose line is not in yet
-  // (the checks used to wait on about one in three, requested or not) is waited for here, together with the
-  // others, rather than alone in the checks.
+  // is waited for here, together with the others, rather than alone in the checks.
   for (size_t i = 0; i < n; ++i) __builtin_prefetch(updates[i].rule->obj()->matcher);
   DomainObj* d = updates[0].rule->obj()->matcher->table->domain.get();
   std::lock_guard<std::recursive_mutex> lock(d->mu);

@@ -4,10 +4,10 @@
 // advised as transparent huge pages (advice only: where the kernel has none, they are ordinary pages).
 //
 // Small blocks come from a process-wide SmallBlockArena on such pages too: an ACL's thousands of small
-// matchers otherwise spread their objects and tables over 50 MB of 4 KiB heap pages, and every rule update
-// and lookup in them pays a TLB miss besides each cache miss (on huge pages, acl1's updates that keep a
-// rule's key ran about a third faster: bench/README.md, twenty-second pass). Under AddressSanitizer small
-// blocks come from the heap instead, so that its overflow and leak checks cover them.
+// matchers otherwise spread their objects and tables over tens of megabytes of 4 KiB heap pages, and every
+// rule update and lookup in them pays a TLB miss besides each cache miss (huge pages spare those:
+// bench/README.md measures rule updates both ways). Under AddressSanitizer small blocks come from the heap
+// instead, so that its overflow and leak checks cover them.
 //
 // SlabPool hands out objects of one size packed into such 2 MiB slabs, so objects created together
 // (a table's rules) share a few huge pages instead of scattering over the heap. Freed objects go back to
