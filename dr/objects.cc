@@ -136,7 +136,7 @@ void BuildIndex(TableObj* table) {
     // (The index this one replaces is never written again: its entries' items may go.)
     m->index_state = std::make_unique<hw::TableIndex::MatcherState>();
     index->AddMatcher(&m->hw, m->index_state.get());
-    m->hw.table.FileQueued();  // (indexed, its rules go in at once from now on)
+    m->hw.table.FlushQueue();  // (indexed, its rules go in at once from now on)
     // Every rule is filed before any hit is named: an entry names the rule of its key only while it has one
     // (NameHit), and the records come by number, not in the order their rules were made (a newer duplicate
     // may sit in an older record, and must not be named).

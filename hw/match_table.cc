@@ -99,7 +99,7 @@ MatchTable::~MatchTable() {
 }
 
 MatchTable::Queue::Queue() {
-  for (uint32_t i = 0; i < kQueued; ++i) {
+  for (uint32_t i = 0; i < kQueueCapacity; ++i) {
     record[i].store(kNone, std::memory_order_relaxed);
     signature[i].store(0, std::memory_order_relaxed);
   }
@@ -245,10 +245,10 @@ const RuleRecord* MatchTable::Find(const uint32_t* key, uint64_t hash) const {
 
 uint32_t MatchTable::QueuedHolding(const Queue& queue, const uint32_t* key, uint64_t hash) const {
   const uint16_t sig = Signature(hash);
-  for (uint32_t i = 0; i < kQueued; ++i) {
+  for (uint32_t i = 0; i < kQueueCapacity; ++i) {
     // The signature is read after the record: at least as new as it (the writer stores it first), so a
-    // record it no longer matches has left the queue, filed (and the newer signature, acquired, shows the
-    // filed count that says so).
+    // record it no longer matches has left the queue, placed (and the newer signature, acquired, shows the
+    // flushed count that says so).
     const uint32_t record = queue.record[i].load(std::memory_order_acquire);
     if (record != kNone && queue.signature[i].load(std::memory_order_acquire) == sig &&
         KeyEquals(RecordWords(record), key)) {
@@ -258,17 +258,17 @@ uint32_t MatchTable::QueuedHolding(const Queue& queue, const uint32_t* key, uint
   return kNone;
 }
 
-// A record leaves the queue after its slot is written and `filed` counted: a lookup that found it in
+// A record leaves the queue after its slot is written and `flushed` counted: a lookup that found it in
 // neither reads a count that moved since its first reading, and looks again.
 const RuleRecord* MatchTable::FindWithQueue(const Queue& queue, const uint32_t* key, uint64_t hash) const {
   for (;;) {
-    const uint32_t filed = queue.filed.load(std::memory_order_acquire);
+    const uint32_t flushed = queue.flushed.load(std::memory_order_acquire);
     size_t bucket;
     int slot;
     uint32_t record = Probe(*buckets_.load(std::memory_order_acquire), key, hash, &bucket, &slot);
     if (record == kNone) record = QueuedHolding(queue, key, hash);
     if (record != kNone) return RecordRule(record);
-    if (queue.filed.load(std::memory_order_acquire) == filed) return nullptr;
+    if (queue.flushed.load(std::memory_order_acquire) == flushed) return nullptr;
   }
 }
 
@@ -300,9 +300,9 @@ void MatchTable::FindBurstOf(const uint32_t* keys, size_t n, const RuleRecord** 
     hashes[i] = HashKey(keys + i * words, words);
     __builtin_prefetch(&array.buckets[hashes[i] & array.mask]);
   }
-  // A key its home bucket had no room for lies in a bucket after it, most often the next (5% of the keys of
-  // a table at 3/4 load): for a key its home bucket has no candidate for while keys overflow past it, that
-  // bucket loads with the others, rather than in a Find after the burst's records.
+  // A key its home bucket had no room for lies in a bucket after it, most often the next: for a key its home
+  // bucket has no candidate for while keys overflow past it, that bucket loads with the others, rather than
+  // in a Find after the burst's records.
   uint8_t spilled[kMaxFindBurst];
   size_t spills = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -392,7 +392,7 @@ uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule,
   return record;
 }
 
-bool MatchTable::Place(const BucketView& array, uint32_t record, uint64_t hash) {
+bool MatchTable::PlaceInFreeSlot(const BucketView& array, uint32_t record, uint64_t hash) {
   size_t b = hash & array.mask;
   for (size_t probes = 0; probes <= array.mask; ++probes) {
     Bucket& bk = array.buckets[b];
@@ -416,7 +416,7 @@ void MatchTable::Rebuild(size_t buckets) {
   for (size_t i = 0; i <= old->mask; ++i) {
     for (const std::atomic<uint32_t>& slot : old->buckets[i].record) {
       const uint32_t record = slot.load(std::memory_order_relaxed);
-      if (record != kNone) Place(*array, record, MetaOf(record).hash);
+      if (record != kNone) PlaceInFreeSlot(*array, record, MetaOf(record).hash);
     }
   }
   array->queue.store(old->queue.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -426,7 +426,7 @@ void MatchTable::Rebuild(size_t buckets) {
 }
 
 void MatchTable::Reserve(size_t rules) {
-  FileQueued();
+  FlushQueue();
   // The records and their bookkeeping, their pages faulted in now, as rte_hash_create allocates its key
   // store: the rules announced then go in without a page fault or an allocation on the way. (Grown to
   // `rules` and back, meta_ keeps the memory it wrote.)
@@ -445,9 +445,9 @@ void MatchTable::Reserve(size_t rules) {
 
 MatchTable::Handle MatchTable::Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule,
                                       void* owner) {
-  FileQueued();
+  FlushQueue();
   const uint32_t record = AllocateRecord(key, rule, hash, owner);
-  File(record);
+  PlaceRecord(record);
   return record;
 }
 
@@ -457,12 +457,12 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
   // looked up in the buckets (a lookup that finds a rule in the queue has missed in them first).
   if (written_.mask < kQueueFromBuckets - 1) return Insert(key, hash, rule, owner);
   Queue* queue = WrittenQueue();
-  // Every queued key has its room when it is queued: filing, which an erase does, then never grows the table
-  // (growing allocates, and may throw; an erase must not). A table that must grow first, or a fixed-size one
-  // nearly full, inserts at once.
+  // Every queued key has its room when it is queued: flushing, which an erase does, then never grows the
+  // table (growing allocates, and may throw; an erase must not). A table that must grow first, or a
+  // fixed-size one nearly full, inserts at once.
   const size_t slots = (written_.mask + 1) * kSlotsPerBucket;
   const size_t queued = queue != nullptr ? queue->count : 0;
-  if (fixed_size_ ? distinct_keys_ + kQueued >= slots
+  if (fixed_size_ ? distinct_keys_ + kQueueCapacity >= slots
                   : (distinct_keys_ + queued + 1) * kMaxLoadDenominator > slots * kMaxLoadNumerator) {
     return Insert(key, hash, rule, owner);
   }
@@ -471,10 +471,10 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
     buckets_.load(std::memory_order_relaxed)->queue.store(queue, std::memory_order_release);
     has_queue_ = true;
   }
-  // One record a key: one of this key already queued is filed first (with the older ones), so that a lookup
+  // One record a key: one of this key already queued is placed first (with the older ones), so that a lookup
   // finding a record in the queue need not ask which is older.
-  if (QueuedHolding(*queue, key, hash) != kNone) FileQueued();
-  if (queue->count == kQueued) FileOldest(*queue);
+  if (QueuedHolding(*queue, key, hash) != kNone) FlushQueue();
+  if (queue->count == kQueueCapacity) FlushOldestQueued(*queue);
   const uint32_t record = AllocateRecord(key, rule, hash, owner);
   // Lookups must not refuse the key on the summary before its slot is written (a bit whose key went is set
   // still: then it is no longer stale).
@@ -483,29 +483,29 @@ MatchTable::Handle MatchTable::InsertQueued(const uint32_t* key, uint64_t hash, 
   if (const uint64_t summary = summary_.load(std::memory_order_relaxed); (summary & bit) == 0) {
     summary_.store(summary | bit, std::memory_order_release);
   }
-  const uint32_t at = (queue->head + queue->count) % kQueued;
+  const uint32_t at = (queue->head + queue->count) % kQueueCapacity;
   queue->signature[at].store(Signature(hash), std::memory_order_release);
   queue->record[at].store(record, std::memory_order_release);  // lookups find the rule from here on
   ++queue->count;
   return record;
 }
 
-void MatchTable::FileQueued() {
+void MatchTable::FlushQueue() {
   Queue* queue = WrittenQueue();
   if (queue == nullptr) return;
-  while (queue->count != 0) FileOldest(*queue);
+  while (queue->count != 0) FlushOldestQueued(*queue);
 }
 
-void MatchTable::FileOldest(Queue& queue) {
+void MatchTable::FlushOldestQueued(Queue& queue) {
   const uint32_t at = queue.head;
-  File(queue.record[at].load(std::memory_order_relaxed));
-  queue.filed.store(queue.filed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  PlaceRecord(queue.record[at].load(std::memory_order_relaxed));
+  queue.flushed.store(queue.flushed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   queue.record[at].store(kNone, std::memory_order_release);
-  queue.head = (at + 1) % kQueued;
+  queue.head = (at + 1) % kQueueCapacity;
   --queue.count;
 }
 
-void MatchTable::File(uint32_t record) {
+void MatchTable::PlaceRecord(uint32_t record) {
   const uint64_t hash = MetaOf(record).hash;
   size_t bucket;
   int slot;
@@ -535,7 +535,7 @@ void MatchTable::File(uint32_t record) {
     }
   }
   // Only a full fixed-size table fails to place.
-  while (!Place(written_, record, hash)) Rebuild((written_.mask + 1) * 2);
+  while (!PlaceInFreeSlot(written_, record, hash)) Rebuild((written_.mask + 1) * 2);
   ++distinct_keys_;
 }
 
@@ -551,7 +551,7 @@ std::vector<MatchTable::Handle> MatchTable::InInsertionOrder() const {
 }
 
 void MatchTable::Erase(Handle handle) {
-  FileQueued();
+  FlushQueue();
   if (!IsRecord(handle)) return;
   Meta& meta = MetaOf(handle);  // (meta_ does not grow while erasing)
   if (!meta.live) return;

@@ -1,45 +1,49 @@
-// MatchTable: the hashed exact-match table of one matcher. Keys are definer outputs (a fixed number of
-// 32-bit words per table); each key maps to the rules (RuleRecords) inserted with it, oldest first.
+// MatchTable: the hashed exact-match table of one matcher.
 //
-// Layout, built for the lookup path:
-//  - buckets are one cache line: 10 slots, each a 16-bit signature and a 32-bit record index (the
-//    signatures first, then an overflow count, then the record indexes), so a million keys at 4/5 load
-//    fill 8 MiB of buckets, the size of rte_hash's; a key lives in its home bucket or, when that is full,
-//    in the next ones (linear probing over buckets; the overflow count of each bucket passed says whether
-//    a lookup must continue past it);
-//  - records (the RuleRecord itself, then the key words) sit in chunks that double in size (8 records,
-//    then 16, 32, ...), so a matcher holding a handful of rules costs a few hundred bytes while a hit
-//    costs the bucket line and one record line; the signature filters other keys (all but one in
-//    65,535) before any key compare.
-//    Bucket arrays and chunks of 2 MiB or more are backed by transparent huge pages where the kernel
-//    offers them (madvise), as a million-rule table otherwise spends its lookups on TLB misses;
-//  - a 64-bit summary in the table's first line, one bit per group of values of one chosen key word (the
-//    summary word): Find refuses a key whose bit no key sets without loading a bucket, and a walk through
-//    an ACL's thousands of small matchers, which misses in most of them, refuses a packet on that one word
-//    (MayHold) without extracting or hashing the whole key. A bit whose last key went is cleared when the
-//    table next sets a bit, so that a rule deleted and put back (an update) writes no line lookups read
-//    first.
+// What
+//   Keys are definer outputs (a fixed number of 32-bit words per table); each key maps to the rules
+//   (RuleRecords) inserted with it, oldest first. Duplicates (equal keys) follow rdma-core: the newer rule
+//   waits behind the older one, which keeps winning until it is erased. The table grows by doubling at 4/5
+//   load; it never loses or reorders rules. A fixed-size table (set_layout without RESIZABLE) keeps its size
+//   until it is completely full.
 //
-// Queued inserts (InsertQueued, in tables of 2^14 buckets or more): a rule's record is written at once, its
-// bucket slot by a later write call into the table, once the bucket (requested now) has loaded; meanwhile
-// lookups that miss in the buckets find it in the table's queue of such records (at most kQueued, one a
-// key). A million inserts in a row then overlap their bucket misses, as rte_hash's shorter inserts do,
-// instead of each waiting on its own.
+// How
+//   The layout is built for the lookup path:
+//    - buckets are one cache line: 10 slots, each a 16-bit signature and a 32-bit record index (the
+//      signatures first, then an overflow count, then the record indexes), so a million keys at 4/5 load
+//      fill 8 MiB of buckets, the size of rte_hash's; a key lives in its home bucket or, when that is full,
+//      in the next ones (linear probing over buckets; the overflow count of each bucket passed says whether
+//      a lookup must continue past it);
+//    - records (the RuleRecord itself, then the key words) sit in chunks that double in size (8 records,
+//      then 16, 32, ...), so a matcher holding a handful of rules costs a few hundred bytes while a hit
+//      costs the bucket line and one record line; the signature filters other keys (all but one in
+//      65,535) before any key compare. Bucket arrays and chunks of 2 MiB or more are backed by transparent
+//      huge pages where the kernel offers them (madvise), as a million-rule table otherwise spends its
+//      lookups on TLB misses;
+//    - a 64-bit summary in the table's first line, one bit per group of values of one chosen key word (the
+//      summary word): Find refuses a key whose bit no key sets without loading a bucket, and a walk through
+//      an ACL's thousands of small matchers, which misses in most of them, refuses a packet on that one
+//      word (MayHold) without extracting or hashing the whole key. A bit whose last key went is cleared when
+//      the table next sets a bit, so that a rule deleted and put back (an update) writes no line lookups
+//      read first.
 //
-// Duplicates (equal keys) follow rdma-core: the newer rule waits behind the older one, which keeps winning
-// until it is erased. The table grows by doubling at 4/5 load; it never loses or reorders rules.
-// A fixed-size table (set_layout without RESIZABLE) keeps its size until it is completely full.
+//   Queued inserts (InsertQueued, in tables of 2^14 buckets or more): a rule's record is written at once,
+//   its bucket slot by a later write call into the table, once the bucket (requested now) has loaded;
+//   meanwhile lookups that miss in the buckets find it in the table's queue of such records (at most
+//   kQueueCapacity, one a key). A million inserts in a row then overlap their bucket misses, as rte_hash's
+//   shorter inserts do, instead of each waiting on its own.
 //
-// Concurrency: one writer at a time (the caller serialises Insert, InsertQueued, FileQueued, Erase and
-// Reserve), any number of concurrent Find()s inside read sections of `reclaimer` (hw/reclaimer.h). A writer
-// fills a record before publishing it with one store of its slot's record index, so a reader finds a rule
-// completely or not at all (the signature, stored after it, only filters: a reader compares the record's
-// key); growing builds a new bucket array and publishes it whole; erased records and replaced arrays are
-// reused or freed only once no reader can still hold them. A queued record is published the same way, by
-// the store of its queue slot, and leaves the queue only after its bucket slot is written and the queue's
-// count of filed records moves on: a lookup that misses in both reads that count before and after, and
-// looks again if it moved, so a rule once found is never missed again. Without a reclaimer, Find() must
-// not overlap writes.
+// Thread-safety
+//   One writer at a time (the caller serialises Insert, InsertQueued, FlushQueue, Erase and Reserve), any
+//   number of concurrent Find()s inside read sections of `reclaimer` (hw/reclaimer.h). A writer fills a
+//   record before publishing it with one store of its slot's record index, so a reader finds a rule
+//   completely or not at all (the signature, stored after it, only filters: a reader compares the record's
+//   key); growing builds a new bucket array and publishes it whole; erased records and replaced arrays are
+//   reused or freed only once no reader can still hold them. A queued record is published the same way, by
+//   the store of its queue slot, and leaves the queue only after its bucket slot is written and the queue's
+//   count of flushed records moves on: a lookup that misses in both reads that count before and after, and
+//   looks again if it moved, so a rule once found is never missed again. Without a reclaimer, Find() must
+//   not overlap writes.
 #ifndef DRSIM_HW_MATCH_TABLE_H_
 #define DRSIM_HW_MATCH_TABLE_H_
 
@@ -75,8 +79,10 @@ class MatchTable {
   MatchTable& operator=(const MatchTable&) = delete;
 
   size_t key_words() const { return key_words_; }
-  size_t size() const { return live_records_; }            // rules, duplicates included
-  size_t distinct_keys() const { return distinct_keys_; }  // of the rules filed (InsertQueued's, once filed)
+  size_t size() const { return live_records_; }  // rules, duplicates included
+  size_t distinct_keys() const {
+    return distinct_keys_;
+  }  // of the rules placed (InsertQueued's, once flushed)
   size_t bucket_count() const { return buckets_.load(std::memory_order_relaxed)->mask + 1; }
   size_t slot_capacity() const { return bucket_count() * kSlotsPerBucket; }
 
@@ -127,15 +133,15 @@ class MatchTable {
   // caller's object for the rule (the driver's rule), kept with the writer's bookkeeping of its record:
   // owner() and ForEachRule give it back, so that the caller need not list its rules itself.
   Handle Insert(const uint32_t* key, uint64_t hash, const RuleRecord& rule, void* owner = nullptr);
-  // Insert, the rule's bucket slot written later: by the kQueued-th queued insert after it, or by the next
-  // other write call (Insert, Erase, Reserve, FileQueued). Lookups find the rule as soon as this returns, as
-  // after Insert, and it takes precedence as after Insert. The caller requests the bucket first
+  // Insert, the rule's bucket slot written later: by the kQueueCapacity-th queued insert after it, or by the
+  // next other write call (Insert, Erase, Reserve, FlushQueue). Lookups find the rule as soon as this
+  // returns, as after Insert, and it takes precedence as after Insert. The caller requests the bucket first
   // (PrefetchForWrite), a while before if it can: the insert that writes the slot then finds it loaded.
   // A table of fewer than kQueueFromBuckets buckets, whose buckets the caches hold, inserts at once.
   Handle InsertQueued(const uint32_t* key, uint64_t hash, const RuleRecord& rule, void* owner);
   // Writes the slots of every queued insert (a writer's call, like Insert). Never grows the table (each
   // queued key had its room when it was queued), so never throws; Erase calls it first.
-  void FileQueued();
+  void FlushQueue();
 
   // The key `handle` was inserted with (key_words() words). `handle` must not have been erased.
   const uint32_t* key(Handle handle) const { return RecordKey(handle); }
@@ -224,16 +230,16 @@ class MatchTable {
   };
   // The records InsertQueued wrote whose slots are not written yet, oldest first from `head`; a key has at
   // most one. One line: lookups read the records, signatures and count, the writer all of it.
-  static constexpr uint32_t kQueued = 8;
+  static constexpr uint32_t kQueueCapacity = 8;
   // Tables of fewer buckets (1 MiB of them, a core's second-level cache here) file every insert at once.
   static constexpr size_t kQueueFromBuckets = size_t{1} << 14;
   struct alignas(64) Queue {
     Queue();
-    std::atomic<uint32_t> record[kQueued];  // kNone: no record
-    std::atomic<uint16_t> signature[kQueued];
-    // Queued records filed so far (modulo 2^32), counted after each one's slot is written and before it
-    // leaves the queue: a lookup that missed both between two equal readings of it missed no filed record.
-    std::atomic<uint32_t> filed{0};
+    std::atomic<uint32_t> record[kQueueCapacity];  // kNone: no record
+    std::atomic<uint16_t> signature[kQueueCapacity];
+    // Queued records placed so far (modulo 2^32), counted after each one's slot is written and before it
+    // leaves the queue: a lookup that missed both between two equal readings of it missed no placed record.
+    std::atomic<uint32_t> flushed{0};
     uint32_t head = 0;
     uint32_t count = 0;
   };
@@ -351,7 +357,7 @@ class MatchTable {
   bool FindSlot(const uint32_t* key, uint64_t hash, size_t* bucket, int* slot) const;
   // The record `queue` holds under `key` (hashed `hash`), or kNone; for lookups and the writer.
   uint32_t QueuedHolding(const Queue& queue, const uint32_t* key, uint64_t hash) const;
-  // Find for a table with a queue, on the buckets and then the queue, until no record was filed meanwhile.
+  // Find for a table with a queue, on the buckets and then the queue, until no record was flushed meanwhile.
   const RuleRecord* FindWithQueue(const Queue& queue, const uint32_t* key, uint64_t hash) const;
   // The writer's queue, or nullptr (the published array's, which never changes once set).
   Queue* WrittenQueue() const {
@@ -359,14 +365,14 @@ class MatchTable {
                       : nullptr;
   }
   // Writes the slot of the oldest queued record (the queue holds one).
-  void FileOldest(Queue& queue);
+  void FlushOldestQueued(Queue& queue);
   // Writes the slot of `record` (filled by AllocateRecord), under the hash its bookkeeping keeps: behind the
   // rules of its key, if the table has any; else in a free slot, the table growing first if the key takes it
   // past its load.
-  void File(uint32_t record);
+  void PlaceRecord(uint32_t record);
   // Places a primary record (distinct key) in the first free slot from its home bucket of `array`; false
   // when full.
-  static bool Place(const BucketView& array, uint32_t record, uint64_t hash);
+  static bool PlaceInFreeSlot(const BucketView& array, uint32_t record, uint64_t hash);
   void Rebuild(size_t buckets);
 
   // What lookups read first shares the table's first line, and what a writer reads of a small table (a rule

@@ -65,7 +65,7 @@ class TableModel {
   // checks the lookups again.
   void Verify(const std::vector<Key>& probes) {
     VerifyLookups(probes);
-    table_.FileQueued();
+    table_.FlushQueue();
     EXPECT_EQ(table_.distinct_keys(), model_.size());
     VerifyLookups(probes);
   }
@@ -508,7 +508,7 @@ TEST_P(MatchTableInsertsTest, ConcurrentLookupsFindEveryRuleInsertedBefore) {
         if (in == 0) return false;
         for (int i = 0; i < 32; ++i) {
           *x = *x * 1664525u + 1013904223u;
-          // Half the lookups among the last 16 keys in (queued, or just filed), half among all.
+          // Half the lookups among the last 16 keys in (queued, or just placed), half among all.
           ks[i] = i % 2 == 0 ? in - 1 - (*x >> 8) % std::min(in, 16u) : (*x >> 8) % in;
         }
         return true;
@@ -537,7 +537,7 @@ TEST(MatchTableTest, QueuedRulesAreFoundBeforeTheirSlotsAreWritten) {
   auto winner = [&](const Key& key) { return id(table.Find(key.data())); };
   const Key a{1, 2}, b{3, 4}, c{5, 6};
   table.Insert(a.data(), RuleRecord{&programs, 1});
-  queue(a, 2);  // a duplicate of a filed rule: the filed one wins
+  queue(a, 2);  // a duplicate of a placed rule: the placed one wins
   const MatchTable::Handle b3 = queue(b, 3);
   queue(b, 4);  // a duplicate of a queued rule: the older wins
   const MatchTable::Handle c5 = queue(c, 5);
@@ -556,26 +556,26 @@ TEST(MatchTableTest, QueuedRulesAreFoundBeforeTheirSlotsAreWritten) {
   EXPECT_EQ(id(found[2]), 5u);
   EXPECT_EQ(id(found[3]), 0u);
   EXPECT_EQ(table.size(), 5u);
-  // a's and b's: queueing b's second rule filed the queue up to b's first; c's rule is queued.
+  // a's and b's: queueing b's second rule flushed the queue up to b's first; c's rule is queued.
   EXPECT_EQ(table.distinct_keys(), 2u);
   table.Erase(c5);  // a queued rule, erased before its slot was written
   EXPECT_EQ(winner(c), 0u);
   table.Erase(b3);
   EXPECT_EQ(winner(b), 4u);
-  EXPECT_EQ(table.distinct_keys(), 2u);  // a's and b's (the erases filed the queue)
-  // Many queued in a row: the oldest are filed as the queue fills.
+  EXPECT_EQ(table.distinct_keys(), 2u);  // a's and b's (the erases flushed the queue)
+  // Many queued in a row: the oldest are placed as the queue fills.
   for (uint32_t k = 100; k < 200; ++k) queue(Key{k, k}, k);
   EXPECT_GT(table.distinct_keys(), 2u);
   EXPECT_LT(table.distinct_keys(), 102u);
   for (uint32_t k = 100; k < 200; ++k) EXPECT_EQ(winner(Key{k, k}), k);
-  table.FileQueued();
+  table.FlushQueue();
   EXPECT_EQ(table.distinct_keys(), 102u);
   for (uint32_t k = 100; k < 200; ++k) EXPECT_EQ(winner(Key{k, k}), k);
 }
 
 // Each queued key has its room when it is queued: an erase, which files the queue first, never grows the
 // table (growing allocates). Past the load the reserve sized for, inserts grow it themselves.
-TEST(MatchTableTest, FilingQueuedRulesNeverGrowsTheTable) {
+TEST(MatchTableTest, FlushingQueuedRulesNeverGrowsTheTable) {
   constexpr uint32_t kKeys = kQueuingTable + 4;
   MatchTable table(2);
   table.Reserve(kQueuingTable);

@@ -1,73 +1,84 @@
-// TableIndex: which matchers of a flow table may hold a rule a packet matches, so that a lookup in a
-// table of thousands of small matchers (an ACL's, one or more per filter) probes a few of them instead of
-// walking them all.
+// TableIndex: which matchers of a flow table may hold a rule a packet matches, so that a lookup in a table
+// of thousands of small matchers (an ACL's, one or more per filter) probes a few of them instead of walking
+// them all.
 //
-// The driver keeps one per flow table once the table has kIndexFromMatchers matchers. The index reads four
-// words of the header vector, chosen from the table's matchers when it is built: in order, those whose
-// masks have the most leading bits (addresses, then say the ports word, read from its destination port
-// when that is where its masks' prefixes are, and the protocol's). Every distinct rule key of a matcher,
-// cut to those four words, is one entry (value, mask, the matcher, its lookup rank). Entries are filed by
-// their prefixes in nested tries, one level per word, each path-compressed with a 3-bit stride (a path
-// crosses at most 11 nodes of a trie, two cache lines each): a node of the word-0 trie leads to a word-1 trie
-// of the entries whose word-0 prefix ends there, whose nodes hold the entries; a node of a word-1 or later
-// trie that comes to hold more than kFatNode entries splits them into a trie of the next word under it. A
-// packet collects, along its path through every trie it reaches, the entries whose four words it matches: the
-// candidates. Every matcher holding a rule the packet matches is a candidate, so probing the candidates in
-// lookup order (ascending rank) and stopping at the first hit gives the table's first hit, as walking its
-// whole chain does. An entry is exact when the four words cover the matcher's whole key (an ACL's, mostly): a
-// packet matching it matches a rule, so the candidates end at the first exact one. Other entries only
-// filter: a candidate is looked up in its own match table. Each node bounds from below the ranks of its
-// own entries (its slots', or its sub-trie's), so a walk takes its steps in order of those bounds and ends
-// once the next one is past an exact candidate's rank: it skips the sub-tries and slots that cannot hold an
-// earlier one. An exact entry also names the rule of its key when its matcher holds only one (the driver
-// tells it, NameHit), so that the lookup need not look the key up in the matcher's table. A walk starts from
-// a cell of a table over the word-0 trie's first kTopStrides nibbles, which every packet would otherwise
-// walk down. A burst's packets walk the tries together, a step of each in turn (CandidatesOf), so that
-// their loads overlap.
+// What
+//   The driver keeps one per flow table once the table has kIndexFromMatchers matchers. Given a packet's
+//   header vector, the index names its candidates: in lookup order (ascending rank), every matcher that
+//   holds a rule the packet matches, up to the first exact candidate. Probing the candidates in that order
+//   and stopping at the first hit gives the table's first hit, as walking its whole chain does.
 //
-// An index that stops changing compiles itself (Compile, below): decision trees over its words' bits, a
-// node cutting on up to twelve bits of a word at once, whose leaves list, in rank order, the entries a packet
-// reaching them may match, so that a lookup takes a load, a shift and a mask a step rather than a walk's
-// bookkeeping. It times the trees against the walk on the lookups it serves first and keeps the faster (the
-// trees on ClassBench's acl1, acl3, fw5 and ipc1; on fw1 either, as fast); the next change retires it, and
-// lookups walk until the index is quiet again.
+// How
+//   The index reads four words of the header vector, chosen from the table's matchers when it is built: in
+//   order, those whose masks have the most leading bits (addresses, then say the ports word, read from its
+//   destination port when that is where its masks' prefixes are, and the protocol's). Every distinct rule
+//   key of a matcher, cut to those four words, is one entry (value, mask, the matcher, its lookup rank).
+//   Entries are filed by their prefixes in nested tries, one level per word, each path-compressed with a
+//   3-bit stride (a path crosses at most 11 nodes of a trie, two cache lines each): a node of the word-0
+//   trie leads to a word-1 trie of the entries whose word-0 prefix ends there, whose nodes hold the entries;
+//   a node of a word-1 or later trie that comes to hold more than kFatNode entries splits them into a trie
+//   of the next word under it. A packet collects, along its path through every trie it reaches, the entries
+//   whose four words it matches: the candidates.
 //
-// A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
-// one entry with empty masks, a candidate of every packet, and its rules no longer change the index, so
-// an index never costs a rule more than a few loads, nor memory per rule.
+//   An entry is exact when the four words cover the matcher's whole key (an ACL's, mostly): a packet
+//   matching it matches a rule, so the candidates end at the first exact one. Other entries only filter: a
+//   candidate is looked up in its own match table. Each node bounds from below the ranks of its own entries
+//   (its slots', or its sub-trie's), so a walk takes its steps in order of those bounds and ends once the
+//   next one is past an exact candidate's rank. An exact entry also names the rule of its key when its
+//   matcher holds only one (the driver tells it, NameHit), so that the lookup need not look the key up in
+//   the matcher's table.
 //
-// A node that holds no entry any more (dormant ones count) and parts no paths goes: it is unlinked (a node
-// leading to one other is replaced by it), and so are the nodes above it this leaves so, and its memory
-// serves a new node once readers are past it. The tries of a table whose rules keep moving to new keys stay
-// as if filed afresh. Dormant entries keep their nodes: the driver builds a new index when Stale() says that
-// most nodes hold no live entry, as it does when the table has grown its matchers fourfold (the words are
-// chosen again).
+//   A walk starts from a shortcut over the word-0 trie's first kShortcutStrides nibbles, which every packet
+//   would otherwise walk down. A burst's packets walk the tries together, a step of each in turn
+//   (CandidatesOf), so that their loads overlap.
 //
-// Concurrency: one writer (the driver, under its domain lock), lock-free readers inside read sections of the
-// reclaimer. A node that goes is unlinked whole (its own links stay as they were: a reader on it goes on
-// below), and its memory is used again only once no reader can be on it (Reclaimer::Stamp). A new entry is
-// published by its node's count (release) or, in the slot of a removed one (a hole), by its matcher pointer;
-// a removed entry's matcher pointer is cleared in place, as is a dormant one's, which is published again by
-// its matcher pointer alone (its words and rank are those it was filled with, its hit cleared first); each
-// filling of a slot changes its generation (a sequence lock), so a reader takes an entry's words, matcher and
-// named hit from one filling or skips it. A full slot array is replaced by a larger copy, published whole,
-// the old one retired. A node's entries that split into a new trie are filed there before it is linked, and
-// the node's slot array is let go (retired whole) only after; a reader reads a node's slots before its
-// sub-trie. Trie nodes are complete before they are linked; a node's `least` falls before an entry under it
-// is published. The driver adds a rule's entry before the rule goes into its match table and removes it after
-// the rule left it, so a packet that finds the rule also finds its matcher among the candidates; an entry
-// that disappears or appears while a packet is looked up stands only for rules being deleted or added
-// meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry may sit
-// where a packet had already looked). A compiled form is built from what a reader, in its read section, reads
-// as a walk would (the compiler thread reads only that), and tagged with the index's version when that
-// reader began; each change makes the version odd while it lasts and even after, so a form built while one
-// was under way carries a version the index has left, and is never used (it is not even published once the
-// version moved).
-// Readers use a form only when its version is the index's at the start of their lookup (the change after
-// it has not begun: the lookup is one from before that change), and take its entries as they were at that
-// version, named hits too (dropping one is a change: a form never names a record past its DropHit, so a
-// reader holding one is in a read section that keeps it). The writer takes a form out of use as a change
-// begins; forms are retired through the reclaimer.
+//   A matcher with more than kMaxEntriesPerMatcher distinct entries (a big five-tuple table) becomes broad:
+//   one entry with empty masks, a candidate of every packet, and its rules no longer change the index. An
+//   index never costs a rule more than a few loads, nor memory per rule.
+//
+//   A node that holds no entry any more (dormant ones count) and parts no paths goes: it is unlinked (a node
+//   leading to one other is replaced by it), and so are the nodes above it this leaves so; its memory serves
+//   a new node once readers are past it. The tries of a table whose rules keep moving to new keys stay as
+//   if filed afresh. Dormant entries keep their nodes: the driver builds a new index when Stale() says that
+//   most nodes hold no live entry, as it does when the table has grown its matchers fourfold (the words are
+//   chosen again).
+//
+// Compiled trees
+//   An index that stops changing compiles itself (Compile, below): decision trees over its words' bits, a
+//   node cutting on up to twelve bits of a word at once, whose leaves list, in rank order, the entries a
+//   packet reaching them may match. A lookup then takes a load, a shift and a mask a step rather than a
+//   walk's bookkeeping. The compiled form times the trees against the walk on the lookups it serves first
+//   and keeps the faster; the next change retires it, and lookups walk until the index is quiet again.
+//
+// Thread-safety
+//   One writer (the driver, under its domain lock), lock-free readers inside read sections of the
+//   reclaimer. A node that goes is unlinked whole (its own links stay as they were: a reader on it goes on
+//   below), and its memory is used again only once no reader can be on it (Reclaimer::Stamp).
+//
+//   A new entry is published by its node's count (release) or, in the slot of a removed one (a hole), by
+//   its matcher pointer. A removed entry's matcher pointer is cleared in place, as is a dormant one's, which
+//   is published again by its matcher pointer alone (its words and rank are those it was filled with, its
+//   hit cleared first). Each filling of a slot changes its generation (a sequence lock), so a reader takes
+//   an entry's words, matcher and named hit from one filling or skips it. A full slot array is replaced by a
+//   larger copy, published whole, the old one retired. A node's entries that split into a new trie are filed
+//   there before it is linked, and the node's slot array is let go (retired whole) only after; a reader
+//   reads a node's slots before its sub-trie. Trie nodes are complete before they are linked; a node's
+//   `least` falls before an entry under it is published.
+//
+//   The driver adds a rule's entry before the rule goes into its match table and removes it after the rule
+//   left it, so a packet that finds the rule also finds its matcher among the candidates. An entry that
+//   disappears or appears while a packet is looked up stands only for rules being deleted or added
+//   meanwhile (a matcher going broad keeps its other entries until readers are past: the broad entry may
+//   sit where a packet had already looked).
+//
+//   A compiled form is built from what a reader, in its read section, reads as a walk would (the compiler
+//   thread reads only that), and tagged with the index's version when that reader began. Each change makes
+//   the version odd while it lasts and even after, so a form built while one was under way carries a
+//   version the index has left, and is never used (it is not even published once the version moved).
+//   Readers use a form only when its version is the index's at the start of their lookup, and take its
+//   entries as they were at that version, named hits too (dropping one is a change: a form never names a
+//   record past its DropHit, so a reader holding one is in a read section that keeps it). The writer takes
+//   a form out of use as a change begins; forms are retired through the reclaimer.
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -95,8 +106,8 @@ class TableIndex {
   static constexpr size_t kIndexFromMatchers = 16;
   static constexpr size_t kMaxEntriesPerMatcher = 8;
   static constexpr size_t kMaxCandidates = 64;
-  // A walk starts below the word-0 trie's first kTopStrides nibbles (a cell of a table for each value).
-  static constexpr int kTopStrides = 3;
+  // A walk starts below the word-0 trie's first kShortcutStrides nibbles (a shortcut for each value).
+  static constexpr int kShortcutStrides = 3;
   // A lookup in an indexed table may walk the first chain_first() matchers on the chain before it asks the
   // index about the rest: sets whose packets mostly hit early (a few hot matchers before a long tail) are
   // cheaper walked than indexed (the NIC's burst walk judges whether they do). That is an eighth of the
@@ -127,8 +138,10 @@ class TableIndex {
     bool exact;
   };
 
-  struct Node;      // (a trie node; an Item names the one holding its entry)
-  struct Entry;     // (a slot of a node's entries)
+  // A trie node, and a slot of a node's entries (hw/table_index_tries.h); an Item names the ones holding its
+  // entry.
+  struct Node;
+  struct Entry;
   // One distinct entry of a matcher: its values and the rules sharing them. The driver's memory. An item
   // never moves while its matcher state lives, so that a rule can keep the item it counts in. Its entry
   // stays filed when its last rule leaves, unpublished (readers take it for a hole): dormant, it is
@@ -266,33 +279,46 @@ class TableIndex {
   // stay): time for a new index.
   bool Stale() const { return nodes() > kStaleNodesPerEntry * (entries_ + kIndexFromMatchers); }
 
-  // The compiled form (Compiled, in the .cc): a lookup that finds none for the index as it is compiles it
+  // The compiled form (hw/compiled_trees.h): a lookup that finds none for the index as it is compiles it
   // once enough lookups in a row found the index unchanged: kQuietLookups, four times as many after each
   // compiled form that was not worth it, up to kMaxQuietLookups. That lookup collects the entries (on its
-  // thread, in its read section: 1-34 ms on the benches' sets) and a thread of the index's own builds the
-  // trees (24-162 ms); a lookup after that publishes them. Compile, for tests, compiles the index now, has
-  // the compiled form serve every lookup the trees' way while the index stays as it is, and returns whether
-  // it does (false: the index changed meanwhile, or is too large to compile); IsCompiled says whether a
-  // compiled form serves lookups.
+  // thread, in its read section) and a thread of the index's own builds the trees; a lookup after that
+  // publishes them. Compile, for tests, compiles the index now, has the compiled form serve every lookup
+  // through the trees while the index stays as it is, and returns whether it does (false: the index changed
+  // meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups.
   static constexpr uint64_t kQuietLookups = uint64_t{1} << 17;
   static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
   bool Compile() const;
   bool IsCompiled() const;
 
  private:
-  // The prefixes of words 0 and 1 an entry is filed under, with their depths (PairNodes::Of its value and
-  // mask).
-  struct Pair;
+  // The tries' types (hw/table_index_tries.h): a node's slot array, the memory nodes come from, the prefix
+  // pair of an entry and the map from it to the entry's node, the shortcuts a walk starts from, and a
+  // packet's walk.
+  struct Slots;
+  struct NodeArena;
+  struct PrefixPair;
+  struct PrefixPairMap;
+  struct ShortcutTable;
+  struct Walk;
+  // The compiled form, a compile under way, and the functions that compile and serve the trees
+  // (hw/compiled_trees.h).
+  struct CompiledTrees;
+  struct CompileJob;
+  class TreeCompiler;
+  // A change to the index, from its start to its end (hw/table_index.cc).
+  class ChangeGuard;
+
   // Files `item` (its value under `mask`, of the matcher with `rank`, its pair `key`) at the node its
   // prefixes lead to, made if missing; a word-1 node growing past kFatNode entries splits.
-  void Place(Item* item, const Pair& key, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-             uintptr_t matcher);
+  void FileEntry(Item* item, const PrefixPair& key, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+                 uintptr_t matcher);
   // Moves the entries of the word-1 node `node` into a word-2 trie under it.
-  void Split(Node* node);
+  void SplitToSubTrie(Node* node);
   // The node for the first `depth` nibbles of `key` in the level-`level` trie `link` leads to (a trie's top
   // node is where its paths first part, or its only node), made (and a node where its path leaves another's)
   // if missing.
-  Node* Descend(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth, int level);
+  Node* FindOrMakeNode(Node* owner, std::atomic<Node*>* link, uint32_t key, int depth, int level);
   Node* MakeNode(uint32_t prefix, int depth, int level, Node* up, Node* owner);
   // Starts loading what a node going reads after its own lines: the node above, and a word-1 node's pair
   // slot.
@@ -301,66 +327,59 @@ class TableIndex {
   // it this leaves so; their memory is used again once readers are past them.
   void Prune(Node* node);
   // The link `node` hangs from (its up's child, or sub, or the root).
-  std::atomic<Node*>* LinkTo(const Node& node);
+  std::atomic<Node*>* LinkHolding(const Node& node);
   // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
   uint32_t TrieKey(int i, uint32_t word) const;
   int TrieDepth(int i, uint32_t mask) const;
-  void Append(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
-              uintptr_t matcher, const RuleRecord* hit);
+  // Puts `item`'s entry in `node`'s slot array: in its first hole, else at its end (the array grows when
+  // full).
+  void AddToSlots(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
+                  uintptr_t matcher, const RuleRecord* hit);
   // An entry's matcher word: the matcher's address, its low bit set for an exact entry.
-  static uintptr_t Tagged(const CompiledMatcher* matcher, bool exact) {
+  static uintptr_t TagMatcher(const CompiledMatcher* matcher, bool exact) {
     return reinterpret_cast<uintptr_t>(matcher) | uintptr_t{exact};
   }
   // Visits the trie node or scans the slot array (tagged) `step` for query `q`'s walk (CandidatesOf).
-  struct Walk;
-  void Step(uintptr_t step, Walk* q) const;
+  void TakeWalkStep(uintptr_t step, Walk* q) const;
   // Empties the slot holding `item`'s entry (a hole), dormant or not.
   void RemoveAt(const Item& item);
   // Starts loading the node, slot array and slot the next entry filed under `pair` would take, if the pair
   // has a node, and returns the node (nullptr: none).
-  const Node* RequestFiled(const Pair& pair) const;
+  const Node* RequestFiled(const PrefixPair& pair) const;
   // Replaces `node`'s full slot array (no holes) by one twice as large.
-  void Grow(Node* node);
+  void GrowSlots(Node* node);
   // `state`'s matcher becomes broad: its broad entry goes in; its items' entries go once no reader can
-  // still be looking a packet up that passed where the broad entry went before it was there (Shed).
-  void GoBroad(MatcherState* state);
+  // still be looking a packet up that passed where the broad entry went before it was there
+  // (DropItemsOfBroadMatchers).
+  void MakeMatcherBroad(MatcherState* state);
   // Removes the entries of `state`'s items (no rule counts in them any more).
   void DropItems(MatcherState* state);
-  // DropItems for the broad matchers in shedding_ whose stamps readers are past.
-  void Shed();
-
-  struct Slots;
+  // DropItems for the broad matchers in broad_with_items_ whose stamps readers are past.
+  void DropItemsOfBroadMatchers();
+  // Builds afresh the shortcuts whose values start with the first `depth` nibbles of `key`, after a node was
+  // linked or unlinked above the shortcuts' depth: in a copy of the table that replaces it, or in place when
+  // the node is at that depth (`depth` is kShortcutStrides: only the node the shortcut reaches changes).
+  void RefreshShortcuts(uint32_t key, int depth);
 
   std::array<Word, kWords> words_;
   const uint64_t serial_;  // this index's, unique in the process (a Filing's)
   int chain_first_;
   Reclaimer* reclaimer_;
-  struct NodeArena;
-  struct PairNodes;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
-  std::unique_ptr<PairNodes> pairs_;
+  std::unique_ptr<PrefixPairMap> prefix_pairs_;
   std::atomic<Node*> root_{nullptr};  // the top of the trie on word 0
-  // The word-0 trie's first kTopStrides nibbles, a cell for each value of them: the nodes shallower than
+  // A shortcut for each value of the word-0 trie's first kShortcutStrides nibbles: the nodes shallower than
   // that a packet's path passes (their sub-tries are its to take) and the node it reaches past them. A walk
   // starts there rather than at the top, whose first nodes every packet passes.
-  struct Top;
-  std::atomic<Top*> top_{nullptr};
-  // Builds afresh the cells of the word-0 trie's top whose values start with the first `depth` nibbles of
-  // `key`, after a node was linked or unlinked there: in a copy of the top that replaces it, or in place
-  // when the node is below the top's depth (`depth` is kTopStrides: only the node the cell reaches changes).
-  void RefreshTop(uint32_t key, int depth);
+  std::atomic<ShortcutTable*> shortcuts_{nullptr};
   size_t entries_ = 0;
-  std::vector<MatcherState*> shedding_;  // broad matchers with items left, by broad_since
+  std::vector<MatcherState*> broad_with_items_;  // broad matchers with items left, by broad_since
 
-  // Decision trees over the index words' bits, built from the entries as they were at one version of the
-  // index: their leaves name, in rank order, the entries a packet reaching them may match.
-  struct Compiled;
   // Changes (AddRule, RemoveRule, RemoveMatcher, a DropHit that drops a hit) each add one to the version
-  // before they start and one once done: odd while one is under way. A compiled form serves lookups while the
-  // version is the one it was built at; a change retires it.
-  class Change;
+  // before they start and one once done: odd while one is under way (ChangeGuard). A compiled form serves
+  // lookups while the version is the one it was built at; a change retires it.
   std::atomic<uint64_t> version_{0};
-  mutable std::atomic<const Compiled*> compiled_{nullptr};
+  mutable std::atomic<const CompiledTrees*> compiled_{nullptr};
   // The version the quiet lookups saw (odd: none; the version plus one: too large to compile, not tried
   // again), how many, and how many make a compile.
   mutable std::atomic<uint64_t> quiet_version_{1};
@@ -369,27 +388,9 @@ class TableIndex {
   // Set while a compile is under way (from StartCompile to FinishCompile): its holder's.
   mutable std::atomic<bool> compiling_{false};
   // The compile on the compiler thread, if any, and whether its form is built.
-  struct Job;
-  mutable std::unique_ptr<Job> job_;
-  mutable std::thread compiler_;
-  mutable std::atomic<bool> job_done_{false};
-  // Counts `n` lookups that found no compiled form at version `version`, and starts a compile once enough
-  // did (StartCompile); or, while a compile is under way, finishes it once its form is built.
-  void NoteQuiet(uint64_t version, size_t n) const;
-  // In a read section, on any thread. StartCompile, unless a compile is under way, collects the index's
-  // entries as they are at `version` and builds the form of them: on a compiler thread of the index's own
-  // when `on_thread` (and one can be had), else there and then. FinishCompile, once the form is built
-  // (job_done_), publishes it (Publish).
-  void StartCompile(uint64_t version, bool on_thread) const;
-  void FinishCompile() const;
-  // Publishes `fresh` (built from the index at `version`) unless the index changed since; marks `version`
-  // too large to compile when `fresh` is nullptr.
-  void Publish(std::unique_ptr<Compiled> fresh, uint64_t version) const;
-  // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
-  // compiling (quiet_needed_), and retires it.
-  void RetireCompiled();
-  // The candidates of the queries of walks[0, n) (set up: query and words), from `compiled`.
-  void CandidatesCompiled(const Compiled& compiled, Walk* walks, size_t n) const;
+  mutable std::unique_ptr<CompileJob> compile_job_;
+  mutable std::thread compiler_thread_;
+  mutable std::atomic<bool> compile_built_{false};
 };
 
 }  // namespace drsim::hw

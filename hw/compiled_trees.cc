@@ -1,0 +1,380 @@
+// The compiled form of a TableIndex (hw/compiled_trees.h): collecting an index's entries, building
+// decision trees of them, compiling on a thread of the index's own, and looking packets up in the trees.
+#include "hw/compiled_trees.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "hw/reclaimer.h"
+#include "hw/table_index.h"
+#include "hw/table_index_tries.h"
+
+namespace drsim::hw {
+
+// Grows a compiled form's trees, node by node from their roots.
+class TableIndex::CompiledTrees::Builder {
+ public:
+  // `filed`: the entries, in rank order.
+  Builder(const std::vector<LeafEntry>& filed, CompiledTrees* compiled)
+      : filed_(filed), compiled_(compiled), budget_(kLeafCopies * filed.size() + 1024) {}
+
+  // Adds the tree of the entries filed[members...] (in rank order) and returns its root's index in the
+  // compiled nodes; false when the leaves went past their budget.
+  bool AddTree(std::vector<uint32_t>* members, uint32_t* root) {
+    *root = static_cast<uint32_t>(compiled_->nodes.size());
+    compiled_->nodes.emplace_back();
+    return BuildNode(*root, members, 0, PathBits{});
+  }
+
+ private:
+  // The bits a path to a node tested, and their values.
+  struct PathBits {
+    std::array<uint32_t, kWords> value{};
+    std::array<uint32_t, kWords> mask{};
+  };
+  // What a cut on bits [shift, shift + width) of word `word` makes of some entries: the entries its largest
+  // child holds, and all its children together.
+  struct BitRangeCut {
+    int word;
+    int shift;
+    int width;
+    size_t largest = 0;
+    size_t total = 0;
+  };
+
+  // Calls `f` with each child of `cut` that filed_[k] goes to: those whose bits it matches (the values of
+  // the bits it does not test, with those it tests).
+  template <typename F>
+  void ForEachChild(uint32_t k, const BitRangeCut& cut, F f) const {
+    const uint32_t all = (1u << cut.width) - 1;
+    const uint32_t bits = filed_[k].value[cut.word] >> cut.shift & all;
+    const uint32_t free = all & ~(filed_[k].mask[cut.word] >> cut.shift);
+    for (uint32_t sub = free;; sub = (sub - 1) & free) {
+      f(bits | sub);
+      if (sub == 0) break;
+    }
+  }
+  // Counts the children of `cut` over the entries (*subsets)[from, end), unless together they come to more
+  // than `most` (then `total` is more than that, and `largest` is not counted).
+  void Measure(const std::vector<uint32_t>& subsets, size_t from, size_t most, BitRangeCut* cut) {
+    const uint32_t all = (1u << cut->width) - 1;
+    std::fill_n(child_counts_.begin(), all + 1, 0);
+    cut->total = 0;
+    for (size_t i = from; i < subsets.size() && cut->total <= most; ++i) {
+      ForEachChild(subsets[i], *cut, [&](uint32_t child) {
+        ++child_counts_[child];
+        ++cut->total;
+      });
+    }
+    cut->largest = *std::max_element(child_counts_.begin(), child_counts_.begin() + all + 1);
+  }
+
+  // Makes compiled_->nodes[at] the node for the entries (*subsets)[from, end) (indexes into filed_, in rank
+  // order) below `tested`; false when the leaves went past their budget.
+  bool BuildNode(uint32_t at, std::vector<uint32_t>* subsets, size_t from, const PathBits& tested) {
+    const size_t size = subsets->size() - from;
+    // The bit that parts the entries best: the one whose larger side is the smallest (an entry that does
+    // not test it goes both ways). Of bits that part them as well, the leading one: prefixes are tested in
+    // their order.
+    int best = -1;
+    if (size > kLeafEntries) {
+      std::array<uint32_t, 32 * kWords> ones{}, zeros{};
+      for (size_t i = from; i < subsets->size(); ++i) {
+        const LeafEntry& f = filed_[(*subsets)[i]];
+        for (int w = 0; w < kWords; ++w) {
+          for (uint32_t m = f.mask[w] & ~tested.mask[w]; m != 0; m &= m - 1) {
+            const int b = __builtin_ctz(m);
+            ++((f.value[w] >> b & 1) != 0 ? ones : zeros)[w * 32 + b];
+          }
+        }
+      }
+      size_t best_side = size;
+      for (int w = 0; w < kWords; ++w) {
+        for (int t = w * 32 + 31; t >= w * 32; --t) {
+          const size_t side = size - std::min(ones[t], zeros[t]);
+          if (side < best_side) {
+            best_side = side;
+            best = t;
+          }
+        }
+      }
+    }
+    if (best < 0) {  // a leaf
+      if (size > budget_ || size > 0xffff) return false;
+      budget_ -= size;
+      compiled_->nodes[at] = {static_cast<uint32_t>(compiled_->entries.size()), kLeaf, 0,
+                              static_cast<uint16_t>(size)};
+      for (size_t i = from; i < subsets->size(); ++i) compiled_->entries.push_back(filed_[(*subsets)[i]]);
+      return true;
+    }
+    // The cut: the best bit, and the bits next to it that the path has not tested, one at a time, while
+    // each makes the largest child smaller and the children together hold at most kCutCopies times the
+    // entries.
+    BitRangeCut cut{best / 32, best % 32, 1};
+    Measure(*subsets, from, SIZE_MAX, &cut);
+    while (cut.width < kMaxCut && (size_t{2} << cut.width) <= kCutCopies * size) {
+      // (A cut a bit wider, whose children, one node each, and their entries come to kCutCopies times the
+      // entries at most.)
+      const size_t most = kCutCopies * size - (size_t{2} << cut.width);
+      BitRangeCut wider{};
+      for (const int shift : {cut.shift, cut.shift - 1}) {
+        const int added = shift == cut.shift ? shift + cut.width : shift;
+        if (added < 0 || added > 31 || (tested.mask[cut.word] >> added & 1) != 0) continue;
+        BitRangeCut tried{cut.word, shift, cut.width + 1};
+        Measure(*subsets, from, most, &tried);
+        if (tried.total <= most && (wider.width == 0 || tried.largest < wider.largest)) wider = tried;
+      }
+      if (wider.width == 0 || wider.largest >= cut.largest) break;
+      cut = wider;
+    }
+    const auto first = static_cast<uint32_t>(compiled_->nodes.size());
+    compiled_->nodes[at] = {first, static_cast<uint8_t>(cut.word), static_cast<uint8_t>(cut.shift),
+                            static_cast<uint16_t>((1u << cut.width) - 1)};
+    compiled_->nodes.resize(first + (size_t{1} << cut.width));
+    // Each entry listed under every child it goes to, the children's lists end to end: child c's from
+    // listed_from[c] to listed_from[c + 1].
+    const uint32_t all = (1u << cut.width) - 1;
+    std::vector<uint32_t> listed_from(all + 2, 0);
+    for (size_t i = from; i < subsets->size(); ++i) {
+      ForEachChild((*subsets)[i], cut, [&](uint32_t child) { ++listed_from[child + 1]; });
+    }
+    std::partial_sum(listed_from.begin(), listed_from.end(), listed_from.begin());
+    std::vector<uint32_t> listed(listed_from.back());
+    std::vector<uint32_t> next(listed_from.begin(), listed_from.end() - 1);
+    for (size_t i = from; i < subsets->size(); ++i) {
+      const uint32_t k = (*subsets)[i];
+      ForEachChild(k, cut, [&](uint32_t child) { listed[next[child]++] = k; });
+    }
+    // Each child's entries go after this node's in `subsets` (a stack: a child's subtree is grown on top of
+    // it, and taken off after).
+    for (uint32_t child = 0; child <= all; ++child) {
+      const size_t child_from = subsets->size();
+      subsets->insert(subsets->end(), listed.begin() + listed_from[child],
+                      listed.begin() + listed_from[child + 1]);
+      PathBits narrower = tested;
+      narrower.mask[cut.word] |= all << cut.shift;
+      narrower.value[cut.word] |= child << cut.shift;
+      const bool grown = BuildNode(first + child, subsets, child_from, narrower);
+      subsets->resize(child_from);
+      if (!grown) return false;
+    }
+    return true;
+  }
+
+  static constexpr size_t kCutCopies = 2;
+  const std::vector<LeafEntry>& filed_;
+  CompiledTrees* compiled_;
+  size_t budget_;
+  std::vector<uint32_t> child_counts_ = std::vector<uint32_t>(size_t{1} << kMaxCut);  // Measure's counts
+};
+
+bool TableIndex::CompiledTrees::CollectEntries(const TableIndex& index, std::vector<LeafEntry>* filed) {
+  std::vector<const Node*> stack;
+  if (const Node* root = index.root_.load(std::memory_order_acquire)) stack.push_back(root);
+  while (!stack.empty()) {
+    const Node* node = stack.back();
+    stack.pop_back();
+    if (const Slots* slots = node->slots.load(std::memory_order_acquire)) {
+      const uint32_t count = slots->count.load(std::memory_order_acquire);
+      for (uint32_t i = 0; i < count; ++i) {
+        const Entry& e = slots->entries()[i];
+        const uint32_t generation = e.generation.load(std::memory_order_acquire);
+        const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
+        LeafEntry f{e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), tagged,
+                    e.hit.load(std::memory_order_acquire)};
+        if (tagged == 0 || !e.UnchangedSince(generation)) continue;
+        for (int w = 0; w < kWords; ++w) {
+          f.value[w] = index.TrieKey(w, f.value[w]);
+          f.mask[w] = index.TrieKey(w, f.mask[w]);
+        }
+        filed->push_back(f);
+        if (filed->size() > kMaxEntries) return false;
+      }
+    }
+    if (const Node* sub = node->sub.load(std::memory_order_acquire)) stack.push_back(sub);
+    for (const std::atomic<Node*>& child : node->child) {
+      if (const Node* c = child.load(std::memory_order_acquire)) stack.push_back(c);
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std::vector<LeafEntry> filed,
+                                                                            uint64_t version) {
+  std::stable_sort(filed.begin(), filed.end(),
+                   [](const LeafEntry& a, const LeafEntry& b) { return a.rank < b.rank; });
+  // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
+  // each group a tree of its own, entries are seldom copied.
+  std::array<std::vector<uint32_t>, 1 << kWords> group;
+  for (uint32_t i = 0; i < filed.size(); ++i) {
+    unsigned tested = 0;
+    for (int w = 0; w < kWords; ++w) {
+      if (__builtin_popcount(filed[i].mask[w]) >= kTestedBits) tested |= 1u << w;
+    }
+    group[tested].push_back(i);
+  }
+  auto compiled = std::make_unique<CompiledTrees>();
+  compiled->version = version;
+  Builder builder(filed, compiled.get());
+  for (std::vector<uint32_t>& members : group) {
+    if (members.empty()) continue;
+    uint32_t root;
+    if (!builder.AddTree(&members, &root)) return nullptr;
+    compiled->trees.push_back({root, filed[members[0]].rank});
+  }
+  std::sort(compiled->trees.begin(), compiled->trees.end(),
+            [](const Tree& a, const Tree& b) { return a.least < b.least; });
+  return compiled;
+}
+
+void TableIndex::TreeCompiler::PublishTrees(const TableIndex& index, std::unique_ptr<CompiledTrees> fresh,
+                                            uint64_t version) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const bool unchanged = index.version_.load(std::memory_order_relaxed) == version;
+  if (fresh != nullptr && unchanged) {
+    const CompiledTrees* old = index.compiled_.exchange(fresh.release(), std::memory_order_acq_rel);
+    if (old != nullptr) Retire(index.reclaimer_, [old] { delete old; });
+  } else if (unchanged) {
+    index.quiet_version_.store(version | 1, std::memory_order_relaxed);  // too large: not tried again at it
+  }
+}
+
+void TableIndex::TreeCompiler::StartCompile(const TableIndex& index, uint64_t version, bool on_thread) {
+  if ((version & 1) != 0 || index.compiling_.exchange(true, std::memory_order_acquire)) return;
+  auto job = std::make_unique<CompileJob>();
+  job->version = version;
+  if (!CompiledTrees::CollectEntries(index, &job->filed)) {
+    PublishTrees(index, nullptr, version);
+    index.compiling_.store(false, std::memory_order_release);
+    return;
+  }
+  index.compile_job_ = std::move(job);
+  auto build = [&index, job = index.compile_job_.get()] {
+    job->built = CompiledTrees::Build(std::move(job->filed), job->version);
+    index.compile_built_.store(true, std::memory_order_release);
+  };
+  if (on_thread) {
+    try {
+      index.compiler_thread_ = std::thread(build);
+      return;
+    } catch (const std::system_error&) {  // (no thread to be had: built here)
+    }
+  }
+  build();
+  FinishCompile(index);
+}
+
+void TableIndex::TreeCompiler::FinishCompile(const TableIndex& index) {
+  bool done = true;
+  if (!index.compile_built_.compare_exchange_strong(done, false, std::memory_order_acquire)) return;
+  if (index.compiler_thread_.joinable()) index.compiler_thread_.join();
+  std::unique_ptr<CompileJob> job = std::move(index.compile_job_);
+  PublishTrees(index, std::move(job->built), job->version);
+  index.compiling_.store(false, std::memory_order_release);
+}
+
+void TableIndex::TreeCompiler::RetireTrees(TableIndex* index) {
+  const CompiledTrees* old = index->compiled_.exchange(nullptr, std::memory_order_acq_rel);
+  if (old == nullptr) return;
+  // Unless its trees served lookups for longer than the index was quiet before it, compiling was not worth
+  // it (the index changes too often, or its trees are slower than its walk): the next waits four times as
+  // long. (A compiled form published after this change began is stale at once; the next change retires it.)
+  const uint64_t needed = index->quiet_needed_.load(std::memory_order_relaxed);
+  const bool worth = old->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees &&
+                     old->served.load(std::memory_order_relaxed) >= needed;
+  index->quiet_needed_.store(worth ? kQuietLookups : std::min(4 * needed, kMaxQuietLookups),
+                             std::memory_order_relaxed);
+  Retire(index->reclaimer_, [old] { delete old; });
+}
+
+bool TableIndex::Compile() const {
+  TreeCompiler::StartCompile(*this, version_.load(std::memory_order_acquire), /*on_thread=*/false);
+  if (!IsCompiled()) return false;
+  compiled_.load(std::memory_order_relaxed)->method.store(CompiledTrees::kTrees, std::memory_order_relaxed);
+  return true;
+}
+
+bool TableIndex::IsCompiled() const {
+  const uint64_t version = version_.load(std::memory_order_acquire);
+  const CompiledTrees* compiled = compiled_.load(std::memory_order_acquire);
+  return compiled != nullptr && compiled->version == version;
+}
+
+void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64_t version, size_t n) {
+  if (index.compiling_.load(std::memory_order_relaxed)) {
+    if (index.compile_built_.load(std::memory_order_relaxed)) FinishCompile(index);
+    return;
+  }
+  const uint64_t seen = index.quiet_version_.load(std::memory_order_relaxed);
+  if ((version & 1) != 0 || seen == (version | 1)) return;
+  if (seen != version) {
+    index.quiet_version_.store(version, std::memory_order_relaxed);
+    index.quiet_lookups_.store(n, std::memory_order_relaxed);
+    return;
+  }
+  if (index.quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >=
+      index.quiet_needed_.load(std::memory_order_relaxed)) {
+    index.quiet_lookups_.store(0, std::memory_order_relaxed);
+    StartCompile(index, version, /*on_thread=*/true);
+  }
+}
+
+void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled, Walk* walks, size_t n) {
+  constexpr uint32_t kNoTree = ~uint32_t{0};
+  // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
+  // skips it); down each, a level of each packet in turn.
+  std::array<uint32_t, 32> at;
+  std::array<std::array<uint32_t, kWords>, 32> key;  // the packets' words as trie keys, together
+  for (size_t j = 0; j < n; ++j) key[j] = walks[j].key;
+  for (const CompiledTrees::Tree& tree : compiled.trees) {
+    // (The packets still going down, packed: a packet at a leaf leaves the list.)
+    std::array<uint8_t, 32> going;
+    size_t left = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const bool skips = walks[j].bound < tree.least;
+      at[j] = skips ? kNoTree : tree.root;
+      going[left] = static_cast<uint8_t>(j);
+      left += !skips;
+    }
+    while (left > 0) {
+      for (size_t g = 0; g < left;) {
+        const size_t j = going[g];
+        const CompiledTrees::TreeNode node = compiled.nodes[at[j]];
+        if (node.word == CompiledTrees::kLeaf) {
+          going[g] = going[--left];
+          continue;
+        }
+        at[j] = node.next + (key[j][node.word] >> node.shift & node.bits);
+        __builtin_prefetch(&compiled.nodes[at[j]]);
+        ++g;
+      }
+    }
+    for (size_t j = 0; j < n; ++j) {
+      if (at[j] != kNoTree) __builtin_prefetch(&compiled.entries[compiled.nodes[at[j]].next]);
+    }
+    // The leaves' entries up to the bound that the packet matches.
+    for (size_t j = 0; j < n; ++j) {
+      if (at[j] == kNoTree) continue;
+      Walk& q = walks[j];
+      const CompiledTrees::TreeNode leaf = compiled.nodes[at[j]];
+      for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
+        const CompiledTrees::LeafEntry& e = compiled.entries[i];
+        if (e.rank > q.bound) break;
+        uint32_t differ = 0;
+        for (int k = 0; k < kWords; ++k) differ |= (key[j][k] & e.mask[k]) ^ e.value[k];
+        if (differ == 0 && e.rank >= q.query->from_rank && !q.TakeCandidate(e.rank, e.matcher, e.hit)) break;
+      }
+    }
+  }
+}
+
+}  // namespace drsim::hw
