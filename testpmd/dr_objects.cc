@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "hw/match_layout.h"
 
 namespace drsim::testpmd {
 
