@@ -14,7 +14,10 @@
 #include "capi/real_mlx5.h"
 #include "capi/verbs_flow.h"
 #include "capi/verbs_steering.h"
+#include "sim/aso.h"
 #include "sim/meter.h"
+#include "sim/rx_queue.h"
+#include "sim/toeplitz.h"
 
 namespace drsim::capi {
 namespace {

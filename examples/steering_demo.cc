@@ -16,6 +16,7 @@
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 
 namespace {
 

@@ -26,6 +26,7 @@
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
 #include "sim/pcap_file.h"
+#include "sim/rx_queue.h"
 
 namespace {
 

@@ -43,6 +43,7 @@
 #include "hw/modify_header.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 #include "tests/differential_model.h"
 
 namespace drsim::fuzz {

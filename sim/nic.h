@@ -1,42 +1,50 @@
-// sim::Nic — the software NIC: an eSwitch with an uplink (the wire), the PF (vport 0, the eSwitch
-// manager) and N VFs (vports 1..N). Each PCI function (sim::Function) implements hw::Device, so dr::
-// objects program it exactly as they would program a ConnectX function, and the NIC executes what they
-// compiled on real frames.
+// sim::Nic: the software NIC.
 //
-// Where frames go (the mlx5 Direct Rule model, ConnectX-6 Dx steering):
-//   from the wire   -> FDB, RX pipe (source_port 0xffff)      -> a vport's NIC_RX, by dest_vport;
-//                      FDB default: the eSwitch manager (PF); dest_vport to the uplink is a drop here
-//   vport's NIC_RX  -> a receive queue of that function (dest QP), or drop (the NIC_RX default); a
-//                      function with no NIC_RX steering at all takes every frame on its own interface
-//                      (Function::PollPort: what its netdev, the kernel, would receive)
-//   a function sends-> its NIC_TX (default: on to the eSwitch) -> FDB, TX pipe (source_port = its vport)
-//                      -> a vport's NIC_RX, or the wire by dest_vport 0xffff; FDB default: the eSwitch
-//                      manager's NIC_RX (frames the PF itself sent go to the wire instead, as its own
-//                      traffic does not loop back to it)
-// With no FDB rules at all the eSwitch passes wire traffic to the PF and vport traffic to the wire.
-// In each domain a frame enters the merged level-0 tables (ordered by hw::RootRank: the kernel's
-// namespaces, then priority, then newest matcher first); in a table the matchers are tried in lookup
-// order (only those its index names, in a table of many: hw/table_index.h), the first hit runs its rule's
-// program for the pipe (operations in the hardware's order, then a destination), a miss takes the domain
-// default. Headers a program changes are parsed again before the
-// next lookup; steering registers, the flow tag and reg_b travel with the frame across tables and
-// domains. A jump chain longer than kMaxTableJumps is dropped (rdma-core allows loops).
+// What
+//   An eSwitch with an uplink (the wire), the PF (vport 0, the eSwitch manager) and N VFs (vports
+//   1..N). Each PCI function (sim::Function) implements hw::Device, so dr:: objects program it exactly
+//   as they would program a ConnectX function, and the NIC executes what they compiled on real frames.
+//   Every frame gets a Verdict saying what happened and, when asked for, the path it took.
 //
-// Every frame gets a Verdict saying what happened and, when asked for, the path it took.
+// How
+//   Frames follow the mlx5 Direct Rule model (ConnectX-6 Dx steering):
+//     from the wire   -> FDB, RX pipe (source_port 0xffff)      -> a vport's NIC_RX, by dest_vport;
+//                        FDB default: the eSwitch manager (PF); dest_vport to the uplink is a drop here
+//     vport's NIC_RX  -> a receive queue of that function (dest QP), or drop (the NIC_RX default); a
+//                        function with no NIC_RX steering at all takes every frame on its own interface
+//                        (Function::PollPort: what its netdev, the kernel, would receive)
+//     a function sends-> its NIC_TX (default: on to the eSwitch) -> FDB, TX pipe (source_port = its
+//                        vport) -> a vport's NIC_RX, or the wire by dest_vport 0xffff; FDB default: the
+//                        eSwitch manager's NIC_RX (frames the PF itself sent go to the wire instead, as
+//                        its own traffic does not loop back to it)
+//   With no FDB rules at all the eSwitch passes wire traffic to the PF and vport traffic to the wire.
 //
-// Threads: frames are processed by Workers, one per thread (Nic::ReceiveFromWire and Function::Send use
-// the NIC's built-in worker, so one thread at a time calls those), while any other thread changes rules,
-// queues, TIRs and counters. Workers read the compiled state without locks; the driver publishes every
-// change atomically and frees what it replaced through the NIC's reclaimer (hw/reclaimer.h) once no
-// worker can still see it, so a frame sees each rule completely or not at all. Counters are atomic, so
-// no hit is lost; receive queues, the wire and the ports take frames from any number of workers. The
-// control side (the hw::Device calls dr:: makes, queues, counters) is serialised by a lock.
+//   In each domain a frame enters the merged level-0 tables (ordered by hw::RootRank: the kernel's
+//   namespaces, then priority, then newest matcher first). In a table the matchers are tried in lookup
+//   order (only those its index names, in a table of many: hw/table_index.h); the first hit runs its
+//   rule's program for the pipe (operations in the hardware's order, then a destination), and a miss
+//   takes the domain default. Headers a program changes are parsed again before the next lookup;
+//   steering registers, the flow tag and reg_b travel with the frame across tables and domains. A jump
+//   chain longer than kMaxTableJumps is dropped (rdma-core allows loops).
+//
+//   The code is in four files: nic_function.cc (what a function offers the driver as hw::Device),
+//   nic_pipeline.cc (a frame's walk through the domains and where it ends), nic_burst.cc (the fast path
+//   that looks up a burst of frames together before their walks) and nic.cc (the rest). nic_internal.h
+//   holds the types they share.
+//
+// Thread-safety
+//   Frames are processed by Workers, one per thread (Nic::ReceiveFromWire and Function::Send use the
+//   NIC's built-in worker, so one thread at a time calls those), while any other thread changes rules,
+//   queues, TIRs and counters. Workers read the compiled state without locks; the driver publishes every
+//   change atomically and frees what it replaced through the NIC's reclaimer (hw/reclaimer.h) once no
+//   worker can still see it, so a frame sees each rule completely or not at all. Counters are atomic, so
+//   no hit is lost; receive queues, the wire and the ports take frames from any number of workers. The
+//   control side (the hw::Device calls dr:: makes, queues, counters) is serialised by a lock.
 #ifndef DRSIM_SIM_NIC_H_
 #define DRSIM_SIM_NIC_H_
 
 #include <infiniband/mlx5dv.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -51,20 +59,24 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "hw/action_program.h"
 #include "hw/device.h"
 #include "hw/flow_table.h"
-#include "hw/match_layout.h"
 #include "hw/reclaimer.h"
-#include "sim/action_executor.h"
-#include "sim/aso.h"
-#include "sim/counters.h"
-#include "sim/meter.h"
-#include "sim/packet.h"
 #include "sim/parser_coverage.h"
-#include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
 
+namespace drsim::hw {
+class TableIndex;
+}  // namespace drsim::hw
+
 namespace drsim::sim {
+
+class ActionExecutor;
+class RxQueue;
+enum class MeterColor : uint8_t;
+struct MeterParams;
+struct PacketMeta;
 
 using Frame = absl::Span<const uint8_t>;
 
@@ -127,6 +139,7 @@ class Nic;
 class Function : public hw::Device {
  public:
   Function(Nic* nic, uint16_t vport) : nic_(nic), vport_(vport) {}
+  ~Function() override;
 
   uint16_t vport() const { return vport_; }
 
@@ -134,8 +147,13 @@ class Function : public hw::Device {
   uint32_t CreateQueue(size_t capacity = 4096);
   // FailedPrecondition (EBUSY) while dest_ibv_qp actions target it; NotFound for a number it does not own.
   absl::Status DestroyQueue(uint32_t qp_num);
-  // This function's queue with `qp_num`, or nullptr. Valid until the queue is destroyed.
-  RxQueue* queue(uint32_t qp_num) const;
+  // This function's queue with `qp_num`, or nullptr. Valid until the queue is destroyed. Inline: a
+  // worker looks its destination queue up for every frame it delivers.
+  RxQueue* queue(uint32_t qp_num) const {
+    const QueueIndex& index = queue_index_.Read();
+    auto it = index.find(qp_num);
+    return it == index.end() ? nullptr : it->second;
+  }
 
   // A TIR spreading frames over `queues` (of this function; a power-of-two count, as an RQ indirection
   // table) by the Toeplitz hash of the outer header fields `hash_fields` (IBV_RX_HASH_* bits; 0 = always
@@ -208,8 +226,13 @@ class Function : public hw::Device {
     const hw::FlowTable* table;
     hw::MatcherChain chain;
   };
+  // Deletes a queue where RxQueue is a complete type (nic_function.cc), so this header need not include
+  // sim/rx_queue.h.
+  struct DeleteQueue {
+    void operator()(RxQueue* queue) const;
+  };
   struct QueueSlot {
-    std::unique_ptr<RxQueue> queue;
+    std::unique_ptr<RxQueue, DeleteQueue> queue;
     int retains = 0;
   };
   struct Tir {
@@ -279,7 +302,8 @@ class Nic {
   absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes);
   absl::Status FreeCounters(uint32_t base);
 
-  // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h.
+  // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h. MeterParams is in
+  // sim/meter.h.
   absl::StatusOr<uint32_t> CreateAsoObject(hw::AsoKind kind, uint32_t log_range);
   absl::Status ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
   absl::Status DestroyAsoObject(uint32_t object);
@@ -294,6 +318,8 @@ class Nic {
  private:
   friend class Function;
   friend class Worker;
+  // These three are defined in nic_internal.h.
+  struct Objects;  // counters, ASO objects, meters and samplers
   struct InFlight;
   struct Burst;  // a worker's scratch for one burst
   // The domain walks a frame goes through.
@@ -352,24 +378,26 @@ class Nic {
   // domain's default), in `e`; false for destinations the walk goes on from.
   static bool TerminalExit(const hw::ActionProgram& program, DomainExit* e);
   // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination:
-  // Burst::jumping), the jump: looks up the table's first matcher the same overlapped way, level after
-  // level, and leaves the frame's walk to start at the last table reached (InFlight::entry, which it
-  // sets for all `n` frames of the burst). Not when tracing: the walk records the path.
+  // Burst::jumping_frame), the jump: looks up the table's first matcher the same overlapped way, level
+  // after level, and leaves the frame's walk to start at the last table reached
+  // (InFlight::BurstLookups::after_jumps, which it sets for all `n` frames of the burst). Not when
+  // tracing: the walk records the path.
   void FollowJumps(Burst& burst, size_t n, const FirstLookup& first);
   // Walks, for the frames FollowJumps led into a table whose first matcher missed them, the table's
   // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
-  // at the matcher that hit (InFlight::walked_to), or to find that none did. In a table with an index, only
-  // its first hw::TableIndex::chain_first() matchers, and only when walking them has paid for the worker
-  // lately (Burst::ChainJudge); then the index about the rest (LookUpIndexedTogether).
+  // at the matcher that hit (InFlight::BurstLookups::walk), or to find that none did. In a table with an
+  // index, only its first hw::TableIndex::chain_first() matchers, and only when walking them has paid for
+  // the worker lately (Burst::ChainWalkPolicy); then the index about the rest (LookUpIndexedTogether).
   void WalkTogether(Burst& burst, size_t n);
-  // Looks up the `k` frames burst.handed[0, k) that WalkTogether walked into `index`'s table up to the
-  // matchers they hold (InFlight::walked_until) in the table from there on, with the index's walks of all
+  // Looks up the `k` frames burst.to_index[0, k) that WalkTogether walked into `index`'s table up to the
+  // matchers they hold (TableWalk::stopped_before) in the table from there on, with the index's walks of all
   // of them interleaved, and leaves each frame's walk to start at the matcher that hit, or to find that
   // none did (or to ask the index again, frame by frame, if it had too many candidates). Returns how many
   // hit a matcher of a rank below `below`.
   uint32_t LookUpIndexedTogether(Burst& burst, const hw::TableIndex& index, size_t k, uint64_t below);
-  static constexpr size_t kMaxChainJudges = 64;  // indexes a worker judges at once (Burst::ChainJudge)
+  // Indexes a worker keeps a Burst::ChainWalkPolicy for at once.
+  static constexpr size_t kMaxChainWalkPolicies = 64;
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, the one
   // FollowJumps led to, or WalkTogether's) when that hit's program only sends the frame on — no ops, a
   // terminal destination — as the walks up to it would; false, with nothing done, otherwise. Not when
@@ -392,14 +420,7 @@ class Nic {
   uint32_t next_qp_num_ = 0x100;
   uint32_t next_object_ = 1;  // TIRs, meters, samplers
   std::atomic<uint64_t> matcher_sequence_{0};
-  CounterBank counters_;
-  AsoBank aso_;
-  absl::flat_hash_map<uint32_t, TokenMeter> meters_;
-  struct Sampler {
-    uint32_t ratio;
-    uint64_t seen = 0;
-  };
-  absl::flat_hash_map<uint32_t, Sampler> samplers_;
+  std::unique_ptr<Objects> objects_;  // under control_mu_
   std::atomic<uint64_t> now_ns_{0};
   std::mutex wire_mu_;  // wire_out_
   std::deque<std::vector<uint8_t>> wire_out_;
@@ -434,11 +455,11 @@ class Worker {
  private:
   friend class Nic;
   explicit Worker(Nic& nic);
-  void Count(Fate fate);
+  void Count(Fate fate);  // inline, in nic_internal.h: the data path counts every frame
 
   Nic& nic_;
   hw::Reclaimer::Reader reader_;
-  ActionExecutor executor_;
+  std::unique_ptr<ActionExecutor> executor_;  // (a pointer: this header need not include its type)
   std::unique_ptr<Nic::Burst> burst_;  // reused from one call to the next
   // Written only by the worker's thread, read by Nic::stats() from any.
   std::atomic<uint64_t> frames_{0};

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
+#include "sim/rx_queue.h"
 
 namespace drsim::sim {
 namespace {

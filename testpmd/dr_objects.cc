@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "hw/match_layout.h"
 
 namespace drsim::testpmd {
 

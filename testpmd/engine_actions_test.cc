@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hw/byte_order.h"
+#include "sim/rx_queue.h"
 #include "testpmd/engine.h"
 #include "testpmd/engine_test_util.h"
 

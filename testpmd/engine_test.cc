@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
 #include "testpmd/engine_test_util.h"
 #include "testpmd/rss.h"

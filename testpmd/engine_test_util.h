@@ -12,6 +12,7 @@
 #include "hw/net_addr.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 #include "testpmd/engine.h"
 #include "testpmd/parser.h"
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "sim/meter.h"
 #include "testpmd/action_lowering.h"
 #include "testpmd/modify.h"
 #include "testpmd/registers.h"

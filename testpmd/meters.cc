@@ -3,6 +3,7 @@
 #include <array>
 
 #include "absl/strings/str_format.h"
+#include "sim/meter.h"
 #include "testpmd/meter_profile.h"
 
 namespace drsim::testpmd {

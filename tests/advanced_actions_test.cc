@@ -12,6 +12,7 @@
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
 #include "tests/udp_frame.h"
 

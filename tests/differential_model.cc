@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "hw/match_layout.h"
 #include "sim/packet_parser.h"
+#include "sim/rx_queue.h"
 #include "tests/packet_model.h"
 
 namespace drsim::testing {

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 #include "tests/differential_model.h"

@@ -20,6 +20,7 @@
 #include "tests/dump_test_util.h"
 #include "dr/status_errno.h"
 #include "gtest/gtest.h"
+#include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
 

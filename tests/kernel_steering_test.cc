@@ -12,6 +12,7 @@
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 
 namespace drsim {
 namespace {

@@ -12,6 +12,7 @@
 #include "hw/table_index.h"
 #include "sim/frame_builder.h"
 #include "sim/nic.h"
+#include "sim/rx_queue.h"
 
 namespace drsim {
 namespace {

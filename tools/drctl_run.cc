@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sim/rx_queue.h"
 
 namespace drsim::tools {
 namespace {
