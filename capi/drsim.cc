@@ -27,13 +27,13 @@ constexpr size_t kQpCapacity = 4096;
 
 // The function context of `ctx`, or nullptr when it is not a software NIC's.
 drsim_qp* QpOf(ibv_qp* qp, Context** ctx) {
-  if (qp == nullptr || !Registry::Get().Is(qp, Kind::kQp, ctx)) return nullptr;
+  if (!IsSoftwareNicObject(qp, Kind::kQp, ctx)) return nullptr;
   return reinterpret_cast<drsim_qp*>(qp);
 }
 
 mlx5dv_devx_obj* DevxOf(mlx5dv_devx_obj* obj, DevxKind kind) {
   Context* ctx;
-  if (obj == nullptr || !Registry::Get().Is(obj, Kind::kDevx, &ctx) || obj->kind != kind) return nullptr;
+  if (!IsSoftwareNicObject(obj, Kind::kDevx, &ctx) || obj->kind != kind) return nullptr;
   return obj;
 }
 
@@ -91,6 +91,7 @@ int CopyOut(const char* fn, const std::vector<uint8_t>& frame, void* buf, size_t
 
 using drsim::capi::Context;
 using drsim::capi::DevxKind;
+using drsim::capi::IsSoftwareNicObject;
 using drsim::capi::Kind;
 using drsim::capi::RecordFailure;
 using drsim::capi::Registry;
@@ -341,7 +342,7 @@ const char* drsim_last_error(void) { return drsim::capi::LastError(); }
 
 int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   Context* ctx;
-  if (obj == nullptr || !Registry::Get().Is(obj, Kind::kDevx, &ctx)) {
+  if (!IsSoftwareNicObject(obj, Kind::kDevx, &ctx)) {
     const drsim::capi::RealMlx5* real = drsim::capi::Real();
     if (obj != nullptr && real != nullptr) return real->mlx5dv_devx_obj_destroy(obj);
     return RecordFailure(__func__, EINVAL, "not a DEVX object of a software NIC, and no libmlx5 to hand it to");

@@ -20,11 +20,6 @@ namespace {
 
 using Lock = std::lock_guard<std::recursive_mutex>;
 
-// Whether `p` is a software-NIC object of `kind` (and its context).
-bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullptr) {
-  return p != nullptr && Registry::Get().Is(p, kind, ctx);
-}
-
 // For an object that is not the software NIC's of the kind a call takes: libmlx5, or nullptr after recording
 // why not (EINVAL for NULL and for a software-NIC object of another kind, which libmlx5 must never see).
 const RealMlx5* Forward(const char* fn, const void* p, const char* what) {

@@ -62,6 +62,12 @@ class Registry {
   absl::flat_hash_map<const void*, Entry> objects_;
 };
 
+// Whether `p` is a software-NIC object of `kind`; if so, *ctx (when given) receives its context. NULL is
+// never one, and is answered without the registry's lock.
+inline bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullptr) {
+  return p != nullptr && Registry::Get().Is(p, kind, ctx);
+}
+
 // What a DEVX object of the software NIC stands for.
 enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit };
 

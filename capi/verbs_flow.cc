@@ -46,14 +46,14 @@ namespace {
 using Lock = std::lock_guard<std::recursive_mutex>;
 
 drsim_counters* CountersOf(ibv_counters* counters, Context** ctx) {
-  if (counters == nullptr || !Registry::Get().Is(counters, Kind::kCounters, ctx)) return nullptr;
+  if (!IsSoftwareNicObject(counters, Kind::kCounters, ctx)) return nullptr;
   return reinterpret_cast<drsim_counters*>(counters);
 }
 
 ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
   constexpr const char* kFn = "ibv_create_flow";
   Context* ctx;
-  if (qp == nullptr || !Registry::Get().Is(qp, Kind::kQp, &ctx)) {
+  if (!IsSoftwareNicObject(qp, Kind::kQp, &ctx)) {
     return NullWithError<ibv_flow>(kFn, EINVAL, "qp is not a QP of a software NIC (drsim_create_qp)");
   }
   Lock lock(ctx->mu);
@@ -101,7 +101,7 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
 int DestroyFlow(ibv_flow* flow) {
   constexpr const char* kFn = "ibv_destroy_flow";
   Context* ctx;
-  if (flow == nullptr || !Registry::Get().Is(flow, Kind::kFlow, &ctx)) {
+  if (!IsSoftwareNicObject(flow, Kind::kFlow, &ctx)) {
     return RecordFailure(kFn, EINVAL, "not a flow of a software NIC (ibv_create_flow)");
   }
   Lock lock(ctx->mu);

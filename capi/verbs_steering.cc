@@ -164,7 +164,7 @@ absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
     entry->matcher = matcher;
     entry->value = rule.value;
     it = entries_.emplace(key, std::move(entry)).first;
-    ++(matcher)->entries;
+    ++matcher->entries;
   }
   Entry& e = *it->second;
   e.flows.push_back(&flow);
@@ -172,7 +172,7 @@ absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
     e.flows.pop_back();
     if (created) {
       entries_.erase(it);
-      --(matcher)->entries;
+      --matcher->entries;
     }
     ReleaseMatcher(matcher);
     return s;

@@ -102,7 +102,7 @@ class Checker {
         indices.push_back(mine[at]);
       }
       const uint64_t from = churn.finished.load(std::memory_order_acquire);
-      DRSIM_RETURN_IF_ERROR((worker)->ReceiveFromWire(burst, absl::MakeSpan(verdicts)));
+      DRSIM_RETURN_IF_ERROR(worker->ReceiveFromWire(burst, absl::MakeSpan(verdicts)));
       const uint64_t to = churn.started.load(std::memory_order_acquire);
       unexplained.clear();
       for (size_t n = 0; n < burst.size(); ++n) {
