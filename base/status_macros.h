@@ -18,9 +18,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define DRSIM_RETURN_IF_ERROR(expr)                                   \
-  do {                                                                \
-    ::absl::Status drsim_status_macro_status_ = (expr);               \
+#define DRSIM_RETURN_IF_ERROR(expr)                                          \
+  do {                                                                       \
+    ::absl::Status drsim_status_macro_status_ = (expr);                      \
     if (!drsim_status_macro_status_.ok()) return drsim_status_macro_status_; \
   } while (0)
 

@@ -151,7 +151,8 @@ BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
 ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
                                                    const std::vector<const dr::Action*>& actions, size_t r) {
   DRSIM_RETURN_IF_ERROR(acl.rules[r].Destroy());
-  DRSIM_ASSIGN_OR_RETURN(dr::Rule again,  dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions));
+  DRSIM_ASSIGN_OR_RETURN(
+      dr::Rule again, dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], acl.value_of_rule[r], actions));
   acl.rules[r] = std::move(again);
   return absl::OkStatus();
 }

@@ -48,8 +48,8 @@ drsim_function_context* ContextOrFail(const char* fn, ibv_context* ctx) {
 bool VportOrFail(const char* fn, const Context& ctx, int vport, bool wire) {
   if (vport >= (wire ? -1 : 0) && vport < static_cast<int>(ctx.functions.size())) return true;
   RecordFailure(fn, EINVAL,
-       absl::StrFormat("vport %d: %s0 (PF) to %d", vport, wire ? "-1 (the wire) or " : "",
-                       ctx.functions.size() - 1));
+                absl::StrFormat("vport %d: %s0 (PF) to %d", vport, wire ? "-1 (the wire) or " : "",
+                                ctx.functions.size() - 1));
   return false;
 }
 
@@ -79,7 +79,8 @@ mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, 
 // Copies `frame` into `buf` and returns its length, or -EMSGSIZE when it does not fit.
 int CopyOut(const char* fn, const std::vector<uint8_t>& frame, void* buf, size_t cap) {
   if (frame.size() > cap) {
-    RecordFailure(fn, EMSGSIZE, absl::StrFormat("the frame is %d bytes; the buffer holds %d", frame.size(), cap));
+    RecordFailure(fn, EMSGSIZE,
+                  absl::StrFormat("the frame is %d bytes; the buffer holds %d", frame.size(), cap));
     return -EMSGSIZE;
   }
   if (!frame.empty()) std::memcpy(buf, frame.data(), frame.size());
@@ -175,9 +176,11 @@ int drsim_destroy_qp(ibv_qp* qp) {
   if (q == nullptr) return RecordFailure(__func__, EINVAL, "not a QP drsim_create_qp made");
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   if (q->flows > 0) {
-    return RecordFailure(__func__, EBUSY, absl::StrFormat("%d verbs flow(s) are attached to the QP", q->flows));
+    return RecordFailure(__func__, EBUSY,
+                         absl::StrFormat("%d verbs flow(s) are attached to the QP", q->flows));
   }
-  if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok()) return RecordFailure(__func__, s);
+  if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok())
+    return RecordFailure(__func__, s);
   Registry::Get().Remove(qp);
   --ctx->open_objects;
   delete q;
@@ -201,7 +204,8 @@ int drsim_counter_query(mlx5dv_devx_obj* counters, uint32_t offset, uint64_t* pa
   mlx5dv_devx_obj* obj = drsim::capi::DevxOf(counters, DevxKind::kFlowCounter);
   if (obj == nullptr) return RecordFailure(__func__, EINVAL, "not a counter bulk drsim_counter_alloc made");
   if (offset >= obj->count) {
-    return RecordFailure(__func__, EINVAL, absl::StrFormat("offset %d: the bulk has %d counters", offset, obj->count));
+    return RecordFailure(__func__, EINVAL,
+                         absl::StrFormat("offset %d: the bulk has %d counters", offset, obj->count));
   }
   if (packets == nullptr || bytes == nullptr)
     return RecordFailure(__func__, EINVAL, "packets and bytes must not be NULL");
@@ -237,7 +241,7 @@ mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_q
     }
     if (vport.has_value() && *vport != q->vport) {
       RecordFailure(__func__, EINVAL,
-           absl::StrFormat("qps[%d] is on vport %d, qps[0] on vport %d", i, q->vport, *vport));
+                    absl::StrFormat("qps[%d] is on vport %d, qps[0] on vport %d", i, q->vport, *vport));
       return nullptr;
     }
     vport = q->vport;
@@ -289,8 +293,8 @@ int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len
   if (f == nullptr) return EINVAL;
   if (frame == nullptr || len < 14 || len > 65535) {
     return RecordFailure(__func__, EINVAL,
-                absl::StrFormat("frame of %d bytes%s: an Ethernet frame has 14 to 65535", len,
-                                frame == nullptr ? " at NULL" : ""));
+                         absl::StrFormat("frame of %d bytes%s: an Ethernet frame has 14 to 65535", len,
+                                         frame == nullptr ? " at NULL" : ""));
   }
   Context& ctx = *f->owner;
   std::lock_guard<std::recursive_mutex> lock(ctx.mu);
@@ -345,7 +349,8 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
   if (!IsSoftwareNicObject(obj, Kind::kDevx, &ctx)) {
     const drsim::capi::RealMlx5* real = drsim::capi::Real();
     if (obj != nullptr && real != nullptr) return real->mlx5dv_devx_obj_destroy(obj);
-    return RecordFailure(__func__, EINVAL, "not a DEVX object of a software NIC, and no libmlx5 to hand it to");
+    return RecordFailure(__func__, EINVAL,
+                         "not a DEVX object of a software NIC, and no libmlx5 to hand it to");
   }
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   absl::Status s;

@@ -33,10 +33,11 @@ const RealMlx5* Forward(const char* fn, const void* p, const char* what) {
   }
   const RealMlx5* real = Real();
   if (real == nullptr) {
-    RecordFailure(fn, EOPNOTSUPP,
-         absl::StrFormat("%s is not an object of a software NIC (drsim_open), and libmlx5.so.1 cannot be "
-                         "loaded to hand it to real hardware",
-                         what));
+    RecordFailure(
+        fn, EOPNOTSUPP,
+        absl::StrFormat("%s is not an object of a software NIC (drsim_open), and libmlx5.so.1 cannot be "
+                        "loaded to hand it to real hardware",
+                        what));
   }
   return real;
 }
@@ -65,8 +66,9 @@ mlx5dv_dr_action* Register(absl::StatusOr<dr::Action> a, const char* fn, Context
 const dr::Action* ActionFor(const char* fn, mlx5dv_dr_action* a, Context* ctx, const std::string& what) {
   Context* actx;
   if (!IsSoftwareNicObject(a, Kind::kAction, &actx)) {
-    RecordFailure(fn, EINVAL,
-         absl::StrFormat("%s is %s", what, a == nullptr ? "NULL" : "not an action of a software NIC"));
+    RecordFailure(
+        fn, EINVAL,
+        absl::StrFormat("%s is %s", what, a == nullptr ? "NULL" : "not an action of a software NIC"));
     return nullptr;
   }
   if (actx != nullptr && actx != ctx) {
@@ -97,12 +99,14 @@ mlx5dv_dr_action* RealAction(const char* fn, const RealMlx5& real, mlx5dv_dr_act
         a->real_twin = real.mlx5dv_dr_action_create_pop_vlan();
         break;
       case Free::kNo:
-        RecordFailure(fn, EINVAL,
-             absl::StrFormat("actions[%d] belongs to a software NIC; the matcher to real hardware", index));
+        RecordFailure(
+            fn, EINVAL,
+            absl::StrFormat("actions[%d] belongs to a software NIC; the matcher to real hardware", index));
         return nullptr;
     }
     if (a->real_twin == nullptr) {
-      RecordFailure(fn, errno, absl::StrFormat("libmlx5 could not make actions[%d] for real hardware", index));
+      RecordFailure(fn, errno,
+                    absl::StrFormat("libmlx5 could not make actions[%d] for real hardware", index));
       return nullptr;
     }
   }
@@ -152,8 +156,8 @@ mlx5dv_dr_domain* mlx5dv_dr_domain_create(ibv_context* ibctx, mlx5dv_dr_domain_t
   }
   const unsigned raw = drsim::capi::RawEnum(type);
   if (raw > MLX5DV_DR_DOMAIN_TYPE_FDB) {
-    return NullWithError<mlx5dv_dr_domain>(__func__, EINVAL,
-                                  absl::StrFormat("domain type %d: 0 NIC_RX, 1 NIC_TX or 2 FDB", raw));
+    return NullWithError<mlx5dv_dr_domain>(
+        __func__, EINVAL, absl::StrFormat("domain type %d: 0 NIC_RX, 1 NIC_TX or 2 FDB", raw));
   }
   Context& ctx = *f->owner;
   Lock lock(ctx.mu);
@@ -285,7 +289,8 @@ int mlx5dv_dr_matcher_set_layout(mlx5dv_dr_matcher* matcher, mlx5dv_dr_matcher_l
 mlx5dv_dr_rule* mlx5dv_dr_rule_create(mlx5dv_dr_matcher* matcher, mlx5dv_flow_match_parameters* value,
                                       size_t num_actions, mlx5dv_dr_action* actions[]) {
   if (num_actions > 0 && actions == nullptr) {
-    return NullWithError<mlx5dv_dr_rule>(__func__, EINVAL, absl::StrFormat("%d actions at NULL", num_actions));
+    return NullWithError<mlx5dv_dr_rule>(__func__, EINVAL,
+                                         absl::StrFormat("%d actions at NULL", num_actions));
   }
   Context* ctx;
   if (!IsSoftwareNicObject(matcher, Kind::kMatcher, &ctx)) {
@@ -422,7 +427,8 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_array(mlx5dv_dr_domain* domain, s
     return real ? real->mlx5dv_dr_action_create_dest_array(domain, num_dest, dests) : nullptr;
   }
   if (num_dest > 0 && dests == nullptr) {
-    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, absl::StrFormat("%d destinations at NULL", num_dest));
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
+                                           absl::StrFormat("%d destinations at NULL", num_dest));
   }
   Lock lock(ctx->mu);
   std::vector<dr::Action::ArrayDestination> list(num_dest);
@@ -461,7 +467,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_counter(mlx5dv_devx_obj* devx_obj
   }
   if (devx_obj->kind != DevxKind::kFlowCounter) {
     return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
-                                  "devx_obj is not a flow counter bulk (drsim_counter_alloc)");
+                                           "devx_obj is not a flow counter bulk (drsim_counter_alloc)");
   }
   Lock lock(ctx->mu);
   return drsim::capi::Register(dr::Action::FlowCounter(ctx->function(devx_obj->vport), devx_obj->id, offset),
@@ -478,7 +484,8 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_aso(mlx5dv_dr_domain* domain, mlx5dv_d
   Context* octx;
   if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &octx) || octx != ctx ||
       (devx_obj->kind != DevxKind::kAsoFlowMeter && devx_obj->kind != DevxKind::kAsoFirstHit)) {
-    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL, "devx_obj is not an ASO object of this software NIC");
+    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
+                                           "devx_obj is not an ASO object of this software NIC");
   }
   Lock lock(ctx->mu);
   return drsim::capi::Register(dr::Action::Aso(domain->domain, devx_obj->id, offset, flags, return_reg_c),
@@ -538,7 +545,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_modify_header(mlx5dv_dr_domain* domain
   }
   if (actions_sz > 0 && actions == nullptr) {
     return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
-                                  absl::StrFormat("%d bytes of actions at NULL", actions_sz));
+                                           absl::StrFormat("%d bytes of actions at NULL", actions_sz));
   }
   Lock lock(ctx->mu);
   const auto* words = reinterpret_cast<const uint64_t*>(actions);
@@ -556,7 +563,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_meter(mlx5dv_dr_flow_meter_attr* 
   }
   if ((attr->flow_meter_parameter == nullptr) != (attr->flow_meter_parameter_sz == 0)) {
     return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
-                                  "flow_meter_parameter and flow_meter_parameter_sz disagree");
+                                           "flow_meter_parameter and flow_meter_parameter_sz disagree");
   }
   Lock lock(ctx->mu);
   const auto* params = static_cast<const uint8_t*>(attr->flow_meter_parameter);
@@ -595,8 +602,8 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_sampler(mlx5dv_dr_flow_sampler_at
     return real ? real->mlx5dv_dr_action_create_flow_sampler(attr) : nullptr;
   }
   if (attr->num_sample_actions > 0 && attr->sample_actions == nullptr) {
-    return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
-                                  absl::StrFormat("%d sample actions at NULL", attr->num_sample_actions));
+    return NullWithError<mlx5dv_dr_action>(
+        __func__, EINVAL, absl::StrFormat("%d sample actions at NULL", attr->num_sample_actions));
   }
   Lock lock(ctx->mu);
   std::vector<const dr::Action*> sample(attr->num_sample_actions);
@@ -629,7 +636,8 @@ int mlx5dv_dr_action_destroy(mlx5dv_dr_action* action) {
   if (action->real_twin != nullptr) {
     // The rdma-core twin goes first: while hardware rules use it, the action stays whole.
     if (int err = drsim::capi::Real()->mlx5dv_dr_action_destroy(action->real_twin); err != 0) {
-      return RecordFailure(__func__, err, "the action's rdma-core twin is still in use by rules of real hardware");
+      return RecordFailure(__func__, err,
+                           "the action's rdma-core twin is still in use by rules of real hardware");
     }
     action->real_twin = nullptr;
   }
@@ -654,7 +662,8 @@ int mlx5dv_dr_aso_other_domain_link(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domain*
   }
   // As in rdma-core, only connection-tracking ASO objects link across domains; the software NIC's ASO
   // objects are flow meters and first-hit contexts.
-  return RecordFailure(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
+  return RecordFailure(__func__, EOPNOTSUPP,
+                       "devx_obj is not an ASO connection-tracking object (not modelled)");
 }
 
 int mlx5dv_dr_aso_other_domain_unlink(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domain* dmn) {
@@ -662,7 +671,8 @@ int mlx5dv_dr_aso_other_domain_unlink(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domai
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_aso_other_domain_unlink(devx_obj, dmn) : errno;
   }
-  return RecordFailure(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object (not modelled)");
+  return RecordFailure(__func__, EOPNOTSUPP,
+                       "devx_obj is not an ASO connection-tracking object (not modelled)");
 }
 
 // ---- Dumps (dr/dump.h; record formats in docs/dump.md) -------------------------------------------------
@@ -670,7 +680,8 @@ int mlx5dv_dr_aso_other_domain_unlink(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domai
 int mlx5dv_dump_dr_domain(FILE* fout, mlx5dv_dr_domain* domain) {
   Context* ctx;
   if (!IsSoftwareNicObject(domain, Kind::kDomain, &ctx)) {
-    if (domain == nullptr || fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout or domain is NULL");
+    if (domain == nullptr || fout == nullptr)
+      return -RecordFailure(__func__, EINVAL, "fout or domain is NULL");
     const RealMlx5* real = drsim::capi::Forward(__func__, domain, "domain");
     return real ? real->mlx5dv_dump_dr_domain(fout, domain) : -errno;
   }
@@ -694,7 +705,8 @@ int mlx5dv_dump_dr_table(FILE* fout, mlx5dv_dr_table* table) {
 int mlx5dv_dump_dr_matcher(FILE* fout, mlx5dv_dr_matcher* matcher) {
   Context* ctx;
   if (!IsSoftwareNicObject(matcher, Kind::kMatcher, &ctx)) {
-    if (matcher == nullptr || fout == nullptr) return -RecordFailure(__func__, EINVAL, "fout or matcher is NULL");
+    if (matcher == nullptr || fout == nullptr)
+      return -RecordFailure(__func__, EINVAL, "fout or matcher is NULL");
     const RealMlx5* real = drsim::capi::Forward(__func__, matcher, "matcher");
     return real ? real->mlx5dv_dump_dr_matcher(fout, matcher) : -errno;
   }

@@ -66,13 +66,14 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
     counters = CountersOf(req->counters, &cctx);
     if (counters == nullptr || cctx != ctx) {
       return NullWithError<ibv_flow>(kFn, EINVAL,
-                            "ACTION_COUNT: counters is not a counters object of this software NIC "
-                            "(ibv_create_counters)");
+                                     "ACTION_COUNT: counters is not a counters object of this software NIC "
+                                     "(ibv_create_counters)");
     }
     if (counters->flows == 0 && counters->points.empty()) {
-      return NullWithError<ibv_flow>(kFn, EINVAL,
-                            "ACTION_COUNT: the counters object has no counter points; attach them first "
-                            "(ibv_attach_counters_point_flow with flow NULL)");
+      return NullWithError<ibv_flow>(
+          kFn, EINVAL,
+          "ACTION_COUNT: the counters object has no counter points; attach them first "
+          "(ibv_attach_counters_point_flow with flow NULL)");
     }
   }
   FlowContribution contribution;
@@ -119,7 +120,8 @@ int DestroyFlow(ibv_flow* flow) {
 ibv_counters* CreateCounters(ibv_context* ibctx, ibv_counters_init_attr* init_attr) {
   constexpr const char* kFn = "ibv_create_counters";
   drsim_function_context* f = FunctionOf(ibctx);
-  if (f == nullptr) return NullWithError<ibv_counters>(kFn, EINVAL, "not a context of a software NIC (drsim_open)");
+  if (f == nullptr)
+    return NullWithError<ibv_counters>(kFn, EINVAL, "not a context of a software NIC (drsim_open)");
   if (init_attr == nullptr) return NullWithError<ibv_counters>(kFn, EINVAL, "init_attr is NULL");
   if (init_attr->comp_mask != 0) {
     return NullWithError<ibv_counters>(
@@ -140,10 +142,12 @@ int DestroyCounters(ibv_counters* counters) {
   constexpr const char* kFn = "ibv_destroy_counters";
   Context* ctx;
   drsim_counters* c = CountersOf(counters, &ctx);
-  if (c == nullptr) return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
+  if (c == nullptr)
+    return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
   Lock lock(ctx->mu);
   if (c->flows > 0) {
-    return RecordFailure(kFn, EBUSY, absl::StrFormat("%d flow(s) count with it; destroy them first", c->flows));
+    return RecordFailure(kFn, EBUSY,
+                         absl::StrFormat("%d flow(s) count with it; destroy them first", c->flows));
   }
   if (absl::Status s = ctx->nic->FreeCounters(c->counter_id); !s.ok()) return RecordFailure(kFn, s);
   Registry::Get().Remove(counters);
@@ -156,15 +160,17 @@ int AttachCountersPointFlow(ibv_counters* counters, ibv_counter_attach_attr* att
   constexpr const char* kFn = "ibv_attach_counters_point_flow";
   Context* ctx;
   drsim_counters* c = CountersOf(counters, &ctx);
-  if (c == nullptr) return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
+  if (c == nullptr)
+    return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
   if (flow != nullptr) {
     return RecordFailure(kFn, ENOTSUP,
-                "flow must be NULL: as mlx5, points are attached before the flows that count "
-                "(ibv_create_flow with an ACTION_COUNT spec)");
+                         "flow must be NULL: as mlx5, points are attached before the flows that count "
+                         "(ibv_create_flow with an ACTION_COUNT spec)");
   }
   if (attr == nullptr) return RecordFailure(kFn, EINVAL, "attr is NULL");
   if (attr->comp_mask != 0) {
-    return RecordFailure(kFn, EOPNOTSUPP, absl::StrFormat("attr->comp_mask 0x%x: none is supported", attr->comp_mask));
+    return RecordFailure(kFn, EOPNOTSUPP,
+                         absl::StrFormat("attr->comp_mask 0x%x: none is supported", attr->comp_mask));
   }
   uint32_t description;  // a C enum: any value may arrive
   std::memcpy(&description, &attr->counter_desc, sizeof description);
@@ -185,9 +191,11 @@ int ReadCounters(ibv_counters* counters, uint64_t* values, uint32_t ncounters, u
   constexpr const char* kFn = "ibv_read_counters";
   Context* ctx;
   drsim_counters* c = CountersOf(counters, &ctx);
-  if (c == nullptr) return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
+  if (c == nullptr)
+    return RecordFailure(kFn, EINVAL, "not a counters object of a software NIC (ibv_create_counters)");
   if (flags & ~static_cast<uint32_t>(IBV_READ_COUNTERS_ATTR_PREFER_CACHED)) {
-    return RecordFailure(kFn, EINVAL, absl::StrFormat("flags 0x%x: only PREFER_CACHED (0x1) is known", flags));
+    return RecordFailure(kFn, EINVAL,
+                         absl::StrFormat("flags 0x%x: only PREFER_CACHED (0x1) is known", flags));
   }
   Lock lock(ctx->mu);
   if (c->flows == 0) return RecordFailure(kFn, EINVAL, "the counters object is not bound to any flow");
@@ -200,7 +208,8 @@ int ReadCounters(ibv_counters* counters, uint64_t* values, uint32_t ncounters, u
   }
   if (values == nullptr && ncounters > 0) return RecordFailure(kFn, EINVAL, "counters_value is NULL");
   uint64_t packets = 0, bytes = 0;
-  if (absl::Status s = ctx->nic->QueryCounter(c->counter_id, &packets, &bytes); !s.ok()) return RecordFailure(kFn, s);
+  if (absl::Status s = ctx->nic->QueryCounter(c->counter_id, &packets, &bytes); !s.ok())
+    return RecordFailure(kFn, s);
   if (ncounters > 0) std::memset(values, 0, ncounters * sizeof *values);
   for (const drsim_counters::Point& p : c->points) {
     values[p.index] += p.description == IBV_COUNTER_PACKETS ? packets : bytes;

@@ -437,7 +437,8 @@ absl::Status AttrReader::Action(const uint8_t* p, uint16_t size) {
       req_.drop = true;
       return absl::OkStatus();
     case IBV_FLOW_SPEC_ACTION_COUNT:
-      DRSIM_RETURN_IF_ERROR( ExpectSize(size, sizeof(ibv_flow_spec_counter_action), "ibv_flow_spec_counter_action"));
+      DRSIM_RETURN_IF_ERROR(
+          ExpectSize(size, sizeof(ibv_flow_spec_counter_action), "ibv_flow_spec_counter_action"));
       if (count_.has_value()) {
         return Invalid(absl::StrFormat(
             "a second ACTION_COUNT spec (spec[%d] is one; a flow takes one counters)", *count_));
@@ -447,7 +448,8 @@ absl::Status AttrReader::Action(const uint8_t* p, uint16_t size) {
       if (req_.counters == nullptr) return Invalid("counters is NULL");
       return absl::OkStatus();
     default:  // IBV_FLOW_SPEC_ACTION_HANDLE
-      DRSIM_RETURN_IF_ERROR( ExpectSize(size, sizeof(ibv_flow_spec_action_handle), "ibv_flow_spec_action_handle"));
+      DRSIM_RETURN_IF_ERROR(
+          ExpectSize(size, sizeof(ibv_flow_spec_action_handle), "ibv_flow_spec_action_handle"));
       return Unsupported(
           "flow actions (ibv_create_flow_action_esp: IPsec crypto) are not modelled by the software NIC");
   }

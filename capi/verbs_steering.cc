@@ -127,7 +127,8 @@ absl::Status VerbsSteering::Rebuild(Entry& e) {
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* count, keep(dr::Action::FlowCounter(fn, *id, 0)));
     dests.push_back({Kind::kCounter, count});
   }
-  DRSIM_ASSIGN_OR_RETURN(const dr::Action* fanout, keep(dr::KernelSteering::Destinations(*place.domain, dests)));
+  DRSIM_ASSIGN_OR_RETURN(const dr::Action* fanout,
+                         keep(dr::KernelSteering::Destinations(*place.domain, dests)));
   list.push_back(fanout);
   DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(e.matcher->matcher, e.value, list));
   if (e.rule.valid()) {
@@ -139,8 +140,8 @@ absl::Status VerbsSteering::Rebuild(Entry& e) {
 }
 
 absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
-  DRSIM_ASSIGN_OR_RETURN(Place* place, PlaceFor(flow.vport, rule.domain, rule.ns));
-  DRSIM_ASSIGN_OR_RETURN(SharedMatcher* matcher, MatcherFor(*place, rule));
+  DRSIM_ASSIGN_OR_RETURN(Place * place, PlaceFor(flow.vport, rule.domain, rule.ns));
+  DRSIM_ASSIGN_OR_RETURN(SharedMatcher * matcher, MatcherFor(*place, rule));
   const auto key = std::make_pair(matcher, Bytes(rule.value));
   auto it = entries_.find(key);
   const bool created = it == entries_.end();

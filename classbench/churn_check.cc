@@ -236,7 +236,8 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
     for (size_t r : rules_of_filter[k]) {
       hw::MatchParams value = acl.value_of_rule[r];
       if (move != nullptr) MoveValue(*move, &value);
-      DRSIM_ASSIGN_OR_RETURN(dr::Rule again, dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions));
+      DRSIM_ASSIGN_OR_RETURN(dr::Rule again,
+                             dr::Rule::Create(acl.matchers[acl.matcher_of_rule[r]], value, actions));
       acl.rules[r] = std::move(again);
       ++report.rule_updates;
     }

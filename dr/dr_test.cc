@@ -1,4 +1,3 @@
-#include "base/status_macros.h"
 #include "dr/dr.h"
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace drsim::dr {

@@ -311,7 +311,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   absl::InlinedVector<ActionObj*, 8> objs;
   DRSIM_RETURN_IF_ERROR(ActionObjects(actions, &objs));
   std::unique_ptr<ProgramsObj> compiled;  // new programs, until the rule uses them
-  DRSIM_ASSIGN_OR_RETURN(ProgramsObj* programs, ProgramsFor(*m, *d, read.pipes, objs, &compiled));
+  DRSIM_ASSIGN_OR_RETURN(ProgramsObj * programs, ProgramsFor(*m, *d, read.pipes, objs, &compiled));
 
   if (RefusesDuplicates(*m)) {
     DRSIM_RETURN_IF_ERROR(NotInstalled(*m, key, read.hash));

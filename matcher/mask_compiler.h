@@ -46,7 +46,8 @@ struct alignas(64) CompiledMask {
 //  - Unimplemented (EOPNOTSUPP): a masked field outside `parsed`, the fields the device's parser fills.
 // Every message names the field or parameter at fault.
 absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t criteria,
-                                         const mlx5dv_flow_match_parameters* mask, const hw::ParsedFields& parsed);
+                                         const mlx5dv_flow_match_parameters* mask,
+                                         const hw::ParsedFields& parsed);
 
 // Validates a rule value against `compiled` and writes its lookup key (compiled.definer.key_words() words).
 // Errors: InvalidArgument (EINVAL) for a null value, a match_sz that is not a multiple of 4 or exceeds 448,

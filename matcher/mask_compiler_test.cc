@@ -49,7 +49,8 @@ TEST(CompileMaskTest, CriteriaAndSizeErrors) {
   ExpectError(CompileMask(kRx, 0x80, p.get(), AllParsed()).status(), absl::StatusCode::kInvalidArgument,
               "match_criteria_enable 0x80");
   p.set_match_sz(452);
-  ExpectError(CompileMask(kRx, 1, p.get(), AllParsed()).status(), absl::StatusCode::kInvalidArgument, "match_sz 452");
+  ExpectError(CompileMask(kRx, 1, p.get(), AllParsed()).status(), absl::StatusCode::kInvalidArgument,
+              "match_sz 452");
 }
 
 TEST(CompileMaskTest, IpVersionMustBeFourOrSix) {
@@ -100,8 +101,8 @@ TEST(CompileMaskTest, UnconsumableFieldsAreNamed) {
               absl::StatusCode::kInvalidArgument, "flex-parser");
   MatchParams p = *MatchBuilder().Smac(kOuter, all).Build();
   p.bytes()[24] = 0x01;  // outer bits 0xc0..0xcf are reserved
-  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, p.get(), AllParsed()).status(), absl::StatusCode::kUnimplemented,
-              "outer.reserved_at_c0");
+  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, p.get(), AllParsed()).status(),
+              absl::StatusCode::kUnimplemented, "outer.reserved_at_c0");
 }
 
 TEST(CompileMaskTest, OneTunnelFamilyAndOneIcmpVersionPerMatcher) {
@@ -120,9 +121,10 @@ TEST(CompileMaskTest, FieldsTheDevicesParserDoesNotFillAreRefused) {
     MatchParams p = *b.Build();
     return CompileMask(kRx, p.criteria(), p.get(), parsed).status();
   };
-  ExpectError(compile(MatchBuilder().Set(Field::kInnerFirstMplsLabel, 0xfffff)), absl::StatusCode::kUnimplemented,
-              "mask field misc2.inner_first_mpls_label is matchable on a ConnectX, but the small parser does not "
-              "parse it (one tunnel level); a rule on it would never match");
+  ExpectError(
+      compile(MatchBuilder().Set(Field::kInnerFirstMplsLabel, 0xfffff)), absl::StatusCode::kUnimplemented,
+      "mask field misc2.inner_first_mpls_label is matchable on a ConnectX, but the small parser does not "
+      "parse it (one tunnel level); a rule on it would never match");
   ExpectError(compile(MatchBuilder().Set(Field::kBthDstQp, 0xffffff)), absl::StatusCode::kUnimplemented,
               "bth_dst_qp");
   // The fields the parser fills pass.
@@ -152,10 +154,10 @@ TEST(CompileMaskTest, EmptyMasks) {
   EXPECT_TRUE(CompileMask(kRx, 0, nullptr, AllParsed()).ok());
   // Sections enabled but nothing masked: no builder can be made.
   MatchParams zero;
-  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, zero.get(), AllParsed()).status(), absl::StatusCode::kInvalidArgument,
-              "sets no bit");
-  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, nullptr, AllParsed()).status(), absl::StatusCode::kInvalidArgument,
-              "sets no bit");
+  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, zero.get(), AllParsed()).status(),
+              absl::StatusCode::kInvalidArgument, "sets no bit");
+  ExpectError(CompileMask(kRx, hw::kCriteriaOuter, nullptr, AllParsed()).status(),
+              absl::StatusCode::kInvalidArgument, "sets no bit");
 }
 
 TEST(CompileMaskTest, DisabledSectionsAreIgnored) {

@@ -83,13 +83,15 @@ FieldLoc Locate(ModifyField f, const Headers& h) {
     case ModifyField::kSipv6_95_64:
     case ModifyField::kSipv6_63_32:
     case ModifyField::kSipv6_31_0:
-      return v6 ? FieldInWindow(h, h.l3 + 8 + 4 * (f_id - static_cast<int>(ModifyField::kSipv6_127_96)), 0, 32)
+      return v6 ? FieldInWindow(h, h.l3 + 8 + 4 * (f_id - static_cast<int>(ModifyField::kSipv6_127_96)), 0,
+                                32)
                 : FieldLoc{};
     case ModifyField::kDipv6_127_96:
     case ModifyField::kDipv6_95_64:
     case ModifyField::kDipv6_63_32:
     case ModifyField::kDipv6_31_0:
-      return v6 ? FieldInWindow(h, h.l3 + 24 + 4 * (f_id - static_cast<int>(ModifyField::kDipv6_127_96)), 0, 32)
+      return v6 ? FieldInWindow(h, h.l3 + 24 + 4 * (f_id - static_cast<int>(ModifyField::kDipv6_127_96)), 0,
+                                32)
                 : FieldLoc{};
     case ModifyField::kTcpSport:
       return tcp ? FieldInWindow(h, h.l4, 16, 16) : FieldLoc{};

@@ -14,13 +14,14 @@ TEST(SoftwareParserFields, NamesWhatThePacketParserFills) {
   EXPECT_EQ(parsed.parser(), "software NIC");
   EXPECT_NE(parsed.limits().find("one tunnel level"), std::string::npos);
   // One tunnel level, inner headers, MPLS outside the inner frame, RoCE BTH, registers, raw tunnel words.
-  for (Field f : {Field::kOuterSrcIp31_0, Field::kInnerDstIp31_0, Field::kVxlanVni, Field::kOuterFirstMplsOverGreLabel,
-                  Field::kBthDstQp, Field::kMetadataRegC0, Field::kTunnelHeader1, Field::kOuterSecondVid}) {
+  for (Field f :
+       {Field::kOuterSrcIp31_0, Field::kInnerDstIp31_0, Field::kVxlanVni, Field::kOuterFirstMplsOverGreLabel,
+        Field::kBthDstQp, Field::kMetadataRegC0, Field::kTunnelHeader1, Field::kOuterSecondVid}) {
     EXPECT_TRUE(parsed.Contains(f)) << hw::Info(f).name;
   }
   // A second tunnel level, the validity bits, ESP, vhca/EMD, programmable samples, MACsec.
-  for (Field f : {Field::kInnerFirstMplsLabel, Field::kOuterL4Ok, Field::kInnerIpv4ChecksumOk, Field::kOuterEspSpi,
-                  Field::kSourceVhcaPort, Field::kOuterEmdTag}) {
+  for (Field f : {Field::kInnerFirstMplsLabel, Field::kOuterL4Ok, Field::kInnerIpv4ChecksumOk,
+                  Field::kOuterEspSpi, Field::kSourceVhcaPort, Field::kOuterEmdTag}) {
     EXPECT_FALSE(parsed.Contains(f)) << hw::Info(f).name;
   }
   for (size_t i = 0; i < hw::kNumFields; ++i) {

@@ -12,7 +12,6 @@
 #include "base/status_macros.h"
 #include "testpmd/encap.h"
 #include "testpmd/modify.h"
-#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -441,7 +440,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const s
       priority = 0;
     }
     DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> m,
-                             MatcherIn(*table, priority, *mask.Build(), rss.pos));
+                           MatcherIn(*table, priority, *mask.Build(), rss.pos));
     DrList list;
     list.Add(tirs[c.hash_fields], &rss);
     DRSIM_RETURN_IF_ERROR(Insert(m, *value.Build(), list, absl::StrCat(label, " rss dispatch"), rss.pos));

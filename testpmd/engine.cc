@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "testpmd/context.h"
 #include "testpmd/encap.h"
 #include "testpmd/lowering.h"
 #include "testpmd/pattern.h"
-#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {

@@ -10,7 +10,6 @@
 #include "testpmd/action_lowering.h"
 #include "testpmd/modify.h"
 #include "testpmd/registers.h"
-#include "base/status_macros.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -45,17 +44,17 @@ absl::StatusOr<std::shared_ptr<MeterInstance>> MeterInstanceFor(EngineContext& c
   auto instance = std::make_shared<MeterInstance>();
   DRSIM_ASSIGN_OR_RETURN(instance->policy_table, ctx.objects.HiddenTable(domain, true));
   DRSIM_ASSIGN_OR_RETURN(instance->color_matcher,
-                           ctx.objects.Matcher(instance->policy_table, 0, MeterRegMask(kMeterColorMask)));
+                         ctx.objects.Matcher(instance->policy_table, 0, MeterRegMask(kMeterColorMask)));
   if (policy.default_policy) {
     DRSIM_ASSIGN_OR_RETURN(instance->flow_matcher,
-                             ctx.objects.Matcher(instance->policy_table, 1, MeterRegMask(0xffffffff)));
+                           ctx.objects.Matcher(instance->policy_table, 1, MeterRegMask(0xffffffff)));
   }
   sim::MeterParams params = *ctx.meters.Profile(port, meter->profile_id);
   params.start_color = meter->start_color;
   std::array<uint8_t, 32> prm{};
   params.Serialize(prm.data());
   DRSIM_ASSIGN_OR_RETURN(instance->meter, dr::Action::FlowMeter(instance->policy_table->table(),
-                                                                  meter->enabled, kMeterRegC, prm));
+                                                                meter->enabled, kMeterRegC, prm));
   const std::string label = absl::StrFormat("port %d meter %d policy", port, id);
   PatternInfo no_pattern;
   ActionLowering lowering(ctx, domain, port, no_pattern, &instance->policy);
@@ -63,13 +62,13 @@ absl::StatusOr<std::shared_ptr<MeterInstance>> MeterInstanceFor(EngineContext& c
   DrList red;
   red.Add(lowering.Own(std::move(drop)), nullptr);
   DRSIM_RETURN_IF_ERROR(lowering.Insert(instance->color_matcher, MeterRegValue(PrmColor(2)), red,
-                                          absl::StrCat(label, " red"), SourcePos{}));
+                                        absl::StrCat(label, " red"), SourcePos{}));
   if (!policy.default_policy) {
     DRSIM_RETURN_IF_ERROR(
         LowerPolicyColour(lowering, *instance, policy.cmd.green, PrmColor(0), absl::StrCat(label, " green")));
     if (!policy.cmd.yellow.empty()) {  // no rule: yellow misses and takes the domain default
       DRSIM_RETURN_IF_ERROR(LowerPolicyColour(lowering, *instance, policy.cmd.yellow, PrmColor(1),
-                                                absl::StrCat(label, " yellow")));
+                                              absl::StrCat(label, " yellow")));
     }
   }
   slot = instance;
@@ -192,12 +191,12 @@ class FlowLowering {
     if (!suffix.ok()) return lowering_.Fail(suffix.status(), &sample);
     out_->holds.push_back(*suffix);
     DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> all,
-                             lowering_.MatcherIn(*suffix, 0, hw::MatchParams(), sample.pos));
+                           lowering_.MatcherIn(*suffix, 0, hw::MatchParams(), sample.pos));
     DrList rest;
     DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(c_, false, false, {}, &rest));
     DRSIM_RETURN_IF_ERROR(AddFate(&rest));
     DRSIM_RETURN_IF_ERROR(lowering_.Insert(all, hw::MatchParams(), rest,
-                                             absl::StrCat(target_.label, " sample suffix"), sample.pos));
+                                           absl::StrCat(target_.label, " sample suffix"), sample.pos));
 
     // The sampled copy.
     DRSIM_ASSIGN_OR_RETURN(Classified s, Classify(set->second));
@@ -222,7 +221,7 @@ class FlowLowering {
                                          index));
     }
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* copy_dest,
-                             lowering_.Fate(*s.fate, absl::StrCat(target_.label, " sample"), true));
+                           lowering_.Fate(*s.fate, absl::StrCat(target_.label, " sample"), true));
     const dr::Action* copy_counter = nullptr;
     if (s.count != nullptr) {
       DRSIM_ASSIGN_OR_RETURN(copy_counter, lowering_.Counter(*s.count, nullptr));

@@ -201,7 +201,7 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
     absl::uint128 value;
     if (op->text == "prefix") {
       DRSIM_ASSIGN_OR_RETURN(uint64_t n,
-                               ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what)));
+                             ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what)));
       if (n > field->width) {
         return ErrorAt(value_token->pos, StatusCode::kInvalidArgument,
                        absl::StrFormat("prefix %d is longer than %s (%d bits)", n, what, field->width));

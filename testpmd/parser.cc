@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "testpmd/parse_elements.h"
 #include "base/status_macros.h"
+#include "testpmd/parse_elements.h"
 #include "testpmd/values.h"
 
 namespace drsim::testpmd {
@@ -154,7 +154,7 @@ absl::Status ParseSetTunnel(Cursor& c, absl::string_view variant, CommandBody* o
       (key == "ip-tos" ? cmd.ip_tos : cmd.ip_ttl) = static_cast<uint8_t>(v);
     } else if (key == "ip-src" || key == "ip-dst") {
       DRSIM_ASSIGN_OR_RETURN(absl::uint128 ip,
-                               ParseScalar(*t, cmd.ipv6 ? ValueKind::kIpv6 : ValueKind::kIpv4, 128, what));
+                             ParseScalar(*t, cmd.ipv6 ? ValueKind::kIpv6 : ValueKind::kIpv4, 128, what));
       if (cmd.ipv6) {
         hw::Ipv6Address& a = key == "ip-src" ? cmd.ipv6_src : cmd.ipv6_dst;
         for (int i = 0; i < 16; ++i) a.bytes[i] = static_cast<uint8_t>(ip >> (8 * (15 - i)));

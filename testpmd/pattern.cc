@@ -3,9 +3,9 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "hw/match_layout.h"
 #include "testpmd/registers.h"
-#include "base/status_macros.h"
 #include "testpmd/values.h"
 
 namespace drsim::testpmd {
@@ -149,8 +149,8 @@ class PatternBuilder {
   // A 128-bit IPv6 address into four 32-bit fields, most significant first.
   absl::Status PutIpv6(Field first, const Word& w) {
     for (int i = 0; i < 4; ++i) {
-      DRSIM_RETURN_IF_ERROR(Put(static_cast<Field>(static_cast<int>(first) + i),
-                                  w.mask_bits(96 - 32 * i, 32), w.spec_bits(96 - 32 * i, 32), w.pos));
+      DRSIM_RETURN_IF_ERROR(Put(static_cast<Field>(static_cast<int>(first) + i), w.mask_bits(96 - 32 * i, 32),
+                                w.spec_bits(96 - 32 * i, 32), w.pos));
     }
     return absl::OkStatus();
   }
@@ -256,8 +256,7 @@ class PatternBuilder {
     svlan_next_ = false;
     const Word tci = W(item, 0);
     if (first) {
-      DRSIM_RETURN_IF_ERROR(
-          PutExact(H(svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag), 1, item.pos));
+      DRSIM_RETURN_IF_ERROR(PutExact(H(svlan ? Field::kOuterSvlanTag : Field::kOuterCvlanTag), 1, item.pos));
       DRSIM_RETURN_IF_ERROR(
           Put(H(Field::kOuterFirstPrio), tci.mask_bits(13, 3), tci.spec_bits(13, 3), tci.pos));
       DRSIM_RETURN_IF_ERROR(
@@ -290,7 +289,7 @@ class PatternBuilder {
     } else {
       // The layout's ethertype is the one after the last tag.
       DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterEthertype), inner_type.mask_bits(0, 16),
-                                  inner_type.spec_bits(0, 16), inner_type.pos));
+                                inner_type.spec_bits(0, 16), inner_type.pos));
     }
     const Word more = W(item, 2);
     const Field second = inner() ? Field::kInnerSecondCvlanTag : Field::kOuterSecondCvlanTag;
@@ -319,7 +318,7 @@ class PatternBuilder {
                      "ipv4 version_ihl: the version must be 4");
     }
     DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpv4Ihl), version_ihl.mask_bits(0, 4),
-                                version_ihl.spec_bits(0, 4), version_ihl.pos));
+                              version_ihl.spec_bits(0, 4), version_ihl.pos));
     DRSIM_RETURN_IF_ERROR(Tos(W(item, 1)));
     for (int i : {2, 3}) {
       const Word w = W(item, i);
@@ -371,7 +370,7 @@ class PatternBuilder {
     DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpDscp), vtc.mask_bits(22, 6), vtc.spec_bits(22, 6), vtc.pos));
     DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterIpEcn), vtc.mask_bits(20, 2), vtc.spec_bits(20, 2), vtc.pos));
     DRSIM_RETURN_IF_ERROR(Put(inner() ? Field::kInnerIpv6FlowLabel : Field::kOuterIpv6FlowLabel,
-                                vtc.mask_bits(0, 20), vtc.spec_bits(0, 20), vtc.pos));
+                              vtc.mask_bits(0, 20), vtc.spec_bits(0, 20), vtc.pos));
     const Word length = W(item, 1);
     if (length.mask != 0)
       return Unmatchable(item, 1, length, "the mlx5 match layout has no IPv6 payload length");
@@ -411,9 +410,9 @@ class PatternBuilder {
     DRSIM_RETURN_IF_ERROR(StartL4(item, v6 ? L4::kIcmp6 : L4::kIcmp));
     const Word type = W(item, 0), code = W(item, 1);
     DRSIM_RETURN_IF_ERROR(Put(v6 ? Field::kIcmpv6Type : Field::kIcmpType, type.mask_bits(0, 8),
-                                type.spec_bits(0, 8), type.pos));
+                              type.spec_bits(0, 8), type.pos));
     DRSIM_RETURN_IF_ERROR(Put(v6 ? Field::kIcmpv6Code : Field::kIcmpCode, code.mask_bits(0, 8),
-                                code.spec_bits(0, 8), code.pos));
+                              code.spec_bits(0, 8), code.pos));
     if (v6) return absl::OkStatus();
     const Word ident = W(item, 2), seq = W(item, 3);  // the header's second word: identifier, sequence
     return Put(Field::kIcmpHeaderData, ident.mask_bits(0, 16) << 16 | seq.mask_bits(0, 16),
@@ -425,9 +424,9 @@ class PatternBuilder {
     DRSIM_RETURN_IF_ERROR(StartL4(item, tcp ? L4::kTcp : L4::kUdp));
     const Word src = W(item, 0), dst = W(item, 1);
     DRSIM_RETURN_IF_ERROR(Put(H(tcp ? Field::kOuterTcpSport : Field::kOuterUdpSport), src.mask_bits(0, 16),
-                                src.spec_bits(0, 16), src.pos));
+                              src.spec_bits(0, 16), src.pos));
     DRSIM_RETURN_IF_ERROR(Put(H(tcp ? Field::kOuterTcpDport : Field::kOuterUdpDport), dst.mask_bits(0, 16),
-                                dst.spec_bits(0, 16), dst.pos));
+                              dst.spec_bits(0, 16), dst.pos));
     if (!tcp) return absl::OkStatus();
     const Word flags = W(item, 2);
     return Put(H(Field::kOuterTcpFlags), flags.mask_bits(0, 8), flags.spec_bits(0, 8), flags.pos);
@@ -494,8 +493,7 @@ class PatternBuilder {
         const Word flags = W(item, 0), type = W(item, 1), teid = W(item, 2);
         DRSIM_RETURN_IF_ERROR(
             Put(Field::kGtpuMsgFlags, flags.mask_bits(0, 8), flags.spec_bits(0, 8), flags.pos));
-        DRSIM_RETURN_IF_ERROR(
-            Put(Field::kGtpuMsgType, type.mask_bits(0, 8), type.spec_bits(0, 8), type.pos));
+        DRSIM_RETURN_IF_ERROR(Put(Field::kGtpuMsgType, type.mask_bits(0, 8), type.spec_bits(0, 8), type.pos));
         return Put(Field::kGtpuTeid, teid.mask_bits(0, 32), teid.spec_bits(0, 32), teid.pos);
       }
     }
@@ -594,8 +592,7 @@ class PatternBuilder {
       return Unmatchable(item, 1, pkey, "the match layout has BTH opcode, dst QP and A bit only");
     if (psn.mask != 0)
       return Unmatchable(item, 3, psn, "the match layout has BTH opcode, dst QP and A bit only");
-    DRSIM_RETURN_IF_ERROR(
-        Put(Field::kBthOpcode, opcode.mask_bits(0, 8), opcode.spec_bits(0, 8), opcode.pos));
+    DRSIM_RETURN_IF_ERROR(Put(Field::kBthOpcode, opcode.mask_bits(0, 8), opcode.spec_bits(0, 8), opcode.pos));
     return Put(Field::kBthDstQp, qp.mask_bits(0, 24), qp.spec_bits(0, 24), qp.pos);
   }
 

@@ -1,4 +1,3 @@
-#include "base/status_macros.h"
 #include "testpmd/pattern.h"
 
 #include <optional>
@@ -6,6 +5,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hw/match_layout.h"
@@ -22,7 +22,8 @@ using ::testing::HasSubstr;
 absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
                                             mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_FDB,
                                             std::optional<uint16_t> implicit_source_vport = std::nullopt) {
-  DRSIM_ASSIGN_OR_RETURN(Command c,  ParseOne(absl::StrCat("flow create 0 transfer pattern ", pattern, " / end actions drop / end")));
+  DRSIM_ASSIGN_OR_RETURN(Command c, ParseOne(absl::StrCat("flow create 0 transfer pattern ", pattern,
+                                                          " / end actions drop / end")));
   PatternContext ctx;
   ctx.domain = domain;
   ctx.vport_of_port = [](uint32_t port) -> absl::StatusOr<uint16_t> {

@@ -19,13 +19,13 @@
 
 #include "dr/dr.h"
 #include "dr/dump.h"
-#include "tests/dump_test_util.h"
 #include "gtest/gtest.h"
 #include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "hw/modify_header.h"
 #include "sim/meter.h"
 #include "sim/nic.h"
+#include "tests/dump_test_util.h"
 
 namespace drsim::dr {
 namespace {

@@ -17,12 +17,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "dr/dr.h"
-#include "tests/dump_test_util.h"
 #include "dr/status_errno.h"
 #include "gtest/gtest.h"
 #include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
+#include "tests/dump_test_util.h"
 
 namespace drsim::dr {
 namespace {
