@@ -63,7 +63,6 @@
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/reclaimer.h"
-#include "sim/parser_coverage.h"
 #include "sim/toeplitz.h"
 
 namespace drsim::hw {
@@ -183,7 +182,8 @@ class Function : public hw::Device {
   // hw::Device
   // "drsim_pf" or "drsim_vf<N>", firmware "0.0.0" (there is none), vhca id = vport, one port.
   hw::DeviceInfo Describe() const override;
-  const hw::ParsedFields& parsed_fields() const override { return SoftwareParserFields(); }
+  // The software NIC parser's fields (sim/parser_coverage.h).
+  const hw::ParsedFields& parsed_fields() const override;
   hw::Reclaimer* reclaimer() override;
   void AttachRootTable(const hw::FlowTable* table) override;
   void DetachRootTable(const hw::FlowTable* table) override;

@@ -25,6 +25,7 @@
 #include "sim/meter.h"
 #include "sim/nic.h"
 #include "sim/nic_internal.h"
+#include "sim/parser_coverage.h"
 #include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
 
@@ -208,6 +209,8 @@ void Function::ReleaseAso(uint32_t object) {
 }
 
 hw::Reclaimer* Function::reclaimer() { return &nic_->reclaimer_; }
+
+const hw::ParsedFields& Function::parsed_fields() const { return SoftwareParserFields(); }
 
 hw::DeviceInfo Function::Describe() const {
   hw::DeviceInfo info;
