@@ -26,7 +26,9 @@ TEST(SoftwareParserFields, NamesWhatThePacketParserFills) {
   }
   for (size_t i = 0; i < hw::kNumFields; ++i) {
     const Field f = hw::FieldAt(i);
-    if (hw::Info(f).section == hw::Section::kMisc4) EXPECT_FALSE(parsed.Contains(f)) << hw::Info(f).name;
+    if (hw::Info(f).section == hw::Section::kMisc4) {
+      EXPECT_FALSE(parsed.Contains(f)) << hw::Info(f).name;
+    }
   }
 }
 
