@@ -117,6 +117,7 @@ ibv_context* drsim_open(unsigned num_vfs) {
     drsim::capi::InstallVerbsFlowOps(f->vctx);
     f->owner = ctx;
     f->vport = static_cast<uint16_t>(v);
+    if (auto set_up = drsim::capi::GetFunctionContextSetUp()) set_up(*f);
     Registry::Get().Add(&f->vctx.context, Kind::kContext, ctx);
     ctx->functions.push_back(std::move(f));
   }
@@ -173,7 +174,11 @@ ibv_qp* drsim_create_qp(ibv_context* ibctx, uint16_t vport) {
 int drsim_destroy_qp(ibv_qp* qp) {
   Context* ctx;
   drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
-  if (q == nullptr) return RecordFailure(__func__, EINVAL, "not a QP drsim_create_qp made");
+  if (q == nullptr || q->made_by_verbs) {
+    return RecordFailure(
+        __func__, EINVAL,
+        q == nullptr ? "not a QP drsim_create_qp made" : "an ibv_create_qp QP: use ibv_destroy_qp");
+  }
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   if (q->flows > 0) {
     return RecordFailure(__func__, EBUSY,
@@ -309,7 +314,12 @@ int drsim_send(ibv_context* ibctx, int from_vport, const void* frame, size_t len
 int drsim_recv_qp(ibv_qp* qp, void* buf, size_t cap, uint32_t* flow_tag) {
   Context* ctx;
   drsim_qp* q = drsim::capi::QpOf(qp, &ctx);
-  if (q == nullptr) return -RecordFailure(__func__, EINVAL, "not a QP drsim_create_qp made");
+  if (q == nullptr || q->made_by_verbs) {
+    return -RecordFailure(__func__, EINVAL,
+                          q == nullptr
+                              ? "not a QP drsim_create_qp made"
+                              : "an ibv_create_qp QP: its frames go to posted receives (ibv_post_recv)");
+  }
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   drsim::sim::RxQueue* rq = ctx->function(q->vport).queue(qp->qp_num);
   const drsim::sim::RxCompletion* c = rq->Front();

@@ -362,6 +362,9 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_dest_ibv_qp(ibv_qp* ibqp) {
   }
   Lock lock(ctx->mu);
   const auto* q = reinterpret_cast<const drsim_qp*>(ibqp);
+  if (q->rss_tir.has_value()) {
+    return drsim::capi::Register(dr::Action::DestTir(ctx->function(q->vport), *q->rss_tir), __func__, ctx);
+  }
   return drsim::capi::Register(dr::Action::DestQp(ctx->function(q->vport), ibqp->qp_num), __func__, ctx);
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "dr/dr.h"
@@ -38,7 +39,15 @@ enum class Kind : uint8_t {
   kRule,
   kAction,
   kFlow,
-  kCounters
+  kCounters,
+  // The software mlx5 device's verbs objects (soft_mlx5/verbs_objects.h).
+  kDevice,
+  kPd,
+  kMr,
+  kCq,
+  kCompChannel,
+  kWq,
+  kRwqIndTable
 };
 
 // Records pointers of the software NIC's objects, each with its kind and context.
@@ -86,6 +95,20 @@ namespace drsim::capi {
 // The function context behind `ctx`, or nullptr when `ctx` is not a software NIC's context.
 drsim_function_context* FunctionOf(ibv_context* ctx);
 
+// State a front end keeps per NIC (the software mlx5 device's receive queues and wire); destroyed with
+// the context.
+class ContextExtension {
+ public:
+  virtual ~ContextExtension() = default;
+};
+
+// Called for every function context drsim_open makes, once set: the software mlx5 device, when linked in,
+// installs its verbs operations there, so ibv_alloc_pd, ibv_create_cq and the data path work on drsim_open
+// contexts too.
+using FunctionContextSetUp = void (*)(drsim_function_context& f);
+void SetFunctionContextSetUp(FunctionContextSetUp set_up);
+FunctionContextSetUp GetFunctionContextSetUp();
+
 struct Context {
   std::recursive_mutex mu;  // held by every C call on this context's objects
   std::unique_ptr<sim::Nic> nic;
@@ -94,6 +117,8 @@ struct Context {
   std::unique_ptr<VerbsSteering> verbs;
   // QPs, DEVX objects, domains, verbs flows and counters not yet destroyed: drsim_close is EBUSY until 0.
   int open_objects = 0;
+  // What a front end keeps per NIC; goes first on destruction, before the NIC.
+  std::unique_ptr<ContextExtension> extension;
 
   sim::Function& function(uint16_t vport) { return *nic->function(vport); }
 };
@@ -113,6 +138,11 @@ struct drsim_qp {
   ibv_qp qp;
   uint16_t vport;
   int flows = 0;  // verbs flows attached (ibv_create_flow): drsim_destroy_qp is EBUSY until 0
+  // Made by ibv_create_qp on the software mlx5 device (soft_mlx5::SoftQp): destroyed with ibv_destroy_qp,
+  // and its frames go to posted receives, not drsim_recv_qp.
+  bool made_by_verbs = false;
+  // An RSS QP (ibv_create_qp_ex with an indirection table): its frames go to this TIR, not to a queue.
+  std::optional<uint32_t> rss_tir;
 };
 
 struct mlx5dv_dr_domain {

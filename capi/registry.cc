@@ -1,3 +1,4 @@
+#include <atomic>
 #include <cstddef>
 
 #include "capi/objects.h"
@@ -31,6 +32,13 @@ bool Registry::Known(const void* p) const {
   std::lock_guard<std::mutex> lock(mu_);
   return objects_.contains(p);
 }
+
+namespace {
+std::atomic<FunctionContextSetUp> function_context_set_up{nullptr};
+}  // namespace
+
+void SetFunctionContextSetUp(FunctionContextSetUp set_up) { function_context_set_up.store(set_up); }
+FunctionContextSetUp GetFunctionContextSetUp() { return function_context_set_up.load(); }
 
 drsim_function_context* FunctionOf(ibv_context* ctx) {
   if (ctx == nullptr || !Registry::Get().Is(ctx, Kind::kContext)) return nullptr;

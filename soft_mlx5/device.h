@@ -11,8 +11,8 @@
 //
 // How
 //   The NIC runs inside the calls that move frames: ibv_post_send sends from the QP's function, then
-//   Pump moves what left by the uplink to the wire, what the wire brought back into the NIC, and what
-//   reached a QP into its posted receives and CQ.
+//   NicState::Pump (verbs_objects.h) moves what left by the uplink to the wire, what the wire brought
+//   back into the NIC, and what reached a QP into its posted receives and CQ.
 //
 // Thread-safety
 //   Every call holds the NIC's context lock (capi::Context::mu).
@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "capi/objects.h"
 #include "soft_mlx5/wire.h"
 
@@ -53,22 +54,25 @@ class SoftDevice {
   ibv_device* device() { return &ibv_device_.device; }
   capi::Context& context() { return *ctx_; }
 
+  // A device named `name` over the NIC of `ctx`, its uplink on `wire`.
+  static SoftDevice* Create(const std::string& name, capi::Context* ctx, std::unique_ptr<Wire> wire);
+
   // A user context on function `vport`: NULL with errno set on failure.
   ibv_context* Open(uint16_t vport);
   // Closes a user context made by Open: 0, or an errno (EBUSY while its objects exist).
   int Close(ibv_context* ctx);
-
-  // Moves frames until nothing moves (bounded): uplink to wire, wire to NIC, queues to posted receives.
-  // Called with context().mu held.
-  void Pump();
 
  private:
   SoftDevice() = default;
   std::string name_;
   SoftIbvDevice ibv_device_{};
   capi::Context* ctx_ = nullptr;
-  std::unique_ptr<Wire> wire_;
+  absl::flat_hash_set<drsim_function_context*> user_contexts_;
 };
+
+// Installs the software device's verbs operations (PD, MR, CQ, QP, WQ, the data path and queries) on a
+// function context, beside the C API's flow operations.
+void InstallVerbsOps(drsim_function_context& f);
 
 }  // namespace drsim::soft_mlx5
 

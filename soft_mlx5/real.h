@@ -19,11 +19,10 @@ void* RealSymbol(const char* name, const char* version);
 }  // namespace drsim::soft_mlx5
 
 // The real `name` at `version`, typed as the header declares it; nullptr when there is none.
-#define DRSIM_REAL_FUNCTION(name, version)                                         \
-  ([]() {                                                                          \
-    static auto* fn = reinterpret_cast<decltype(&::name)>(                         \
-        ::drsim::soft_mlx5::RealSymbol(#name, version));                           \
-    return fn;                                                                     \
+#define DRSIM_REAL_FUNCTION(name, version)                                                                 \
+  ([]() {                                                                                                  \
+    static auto* fn = reinterpret_cast<decltype(&::name)>(::drsim::soft_mlx5::RealSymbol(#name, version)); \
+    return fn;                                                                                             \
   }())
 
 #endif  // DRSIM_SOFT_MLX5_REAL_H_

@@ -1,0 +1,212 @@
+// The process's software mlx5 device, and each NIC's frame movement between the NIC, the wire and the
+// buffers programs posted.
+#include "soft_mlx5/device.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "capi/drsim.h"
+#include "capi/errors.h"
+#include "capi/verbs_flow.h"
+#include "sim/rx_queue.h"
+#include "soft_mlx5/verbs_objects.h"
+
+namespace drsim::soft_mlx5 {
+namespace {
+
+// How many rounds Pump makes before it leaves frames for the next call: a loop between the wire and the
+// NIC (a hairpin rule on a loopback wire) must not hold the caller forever.
+constexpr int kMaxPumpRounds = 64;
+constexpr size_t kWireBurst = 256;
+
+const char* EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+SoftDevice* MakeDevice();
+
+}  // namespace
+
+SoftDevice* SoftDevice::Get() {
+  static SoftDevice* device = MakeDevice();
+  return device;
+}
+
+SoftDevice* SoftDevice::Of(const ibv_device* device) {
+  if (device == nullptr || !capi::Registry::Get().Is(device, capi::Kind::kDevice)) return nullptr;
+  return reinterpret_cast<const SoftIbvDevice*>(device)->owner;
+}
+
+namespace {
+
+SoftDevice* MakeDevice() {
+  const char* name = EnvOr("DRSIM_DEVICE", "mlx5_0");
+  uint32_t vfs = 0;
+  if (!absl::SimpleAtoi(EnvOr("DRSIM_VFS", "0"), &vfs)) {
+    std::fprintf(stderr, "drsim: DRSIM_VFS='%s' is not a number; the software mlx5 device is off\n",
+                 std::getenv("DRSIM_VFS"));
+    return nullptr;
+  }
+  const char* wire_spec = EnvOr("DRSIM_WIRE", "loopback");
+  absl::StatusOr<std::unique_ptr<Wire>> wire = OpenWire(wire_spec);
+  if (!wire.ok()) {
+    std::fprintf(stderr, "drsim: DRSIM_WIRE: %s; the software mlx5 device is off\n",
+                 std::string(wire.status().message()).c_str());
+    return nullptr;
+  }
+  ibv_context* pf = drsim_open(vfs);
+  if (pf == nullptr) {
+    std::fprintf(stderr, "drsim: cannot open the software NIC: %s\n", drsim_last_error());
+    return nullptr;
+  }
+  return SoftDevice::Create(name, capi::FunctionOf(pf)->owner, *std::move(wire));
+}
+
+}  // namespace
+
+SoftDevice* SoftDevice::Create(const std::string& name, capi::Context* ctx, std::unique_ptr<Wire> wire) {
+  auto* d = new SoftDevice;  // lives as long as the process: programs may call into it during exit
+  d->name_ = name;
+  d->ctx_ = ctx;
+  NicState::Of(*ctx).set_wire(std::move(wire));
+  ibv_device& dev = d->ibv_device_.device;
+  dev.node_type = IBV_NODE_CA;
+  dev.transport_type = IBV_TRANSPORT_IB;
+  absl::SNPrintF(dev.name, sizeof dev.name, "%s", name);
+  absl::SNPrintF(dev.dev_name, sizeof dev.dev_name, "uverbs_drsim");
+  absl::SNPrintF(dev.dev_path, sizeof dev.dev_path, "/sys/class/infiniband_verbs/uverbs_drsim");
+  absl::SNPrintF(dev.ibdev_path, sizeof dev.ibdev_path, "/sys/class/infiniband/%s", name);
+  d->ibv_device_.owner = d;
+  capi::Registry::Get().Add(&dev, capi::Kind::kDevice, ctx);
+  return d;
+}
+
+ibv_context* SoftDevice::Open(uint16_t vport) {
+  std::lock_guard<std::recursive_mutex> lock(ctx_->mu);
+  if (vport >= ctx_->functions.size()) {
+    capi::RecordFailure("ibv_open_device", EINVAL,
+                        absl::StrFormat("vport %d: the NIC has %d functions", vport, ctx_->functions.size()));
+    return nullptr;
+  }
+  auto* f = new drsim_function_context;
+  std::memset(&f->vctx, 0, sizeof f->vctx);
+  f->vctx.sz = sizeof f->vctx;
+  f->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  f->vctx.context.device = device();
+  f->vctx.context.num_comp_vectors = 1;
+  f->vctx.context.cmd_fd = -1;
+  f->vctx.context.async_fd = -1;
+  pthread_mutex_init(&f->vctx.context.mutex, nullptr);
+  f->owner = ctx_;
+  f->vport = vport;
+  capi::InstallVerbsFlowOps(f->vctx);
+  InstallVerbsOps(*f);
+  capi::Registry::Get().Add(&f->vctx.context, capi::Kind::kContext, ctx_);
+  user_contexts_.insert(f);
+  return &f->vctx.context;
+}
+
+int SoftDevice::Close(ibv_context* ibctx) {
+  std::lock_guard<std::recursive_mutex> lock(ctx_->mu);
+  drsim_function_context* f = capi::FunctionOf(ibctx);
+  if (f == nullptr || !user_contexts_.contains(f)) {
+    return capi::RecordFailure("ibv_close_device", EINVAL, "not a context ibv_open_device returned");
+  }
+  capi::Registry::Get().Remove(ibctx);
+  user_contexts_.erase(f);
+  pthread_mutex_destroy(&f->vctx.context.mutex);
+  delete f;
+  return 0;
+}
+
+NicState& NicState::Of(capi::Context& ctx) {
+  if (ctx.extension == nullptr) ctx.extension = std::make_unique<NicState>();
+  return static_cast<NicState&>(*ctx.extension);
+}
+
+void Complete(SoftCq& cq, const Completion& c) {
+  if (cq.done.size() >= static_cast<size_t>(cq.cq.cqe)) {
+    ++cq.overruns;
+    return;
+  }
+  cq.done.push_back(c);
+  if (cq.armed && cq.cq.channel != nullptr) {
+    cq.armed = false;
+    auto* channel = reinterpret_cast<SoftCompChannel*>(cq.cq.channel);
+    channel->notified.push_back(&cq);
+    const uint64_t one = 1;
+    (void)!write(channel->channel.fd, &one, sizeof one);
+  }
+}
+
+size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
+  sim::RxQueue* queue = ctx.function(rq.vport).queue(rq.number);
+  if (queue == nullptr) return 0;
+  size_t moved = 0;
+  while (std::optional<sim::RxCompletion> c = queue->Poll()) {
+    ++moved;
+    if (!rq.ready || rq.posted.empty()) {
+      ++rq.out_of_buffer;
+      if (std::getenv("DRSIM_DEBUG") != nullptr) {
+        std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
+                     rq.number, c->frame.size());
+      }
+      continue;
+    }
+    PostedReceive wqe = std::move(rq.posted.front());
+    rq.posted.pop_front();
+    Completion done;
+    done.wr_id = wqe.wr_id;
+    done.opcode = IBV_WC_RECV;
+    done.qp_num = rq.number;
+    done.byte_len = static_cast<uint32_t>(c->frame.size());
+    done.flow_tag = c->flow_tag;  // 0 when no tag action ran, as a CQE reports it
+    // Scatter the frame over the receive's SGEs; a frame longer than they hold completes in error.
+    size_t off = 0;
+    for (const ibv_sge& sge : wqe.sges) {
+      if (off == c->frame.size()) break;
+      const size_t n = std::min<size_t>(sge.length, c->frame.size() - off);
+      std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(sge.addr)), c->frame.data() + off, n);
+      off += n;
+    }
+    if (off < c->frame.size()) done.status = IBV_WC_LOC_LEN_ERR;
+    if (rq.cq != nullptr) Complete(*rq.cq, done);
+  }
+  return moved;
+}
+
+void NicState::Pump(capi::Context& ctx) {
+  for (int round = 0; round < kMaxPumpRounds; ++round) {
+    size_t moved = 0;
+    if (wire_ != nullptr) {
+      while (std::optional<std::vector<uint8_t>> out = ctx.nic->PollWire()) {
+        wire_->Transmit(*out);
+        ++moved;
+      }
+      for (std::vector<uint8_t>& in : wire_->Poll(kWireBurst)) {
+        if (in.size() < 14 || in.size() > 65535) continue;  // not an Ethernet frame the NIC can take
+        (void)ctx.nic->ReceiveFromWire(sim::Frame(in.data(), in.size()));
+        ++wire_frames_seen_;
+        ++moved;
+      }
+    }
+    for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);
+    if (moved == 0) return;
+  }
+}
+
+uint64_t NicState::out_of_buffer() const {
+  uint64_t n = 0;
+  for (const auto& [number, rq] : receivers_) n += rq->out_of_buffer;
+  return n;
+}
+
+}  // namespace drsim::soft_mlx5

@@ -1,0 +1,165 @@
+// The verbs objects of the software mlx5 device: the structs behind the ibv_pd, ibv_mr, ibv_cq, ibv_qp,
+// ibv_wq and ibv_rwq_ind_table pointers it hands out, and the per-NIC state that moves frames between
+// the NIC's receive queues and the buffers a program posted.
+//
+// What
+//   Each struct starts with the verbs struct users see, so a user's pointer is the object's. Every one
+//   is registered with capi::Registry under its kind until it is destroyed: a call checks that it got
+//   an object of the software device (the generated pass-through wrappers forward anything else to
+//   rdma-core).
+//
+// How
+//   A raw-packet QP or a WQ owns a sim receive queue (sim::Function::CreateQueue; its number is the
+//   qp_num or wq_num). NicState::DeliverReceived takes the frames the NIC put there and copies each into
+//   the oldest posted receive, completing it on the receive CQ; a frame that finds none is counted and
+//   dropped, as mlx5's rx_out_of_buffer counts it.
+//
+// Thread-safety
+//   Everything here is touched with the NIC's context lock (capi::Context::mu) held.
+#ifndef DRSIM_SOFT_MLX5_VERBS_OBJECTS_H_
+#define DRSIM_SOFT_MLX5_VERBS_OBJECTS_H_
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "capi/objects.h"
+#include "soft_mlx5/wire.h"
+
+namespace drsim::soft_mlx5 {
+
+struct SoftPd {
+  ibv_pd pd;
+};
+
+struct SoftMr {
+  ibv_mr mr;
+  unsigned access = 0;
+  uint64_t iova = 0;  // the address SGEs use for mr.addr (ibv_reg_mr_iova2); mr.addr otherwise
+};
+
+// A completion channel: an eventfd that a CQ armed with ibv_req_notify_cq writes when it completes.
+struct SoftCompChannel {
+  ibv_comp_channel channel;
+  std::deque<struct SoftCq*> notified;  // CQs whose events ibv_get_cq_event has not yet returned
+};
+
+// One work completion, as a CQE carries it.
+struct Completion {
+  uint64_t wr_id = 0;
+  ibv_wc_status status = IBV_WC_SUCCESS;
+  ibv_wc_opcode opcode = IBV_WC_SEND;
+  uint32_t byte_len = 0;
+  uint32_t qp_num = 0;
+  uint32_t flow_tag = 0;
+  unsigned wc_flags = 0;
+  uint64_t timestamp_ns = 0;
+};
+
+// A CQ, plain or extended: ibv_create_cq returns &cq as an ibv_cq (its leading members are the same).
+struct SoftCq {
+  ibv_cq_ex cq;
+  std::deque<Completion> done;
+  uint64_t wc_flags = 0;  // what the extended CQ may be read for (IBV_WC_EX_WITH_*)
+  bool polling = false;   // between start_poll and end_poll
+  Completion current;     // the completion start_poll/next_poll moved to
+  uint64_t overruns = 0;  // completions lost because the CQ was full
+  int attached = 0;       // QPs and WQs using it: ibv_destroy_cq is EBUSY until 0
+  bool armed = false;     // ibv_req_notify_cq: the next completion signals the channel
+};
+
+struct PostedReceive {
+  uint64_t wr_id = 0;
+  std::vector<ibv_sge> sges;
+};
+
+// The receive side of a raw-packet QP or of a WQ.
+struct ReceiveQueue {
+  uint32_t number = 0;  // the sim queue: the QP's qp_num or the WQ's wq_num
+  uint16_t vport = 0;
+  SoftCq* cq = nullptr;
+  ibv_pd* pd = nullptr;
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  bool ready = false;  // receives are delivered only in RTR/RTS (QP) or RDY (WQ)
+  std::deque<PostedReceive> posted;
+  uint64_t out_of_buffer = 0;  // frames that found no posted receive
+};
+
+// A raw-packet QP. `base` is capi's QP, so DR actions and verbs flows take it as they take drsim's QPs.
+// An RSS QP (created with rx_hash_conf) has no queues of its own: its frames go to its TIR.
+struct SoftQp {
+  drsim_qp base;
+  SoftCq* send_cq = nullptr;
+  ReceiveQueue rq;
+  uint32_t max_send_wr = 0;
+  uint32_t max_send_sge = 0;
+  uint32_t max_inline_data = 0;
+  bool sq_sig_all = false;
+  bool rss = false;
+  uint32_t tir = 0;  // rss: the TIR spreading its frames
+  struct SoftRwqIndTable* ind_table = nullptr;
+};
+
+struct SoftWq {
+  ibv_wq wq;
+  ReceiveQueue rq;
+  int tables = 0;  // indirection tables using it: ibv_destroy_wq is EBUSY until 0
+};
+
+struct SoftRwqIndTable {
+  ibv_rwq_ind_table table;
+  std::vector<SoftWq*> wqs;
+  int qps = 0;  // RSS QPs using it
+};
+
+// Per NIC: the receive queues of its verbs QPs and WQs, and the uplink's wire (none for a drsim_open NIC,
+// whose wire frames stay for drsim_recv_port).
+class NicState : public capi::ContextExtension {
+ public:
+  // The state of `ctx`, made on first use.
+  static NicState& Of(capi::Context& ctx);
+
+  void AddReceiveQueue(ReceiveQueue* rq) { receivers_[rq->number] = rq; }
+  void RemoveReceiveQueue(const ReceiveQueue* rq) { receivers_.erase(rq->number); }
+  void set_wire(std::unique_ptr<Wire> wire) { wire_ = std::move(wire); }
+
+  // Memory regions by lkey (the same number is the rkey).
+  uint32_t AddMr(SoftMr* mr) {
+    const uint32_t key = next_key_++;
+    mrs_[key] = mr;
+    return key;
+  }
+  void RemoveMr(uint32_t lkey) { mrs_.erase(lkey); }
+  SoftMr* FindMr(uint32_t lkey) const {
+    auto it = mrs_.find(lkey);
+    return it == mrs_.end() ? nullptr : it->second;
+  }
+
+  // Moves frames until nothing moves (bounded): the NIC's uplink to the wire, the wire's arrivals into
+  // the NIC, and what reached each receive queue into its posted receives.
+  void Pump(capi::Context& ctx);
+
+  uint64_t out_of_buffer() const;
+
+ private:
+  // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
+  size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
+  absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
+  std::unique_ptr<Wire> wire_;
+  uint64_t wire_frames_seen_ = 0;
+  absl::flat_hash_map<uint32_t, SoftMr*> mrs_;
+  uint32_t next_key_ = 0x1000;
+};
+
+// Adds a completion to `cq`, counting an overrun when it already holds cq.cqe completions; an armed CQ
+// signals its completion channel.
+void Complete(SoftCq& cq, const Completion& c);
+
+}  // namespace drsim::soft_mlx5
+
+#endif  // DRSIM_SOFT_MLX5_VERBS_OBJECTS_H_
