@@ -1,25 +1,27 @@
-/* A C steering program as it would run on a ConnectX, using only rdma-core's mlx5dv_dr_* calls, with the
- * software NIC's drsim_* calls for the device, QPs and counters (docs/c_api.md).
+/* A C steering program written as one for a ConnectX is: rdma-core's libibverbs and mlx5dv calls only,
+ * no drsim_* call. Run it on the software mlx5 device (docs/soft_mlx5.md):
  *
- * NIC_RX of the PF: table 0 sends IPv4 to table 1; table 1 drops TCP port 22, tags DNS (UDP 53) 0xd15
- * and counts it into the DNS QP, and spreads everything else over two QPs by RSS.
+ *   scripts/drsim-run -- bazel-bin/examples/c_steering [DEVICE]
  *
- *   bazel run //examples:c_steering */
+ * It opens DEVICE (default mlx5_0) with DevX, and on its PF's NIC_RX: table 0 sends IPv4 to table 1;
+ * table 1 drops TCP port 22, tags DNS (UDP 53) 0xd15 and counts it (a DevX flow counter) into the DNS QP,
+ * and spreads everything else over two WQs by RSS (an RSS QP). A second raw QP sends the frames; the
+ * uplink's loopback wire brings them back in, as a NIC's local loopback does on a ConnectX. */
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
 
-#include "capi/drsim.h"
-
-/* Exits with the failing call and drsim's message when a call that must succeed fails. */
+/* Exits with the failing call when a call that must succeed fails. */
 #define MUST(call)                                                                                      \
   ({                                                                                                    \
     __typeof__(call) must_result_ = (call);                                                             \
     if (!must_result_) {                                                                                \
-      fprintf(stderr, "%s failed: %s (%s)\n", #call, strerror(errno), drsim_last_error());              \
+      fprintf(stderr, "%s failed: %s\n", #call, strerror(errno));                                       \
       exit(1);                                                                                          \
     }                                                                                                   \
     must_result_;                                                                                       \
@@ -28,7 +30,7 @@
   do {                                                                                                \
     int must_err_ = (call);                                                                           \
     if (must_err_ != 0) {                                                                             \
-      fprintf(stderr, "%s failed: %s (%s)\n", #call, strerror(must_err_), drsim_last_error());        \
+      fprintf(stderr, "%s failed: %s\n", #call, strerror(must_err_ > 0 ? must_err_ : errno));         \
       exit(1);                                                                                        \
     }                                                                                                 \
   } while (0)
@@ -80,14 +82,98 @@ static size_t frame(uint8_t *f, uint8_t proto, uint8_t host, uint16_t sport, uin
   return len;
 }
 
-int main(void) {
-  struct ibv_context *ctx = MUST(drsim_open(0));
-  struct ibv_qp *dns_qp = MUST(drsim_create_qp(ctx, 0));
-  struct ibv_qp *rss_qps[2] = {MUST(drsim_create_qp(ctx, 0)), MUST(drsim_create_qp(ctx, 0))};
-  struct mlx5dv_devx_obj *counters = MUST(drsim_counter_alloc(ctx, 1));
-  struct mlx5dv_devx_obj *tir = MUST(drsim_tir_create(
-      ctx, rss_qps, 2, IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP,
-      NULL, 0));
+/* PRM DevX commands (big-endian): ALLOC_FLOW_COUNTER and QUERY_FLOW_COUNTER. */
+static struct mlx5dv_devx_obj *alloc_counter(struct ibv_context *ctx, uint32_t *id) {
+  uint8_t in[16] = {0}, out[16] = {0};
+  in[0] = 0x09, in[1] = 0x39;
+  struct mlx5dv_devx_obj *obj = MUST(mlx5dv_devx_obj_create(ctx, in, sizeof in, out, sizeof out));
+  *id = be32toh(*(uint32_t *)(out + 8));
+  return obj;
+}
+static void query_counter(struct mlx5dv_devx_obj *obj, uint32_t id, uint64_t *packets, uint64_t *bytes) {
+  uint8_t in[32] = {0}, out[32] = {0};
+  in[0] = 0x09, in[1] = 0x3b;
+  *(uint32_t *)(in + 28) = htobe32(id);
+  MUST_ZERO(mlx5dv_devx_obj_query(obj, in, sizeof in, out, sizeof out));
+  *packets = be64toh(*(uint64_t *)(out + 16));
+  *bytes = be64toh(*(uint64_t *)(out + 24));
+}
+
+/* A receive buffer of 2048 bytes per slot, posted on `qp` or `wq`. */
+enum { SLOTS = 16, SLOT = 2048 };
+static void post_receives(struct ibv_qp *qp, struct ibv_wq *wq, struct ibv_mr *mr, uint8_t *buf) {
+  for (uint64_t i = 0; i < SLOTS; ++i) {
+    struct ibv_sge sge = {(uintptr_t)(buf + i * SLOT), SLOT, mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
+    MUST_ZERO(qp ? ibv_post_recv(qp, &wr, &bad) : ibv_post_wq_recv(wq, &wr, &bad));
+  }
+}
+
+static void to_rts(struct ibv_qp *qp) {
+  struct ibv_qp_attr attr = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+  MUST_ZERO(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT));
+  attr.qp_state = IBV_QPS_RTR;
+  MUST_ZERO(ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+  attr.qp_state = IBV_QPS_RTS;
+  MUST_ZERO(ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+}
+
+int main(int argc, char **argv) {
+  const char *name = argc > 1 ? argv[1] : "mlx5_0";
+  int num;
+  struct ibv_device **list = MUST(ibv_get_device_list(&num)), *dev = NULL;
+  for (int i = 0; i < num; ++i)
+    if (strcmp(ibv_get_device_name(list[i]), name) == 0) dev = list[i];
+  if (dev == NULL || !mlx5dv_is_supported(dev)) {
+    fprintf(stderr, "no mlx5 device named %s\n", name);
+    return 1;
+  }
+  struct mlx5dv_context_attr dv_attr = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
+  struct ibv_context *ctx = MUST(mlx5dv_open_device(dev, &dv_attr));
+  ibv_free_device_list(list);
+
+  struct ibv_pd *pd = MUST(ibv_alloc_pd(ctx));
+  static uint8_t rx_buf[3][SLOTS * SLOT], tx_buf[128];
+  struct ibv_mr *rx_mr = MUST(ibv_reg_mr(pd, rx_buf, sizeof rx_buf, IBV_ACCESS_LOCAL_WRITE));
+  struct ibv_mr *tx_mr = MUST(ibv_reg_mr(pd, tx_buf, sizeof tx_buf, 0));
+  struct ibv_cq_init_attr_ex cq_attr = {.cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG};
+  struct ibv_cq_ex *rx_cq = MUST(ibv_create_cq_ex(ctx, &cq_attr));
+  struct ibv_cq *tx_cq = MUST(ibv_create_cq(ctx, 64, NULL, NULL, 0));
+
+  /* The DNS QP, the sender, and two WQs behind an RSS QP. */
+  struct ibv_qp_init_attr qp_attr = {.send_cq = tx_cq, .recv_cq = ibv_cq_ex_to_cq(rx_cq),
+                                     .cap = {.max_send_wr = 16, .max_recv_wr = SLOTS, .max_send_sge = 1, .max_recv_sge = 1},
+                                     .qp_type = IBV_QPT_RAW_PACKET};
+  struct ibv_qp *dns_qp = MUST(ibv_create_qp(pd, &qp_attr));
+  struct ibv_qp *sender = MUST(ibv_create_qp(pd, &qp_attr));
+  to_rts(dns_qp);
+  to_rts(sender);
+  struct ibv_wq *wqs[2];
+  for (int i = 0; i < 2; ++i) {
+    struct ibv_wq_init_attr wq_attr = {.wq_type = IBV_WQT_RQ, .max_wr = SLOTS, .max_sge = 1, .pd = pd,
+                                       .cq = ibv_cq_ex_to_cq(rx_cq)};
+    wqs[i] = MUST(ibv_create_wq(ctx, &wq_attr));
+    struct ibv_wq_attr ready = {.attr_mask = IBV_WQ_ATTR_STATE, .wq_state = IBV_WQS_RDY};
+    MUST_ZERO(ibv_modify_wq(wqs[i], &ready));
+  }
+  struct ibv_rwq_ind_table_init_attr ind_attr = {.log_ind_tbl_size = 1, .ind_tbl = wqs};
+  struct ibv_rwq_ind_table *ind = MUST(ibv_create_rwq_ind_table(ctx, &ind_attr));
+  static uint8_t key[40] = {0x2c, 0xc6, 0x81, 0xd1, 0x5b, 0xdb, 0xf4, 0xf7, 0xfc, 0xa2};
+  struct ibv_qp_init_attr_ex rss_attr = {
+      .qp_type = IBV_QPT_RAW_PACKET,
+      .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH,
+      .pd = pd,
+      .rwq_ind_tbl = ind,
+      .rx_hash_conf = {.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ, .rx_hash_key_len = sizeof key,
+                       .rx_hash_key = key,
+                       .rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+                                              IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP}};
+  struct ibv_qp *rss_qp = MUST(ibv_create_qp_ex(ctx, &rss_attr));
+  post_receives(dns_qp, NULL, rx_mr, rx_buf[0]);
+  for (int i = 0; i < 2; ++i) post_receives(NULL, wqs[i], rx_mr, rx_buf[1 + i]);
+
+  uint32_t counter_id;
+  struct mlx5dv_devx_obj *counter = alloc_counter(ctx, &counter_id);
 
   struct mlx5dv_dr_domain *rx = MUST(mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX));
   struct mlx5dv_dr_table *t0 = MUST(mlx5dv_dr_table_create(rx, 0));
@@ -116,9 +202,9 @@ int main(void) {
       MUST(mlx5dv_dr_matcher_create(t1, 1, 1 << 0, (struct mlx5dv_flow_match_parameters *)&ipv4_mask));
   struct mlx5dv_dr_action *drop = MUST(mlx5dv_dr_action_create_drop());
   struct mlx5dv_dr_action *tag = MUST(mlx5dv_dr_action_create_tag(0xd15));
-  struct mlx5dv_dr_action *count = MUST(mlx5dv_dr_action_create_flow_counter(counters, 0));
+  struct mlx5dv_dr_action *count = MUST(mlx5dv_dr_action_create_flow_counter(counter, 0));
   struct mlx5dv_dr_action *to_dns = MUST(mlx5dv_dr_action_create_dest_ibv_qp(dns_qp));
-  struct mlx5dv_dr_action *to_rss = MUST(mlx5dv_dr_action_create_dest_devx_tir(tir));
+  struct mlx5dv_dr_action *to_rss = MUST(mlx5dv_dr_action_create_dest_ibv_qp(rss_qp));
   struct mlx5dv_dr_action *dns_actions[] = {tag, count, to_dns};
   struct mlx5dv_dr_rule *r_ssh =
       MUST(mlx5dv_dr_rule_create(m_port, (struct mlx5dv_flow_match_parameters *)&ssh, 1, &drop));
@@ -130,30 +216,48 @@ int main(void) {
   /* A rule the API refuses, and why. */
   struct mlx5dv_dr_action *wrong_order[] = {to_dns, tag};
   if (mlx5dv_dr_rule_create(m_port, (struct mlx5dv_flow_match_parameters *)&dns, 2, wrong_order) == NULL)
-    printf("refused [dest_ibv_qp, tag]: %s\n  %s\n\n", strerror(errno), drsim_last_error());
+    printf("refused [dest_ibv_qp, tag]: %s\n\n", strerror(errno));
 
-  /* Traffic: 8 TCP flows to port 80, 2 SSH attempts, 3 DNS queries. */
-  uint8_t f[128], buf[2048];
-  for (uint8_t h = 0; h < 8; ++h) MUST_ZERO(drsim_send(ctx, -1, f, frame(f, 6, 10 + h, 40000 + 7 * h, 80)));
-  for (uint8_t h = 0; h < 2; ++h) MUST_ZERO(drsim_send(ctx, -1, f, frame(f, 6, 20 + h, 50000, 22)));
-  for (uint8_t h = 0; h < 3; ++h) MUST_ZERO(drsim_send(ctx, -1, f, frame(f, 17, 30 + h, 5353, 53)));
+  /* Traffic, sent on the sender QP: 8 TCP flows to port 80, 2 SSH attempts, 3 DNS queries. */
+  int sent = 0;
+  for (int i = 0; i < 13; ++i) {
+    size_t len = i < 8 ? frame(tx_buf, 6, (uint8_t)(10 + i), (uint16_t)(40000 + 7 * i), 80)
+                 : i < 10 ? frame(tx_buf, 6, (uint8_t)(20 + i), 50000, 22)
+                          : frame(tx_buf, 17, (uint8_t)(30 + i), 5353, 53);
+    struct ibv_sge sge = {(uintptr_t)tx_buf, (uint32_t)len, tx_mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    MUST_ZERO(ibv_post_send(sender, &wr, &bad));
+    struct ibv_wc wc;
+    while (ibv_poll_cq(tx_cq, 1, &wc) == 0) {
+    }
+    if (wc.status == IBV_WC_SUCCESS) ++sent;
+  }
 
-  uint32_t flow_tag;
-  int n, got = 0;
-  while ((n = drsim_recv_qp(dns_qp, buf, sizeof buf, &flow_tag)) > 0) {
-    printf("DNS qp 0x%x: %d bytes, flow tag 0x%x\n", dns_qp->qp_num, n, flow_tag);
-    ++got;
+  /* Receive completions: which queue, how many bytes, which flow tag. */
+  int dns_frames = 0, rss_frames[2] = {0, 0};
+  struct ibv_poll_cq_attr poll_attr = {0};
+  if (ibv_start_poll(rx_cq, &poll_attr) == 0) {
+    do {
+      uint32_t qpn = ibv_wc_read_qp_num(rx_cq);
+      if (rx_cq->status != IBV_WC_SUCCESS) {
+        fprintf(stderr, "a receive completed with status %d\n", rx_cq->status);
+        return 1;
+      }
+      if (qpn == dns_qp->qp_num) {
+        printf("DNS qp 0x%x: %u bytes, flow tag 0x%x\n", qpn, ibv_wc_read_byte_len(rx_cq), ibv_wc_read_flow_tag(rx_cq));
+        ++dns_frames;
+      }
+      for (int w = 0; w < 2; ++w) rss_frames[w] += qpn == wqs[w]->wq_num;
+    } while (ibv_next_poll(rx_cq) == 0);
+    ibv_end_poll(rx_cq);
   }
-  for (int q = 0; q < 2; ++q) {
-    int frames = 0;
-    while (drsim_recv_qp(rss_qps[q], buf, sizeof buf, NULL) > 0) ++frames;
-    printf("RSS qp 0x%x: %d frame(s)\n", rss_qps[q]->qp_num, frames);
-    got += frames;
-  }
+  for (int w = 0; w < 2; ++w) printf("RSS wq 0x%x: %d frame(s)\n", wqs[w]->wq_num, rss_frames[w]);
   uint64_t packets, bytes;
-  MUST_ZERO(drsim_counter_query(counters, 0, &packets, &bytes));
+  query_counter(counter, counter_id, &packets, &bytes);
   printf("DNS counter: %llu packets, %llu bytes\n", (unsigned long long)packets, (unsigned long long)bytes);
-  printf("%d of 13 frames delivered; the 2 SSH frames were dropped\n", got);
+  const int got = dns_frames + rss_frames[0] + rss_frames[1];
+  printf("%d of %d frames sent delivered; the 2 SSH frames were dropped\n", got, sent);
 
   /* Teardown, rules first: each object goes once nothing references it. */
   struct mlx5dv_dr_rule *rules[] = {r_rest, r_dns, r_ssh, r_ipv4};
@@ -166,11 +270,17 @@ int main(void) {
   MUST_ZERO(mlx5dv_dr_table_destroy(t1));
   MUST_ZERO(mlx5dv_dr_table_destroy(t0));
   MUST_ZERO(mlx5dv_dr_domain_destroy(rx));
-  MUST_ZERO(mlx5dv_devx_obj_destroy(tir));
-  MUST_ZERO(mlx5dv_devx_obj_destroy(counters));
-  MUST_ZERO(drsim_destroy_qp(rss_qps[0]));
-  MUST_ZERO(drsim_destroy_qp(rss_qps[1]));
-  MUST_ZERO(drsim_destroy_qp(dns_qp));
-  MUST_ZERO(drsim_close(ctx));
+  MUST_ZERO(mlx5dv_devx_obj_destroy(counter));
+  MUST_ZERO(ibv_destroy_qp(rss_qp));
+  MUST_ZERO(ibv_destroy_rwq_ind_table(ind));
+  for (int i = 0; i < 2; ++i) MUST_ZERO(ibv_destroy_wq(wqs[i]));
+  MUST_ZERO(ibv_destroy_qp(sender));
+  MUST_ZERO(ibv_destroy_qp(dns_qp));
+  MUST_ZERO(ibv_destroy_cq(tx_cq));
+  MUST_ZERO(ibv_destroy_cq(ibv_cq_ex_to_cq(rx_cq)));
+  MUST_ZERO(ibv_dereg_mr(tx_mr));
+  MUST_ZERO(ibv_dereg_mr(rx_mr));
+  MUST_ZERO(ibv_dealloc_pd(pd));
+  MUST_ZERO(ibv_close_device(ctx));
   return got == 11 && packets == 3 ? 0 : 1;
 }

@@ -20,7 +20,10 @@ namespace drsim::soft_mlx5 {
 namespace {
 
 constexpr uint64_t kNodeGuid = 0x02c90300cafe0000ull;  // host order; users see it big-endian
-constexpr int kGidTableLength = 2;                     // RoCE v1 and v2 of the port's link-local GID
+// A ConnectX Ethernet port's GID table has 255 entries; the first two hold the port's link-local GID for
+// RoCE v1 and v2 (no IP addresses are configured), the rest are empty.
+constexpr int kGidTableLength = 255;
+constexpr int kGidsPopulated = 2;
 
 // The lists ibv_get_device_list returned, each with rdma-core's own list inside it (to free with it).
 struct DeviceLists {
@@ -109,6 +112,7 @@ int QueryDeviceEx(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_
   full.pci_atomic_caps = {};
   full.raw_packet_caps |= IBV_RAW_PACKET_CAP_IP_CSUM;
   full.device_cap_flags_ex = full.orig_attr.device_cap_flags | IBV_DEVICE_RAW_IP_CSUM;
+  full.phys_port_cnt_ex = 1;
   full.hca_core_clock = 1000000;  // kHz: the NIC counts nanoseconds
   std::memcpy(attr, &full, std::min(attr_size, sizeof full));
   return 0;
@@ -304,12 +308,12 @@ ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries, size_t ma
                              size_t entry_size) {
   if (Ours(ctx) != nullptr) {
     if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-    if (max_entries < static_cast<size_t>(drsim::soft_mlx5::kGidTableLength)) return -EINVAL;
-    for (int i = 0; i < drsim::soft_mlx5::kGidTableLength; ++i) {
+    if (max_entries < static_cast<size_t>(drsim::soft_mlx5::kGidsPopulated)) return -EINVAL;
+    for (int i = 0; i < drsim::soft_mlx5::kGidsPopulated; ++i) {
       auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<char*>(entries) + i * entry_size);
       drsim::soft_mlx5::FillGidEntry(1, i, e);
     }
-    return drsim::soft_mlx5::kGidTableLength;
+    return drsim::soft_mlx5::kGidsPopulated;
   }
   auto* fn = DRSIM_REAL_FUNCTION(_ibv_query_gid_table, "IBVERBS_1.11");
   return fn != nullptr ? fn(ctx, entries, max_entries, flags, entry_size) : -EOPNOTSUPP;
@@ -319,7 +323,7 @@ ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries, size_t ma
 // ibv_gid_type_sysfs: 0 for RoCE v1 (or IB), 1 for RoCE v2.
 int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int index, unsigned int* type) {
   if (Ours(ctx) != nullptr) {
-    if (port != 1 || index >= static_cast<unsigned>(drsim::soft_mlx5::kGidTableLength)) {
+    if (port != 1 || index >= static_cast<unsigned>(drsim::soft_mlx5::kGidsPopulated)) {
       errno = EINVAL;
       return -1;
     }
@@ -357,6 +361,27 @@ int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
 
 void ibv_ack_async_event(ibv_async_event* event) {
   if (auto* fn = DRSIM_REAL_FUNCTION(ibv_ack_async_event, "IBVERBS_1.1")) fn(event);
+}
+
+// The port's place in the eSwitch. There are no steering ICM addresses (no ICM) and no reg_c0 vport
+// metadata, so those flags stay clear and programs that need them see that they are absent.
+int _mlx5dv_query_port(ibv_context* ctx, uint32_t port_num, struct mlx5dv_port* info, size_t info_len) {
+  drsim_function_context* f = Ours(ctx);
+  if (f == nullptr) {
+    auto* fn = DRSIM_REAL_FUNCTION(_mlx5dv_query_port, "MLX5_1.19");
+    return fn != nullptr ? fn(ctx, port_num, info, info_len) : EOPNOTSUPP;
+  }
+  if (port_num != 1) {
+    return drsim::capi::RecordFailure(__func__, EINVAL, absl::StrFormat("port %d: the device has port 1", port_num));
+  }
+  struct mlx5dv_port p {};
+  p.flags = MLX5_IB_UAPI_QUERY_PORT_VPORT | MLX5_IB_UAPI_QUERY_PORT_VPORT_VHCA_ID |
+            MLX5_IB_UAPI_QUERY_PORT_ESW_OWNER_VHCA_ID;
+  p.vport = f->vport;
+  p.vport_vhca_id = f->vport;
+  p.esw_owner_vhca_id = 0;
+  std::memcpy(info, &p, std::min(info_len, sizeof p));
+  return 0;
 }
 
 bool mlx5dv_is_supported(ibv_device* device) {

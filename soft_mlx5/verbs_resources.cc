@@ -126,6 +126,14 @@ ibv_cq_ex* CreateCqEx(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
     return capi::NullWithError<ibv_cq_ex>("ibv_create_cq_ex", EINVAL,
                                           absl::StrFormat("cqe %d: 1 to %d", attr->cqe, kMaxQueueDepth));
   }
+  if (attr->comp_vector >= static_cast<uint32_t>(ctx->num_comp_vectors)) {
+    return capi::NullWithError<ibv_cq_ex>(
+        "ibv_create_cq_ex", EINVAL,
+        absl::StrFormat("comp_vector %d: the device has %d", attr->comp_vector, ctx->num_comp_vectors));
+  }
+  if (attr->channel != nullptr && !Is(attr->channel, Kind::kCompChannel)) {
+    return capi::NullWithError<ibv_cq_ex>("ibv_create_cq_ex", EINVAL, "channel: not one of this device");
+  }
   if (attr->wc_flags & ~kWcFlagsKnown) {
     return capi::NullWithError<ibv_cq_ex>(
         "ibv_create_cq_ex", EOPNOTSUPP,
@@ -165,6 +173,7 @@ ibv_cq_ex* CreateCqEx(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
   cq.read_tm_info = ReadTmInfo;
   cq.read_completion_wallclock_ns = ReadTimestamp;
   c->wc_flags = attr->wc_flags;
+  if (attr->channel != nullptr) ++attr->channel->refcnt;
   Registry::Get().Add(c, Kind::kCq, &nic);
   ++nic.open_objects;
   return &c->cq;
@@ -339,8 +348,8 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
   attr.cq_context = cq_context;
   attr.channel = channel;
   attr.wc_flags = IBV_WC_STANDARD_FLAGS;
+  attr.comp_vector = comp_vector < 0 ? ~0u : static_cast<uint32_t>(comp_vector);
   ibv_cq_ex* cq = drsim::soft_mlx5::CreateCqEx(ctx, &attr);
-  if (cq != nullptr && channel != nullptr) ++channel->refcnt;
   return cq != nullptr ? ibv_cq_ex_to_cq(cq) : nullptr;
 }
 
