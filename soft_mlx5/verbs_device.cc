@@ -19,7 +19,9 @@
 namespace drsim::soft_mlx5 {
 namespace {
 
-constexpr uint64_t kNodeGuid = 0x02c90300cafe0000ull;  // host order; users see it big-endian
+// The port's identity, as scripts/drsim-run's sysfs view shows it: MAC 02:15:b3:00:00:01, its EUI-64 as
+// the node GUID (host order here; users see it big-endian).
+constexpr uint64_t kNodeGuid = 0x0215b3fffe000001ull;
 // A ConnectX Ethernet port's GID table has 255 entries; the first two hold the port's link-local GID for
 // RoCE v1 and v2 (no IP addresses are configured), the rest are empty.
 constexpr int kGidTableLength = 255;
@@ -39,7 +41,7 @@ DeviceLists& Lists() {
 drsim_function_context* Ours(ibv_context* ctx) { return capi::FunctionOf(ctx); }
 
 // The port's MAC, from which its GIDs come: locally administered, fixed.
-constexpr uint8_t kPortMac[6] = {0x02, 0xc9, 0x00, 0xd5, 0x00, 0x01};
+constexpr uint8_t kPortMac[6] = {0x02, 0x15, 0xb3, 0x00, 0x00, 0x01};
 
 ibv_gid LinkLocalGid() {
   ibv_gid gid{};
@@ -60,7 +62,7 @@ ibv_gid LinkLocalGid() {
 
 void FillDeviceAttr(ibv_context* ctx, ibv_device_attr* a) {
   std::memset(a, 0, sizeof *a);
-  absl::SNPrintF(a->fw_ver, sizeof a->fw_ver, "22.0.0 (drsim)");
+  absl::SNPrintF(a->fw_ver, sizeof a->fw_ver, "22.0.0");
   a->node_guid = htobe64(kNodeGuid);
   a->sys_image_guid = htobe64(kNodeGuid);
   a->max_mr_size = ~0ull;

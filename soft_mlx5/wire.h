@@ -2,11 +2,19 @@
 // where frames from outside come from.
 //
 // What
-//   - loopback (the default): what leaves by the wire comes back in, as a NIC's local loopback does for
-//     two applications on one port;
-//   - pcap:IN,OUT: frames of the capture IN arrive at their recorded pace, counted from the first Poll;
-//     what leaves is written to OUT;
-//   - netdev:IF: a real Linux interface (AF_PACKET), so tcpdump, ping or scapy see and send the traffic.
+//   - loopback (the default, also for an empty spec): what leaves by the wire comes back in, in order,
+//     as a NIC's local loopback does for two applications on one port. At most 65536 frames wait
+//     between polls; a frame sent to a full queue is dropped.
+//   - pcap:IN,OUT: frames of the capture IN arrive at their recorded pace: frame i is due once
+//     (its timestamp - the first frame's) has passed since the first Poll (CLOCK_MONOTONIC). IN may be
+//     empty ("pcap:,OUT": nothing arrives) and cannot contain a comma. What leaves is appended to OUT
+//     (a classic pcap, Ethernet, stamped with the wall-clock time of Transmit) and flushed at once, so a
+//     reader sees every complete frame while the program runs and after it exits.
+//   - netdev:IF: a real Linux interface (an AF_PACKET socket bound to IF, promiscuous), so tcpdump,
+//     ping or scapy see and send the traffic. Only frames arriving on IF come in: what leaves IF
+//     (PACKET_OUTGOING: the wire's own frames, the kernel's, another program's) does not.
+//   A frame that cannot be delivered (full queue, failed write or send) is lost: the first loss says why
+//   on stderr, and the wire prints how many it lost when it is destroyed.
 //
 // How
 //   The device calls Transmit for every frame the NIC sent out of the uplink, and Poll whenever a
@@ -37,8 +45,10 @@ class Wire {
   virtual std::vector<std::vector<uint8_t>> Poll(size_t max) = 0;
 };
 
-// The wire `spec` names: "loopback", "pcap:IN,OUT" or "netdev:IF". InvalidArgument naming the culprit for
-// a bad spec; the errno-style status of the failing call (open, socket, bind) otherwise.
+// The wire `spec` names: "loopback", "pcap:IN,OUT" or "netdev:IF". Errors start with "wire 'SPEC': ":
+// InvalidArgument for a bad spec ("wire 'foo': loopback, pcap:IN,OUT or netdev:IF"); for IN, the status
+// of sim::ReadPcapFile (naming the file, with libpcap's message); the errno-style status of the failing
+// call, naming the file or the interface, otherwise (fopen of OUT, if_nametoindex, socket, bind).
 absl::StatusOr<std::unique_ptr<Wire>> OpenWire(absl::string_view spec);
 
 }  // namespace drsim::soft_mlx5
