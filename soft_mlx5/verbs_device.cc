@@ -146,6 +146,7 @@ int QueryPort(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t attr_l
   return 0;
 }
 
+// An empty entry reads as the zero GID, as libibverbs reads it from sysfs.
 int QueryGid(uint8_t port, int index, ibv_gid* gid) {
   if (port != 1 || index < 0 || index >= kGidTableLength) {
     capi::RecordFailure(
@@ -154,12 +155,14 @@ int QueryGid(uint8_t port, int index, ibv_gid* gid) {
     errno = EINVAL;
     return -1;
   }
-  *gid = LinkLocalGid();
+  *gid = index < kGidsPopulated ? LinkLocalGid() : ibv_gid{};
   return 0;
 }
 
+// ENODATA for an empty entry, as the kernel answers.
 int FillGidEntry(uint32_t port, uint32_t index, ibv_gid_entry* entry) {
   if (QueryGid(static_cast<uint8_t>(port), static_cast<int>(index), &entry->gid) != 0) return EINVAL;
+  if (index >= kGidsPopulated) return ENODATA;
   entry->gid_index = index;
   entry->port_num = port;
   entry->gid_type = index == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
@@ -374,7 +377,8 @@ int _mlx5dv_query_port(ibv_context* ctx, uint32_t port_num, struct mlx5dv_port* 
     return fn != nullptr ? fn(ctx, port_num, info, info_len) : EOPNOTSUPP;
   }
   if (port_num != 1) {
-    return drsim::capi::RecordFailure(__func__, EINVAL, absl::StrFormat("port %d: the device has port 1", port_num));
+    return drsim::capi::RecordFailure(__func__, EINVAL,
+                                      absl::StrFormat("port %d: the device has port 1", port_num));
   }
   struct mlx5dv_port p {};
   p.flags = MLX5_IB_UAPI_QUERY_PORT_VPORT | MLX5_IB_UAPI_QUERY_PORT_VPORT_VHCA_ID |
