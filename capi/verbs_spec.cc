@@ -597,34 +597,20 @@ std::vector<hw::MatchParams> AttrReader::IpVariants() const {
 absl::StatusOr<VerbsFlowRequest> AttrReader::Read(const ibv_flow_attr* attr) {
   if (attr == nullptr) return absl::InvalidArgumentError("flow_attr is NULL");
   const auto* base = reinterpret_cast<const uint8_t*>(attr);
-  const size_t size = Load<uint16_t>(base + offsetof(ibv_flow_attr, size));
-  if (size < sizeof(ibv_flow_attr)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "size %d is smaller than struct ibv_flow_attr (%d bytes)", size, sizeof(ibv_flow_attr)));
-  }
   DRSIM_RETURN_IF_ERROR(ReadHeader(base));
-  size_t off = sizeof(ibv_flow_attr);
+  // As libibverbs' ibv_cmd_create_flow: num_of_specs specs right after the attribute, each as long as its
+  // own size says; attr->size is not read (pyverbs sets it to sizeof(struct ibv_flow_attr) alone).
+  const uint8_t* p = base + sizeof(ibv_flow_attr);
   uint32_t prev_type = 0;
   for (index_ = 0; index_ < num_specs_; ++index_) {
-    if (size - off < kSpecHeaderBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "spec[%d]: attr->size leaves %d bytes for it, less than a spec header (8)", index_, size - off));
-    }
-    const uint8_t* p = base + off;
     const auto spec_size = Load<uint16_t>(p + offsetof(ibv_flow_spec_eth, size));
-    if (spec_size < kSpecHeaderBytes || spec_size > size - off) {
+    if (spec_size < kSpecHeaderBytes) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("spec[%d]: size %d; it must be at least the 8-byte header and fit in the %d bytes "
-                          "attr->size leaves",
-                          index_, spec_size, size - off));
+          absl::StrFormat("spec[%d]: size %d is smaller than a spec header (8 bytes)", index_, spec_size));
     }
     DRSIM_RETURN_IF_ERROR(ReadSpec(p, spec_size, prev_type));
     prev_type = Load<uint32_t>(p);
-    off += spec_size;
-  }
-  if (off != size) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("size %d, but the %d spec(s) end at byte %d", size, num_specs_, off));
+    p += spec_size;
   }
   DRSIM_RETURN_IF_ERROR(CheckCombination());
 

@@ -3,7 +3,9 @@
 // asks for: where each goes (NIC_RX or NIC_TX, a kernel namespace, a priority) and its mask and value in
 // the mlx5 match layout. docs/verbs_flow.md has the spec-to-field table and every deliberate difference.
 //
-// The request is read as bytes, never past attr->size, and C enum fields are read as integers (a C caller
+// The request is read as bytes, as libibverbs' ibv_cmd_create_flow walks it: the attribute, then
+// num_of_specs specs right after it, each as long as its own size field says (attr->size is not read;
+// pyverbs sets it to sizeof(struct ibv_flow_attr) alone). C enum fields are read as integers (a C caller
 // may pass any value). Errors are absl::Status codes (docs/errors.md: EINVAL malformed, EOPNOTSUPP valid
 // but not supported, ENOMEM no such priority) whose messages name the spec index and field.
 //
@@ -57,10 +59,11 @@ struct VerbsFlowRequest {
   ibv_counters* counters = nullptr;  // from an ACTION_COUNT spec
 };
 
-// Reads `attr` (NULL: InvalidArgument). Checks, in this order: the attribute header (size, comp_mask,
-// type, flags, DONT_TRAP and EGRESS against the type, number of specs, port, priority), then each spec in
-// turn (header, size, type, INNER, fields, duplicates and conflicts), then the bytes left over, then the
-// combination (specs on a type that takes none, ether_type against the IP spec, a tag on EGRESS).
+// Reads `attr` (NULL: InvalidArgument) and the num_of_specs specs that follow it, which the caller must
+// provide as for ibv_create_flow. Checks, in this order: the attribute header (comp_mask, type, flags,
+// DONT_TRAP and EGRESS against the type, number of specs, port, priority), then each spec in turn (header,
+// size, type, INNER, fields, duplicates and conflicts), then the combination (specs on a type that takes
+// none, ether_type against the IP spec, a tag on EGRESS).
 absl::StatusOr<VerbsFlowRequest> ReadFlowAttr(const ibv_flow_attr* attr);
 
 }  // namespace drsim::capi

@@ -21,9 +21,12 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
   if (t == nullptr) return absl::InvalidArgumentError("table handle is empty");
   DomainLock lock(t->domain);
   hw::Device& device = *t->domain->device;
+  // Root tables' rules go to the kernel in rdma-core, which takes their masks and values at other sizes.
+  const matcher::RulePath path =
+      t->ft.level == 0 ? matcher::RulePath::kKernel : matcher::RulePath::kSoftwareSteering;
   DRSIM_ASSIGN_OR_RETURN(
       matcher::CompiledMask compiled,
-      matcher::CompileMask(t->domain->type, match_criteria_enable, mask, device.parsed_fields()));
+      matcher::CompileMask(t->domain->type, match_criteria_enable, mask, device.parsed_fields(), path));
 
   auto* m = new MatcherObj(t, priority, std::move(compiled));
   // Tried before the matchers of higher priority numbers and the older ones of its own (hw::LookupBefore).

@@ -29,33 +29,57 @@
 
 namespace drsim::matcher {
 
+// Which way rdma-core takes a matcher's rules, which decides the sizes its mask and values may have.
+enum class RulePath : uint8_t {
+  // Non-root tables: rdma-core's software steering checks them (dr_matcher_copy_param, dr_rule_verify).
+  // A mask is 0 to 448 bytes; a value 0 to 448 bytes in whole 32-bit words; bits a disabled section holds
+  // are ignored.
+  kSoftwareSteering,
+  // Root (level-0) tables: rdma-core passes mask and value to the kernel unchecked (dr_matcher_init_root,
+  // dr_rule_create_rule_root). Its uverbs attributes take at least 1 byte each, its fte_match_param is 512
+  // bytes (the 448 of the layout and a reserved tail), and mlx5_core's check_valid_spec wants every value
+  // bit under the mask, in every section. Any size in between is zero-extended.
+  kKernel,
+};
+
+// The kernel's fte_match_param: the layout's 7 sections and a 64-byte reserved tail.
+inline constexpr size_t kKernelMatchParamBytes = 512;
+
 // A rule insert reads the criteria and the definer's words (one line) and the mask's enabled sections, each
 // a line of its own (of a cold matcher, mostly: a 5-tuple's value is checked and keyed from two lines).
 struct alignas(64) CompiledMask {
   uint8_t criteria = 0;
+  RulePath path = RulePath::kSoftwareSteering;
   hw::Definer definer;                  // over the effective mask (see above)
   std::vector<SteBuilder> rx_builders;  // per pipe; empty when the domain lacks the pipe
   std::vector<SteBuilder> tx_builders;
+  // kKernel only (else empty): the whole mask as the kernel holds it, disabled sections too (448 bytes).
+  std::vector<uint8_t> kernel_mask;
   alignas(64) std::array<uint8_t, hw::kMatchParamBytes> mask{};  // the user's mask, enabled sections only
 };
 
-// Compiles a matcher mask for a domain type. `mask` may be null (all zero). Errors, in rdma-core's order:
-//  - InvalidArgument (EINVAL): criteria >= 0x80; mask->match_sz > 448; criteria nonzero with nothing masked;
+// Compiles a matcher mask for a domain type, for rules taking `path`. `mask` may be null (all zero; on the
+// kernel path rdma-core would dereference it). Errors, in rdma-core's order:
+//  - InvalidArgument (EINVAL): criteria >= 0x80; mask->match_sz > 448 (kSoftwareSteering), or 0 or over
+//    512 or a nonzero byte past 448 (kKernel); criteria nonzero with nothing masked;
 //  - Unimplemented (EOPNOTSUPP): ip_version mask not 0, 4 or 6; a masked field no builder consumes;
 //  - Unimplemented (ENOTSUP): a source_port mask other than 0 or 0xffff;
 //  - Unimplemented (EOPNOTSUPP): a masked field outside `parsed`, the fields the device's parser fills.
 // Every message names the field or parameter at fault.
 absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t criteria,
                                          const mlx5dv_flow_match_parameters* mask,
-                                         const hw::ParsedFields& parsed);
+                                         const hw::ParsedFields& parsed,
+                                         RulePath path = RulePath::kSoftwareSteering);
 
 // Validates a rule value against `compiled` and writes its lookup key (compiled.definer.key_words() words).
-// Errors: InvalidArgument (EINVAL) for a null value, a match_sz that is not a multiple of 4 or exceeds 448,
-// or value bits outside the mask (naming the field); Unimplemented (EOPNOTSUPP) when the value's
-// ip_version differs from the mask's. Bytes past match_sz read as zero; match_sz 0 is the all-zero value.
+// Errors: InvalidArgument (EINVAL) for a null value; for a match_sz that is not a multiple of 4 or exceeds
+// 448 (kSoftwareSteering), or that is 0 or exceeds 512 (kKernel); for value bits outside the mask (naming
+// the field; on kKernel in any section, disabled ones and the reserved tail included); Unimplemented
+// (EOPNOTSUPP) when the value's ip_version differs from the mask's. Bytes past match_sz read as zero;
+// on kSoftwareSteering match_sz 0 is the all-zero value.
 // `normalized`, when given (448 bytes), receives the value as checked: enabled sections only.
-absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value, uint32_t* key,
-                          uint8_t* normalized = nullptr);
+absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_parameters* value,
+                          uint32_t* key, uint8_t* normalized = nullptr);
 
 }  // namespace drsim::matcher
 

@@ -284,6 +284,112 @@ TEST_F(KeyTest, EmptyValueMatchesZeroFields) {
   EXPECT_EQ(key, PacketKey(MatchBuilder()));
 }
 
+// A mask or value buffer of any match_sz up to 640 bytes (the uverbs attribute's bound), its first 448
+// bytes those of `p`.
+class RawParams {
+ public:
+  RawParams(const MatchParams& p, size_t size)
+      : storage_((sizeof(mlx5dv_flow_match_parameters) + kRoom) / sizeof(uint64_t) + 1) {
+    std::memcpy(bytes(), p.bytes(), hw::kMatchParamBytes);
+    get()->match_sz = size;
+  }
+  mlx5dv_flow_match_parameters* get() {
+    return reinterpret_cast<mlx5dv_flow_match_parameters*>(storage_.data());
+  }
+  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(get()->match_buf); }
+
+ private:
+  static constexpr size_t kRoom = 640;
+  std::vector<uint64_t> storage_;
+};
+
+// rdma-core's tests match the smac with a 6-byte mask and 6-byte values (test_mlx5_dr.py).
+MatchParams SixByteSmac(const hw::MacAddress& mac) {
+  MatchParams p = *MatchBuilder().Smac(kOuter, mac).Build();
+  p.set_match_sz(6);
+  return p;
+}
+
+// Root tables: rdma-core hands mask and value to the kernel as they are, which takes 1 to 512 bytes of each.
+TEST(KernelPathTest, MaskSizesAreTheKernels) {
+  const MatchParams smac = SixByteSmac(hw::MacAddress::AllOnes());
+  ASSERT_TRUE(CompileMask(kTx, hw::kCriteriaOuter, smac.get(), AllParsed(), RulePath::kKernel).ok());
+  // (The software-steering path takes a 6-byte mask too: dr_matcher_copy_param checks only the maximum.)
+  ASSERT_TRUE(CompileMask(kTx, hw::kCriteriaOuter, smac.get(), AllParsed()).ok());
+  RawParams raw(smac, 0);
+  ExpectError(CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel).status(),
+              absl::StatusCode::kInvalidArgument,
+              "root-table matcher mask match_sz 0: the kernel takes 1 to 512");
+  raw.get()->match_sz = 513;
+  ExpectError(CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel).status(),
+              absl::StatusCode::kInvalidArgument, "match_sz 513");
+  raw.get()->match_sz = 512;  // the reserved tail, all zero
+  ASSERT_TRUE(CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel).ok());
+  raw.bytes()[500] = 1;
+  ExpectError(CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel).status(),
+              absl::StatusCode::kInvalidArgument, "root-table matcher mask byte 500 is set");
+}
+
+TEST(KernelPathTest, ValuesOfAnySizeAreZeroExtended) {
+  const hw::MacAddress mac = *hw::MacAddress::Parse("00:11:22:33:44:55");
+  const MatchParams mask = SixByteSmac(hw::MacAddress::AllOnes());
+  absl::StatusOr<CompiledMask> root =
+      CompileMask(kTx, hw::kCriteriaOuter, mask.get(), AllParsed(), RulePath::kKernel);
+  absl::StatusOr<CompiledMask> non_root = CompileMask(kTx, hw::kCriteriaOuter, mask.get(), AllParsed());
+  ASSERT_TRUE(root.ok() && non_root.ok());
+  std::vector<uint32_t> key(root->definer.key_words()), want(root->definer.key_words());
+  root->definer.Extract(MatchBuilder().Smac(kOuter, mac).Build()->bytes(), want.data());
+  const MatchParams six = SixByteSmac(mac);
+  ASSERT_TRUE(BuildRuleKey(*root, six.get(), key.data()).ok());
+  EXPECT_EQ(key, want);
+  ExpectError(BuildRuleKey(*non_root, six.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "rule value match_sz 6 must be a multiple of 4");
+  for (size_t size : {size_t{1}, size_t{7}, size_t{445}, size_t{448}, size_t{512}}) {
+    RawParams v(six, size);
+    key.assign(key.size(), 0);
+    ASSERT_TRUE(BuildRuleKey(*root, v.get(), key.data()).ok()) << size;
+    if (size >= 6) {
+      EXPECT_EQ(key, want) << size;
+    }
+  }
+  RawParams v(six, 0);
+  ExpectError(BuildRuleKey(*root, v.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "root-table rule value match_sz 0: the kernel takes 1 to 512 bytes");
+  v.get()->match_sz = 513;
+  ExpectError(BuildRuleKey(*root, v.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "root-table rule value match_sz 513");
+  v.get()->match_sz = 512;
+  v.bytes()[hw::kMatchParamBytes] = 0x80;
+  ExpectError(BuildRuleKey(*root, v.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "root-table rule value byte 448 is set");
+}
+
+// The kernel checks every value bit against the mask as given (mlx5_core's check_valid_spec), sections the
+// criteria leave out included; software steering ignores those sections.
+TEST(KernelPathTest, ValueBitsOfDisabledSectionsMustBeMasked) {
+  const MatchParams mask = *MatchBuilder()
+                                .Smac(kOuter, hw::MacAddress::AllOnes())
+                                .Smac(kInner, hw::MacAddress::AllOnes())
+                                .Build();  // inner masked, but only outer enabled
+  absl::StatusOr<CompiledMask> root =
+      CompileMask(kRx, hw::kCriteriaOuter, mask.get(), AllParsed(), RulePath::kKernel);
+  absl::StatusOr<CompiledMask> non_root = CompileMask(kRx, hw::kCriteriaOuter, mask.get(), AllParsed());
+  ASSERT_TRUE(root.ok() && non_root.ok());
+  const hw::MacAddress mac = *hw::MacAddress::Parse("00:11:22:33:44:55");
+  std::vector<uint32_t> key(root->definer.key_words()), want(root->definer.key_words());
+  root->definer.Extract(MatchBuilder().Smac(kOuter, mac).Build()->bytes(), want.data());
+  // An inner smac under the mask: accepted, and not matched on (its section is disabled).
+  const MatchParams masked = *MatchBuilder().Smac(kOuter, mac).Smac(kInner, mac).Build();
+  ASSERT_TRUE(BuildRuleKey(*root, masked.get(), key.data()).ok());
+  EXPECT_EQ(key, want);
+  // An inner dmac is not under it: the kernel refuses the value, software steering ignores the bits.
+  const MatchParams unmasked = *MatchBuilder().Smac(kOuter, mac).Dmac(kInner, mac).Build();
+  ExpectError(BuildRuleKey(*root, unmasked.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "rule value sets inner.dmac");
+  ASSERT_TRUE(BuildRuleKey(*non_root, unmasked.get(), key.data()).ok());
+  EXPECT_EQ(key, want);
+}
+
 TEST_F(KeyTest, IpVersionIsTheWholeL3Type) {
   Compile(MatchBuilder().IpVersion(kOuter, 4));
   std::vector<uint32_t> v4 = ValueKey(MatchBuilder().IpVersion(kOuter, 4));

@@ -2,10 +2,12 @@
 // end on the software NIC: dr:: objects programmed into sim::Nic, real frames in, queues and verdicts out.
 #include <arpa/inet.h>
 
+#include <cerrno>
 #include <optional>
 #include <vector>
 
 #include "dr/dr.h"
+#include "dr/status_errno.h"
 #include "gtest/gtest.h"
 #include "hw/byte_order.h"
 #include "hw/match_params.h"
@@ -448,6 +450,44 @@ TEST_F(MoreScenarioTest, RootTblModifyHeaderAndDestArray) {
   EXPECT_EQ(v.qp_num, qp_);
   ASSERT_EQ(v.copies.size(), 1u);
   EXPECT_EQ(v.copies[0].qp_num, q2);
+}
+
+// create_tx_modify_rule and create_client_send_rule: on a level-0 NIC_TX table, a 6-byte smac mask and a
+// 6-byte smac value. rdma-core hands root rules to the kernel without dr_rule_verify's multiple-of-4 check,
+// and the kernel zero-extends them; a non-root table still refuses the value with EINVAL.
+TEST_F(MoreScenarioTest, RootTablesTakeSixByteValuesNonRootTablesDoNot) {
+  MatchParams mask = *MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()).Build();
+  mask.set_match_sz(6);
+  MatchParams value = *MatchBuilder().Smac(kOuter, kOtherSmac).Build();
+  value.set_match_sz(6);
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_root = *dr::Table::Create(tx, 0);
+  dr::Matcher m = *dr::Matcher::Create(tx_root, 0, hw::kCriteriaOuter, mask.get());
+  const uint64_t words[] = {hw::ModifySetWord(hw::ModifyField::kSmac47_16, 0, 0, 0x88888888),
+                            hw::ModifySetWord(hw::ModifyField::kSmac15_0, 0, 16, 0x8888)};
+  dr::Action modify = *dr::Action::ModifyHeader(tx, MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL, words);
+  absl::StatusOr<dr::Rule> r = dr::Rule::Create(m, value, {&modify});
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Frames from that smac are rewritten; others leave as they were sent.
+  std::optional<std::vector<uint8_t>> sent = SendAndCollect(Packet(kOtherSmac));
+  ASSERT_TRUE(sent.has_value());
+  std::vector<uint8_t> want = Packet(kOtherSmac);
+  for (int i = 6; i < 12; ++i) want[i] = 0x88;
+  EXPECT_EQ(*sent, want);
+  const hw::MacAddress third = *hw::MacAddress::Parse("22:22:22:22:22:23");
+  EXPECT_EQ(SendAndCollect(Packet(third)), Packet(third));
+  // The same mask and value on a level-1 table: the mask is fine, the value is not.
+  dr::Table t1 = *dr::Table::Create(tx, 1);
+  dr::Matcher m1 = *dr::Matcher::Create(t1, 0, hw::kCriteriaOuter, mask.get());
+  dr::Action drop = *dr::Action::Drop();
+  absl::StatusOr<dr::Rule> refused = dr::Rule::Create(m1, value, {&drop});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(dr::ErrnoFromStatus(refused.status()), EINVAL);
+  EXPECT_NE(refused.status().message().find("rule value match_sz 6 must be a multiple of 4"),
+            absl::string_view::npos)
+      << refused.status();
+  value.set_match_sz(8);  // what create_rx_recv_rules pads its values to
+  EXPECT_TRUE(dr::Rule::Create(m1, value, {&drop}).ok());
 }
 
 TEST_F(MoreScenarioTest, ExecutionOrderDoesNotDependOnListOrder) {
