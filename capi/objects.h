@@ -38,7 +38,10 @@ enum class Kind : uint8_t {
   kRule,
   kAction,
   kFlow,
-  kCounters
+  kCounters,
+  kFlowMatcher,  // mlx5dv_create_flow_matcher (capi/dv_flow.h)
+  kDvFlow,       // mlx5dv_create_flow: an ibv_flow destroyed by ibv_destroy_flow, as verbs flows are
+  kFlowAction,   // mlx5dv_create_flow_action_packet_reformat / _modify_header
 };
 
 // Records pointers of the software NIC's objects, each with its kind and context.
