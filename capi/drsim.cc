@@ -143,8 +143,8 @@ int drsim_close(ibv_context* ibctx) {
     if (ctx->open_objects > 0) {
       return RecordFailure(
           __func__, EBUSY,
-          absl::StrFormat("%d domain(s), QP(s), DEVX object(s), verbs flow(s) or counters of this NIC "
-                          "still exist",
+          absl::StrFormat("%d domain(s), QP(s), DEVX object(s), verbs or DV flow(s), counters, DV matchers "
+                          "or flow actions of this NIC still exist",
                           ctx->open_objects));
     }
     for (auto& fn : ctx->functions) Registry::Get().Remove(&fn->vctx.context);
@@ -181,8 +181,10 @@ int drsim_destroy_qp(ibv_qp* qp) {
   }
   std::lock_guard<std::recursive_mutex> lock(ctx->mu);
   if (q->flows > 0) {
-    return RecordFailure(__func__, EBUSY,
-                         absl::StrFormat("%d verbs flow(s) are attached to the QP", q->flows));
+    return RecordFailure(
+        __func__, EBUSY,
+        absl::StrFormat("%d verbs flow(s) are attached to the QP (ibv_create_flow, mlx5dv_create_flow)",
+                        q->flows));
   }
   if (absl::Status s = ctx->function(q->vport).DestroyQueue(qp->qp_num); !s.ok())
     return RecordFailure(__func__, s);

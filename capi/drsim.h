@@ -6,7 +6,8 @@
  * calls open a software NIC (an eSwitch with the uplink, the PF as vport 0 and num_vfs VFs), make
  * raw-packet QPs, flow counters, TIRs and ASO objects on it, and send and receive frames. Its contexts also
  * carry verbs' flow steering operations, so ibv_create_flow/ibv_destroy_flow and the ibv_*_counters calls
- * of <infiniband/verbs.h> work on its QPs and contexts as written (docs/verbs_flow.md).
+ * of <infiniband/verbs.h> work on its QPs and contexts as written, and so does mlx5dv.h's DV flow API
+ * (mlx5dv_create_flow_matcher, mlx5dv_create_flow and its flow actions; docs/verbs_flow.md).
  *
  * Contexts and objects that do not come from drsim_* calls belong to real hardware: their calls go to
  * rdma-core's libmlx5 (loaded on first use), so one program can drive both.
@@ -39,15 +40,16 @@ struct ibv_context* drsim_open(unsigned num_vfs);
 struct ibv_context* drsim_vport_context(struct ibv_context* ctx, uint16_t vport);
 
 /* Closes the NIC of `ctx` (a context drsim_open returned). EBUSY, closing nothing, while domains, QPs, DEVX
- * objects, verbs flows or verbs counters of it exist; EINVAL for another context. */
+ * objects, verbs flows or verbs counters, DV flow matchers, flows or flow actions of it exist; EINVAL for
+ * another context. */
 int drsim_close(struct ibv_context* ctx);
 
 /* A raw-packet QP (qp_type IBV_QPT_RAW_PACKET, state RTS) receiving for function `vport`, with a unique
  * qp_num; its receive queue holds up to 4096 frames. EINVAL for an unknown context or vport. */
 struct ibv_qp* drsim_create_qp(struct ibv_context* ctx, uint16_t vport);
 
-/* EBUSY while dest_ibv_qp actions, TIRs or verbs flows (ibv_create_flow) use the QP; EINVAL for a QP not
- * made by drsim_create_qp. */
+/* EBUSY while dest_ibv_qp actions, TIRs, verbs flows (ibv_create_flow) or DV flows (mlx5dv_create_flow)
+ * use the QP; EINVAL for a QP not made by drsim_create_qp. */
 int drsim_destroy_qp(struct ibv_qp* qp);
 
 /* A bulk of `bulk` flow counters (1 to 2^23): flow_counter actions take it with offsets 0..bulk-1.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "capi/errors.h"
 #include "capi/objects.h"
+#include "capi/raw_enum.h"
 #include "capi/real_mlx5.h"
 #include "dr/dump.h"
 
@@ -40,16 +41,6 @@ const RealMlx5* Forward(const char* fn, const void* p, const char* what) {
                         what));
   }
   return real;
-}
-
-// An enum argument's value as the caller passed it: C lets any int through, and loading an out-of-range
-// value as a C++ enum would be undefined.
-template <typename Enum>
-unsigned RawEnum(const Enum& e) {
-  static_assert(sizeof(Enum) == sizeof(unsigned));
-  unsigned raw;
-  std::memcpy(&raw, &e, sizeof raw);
-  return raw;
 }
 
 mlx5dv_dr_action* Register(absl::StatusOr<dr::Action> a, const char* fn, Context* ctx) {

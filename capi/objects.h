@@ -40,6 +40,9 @@ enum class Kind : uint8_t {
   kAction,
   kFlow,
   kCounters,
+  kFlowMatcher,  // mlx5dv_create_flow_matcher (capi/dv_flow.h)
+  kDvFlow,       // mlx5dv_create_flow: an ibv_flow destroyed by ibv_destroy_flow, as verbs flows are
+  kFlowAction,   // mlx5dv_create_flow_action_packet_reformat / _modify_header
   // The software mlx5 device's verbs objects (soft_mlx5/verbs_objects.h).
   kDevice,
   kPd,
@@ -47,7 +50,7 @@ enum class Kind : uint8_t {
   kCq,
   kCompChannel,
   kWq,
-  kRwqIndTable
+  kRwqIndTable,
 };
 
 // Records pointers of the software NIC's objects, each with its kind and context.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "capi/dv_flow.h"
 #include "capi/errors.h"
 #include "capi/objects.h"
 #include "capi/verbs_spec.h"
@@ -101,9 +102,10 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
 
 int DestroyFlow(ibv_flow* flow) {
   constexpr const char* kFn = "ibv_destroy_flow";
+  if (IsDvFlow(flow)) return DestroyDvFlow(flow);  // one op for both kinds of flow
   Context* ctx;
   if (!IsSoftwareNicObject(flow, Kind::kFlow, &ctx)) {
-    return RecordFailure(kFn, EINVAL, "not a flow of a software NIC (ibv_create_flow)");
+    return RecordFailure(kFn, EINVAL, "not a flow of a software NIC (ibv_create_flow or mlx5dv_create_flow)");
   }
   Lock lock(ctx->mu);
   auto* f = reinterpret_cast<drsim_flow*>(flow);
@@ -226,6 +228,7 @@ void InstallVerbsFlowOps(verbs_context& vctx) {
   vctx.destroy_counters = DestroyCounters;
   vctx.attach_counters_point_flow = AttachCountersPointFlow;
   vctx.read_counters = ReadCounters;
+  vctx.destroy_flow_action = DestroyFlowAction;  // mlx5dv_create_flow_action_*'s (capi/dv_flow.h)
 }
 
 }  // namespace drsim::capi

@@ -16,7 +16,8 @@
 
 namespace drsim::capi {
 
-// Sets the flow and counters operations of a software NIC's function context.
+// Sets the flow and counters operations of a software NIC's function context, and those that destroy DV
+// flows and flow actions (capi/dv_flow.h): ibv_destroy_flow takes both verbs and DV flows.
 void InstallVerbsFlowOps(verbs_context& vctx);
 
 }  // namespace drsim::capi

@@ -26,7 +26,7 @@ struct VerbsSteering::Place {
   uint16_t vport;
   mlx5dv_dr_domain_type type;
   hw::RootNamespace ns;
-  dr::Domain* domain;
+  const dr::Domain* domain;
   dr::Table table;
 };
 
@@ -51,17 +51,22 @@ struct VerbsSteering::Entry {
 VerbsSteering::VerbsSteering(sim::Nic& nic) : nic_(nic) {}
 VerbsSteering::~VerbsSteering() = default;
 
-absl::StatusOr<VerbsSteering::Place*> VerbsSteering::PlaceFor(uint16_t vport, mlx5dv_dr_domain_type type,
-                                                              hw::RootNamespace ns) {
-  const auto key = std::make_tuple(vport, static_cast<int>(type), static_cast<int>(ns));
-  if (auto it = places_.find(key); it != places_.end()) return it->second.get();
+absl::StatusOr<const dr::Domain*> VerbsSteering::DomainFor(uint16_t vport, mlx5dv_dr_domain_type type) {
   auto d = domains_.find({vport, type});
   if (d == domains_.end()) {
     DRSIM_ASSIGN_OR_RETURN(dr::Domain domain, dr::Domain::Create(*nic_.function(vport), type));
     d = domains_.emplace(std::make_pair(vport, static_cast<int>(type)), std::move(domain)).first;
   }
-  DRSIM_ASSIGN_OR_RETURN(dr::Table table, dr::KernelSteering::CreateRootTable(d->second, ns));
-  auto place = std::make_unique<Place>(Place{vport, type, ns, &d->second, std::move(table)});
+  return &d->second;
+}
+
+absl::StatusOr<VerbsSteering::Place*> VerbsSteering::PlaceFor(uint16_t vport, mlx5dv_dr_domain_type type,
+                                                              hw::RootNamespace ns) {
+  const auto key = std::make_tuple(vport, static_cast<int>(type), static_cast<int>(ns));
+  if (auto it = places_.find(key); it != places_.end()) return it->second.get();
+  DRSIM_ASSIGN_OR_RETURN(const dr::Domain* domain, DomainFor(vport, type));
+  DRSIM_ASSIGN_OR_RETURN(dr::Table table, dr::KernelSteering::CreateRootTable(*domain, ns));
+  auto place = std::make_unique<Place>(Place{vport, type, ns, domain, std::move(table)});
   return places_.emplace(key, std::move(place)).first->second.get();
 }
 
@@ -101,22 +106,38 @@ absl::Status VerbsSteering::Rebuild(Entry& e) {
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* tag, keep(dr::Action::Tag(*oldest.tag)));
     list.push_back(tag);
   }
+  // Every flow of the entry rewrites headers alike (Join checks it).
+  for (const dr::Action* rewrite : {oldest.decap, oldest.modify_header, oldest.reformat}) {
+    if (rewrite != nullptr) list.push_back(rewrite);
+  }
   if (!oldest.drop) {
+    bool next_namespace = false;
+    for (const Flow* f : e.flows) next_namespace = next_namespace || f->contribution.default_miss;
     if (place.ns == hw::RootNamespace::kDontTrap) {
       dests.push_back(
           {Kind::kNextPriority, nullptr, hw::RootRank(hw::RootNamespace::kBypass, e.matcher->priority)});
     } else if (place.ns == hw::RootNamespace::kSniffer) {
       dests.push_back({Kind::kNextPriority, nullptr, hw::RootRank(hw::RootNamespace::kDontTrap, 0)});
+    } else if (next_namespace) {
+      // The kernel's netdev namespaces between bypass and leftovers are not modelled (docs/verbs_flow.md).
+      dests.push_back({Kind::kNextPriority, nullptr, hw::RootRank(hw::RootNamespace::kLeftovers, 0)});
     } else if (place.type == MLX5DV_DR_DOMAIN_TYPE_NIC_TX) {
       dests.push_back({Kind::kAllow});
     }
-    std::vector<uint32_t> qps;
+    std::vector<uint32_t> qps, tirs;
     for (const Flow* f : e.flows) {
       const std::optional<uint32_t>& qp = f->contribution.qp_num;
       if (!qp.has_value() || std::find(qps.begin(), qps.end(), *qp) != qps.end()) continue;
       qps.push_back(*qp);
       DRSIM_ASSIGN_OR_RETURN(const dr::Action* to_qp, keep(dr::Action::DestQp(fn, *qp)));
       dests.push_back({Kind::kQueue, to_qp});
+    }
+    for (const Flow* f : e.flows) {
+      const std::optional<uint32_t>& tir = f->contribution.tir;
+      if (!tir.has_value() || std::find(tirs.begin(), tirs.end(), *tir) != tirs.end()) continue;
+      tirs.push_back(*tir);
+      DRSIM_ASSIGN_OR_RETURN(const dr::Action* to_tir, keep(dr::Action::DestTir(fn, *tir)));
+      dests.push_back({Kind::kQueue, to_tir});
     }
   }
   std::vector<uint32_t> counters;
@@ -154,6 +175,12 @@ absl::Status VerbsSteering::Join(Flow& flow, const KernelRule& rule) {
           absl::StrFormat("an existing flow has the same match at the same priority and %s; this one %s "
                           "(conflicting actions)",
                           oldest.drop ? "drops" : "does not drop", mine.drop ? "drops" : "does not"));
+    }
+    if (oldest.modify_header != mine.modify_header || oldest.reformat != mine.reformat ||
+        (oldest.decap != nullptr) != (mine.decap != nullptr)) {
+      return absl::AlreadyExistsError(
+          "an existing flow has the same match at the same priority and other header rewrites (decap, "
+          "modify header or packet reformat flow actions) (conflicting actions)");
     }
     if (mine.tag.has_value() && oldest.tag.value_or(0) != *mine.tag) {
       return absl::AlreadyExistsError(absl::StrFormat(

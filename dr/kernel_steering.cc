@@ -48,12 +48,19 @@ absl::StatusOr<Action> KernelSteering::Destinations(const Domain& domain,
         }
         ActionObj* a = dest.action->obj();
         if (dest.kind == Destination::Kind::kQueue) {
-          if (a->spec.type != ActionType::kQp || a->spec.is_tir || a->spec.device != d->device) {
+          if (a->spec.type != ActionType::kQp || a->spec.device != d->device) {
             return absl::InvalidArgumentError(
-                what + ": a queue destination takes a dest_ibv_qp action of the domain's device");
+                what +
+                ": a queue destination takes a dest_ibv_qp or dest_devx_tir action of the domain's "
+                "device");
           }
-          leg.destination = hw::Destination::kQueue;
-          leg.queue = a->spec.qp_num;
+          if (a->spec.is_tir) {
+            leg.destination = hw::Destination::kTir;
+            leg.tir = a->spec.tir;
+          } else {
+            leg.destination = hw::Destination::kQueue;
+            leg.queue = a->spec.qp_num;
+          }
         } else {
           if (a->spec.type != ActionType::kCtr) {
             return absl::InvalidArgumentError(what + ": a counter destination takes a flow_counter action");

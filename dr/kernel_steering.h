@@ -42,7 +42,8 @@ class KernelSteering {
   // One destination of a kernel flow-table entry.
   struct Destination {
     enum class Kind : uint8_t {
-      kQueue,    // `action`, a dest_ibv_qp action of the domain's device: the frame (or a copy) goes there
+      kQueue,    // `action`, a dest_ibv_qp or dest_devx_tir action of the domain's device: the frame (or a
+                 // copy) goes to that queue, or to one of the TIR's queues by its hash
       kCounter,  // `action`, a flow_counter action: counts the frame
       kNextPriority,  // the frame goes on through the merged root from hw::RootRank `root_rank`
       kAllow,         // the domain's default (NIC_TX: on to the eSwitch)
@@ -56,7 +57,7 @@ class KernelSteering {
   // itself takes the first destination that is not a counter and every other one gets a copy, after the
   // rule's other actions ran; counters count the frame once each. With no destination but counters, the
   // frame is counted and dropped. On NIC_TX a queue receives a copy of the sent frame. InvalidArgument for
-  // a queue action that is not a dest QP of the domain's device, a counter action that is not a
+  // a queue action that is not a dest QP or TIR of the domain's device, a counter action that is not a
   // flow_counter, or an empty handle. Holds references on the domain and the actions it lists.
   static absl::StatusOr<Action> Destinations(const Domain& domain,
                                              absl::Span<const Destination> destinations);
