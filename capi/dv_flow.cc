@@ -288,7 +288,13 @@ ibv_flow* CreateFlow(mlx5dv_flow_matcher* m, mlx5dv_flow_match_parameters* match
   contribution.drop = list->dest == Dest::kDrop;
   contribution.default_miss = list->dest == Dest::kDefaultMiss;
   contribution.tag = list->tag;
-  if (objects->qp != nullptr) contribution.qp_num = objects->qp->qp.qp_num;
+  if (objects->qp != nullptr) {
+    if (objects->qp->rss_tir.has_value()) {
+      contribution.tir = *objects->qp->rss_tir;  // an RSS QP is a TIR
+    } else {
+      contribution.qp_num = objects->qp->qp.qp_num;
+    }
+  }
   if (objects->tir != nullptr) contribution.tir = objects->tir->id;
   if (objects->counters != nullptr) contribution.counter_id = objects->counters->id;  // offset 0: libmlx5's
   for (const drsim_flow_action* a : objects->actions) {

@@ -81,7 +81,14 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
   contribution.drop = req->drop;
   contribution.tag = req->tag;
   // On the receive side the QP takes the frame; on EGRESS it only names the device, except for a sniffer.
-  if (!req->egress || req->type == IBV_FLOW_ATTR_SNIFFER) contribution.qp_num = qp->qp_num;
+  // An RSS QP (the software mlx5 device's) is a TIR.
+  if (!req->egress || req->type == IBV_FLOW_ATTR_SNIFFER) {
+    if (q->rss_tir.has_value()) {
+      contribution.tir = *q->rss_tir;
+    } else {
+      contribution.qp_num = qp->qp_num;
+    }
+  }
   if (counters != nullptr) contribution.counter_id = counters->counter_id;
   if (ctx->verbs == nullptr) ctx->verbs = std::make_unique<VerbsSteering>(*ctx->nic);
   absl::StatusOr<std::unique_ptr<VerbsSteering::Flow>> steering =

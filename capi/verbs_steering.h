@@ -49,8 +49,9 @@ struct FlowContribution {
   std::optional<uint32_t> tag;
   std::optional<uint32_t> qp_num;      // the QP that receives the frame (receive side and sniffers)
   std::optional<uint32_t> counter_id;  // the NIC flow counter of its ibv_counters or DEVX counter bulk
+  // A TIR of the flow's function: DEST_DEVX of a DV flow, or an RSS QP's.
+  std::optional<uint32_t> tir;
   // DV flows only.
-  std::optional<uint32_t> tir;  // DEST_DEVX: a TIR of the flow's function
   bool default_miss = false;    // NIC_RX: on to the next namespace
   // Root-level actions of the private domain of the flow's function and direction (DomainFor), owned by
   // the caller for as long as the flow exists; entries compare them by identity (decap by presence).
