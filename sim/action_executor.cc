@@ -1,5 +1,7 @@
 #include "sim/action_executor.h"
 
+#include <cstring>
+
 #include "hw/byte_order.h"
 #include "sim/checksum.h"
 
@@ -179,6 +181,41 @@ uint32_t CoveredSum(const Headers& h) {
   return sum;
 }
 
+// The bytes under the frame's checksums that modify-header fields can reach, as they were before the
+// actions ran: the IPv4 header, and for a TCP/UDP checksum the pseudo-header addresses and the L4 header.
+// A checksum is rewritten only when bytes it covers changed, as on hardware: a rule that sets MACs or
+// registers alone leaves every checksum as it came, a zero ("not computed") one included.
+class CoveredBytes {
+ public:
+  CoveredBytes(const Headers& h, bool l4_checksum) {
+    if (h.l3 && h.ip_version == 4) {
+      ipv4_len_ = (h.frame[h.l3] & 0xf) * 4u;  // the parser saw the whole header in the frame
+      std::memcpy(ipv4_, h.frame + h.l3, ipv4_len_);
+    }
+    if (l4_checksum) {
+      addresses_len_ = h.ip_version == 4 ? 8 : 32;
+      std::memcpy(l4_, h.frame + AddressesAt(h), addresses_len_);
+      l4_len_ = h.ip_protocol == kTcp ? 20 : 8;
+      std::memcpy(l4_ + addresses_len_, h.frame + h.l4, l4_len_);
+    }
+  }
+  bool Ipv4HeaderChanged(const Headers& h) const {
+    return ipv4_len_ != 0 && std::memcmp(ipv4_, h.frame + h.l3, ipv4_len_) != 0;
+  }
+  bool L4Changed(const Headers& h) const {
+    return l4_len_ != 0 && (std::memcmp(l4_, h.frame + AddressesAt(h), addresses_len_) != 0 ||
+                            std::memcmp(l4_ + addresses_len_, h.frame + h.l4, l4_len_) != 0);
+  }
+
+ private:
+  static size_t AddressesAt(const Headers& h) { return h.l3 + (h.ip_version == 4 ? 12 : 8); }
+
+  uint8_t ipv4_[60];
+  size_t ipv4_len_ = 0;                    // 0: no IPv4 header
+  uint8_t l4_[32 + 20];                    // the addresses, then the TCP or UDP header
+  size_t addresses_len_ = 0, l4_len_ = 0;  // l4_len_ 0: no TCP/UDP checksum to keep
+};
+
 void FixIpv4HeaderChecksum(uint8_t* ip) {
   const size_t ihl = (ip[0] & 0xf) * 4u;
   hw::StoreBe16(ip + 10, 0);
@@ -206,6 +243,7 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
   const bool l4_checksum = h.l4 && (h.ip_protocol == kTcp || (h.ip_protocol == kUdp && h.l4 + 8 <= h.len)) &&
                            h.l4 + (h.ip_protocol == kTcp ? 20u : 8u) <= h.len;
   const size_t checksum_at = h.ip_protocol == kTcp ? 16 : 6;
+  const CoveredBytes covered(h, l4_checksum);
   const uint32_t before = l4_checksum ? CoveredSum(h) : 0;
   for (const hw::ModifyAction& a : actions) {
     FieldRef dst(
@@ -228,8 +266,8 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
       }
     }
   }
-  if (h.l3 && h.ip_version == 4) FixIpv4HeaderChecksum(frame + h.l3);
-  if (l4_checksum) {
+  if (covered.Ipv4HeaderChanged(h)) FixIpv4HeaderChecksum(frame + h.l3);
+  if (covered.L4Changed(h)) {
     uint8_t* field = frame + h.l4 + checksum_at;
     const uint16_t old = hw::LoadBe16(field);
     if (!(h.ip_protocol == kUdp && h.ip_version == 4 && old == 0)) {

@@ -2,9 +2,10 @@
 // program's (the hardware's) order — flow tag, VLAN pop/push, modify-header SET/ADD/COPY, counters,
 // encapsulation — and keeps the frame one a real stack accepts:
 //  - modify-header: an action whose header is absent from the packet (a TCP field on a UDP packet, an
-//    IPv4 field on IPv6) does nothing; after the list runs, a changed IPv4 header gets its checksum
-//    recomputed, and TCP/UDP checksums are updated incrementally (RFC 1624) for changed addresses, ports,
-//    flags, sequence and acknowledgment numbers (a zero IPv4 UDP checksum stays zero);
+//    IPv4 field on IPv6) does nothing; after the list runs, a checksum is fixed only if bytes it covers
+//    changed: an IPv4 header with a changed byte gets its checksum recomputed, and a TCP/UDP checksum is
+//    updated incrementally (RFC 1624) for changed addresses, ports, flags, sequence and acknowledgment
+//    numbers (a zero IPv4 UDP checksum stays zero). MAC, VLAN and register rewrites touch no checksum;
 //  - encapsulation: the new outer IPv4 total length and header checksum, IPv6 payload length and UDP
 //    length are set from the frame (the user's header template cannot know the inner size), and a nonzero
 //    outer UDP checksum is recomputed;

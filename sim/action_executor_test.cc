@@ -94,6 +94,68 @@ TEST_F(ExecutorTest, Ipv4AndUdpRewritesKeepChecksumsValid) {
             std::vector<uint8_t>(in.begin() + 42, in.end()));
 }
 
+// The frames rdma-core's tests send (tests/utils.py gen_packet): IPv4 and UDP (or TCP) checksums 0.
+std::vector<uint8_t> WithZeroChecksums(std::vector<uint8_t> frame) {
+  const size_t ip = 14, l4 = ip + 20;
+  hw::StoreBe16(frame.data() + ip + 10, 0);
+  hw::StoreBe16(frame.data() + l4 + (frame[ip + 9] == kIpProtoTcp ? 16 : 6), 0);
+  return frame;
+}
+
+// Hardware rewrites a checksum only where the rule changed bytes it covers: an smac alone changes none,
+// so zero checksums arrive as zero and the frame differs from the sent one in its smac only.
+TEST_F(ExecutorTest, AnSmacRewriteLeavesZeroChecksumsZero) {
+  FrameSpec tcp = Udp4();
+  tcp.protocol = kIpProtoTcp;
+  for (const FrameSpec& spec : {Udp4(), tcp}) {
+    const std::vector<uint8_t> in = WithZeroChecksums(BuildFrame(spec));
+    std::vector<uint8_t> out = Run(in, {Modify({hw::ModifySetWord(ModifyField::kSmac47_16, 0, 0, 0x88888888),
+                                                hw::ModifySetWord(ModifyField::kSmac15_0, 0, 16, 0x8888)})});
+    std::vector<uint8_t> want = in;
+    for (int i = 6; i < 12; ++i) want[i] = 0x88;
+    EXPECT_EQ(out, want) << "protocol " << int{spec.protocol};
+  }
+}
+
+// A modify header that only sets and copies registers (reading a frame field into one) changes no frame
+// byte, checksums valid or zero.
+TEST_F(ExecutorTest, ARegisterOnlyModifyLeavesTheFrameAsItCame) {
+  const std::vector<uint8_t> valid = BuildFrame(Udp4());
+  for (const std::vector<uint8_t>& in : {valid, WithZeroChecksums(valid)}) {
+    EXPECT_EQ(
+        Run(in,
+            {Modify({hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 0x1234),
+                     hw::ModifyCopyWord(ModifyField::kMetadataRegC0, 0, ModifyField::kMetadataRegC1, 0, 0),
+                     hw::ModifyCopyWord(ModifyField::kUdpDport, 0, ModifyField::kMetadataRegC2, 0, 16),
+                     hw::ModifyAddWord(ModifyField::kMetadataRegC3, 7)})}),
+        in);
+    EXPECT_EQ(meta_.reg_c[1], 0x1234u);
+    EXPECT_EQ(meta_.reg_c[2], 5678u);
+  }
+}
+
+// Where a rule changes checksummed bytes, the checksums covering them follow, and only those: the TTL is
+// under the IPv4 header checksum alone, the destination address under both it and the UDP checksum (but
+// a zero UDP checksum, "none", stays zero).
+TEST_F(ExecutorTest, ChangedIpv4FieldsUpdateTheChecksumsCoveringThem) {
+  FrameSpec spec = Udp4();
+  const std::vector<uint8_t> in = BuildFrame(spec);
+  spec.ttl = 63;
+  std::vector<uint8_t> out = Run(in, {Modify({hw::ModifyAddWord(ModifyField::kIpTtl, 0xff)})});
+  EXPECT_EQ(out, BuildFrame(spec));  // the IPv4 checksum recomputed, the UDP one as it was
+  EXPECT_EQ(hw::LoadBe16(out.data() + 40), hw::LoadBe16(in.data() + 40));
+  EXPECT_NE(hw::LoadBe16(out.data() + 24), hw::LoadBe16(in.data() + 24));
+  spec.ipv4_dst = *hw::Ipv4Address::Parse("10.0.0.99");
+  out = Run(out, {Modify({hw::ModifySetWord(ModifyField::kDipv4, 0, 0, 0x0a000063)})});
+  EXPECT_EQ(out, BuildFrame(spec));  // both checksums updated
+  // Zero checksums: the IPv4 one is computed for the changed header, the UDP one stays none.
+  out = Run(WithZeroChecksums(in), {Modify({hw::ModifySetWord(ModifyField::kDipv4, 0, 0, 0x0a000063),
+                                            hw::ModifyAddWord(ModifyField::kIpTtl, 0xff)})});
+  std::vector<uint8_t> want = BuildFrame(spec);
+  hw::StoreBe16(want.data() + 40, 0);
+  EXPECT_EQ(out, want);
+}
+
 TEST_F(ExecutorTest, TcpFieldsAndSequenceArithmetic) {
   FrameSpec s = Udp4();
   s.protocol = kIpProtoTcp;
