@@ -53,13 +53,6 @@ bool VportOrFail(const char* fn, const Context& ctx, int vport, bool wire) {
   return false;
 }
 
-mlx5dv_devx_obj* NewDevx(Context& ctx, DevxKind kind, uint16_t vport, uint32_t id, uint32_t count) {
-  auto* obj = new mlx5dv_devx_obj{&ctx, kind, vport, id, count};
-  Registry::Get().Add(obj, Kind::kDevx, &ctx);
-  ++ctx.open_objects;
-  return obj;
-}
-
 mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, uint32_t log_obj_range) {
   drsim_function_context* f = drsim::capi::ContextOrFail(fn, ibctx);
   if (f == nullptr) return nullptr;
@@ -72,8 +65,8 @@ mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, 
   }
   const bool meter = kind == hw::AsoKind::kFlowMeter;
   const uint32_t per_line = meter ? sim::AsoBank::kMetersPerLine : sim::AsoBank::kFirstHitsPerLine;
-  return NewDevx(ctx, meter ? DevxKind::kAsoFlowMeter : DevxKind::kAsoFirstHit, f->vport, *id,
-                 per_line << log_obj_range);
+  return NewDevxObject(ctx, meter ? DevxKind::kAsoFlowMeter : DevxKind::kAsoFirstHit, f->vport, *id,
+                       per_line << log_obj_range);
 }
 
 // Copies `frame` into `buf` and returns its length, or -EMSGSIZE when it does not fit.
@@ -88,6 +81,19 @@ int CopyOut(const char* fn, const std::vector<uint8_t>& frame, void* buf, size_t
 }
 
 }  // namespace
+
+mlx5dv_devx_obj* NewDevxObject(Context& ctx, DevxKind kind, uint16_t vport, uint32_t id, uint32_t count) {
+  auto* obj = new mlx5dv_devx_obj();
+  obj->ctx = &ctx;
+  obj->kind = kind;
+  obj->vport = vport;
+  obj->id = id;
+  obj->count = count;
+  Registry::Get().Add(obj, Kind::kDevx, &ctx);
+  ++ctx.open_objects;
+  return obj;
+}
+
 }  // namespace drsim::capi
 
 using drsim::capi::Context;
@@ -204,7 +210,7 @@ mlx5dv_devx_obj* drsim_counter_alloc(ibv_context* ibctx, uint32_t bulk) {
     RecordFailure(__func__, base.status());
     return nullptr;
   }
-  return drsim::capi::NewDevx(ctx, DevxKind::kFlowCounter, f->vport, *base, bulk);
+  return drsim::capi::NewDevxObject(ctx, DevxKind::kFlowCounter, f->vport, *base, bulk);
 }
 
 int drsim_counter_query(mlx5dv_devx_obj* counters, uint32_t offset, uint64_t* packets, uint64_t* bytes) {
@@ -261,7 +267,7 @@ mlx5dv_devx_obj* drsim_tir_create(ibv_context* ibctx, ibv_qp** qps, size_t num_q
     RecordFailure(__func__, tir.status());
     return nullptr;
   }
-  return drsim::capi::NewDevx(ctx, DevxKind::kTir, *vport, *tir, 0);
+  return drsim::capi::NewDevxObject(ctx, DevxKind::kTir, *vport, *tir, 0);
 }
 
 mlx5dv_devx_obj* drsim_aso_flow_meter_alloc(ibv_context* ctx, uint32_t log_obj_range) {
@@ -372,10 +378,19 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
       break;
     case DevxKind::kTir:
       s = ctx->function(obj->vport).DestroyTir(obj->id);
+      if (s.ok() && obj->rqt != nullptr) --obj->rqt->tirs;
       break;
     case DevxKind::kAsoFlowMeter:
     case DevxKind::kAsoFirstHit:
       s = ctx->nic->DestroyAsoObject(obj->id);
+      break;
+    case DevxKind::kRqt:
+      if (obj->tirs > 0) {
+        s = absl::FailedPreconditionError(
+            absl::StrFormat("RQ table %d is used by %d TIR(s)", obj->id, obj->tirs));
+      } else {
+        ctx->rqts.erase(obj->id);
+      }
       break;
   }
   if (!s.ok()) return RecordFailure(__func__, s);

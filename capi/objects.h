@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "dr/dr.h"
@@ -80,8 +81,9 @@ inline bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullpt
   return p != nullptr && Registry::Get().Is(p, kind, ctx);
 }
 
-// What a DEVX object of the software NIC stands for.
-enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit };
+// What a DEVX object of the software NIC stands for. kRqt (an RQ table, CREATE_RQT) exists only for
+// CREATE_TIR to read: the NIC itself has no such object.
+enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit, kRqt };
 
 }  // namespace drsim::capi
 
@@ -120,20 +122,32 @@ struct Context {
   std::unique_ptr<VerbsSteering> verbs;
   // QPs, DEVX objects, domains, verbs flows and counters not yet destroyed: drsim_close is EBUSY until 0.
   int open_objects = 0;
+  // The RQ tables made with CREATE_RQT, by number (a NIC-wide space, from 1).
+  absl::flat_hash_map<uint32_t, mlx5dv_devx_obj*> rqts;
+  uint32_t next_rqt = 1;
   // What a front end keeps per NIC; goes first on destruction, before the NIC.
   std::unique_ptr<ContextExtension> extension;
 
   sim::Function& function(uint16_t vport) { return *nic->function(vport); }
 };
 
+// A new DEVX object of `ctx`, registered and counted in ctx.open_objects. Called with ctx.mu held.
+mlx5dv_devx_obj* NewDevxObject(Context& ctx, DevxKind kind, uint16_t vport, uint32_t id, uint32_t count);
+
 }  // namespace drsim::capi
 
 struct mlx5dv_devx_obj {
   drsim::capi::Context* ctx;
   drsim::capi::DevxKind kind;
-  uint16_t vport;  // kTir: the function owning it
-  uint32_t id;     // counter base, TIR number or ASO object
+  uint16_t vport;  // kTir, kRqt: the function owning it
+  uint32_t id;     // counter base, TIR number, ASO object or RQT number
   uint32_t count;  // kFlowCounter: the bulk size; kAso*: the contexts it holds
+  // kRqt: its receive queues (QP numbers of function `vport`) in table order, and the TIRs made from it
+  // (mlx5dv_devx_obj_destroy is EBUSY while there are any).
+  std::vector<uint32_t> rq_list;
+  int tirs = 0;
+  // kTir made from an RQ table: that table.
+  mlx5dv_devx_obj* rqt = nullptr;
 };
 
 // A raw-packet QP of the software NIC: the verbs struct users see, and the receive queue behind it.

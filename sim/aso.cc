@@ -53,6 +53,36 @@ absl::Status AsoBank::ConfigureFlowMeter(uint32_t object, uint32_t offset, const
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint32_t> AsoBank::ContextOf(uint32_t object, hw::AsoKind kind, uint32_t offset) const {
+  const bool meter = kind == hw::AsoKind::kFlowMeter;
+  auto it = objects_.find(object);
+  if (it == objects_.end() || it->second.kind != kind) {
+    return absl::NotFoundError(
+        absl::StrFormat("no ASO %s object %d", meter ? "flow meter" : "first-hit", object));
+  }
+  if (offset >= it->second.count) {
+    return absl::InvalidArgumentError(absl::StrFormat("ASO %s offset %d: object %d has %d",
+                                                      meter ? "flow meter" : "first-hit", offset, object,
+                                                      it->second.count));
+  }
+  return it->second.base + offset;
+}
+
+absl::StatusOr<std::optional<MeterParams>> AsoBank::FlowMeterParams(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFlowMeter, offset);
+  if (!context.ok()) return context.status();
+  if (!meter_configured_[*context]) return std::optional<MeterParams>();
+  return std::optional<MeterParams>(meters_[*context].params());
+}
+
+absl::StatusOr<bool> AsoBank::FirstHitFlag(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
+  if (!context.ok()) return context.status();
+  return static_cast<bool>(hits_[*context]);
+}
+
 absl::StatusOr<hw::AsoContext> AsoBank::Retain(uint32_t object, uint32_t offset) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(object);

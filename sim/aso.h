@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,6 +33,11 @@ class AsoBank {
   absl::Status Destroy(uint32_t object);
   // Sets meter `offset` of a flow-meter object (its buckets start full).
   absl::Status ConfigureFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
+  // What a query of the object reads back: meter `offset`'s parameters (nullopt until configured), or
+  // whether first-hit context `offset` was hit. NotFound for an unknown object or one of the other
+  // kind, InvalidArgument for an offset outside it.
+  absl::StatusOr<std::optional<MeterParams>> FlowMeterParams(uint32_t object, uint32_t offset);
+  absl::StatusOr<bool> FirstHitFlag(uint32_t object, uint32_t offset);
 
   // For aso actions: the object's kind, after checking `offset` is inside it (InvalidArgument) — and a
   // reference that keeps the object. Returns the context id the data path uses.
@@ -52,6 +58,9 @@ class AsoBank {
     uint32_t count;  // contexts
     int references = 0;
   };
+  // The object `object` of `kind` with `offset` inside it: the index of that context, or the error.
+  absl::StatusOr<uint32_t> ContextOf(uint32_t object, hw::AsoKind kind, uint32_t offset) const;
+
   std::mutex mu_;
   std::map<uint32_t, Object> objects_;  // by id
   uint32_t next_id_ = 1;

@@ -70,4 +70,11 @@ absl::Status CounterBank::Query(uint32_t id, uint64_t* packets, uint64_t* bytes)
   return absl::OkStatus();
 }
 
+absl::Status CounterBank::QueryAndClear(uint32_t id, uint64_t* packets, uint64_t* bytes) {
+  if (!BulkOf(id)) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
+  *packets = CounterAt(id).packets.exchange(0, std::memory_order_relaxed);
+  *bytes = CounterAt(id).bytes.exchange(0, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
 }  // namespace drsim::sim

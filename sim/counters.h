@@ -45,6 +45,9 @@ class CounterBank {
   }
   // The counter's packets and bytes; NotFound for an id outside every bulk.
   absl::Status Query(uint32_t id, uint64_t* packets, uint64_t* bytes) const;
+  // As Query, and sets the counter back to zero in the same step: a hit counted meanwhile is either in
+  // the values returned or left in the counter, never lost (QUERY_FLOW_COUNTER's clear bit).
+  absl::Status QueryAndClear(uint32_t id, uint64_t* packets, uint64_t* bytes);
 
  private:
   struct Counter {

@@ -137,9 +137,10 @@ absl::StatusOr<uint32_t> Nic::AllocateCounters(uint32_t bulk) {
   return objects_->counters.Allocate(bulk);
 }
 
-absl::Status Nic::QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes) {
+absl::Status Nic::QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes, bool clear) {
   std::lock_guard<std::mutex> lock(control_mu_);
-  return objects_->counters.Query(counter_id, packets, bytes);
+  return clear ? objects_->counters.QueryAndClear(counter_id, packets, bytes)
+               : objects_->counters.Query(counter_id, packets, bytes);
 }
 
 absl::Status Nic::FreeCounters(uint32_t base) {
@@ -155,6 +156,16 @@ absl::StatusOr<uint32_t> Nic::CreateAsoObject(hw::AsoKind kind, uint32_t log_ran
 absl::Status Nic::ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params) {
   std::lock_guard<std::mutex> lock(control_mu_);
   return objects_->aso.ConfigureFlowMeter(object, offset, params);
+}
+
+absl::StatusOr<std::optional<MeterParams>> Nic::QueryAsoFlowMeter(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->aso.FlowMeterParams(object, offset);
+}
+
+absl::StatusOr<bool> Nic::QueryAsoFirstHit(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->aso.FirstHitFlag(object, offset);
 }
 
 absl::Status Nic::DestroyAsoObject(uint32_t object) {

@@ -296,16 +296,18 @@ class Nic {
   // The frame PollWire would return, left in place; nullptr when none. Not while workers run.
   const std::vector<uint8_t>* PeekWire() const { return wire_out_.empty() ? nullptr : &wire_out_.front(); }
 
-  // Flow counters: a bulk of `bulk` counters (its base id), their values, and freeing a bulk
-  // (FailedPrecondition while flow_counter actions use it).
+  // Flow counters: a bulk of `bulk` counters (its base id), their values (with `clear`, read and zeroed in
+  // one step), and freeing a bulk (FailedPrecondition while flow_counter actions use it).
   absl::StatusOr<uint32_t> AllocateCounters(uint32_t bulk);
-  absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes);
+  absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes, bool clear = false);
   absl::Status FreeCounters(uint32_t base);
 
   // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h. MeterParams is in
   // sim/meter.h.
   absl::StatusOr<uint32_t> CreateAsoObject(hw::AsoKind kind, uint32_t log_range);
   absl::Status ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
+  absl::StatusOr<std::optional<MeterParams>> QueryAsoFlowMeter(uint32_t object, uint32_t offset);
+  absl::StatusOr<bool> QueryAsoFirstHit(uint32_t object, uint32_t offset);
   absl::Status DestroyAsoObject(uint32_t object);
 
   // The NIC's clock, which meters run on: frames processed now arrive at `ns`. It only moves forward.
