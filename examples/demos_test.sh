@@ -7,6 +7,8 @@ c_steering="$3"
 load_balancer="$4"
 acl_firewall="$5"
 megaflow_cache="$6"
+drsim_run="$7"
+libdrsim="$8"
 out="$TEST_TMPDIR/out.txt"
 expect() {
   if ! grep -qF -- "$1" "$out"; then
@@ -29,11 +31,13 @@ if "$gateway" --bogus >/dev/null 2>&1; then
   echo "vxlan_gateway accepted an unknown argument" >&2
   exit 1
 fi
-"$c_steering" >"$out"
+# c_steering is a ConnectX program, linked against rdma-core's libraries: it runs on the software device.
+DRSIM_LIBRARY="$PWD/$libdrsim" "$drsim_run" -- "$c_steering" >"$out"
 expect "refused [dest_ibv_qp, tag]: Operation not supported"
 expect "DNS qp 0x100: 42 bytes, flow tag 0xd15"
+expect "RSS wq 0x102: 4 frame(s)"
 expect "DNS counter: 3 packets, 126 bytes"
-expect "11 of 13 frames delivered; the 2 SSH frames were dropped"
+expect "11 of 13 frames sent delivered; the 2 SSH frames were dropped"
 "$load_balancer" >"$out"  # exits 1 if a flow moved, a reply would land elsewhere or a stray got through
 expect "0 flows changed worker between packets; 0 replies would land on another worker; 4 of 4 strays dropped"
 "$acl_firewall" examples/testdata/acl_filters.txt >"$out"  # exits 1 on any difference from the linear scan
