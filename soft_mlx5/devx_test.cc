@@ -214,8 +214,8 @@ class DevxTest : public ::testing::Test {
     if (t != nullptr) tables_.push_back(t);
     return t;
   }
-  mlx5dv_dr_matcher* Matcher(mlx5dv_dr_table* t, uint8_t criteria, const MatchParams& mask) {
-    mlx5dv_dr_matcher* m = mlx5dv_dr_matcher_create(t, 0, criteria, const_cast<MatchParams&>(mask).get());
+  mlx5dv_dr_matcher* Matcher(mlx5dv_dr_table* t, uint8_t criteria, MatchParams mask) {
+    mlx5dv_dr_matcher* m = mlx5dv_dr_matcher_create(t, 0, criteria, mask.get());
     EXPECT_NE(m, nullptr) << drsim_last_error();
     if (m != nullptr) matchers_.push_back(m);
     return m;
