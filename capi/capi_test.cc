@@ -204,6 +204,17 @@ TEST_F(CApiTest, AsoFlowMeterAndFirstHit) {
   EXPECT_EQ(mlx5dv_devx_obj_destroy(meters), EBUSY);
 }
 
+TEST_F(CApiTest, FlowCounterOffsetMustLieInTheBulk) {
+  mlx5dv_devx_obj* counters = drsim_counter_alloc(ctx_, 2);
+  ASSERT_NE(counters, nullptr);
+  devx_.push_back(counters);
+  Keep(mlx5dv_dr_action_create_flow_counter(counters, 1));
+  errno = 0;
+  EXPECT_EQ(mlx5dv_dr_action_create_flow_counter(counters, 2), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_NE(std::string(drsim_last_error()).find("offset 2"), std::string::npos) << drsim_last_error();
+}
+
 TEST_F(CApiTest, SamplerAndDestArrayAndTir) {
   mlx5dv_devx_obj* counters = drsim_counter_alloc(ctx_, 2);
   devx_.push_back(counters);

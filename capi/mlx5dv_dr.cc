@@ -463,6 +463,13 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_flow_counter(mlx5dv_devx_obj* devx_obj
     return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
                                            "devx_obj is not a flow counter bulk (drsim_counter_alloc)");
   }
+  // rdma-core adds the offset to the bulk's base unchecked; past the bulk, hardware would count into
+  // counters the bulk does not own. drsim refuses it instead.
+  if (offset >= devx_obj->count) {
+    return NullWithError<mlx5dv_dr_action>(
+        __func__, EINVAL,
+        absl::StrFormat("offset %d: the counter bulk holds %d counters", offset, devx_obj->count));
+  }
   Lock lock(ctx->mu);
   return drsim::capi::Register(dr::Action::FlowCounter(ctx->function(devx_obj->vport), devx_obj->id, offset),
                                __func__, ctx);
