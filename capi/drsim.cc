@@ -384,6 +384,9 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
     case DevxKind::kAsoFirstHit:
       s = ctx->nic->DestroyAsoObject(obj->id);
       break;
+    case DevxKind::kQueueCounter:
+      ctx->queue_counters.erase(obj->id);
+      break;
     case DevxKind::kRqt:
       if (obj->tirs > 0) {
         s = absl::FailedPreconditionError(

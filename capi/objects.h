@@ -83,7 +83,7 @@ inline bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullpt
 
 // What a DEVX object of the software NIC stands for. kRqt (an RQ table, CREATE_RQT) exists only for
 // CREATE_TIR to read: the NIC itself has no such object.
-enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit, kRqt };
+enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit, kRqt, kQueueCounter };
 
 }  // namespace drsim::capi
 
@@ -122,6 +122,12 @@ struct Context {
   std::unique_ptr<VerbsSteering> verbs;
   // QPs, DEVX objects, domains, verbs flows and counters not yet destroyed: drsim_close is EBUSY until 0.
   int open_objects = 0;
+  // Per function (vport): frames that reached one of its receive queues and found no posted receive
+  // (mlx5's out_of_buffer queue counter; the software mlx5 device counts them).
+  absl::flat_hash_map<uint16_t, uint64_t> rx_out_of_buffer;
+  // The queue counters made with ALLOC_Q_COUNTER, by counter_set_id (a NIC-wide space, from 1).
+  absl::flat_hash_map<uint32_t, mlx5dv_devx_obj*> queue_counters;
+  uint32_t next_queue_counter = 1;
   // The RQ tables made with CREATE_RQT, by number (a NIC-wide space, from 1).
   absl::flat_hash_map<uint32_t, mlx5dv_devx_obj*> rqts;
   uint32_t next_rqt = 1;
@@ -142,6 +148,8 @@ struct mlx5dv_devx_obj {
   uint16_t vport;  // kTir, kRqt: the function owning it
   uint32_t id;     // counter base, TIR number, ASO object or RQT number
   uint32_t count;  // kFlowCounter: the bulk size; kAso*: the contexts it holds
+  // kQueueCounter: Context::rx_out_of_buffer of its function when it was allocated or last cleared.
+  uint64_t baseline = 0;
   // kRqt: its receive queues (QP numbers of function `vport`) in table order, and the TIRs made from it
   // (mlx5dv_devx_obj_destroy is EBUSY while there are any).
   std::vector<uint32_t> rq_list;

@@ -155,6 +155,7 @@ size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
     ++moved;
     if (!rq.ready || rq.posted.empty()) {
       ++rq.out_of_buffer;
+      ++ctx.rx_out_of_buffer[rq.vport];
       if (std::getenv("DRSIM_DEBUG") != nullptr) {
         std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
                      rq.number, c->frame.size());

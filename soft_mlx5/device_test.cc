@@ -215,14 +215,34 @@ TEST_F(DeviceTest, FrameSentComesBackThroughTheLoopbackWireToAPostedReceive) {
   EXPECT_EQ(0, std::memcmp(buf_.data(), frame.data(), frame.size()));
 }
 
-TEST_F(DeviceTest, FrameWithoutAPostedReceiveIsDroppedAndLaterReceivesStayPosted) {
+// out_of_buffer of a queue counter (ALLOC_Q_COUNTER, QUERY_Q_COUNTER through DevX, as DPDK reads it).
+uint32_t OutOfBuffer(mlx5dv_devx_obj* counter, uint8_t counter_set_id) {
+  uint8_t in[32] = {0x07, 0x73}, out[0x100] = {};
+  in[31] = counter_set_id;
+  EXPECT_EQ(mlx5dv_devx_obj_query(counter, in, sizeof in, out, sizeof out), 0) << drsim_last_error();
+  return static_cast<uint32_t>(out[0x30]) << 24 | out[0x31] << 16 | out[0x32] << 8 | out[0x33];
+}
+
+TEST_F(DeviceTest, FrameWithoutAPostedReceiveIsCountedAndDropped) {
+  uint8_t in[16] = {0x07, 0x71}, out[16] = {};
+  mlx5dv_devx_obj* counter = mlx5dv_devx_obj_create(ctx_, in, sizeof in, out, sizeof out);
+  ASSERT_NE(counter, nullptr) << drsim_last_error();
+  const uint8_t id = out[11];
   Steer(4791, receiver_);
   ASSERT_EQ(Send(sender_, tests::UdpFrame(1, 4791, 10)), 0);
   ASSERT_EQ(Poll().size(), 1u);  // only the send
+  EXPECT_EQ(OutOfBuffer(counter, id), 1u);
   ASSERT_EQ(PostRecv(receiver_, 0), 0);
   EXPECT_EQ(Poll().size(), 0u);  // the dropped frame does not come back
   ASSERT_EQ(Send(sender_, tests::UdpFrame(2, 4791, 10)), 0);
   EXPECT_EQ(Poll().size(), 2u);
+  // Through general_cmd too, by counter_set_id.
+  uint8_t query[32] = {0x07, 0x73}, answer[0x100] = {};
+  query[31] = id;
+  ASSERT_EQ(mlx5dv_devx_general_cmd(ctx_, query, sizeof query, answer, sizeof answer), 0)
+      << drsim_last_error();
+  EXPECT_EQ(answer[0x33], 1);
+  EXPECT_EQ(mlx5dv_devx_obj_destroy(counter), 0);
 }
 
 TEST_F(DeviceTest, FrameLongerThanTheReceiveBufferCompletesInError) {

@@ -288,6 +288,7 @@ Outcome RunGeneralCommand(const drsim_function_context& fn, Mailbox m) {
   uint16_t opcode = 0;
   if (Outcome o = CheckMailboxes(m, &opcode); !o.ok()) return o;
   if (opcode == kQueryHcaCap) return QueryHcaCap(fn, m);
+  if (opcode == kQueryQueueCounter) return QueryQueueCounter(*fn.owner, fn.vport, nullptr, m);
   return NotHandled(opcode, kGeneral);
 }
 
@@ -298,6 +299,8 @@ Outcome RunCreateCommand(const drsim_function_context& fn, Mailbox m, mlx5dv_dev
   switch (opcode) {
     case kAllocFlowCounter:
       return AllocFlowCounter(fn, m, created);
+    case kAllocQueueCounter:
+      return AllocQueueCounter(fn, m, created);
     case kCreateRqt:
       return CreateRqt(fn, m, created);
     case kCreateTir:
@@ -316,6 +319,8 @@ Outcome RunQueryCommand(mlx5dv_devx_obj& obj, Mailbox m) {
   switch (opcode) {
     case kQueryFlowCounter:
       return QueryFlowCounter(obj, m);
+    case kQueryQueueCounter:
+      return QueryQueueCounter(*obj.ctx, obj.vport, &obj, m);
     case kQueryGeneralObject:
       return QueryGeneralObject(obj, m);
     default:
@@ -348,6 +353,8 @@ const char* DescribeDevxKind(capi::DevxKind kind) {
       return "ASO flow-hit object";
     case capi::DevxKind::kRqt:
       return "RQ table";
+    case capi::DevxKind::kQueueCounter:
+      return "queue counter";
   }
   return "DEVX object";
 }

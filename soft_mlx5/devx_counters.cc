@@ -1,5 +1,6 @@
 // ALLOC_FLOW_COUNTER (0x939) and QUERY_FLOW_COUNTER (0x93b): bulks of the NIC's flow counters as DEVX
-// objects (the C API's kFlowCounter objects, as drsim_counter_alloc makes them).
+// objects (the C API's kFlowCounter objects, as drsim_counter_alloc makes them). ALLOC_Q_COUNTER (0x771)
+// and QUERY_Q_COUNTER (0x773): queue counters, of which the NIC models out_of_buffer.
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
@@ -103,6 +104,66 @@ Outcome QueryFlowCounter(mlx5dv_devx_obj& counters, Mailbox m) {
     PrmSet(m.out, kPackets.At(at), packets);
     PrmSet(m.out, kOctets.At(at), octets);
   }
+  return Done();
+}
+
+namespace {
+
+// alloc_q_counter_out, query_q_counter_in / _out.
+constexpr PrmField kCounterSetIdOut{0x58, 8};
+constexpr PrmField kQueueCounterClear{0xc0, 1};
+constexpr PrmField kCounterSetIdIn{0xf8, 8};
+constexpr PrmField kOutOfBuffer{0x180, 32};
+constexpr size_t kQueryQueueCounterOutBytes = 0x100;  // the output up to and past out_of_buffer
+constexpr uint32_t kMaxQueueCounters = 255;           // counter_set_id is 8 bits; 0 is the default set
+
+}  // namespace
+
+// A queue counter of function `fn`. On a ConnectX, an RQ counts into the set it was attached to; the
+// software device has one set per function, so every counter of a function reads out_of_buffer of all
+// its receive queues, counted from the counter's allocation (or last clear).
+Outcome AllocQueueCounter(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created) {
+  if (Outcome o = RequireOutput(m, prm::kOutHeaderBytes, "counter_set_id"); !o.ok()) return o;
+  capi::Context& ctx = *fn.owner;
+  if (ctx.queue_counters.size() >= kMaxQueueCounters) {
+    return FirmwareError(PrmStatus::kNoResources, kCounterSetIdOut,
+                         absl::StrFormat("all %d queue counters are allocated", kMaxQueueCounters));
+  }
+  uint32_t id = ctx.next_queue_counter;
+  while (ctx.queue_counters.contains(id) || id == 0 || id > kMaxQueueCounters) {
+    id = id >= kMaxQueueCounters ? 1 : id + 1;
+  }
+  ctx.next_queue_counter = id + 1;
+  mlx5dv_devx_obj* obj = capi::NewDevxObject(ctx, capi::DevxKind::kQueueCounter, fn.vport, id, 1);
+  obj->baseline = ctx.rx_out_of_buffer[fn.vport];
+  ctx.queue_counters[id] = obj;
+  PrmSet(m.out, kCounterSetIdOut, id);
+  *created = obj;
+  return Done();
+}
+
+Outcome QueryQueueCounter(capi::Context& ctx, uint16_t vport, mlx5dv_devx_obj* counter, Mailbox m) {
+  if (Outcome o = RequireInput(m, kCounterSetIdIn, "counter_set_id"); !o.ok()) return o;
+  if (Outcome o = RequireOutput(m, kQueryQueueCounterOutBytes, "query_q_counter_out"); !o.ok()) return o;
+  const uint32_t id = static_cast<uint32_t>(PrmGet(m.in, kCounterSetIdIn));
+  if (counter == nullptr) {
+    auto it = ctx.queue_counters.find(id);
+    if (it == ctx.queue_counters.end() || it->second->vport != vport) {
+      return FirmwareError(PrmStatus::kBadResource, kCounterSetIdIn,
+                           absl::StrFormat("counter_set_id %d: no queue counter of this function", id));
+    }
+    counter = it->second;
+  } else if (counter->kind != capi::DevxKind::kQueueCounter || counter->id != id) {
+    return Refused(
+        PrmStatus::kBadParam, kCounterSetIdIn,
+        absl::StrFormat("counter_set_id %d: the object is a %s%s", id, DescribeDevxKind(counter->kind),
+                        counter->kind == capi::DevxKind::kQueueCounter
+                            ? absl::StrFormat(" with counter_set_id %d", counter->id)
+                            : ""));
+  }
+  const uint64_t now = ctx.rx_out_of_buffer[counter->vport];
+  PrmSet(m.out, kOutOfBuffer, static_cast<uint32_t>(now - counter->baseline));
+  if (PrmGet(m.in, kQueueCounterClear) != 0) counter->baseline = now;
   return Done();
 }
 

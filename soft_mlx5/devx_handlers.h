@@ -28,6 +28,10 @@ Outcome QueryHcaCap(const drsim_function_context& fn, Mailbox m);
 Outcome AllocFlowCounter(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created);
 Outcome QueryFlowCounter(mlx5dv_devx_obj& counters, Mailbox m);
 
+// ALLOC_Q_COUNTER, and QUERY_Q_COUNTER of one (`counter`), or by counter_set_id through general_cmd.
+Outcome AllocQueueCounter(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created);
+Outcome QueryQueueCounter(capi::Context& ctx, uint16_t vport, mlx5dv_devx_obj* counter, Mailbox m);
+
 // CREATE_RQT and CREATE_TIR, on function `fn`'s receive queues.
 Outcome CreateRqt(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created);
 Outcome CreateTir(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created);
