@@ -427,9 +427,14 @@ ibv_flow* mlx5dv_create_flow(mlx5dv_flow_matcher* matcher, mlx5dv_flow_match_par
   if (!IsSoftwareNicObject(matcher, Kind::kFlowMatcher, &ctx)) {
     // A matcher of real hardware: none of the objects may be the software NIC's.
     for (size_t i = 0; actions_attr != nullptr && i < num_actions; ++i) {
-      const void* object;  // every member of the union is a pointer but tag_value
+      const unsigned type = RawEnum(actions_attr[i].type);
+      if (type == MLX5DV_FLOW_ACTION_TAG || type == MLX5DV_FLOW_ACTION_DROP ||
+          type == MLX5DV_FLOW_ACTION_DEFAULT_MISS) {
+        continue;  // no object
+      }
+      const void* object;  // the union's other members are all pointers
       std::memcpy(&object, &actions_attr[i].qp, sizeof object);
-      if (RawEnum(actions_attr[i].type) != MLX5DV_FLOW_ACTION_TAG && Registry::Get().Known(object)) {
+      if (Registry::Get().Known(object)) {
         return NullWithError<ibv_flow>(
             __func__, EINVAL,
             absl::StrFormat("actions_attr[%d] belongs to a software NIC; the matcher to real hardware", i));
