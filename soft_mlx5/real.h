@@ -18,11 +18,14 @@ void* RealSymbol(const char* name, const char* version);
 
 }  // namespace drsim::soft_mlx5
 
-// The real `name` at `version`, typed as the header declares it; nullptr when there is none.
-#define DRSIM_REAL_FUNCTION(name, version)                                                                 \
-  ([]() {                                                                                                  \
-    static auto* fn = reinterpret_cast<decltype(&::name)>(::drsim::soft_mlx5::RealSymbol(#name, version)); \
-    return fn;                                                                                             \
+// The real `name` at `version`, typed as the header declares it; nullptr when there is none. The cache's
+// name is one no caller uses: clang 14 rejects `if (auto* fn = DRSIM_REAL_FUNCTION(...))` when the
+// lambda's static has the name of the variable being declared ("redefinition of 'fn'").
+#define DRSIM_REAL_FUNCTION(name, version)                                                   \
+  ([]() {                                                                                    \
+    static auto* real_fn_ =                                                                  \
+        reinterpret_cast<decltype(&::name)>(::drsim::soft_mlx5::RealSymbol(#name, version)); \
+    return real_fn_;                                                                         \
   }())
 
 #endif  // DRSIM_SOFT_MLX5_REAL_H_
