@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
 #include "capi/objects.h"
 #include "soft_mlx5/wire.h"
 
@@ -144,6 +145,16 @@ class NicState : public capi::ContextExtension {
   // the NIC, and what reached each receive queue into its posted receives.
   void Pump(capi::Context& ctx);
 
+  // ibv_post_send's frames, gathered from their SGEs, kept from call to call so that a list's frames go
+  // to the NIC in one burst without an allocation each.
+  struct SendScratch {
+    std::vector<uint8_t> bytes;      // the frames, one after another
+    std::vector<size_t> ends;        // where each frame ends in `bytes`
+    std::vector<uint64_t> signaled;  // wr_id of each frame that completes on the send CQ, in order
+    std::vector<absl::Span<const uint8_t>> frames;
+  };
+  SendScratch& send_scratch() { return send_scratch_; }
+
   uint64_t out_of_buffer() const;
 
  private:
@@ -152,6 +163,7 @@ class NicState : public capi::ContextExtension {
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
   std::unique_ptr<Wire> wire_;
   uint64_t wire_frames_seen_ = 0;
+  SendScratch send_scratch_;
   absl::flat_hash_map<uint32_t, SoftMr*> mrs_;
   uint32_t next_key_ = 0x1000;
 };

@@ -116,15 +116,51 @@ int PostReceives(const char* fn, capi::Context& nic, ReceiveQueue& rq, ibv_recv_
 
 }  // namespace
 
+namespace {
+
+// Frames a post send hands the NIC in one burst before the device pumps them on: each pump empties the
+// NIC's uplink, so the wire and the receive queues never hold more than this from one list.
+constexpr size_t kSendBurst = 256;
+
+// Sends the frames gathered in `scratch` from `qp` as one burst, completes the signaled ones on its send
+// CQ, and pumps: what each frame led to is done before the call returns, as for one frame at a time.
+void SendGathered(capi::Context& nic, SoftQp& qp, NicState::SendScratch& scratch) {
+  if (scratch.ends.empty()) return;
+  scratch.frames.clear();
+  size_t begin = 0;
+  for (size_t end : scratch.ends) {
+    scratch.frames.emplace_back(scratch.bytes.data() + begin, end - begin);
+    begin = end;
+  }
+  (void)nic.function(qp.base.vport).Send(scratch.frames, {}, false, qp.base.qp.qp_num);
+  if (qp.send_cq != nullptr && !scratch.signaled.empty()) {
+    const uint64_t now = CompletionTimestamp();
+    for (uint64_t wr_id : scratch.signaled) {
+      Completion done;
+      done.wr_id = wr_id;
+      done.opcode = IBV_WC_SEND;
+      done.qp_num = qp.base.qp.qp_num;
+      done.timestamp_ns = now;
+      Complete(*qp.send_cq, done);
+    }
+  }
+  scratch.bytes.clear();
+  scratch.ends.clear();
+  scratch.signaled.clear();
+  NicState::Of(nic).Pump(nic);
+}
+
+}  // namespace
+
 int PostSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   capi::Context& nic = NicOf(ibqp->context);
   Lock lock(nic.mu);
   SoftQp& qp = QpOf(ibqp);
   const char* fn = "ibv_post_send";
+  NicState::SendScratch& scratch = NicState::Of(nic).send_scratch();
   int index = 0;
-  std::vector<uint8_t> frame;
+  int err = 0;
   for (; wr != nullptr; wr = wr->next, ++index) {
-    int err = 0;
     if (ibqp->state != IBV_QPS_RTS) {
       err = RecordFailure(fn, EINVAL,
                           absl::StrFormat("wr[%d]: the QP is not in RTS (state %d)", index, ibqp->state));
@@ -138,7 +174,7 @@ int PostSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       err = RecordFailure(
           fn, EINVAL, absl::StrFormat("wr[%d]: num_sge %d: at most %d", index, wr->num_sge, qp.max_send_sge));
     }
-    frame.clear();
+    const size_t begin = scratch.bytes.size();
     for (int i = 0; err == 0 && i < wr->num_sge; ++i) {
       const ibv_sge& sge = wr->sg_list[i];
       const uint8_t* bytes = (wr->send_flags & IBV_SEND_INLINE)
@@ -148,34 +184,32 @@ int PostSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         err = EINVAL;
         break;
       }
-      frame.insert(frame.end(), bytes, bytes + sge.length);
+      scratch.bytes.insert(scratch.bytes.end(), bytes, bytes + sge.length);
     }
-    if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) && frame.size() > qp.max_inline_data) {
-      err = RecordFailure(fn, EINVAL,
-                          absl::StrFormat("wr[%d]: %d inline bytes: the QP takes %d", index, frame.size(),
-                                          qp.max_inline_data));
-    }
-    if (err == 0 && (frame.size() < 14 || frame.size() > 65535)) {
+    const size_t size = scratch.bytes.size() - begin;
+    if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) && size > qp.max_inline_data) {
       err = RecordFailure(
           fn, EINVAL,
-          absl::StrFormat("wr[%d]: a %d-byte frame: an Ethernet frame has 14 to 65535", index, frame.size()));
+          absl::StrFormat("wr[%d]: %d inline bytes: the QP takes %d", index, size, qp.max_inline_data));
+    }
+    if (err == 0 && (size < 14 || size > 65535)) {
+      err = RecordFailure(
+          fn, EINVAL,
+          absl::StrFormat("wr[%d]: a %d-byte frame: an Ethernet frame has 14 to 65535", index, size));
     }
     if (err != 0) {
-      if (bad_wr != nullptr) *bad_wr = wr;
-      errno = err;
-      return err;
+      scratch.bytes.resize(begin);  // the bad request sends nothing; those before it go below
+      break;
     }
-    const sim::Frame f(frame.data(), frame.size());
-    (void)nic.function(qp.base.vport).Send(absl::MakeConstSpan(&f, 1), {}, false, ibqp->qp_num);
-    if ((qp.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) && qp.send_cq != nullptr) {
-      Completion done;
-      done.wr_id = wr->wr_id;
-      done.opcode = IBV_WC_SEND;
-      done.qp_num = ibqp->qp_num;
-      done.timestamp_ns = CompletionTimestamp();
-      Complete(*qp.send_cq, done);
-    }
-    NicState::Of(nic).Pump(nic);
+    scratch.ends.push_back(scratch.bytes.size());
+    if (qp.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) scratch.signaled.push_back(wr->wr_id);
+    if (scratch.ends.size() == kSendBurst) SendGathered(nic, qp, scratch);
+  }
+  SendGathered(nic, qp, scratch);
+  if (err != 0) {
+    if (bad_wr != nullptr) *bad_wr = wr;
+    errno = err;
+    return err;
   }
   return 0;
 }
