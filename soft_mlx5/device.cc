@@ -191,11 +191,17 @@ void NicState::Pump(capi::Context& ctx) {
         wire_->Transmit(*out);
         ++moved;
       }
-      for (std::vector<uint8_t>& in : wire_->Poll(kWireBurst)) {
-        if (in.size() < 14 || in.size() > 65535) continue;  // not an Ethernet frame the NIC can take
-        (void)ctx.nic->ReceiveFromWire(sim::Frame(in.data(), in.size()));
-        ++wire_frames_seen_;
-        ++moved;
+      // What the wire brought goes into the NIC as one burst, whose lookups overlap.
+      const std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
+      wire_in_.clear();
+      for (const std::vector<uint8_t>& frame : in) {
+        if (frame.size() < 14 || frame.size() > 65535) continue;  // not an Ethernet frame the NIC can take
+        wire_in_.emplace_back(frame.data(), frame.size());
+      }
+      if (!wire_in_.empty()) {
+        (void)ctx.nic->ReceiveFromWire(wire_in_);
+        wire_frames_seen_ += wire_in_.size();
+        moved += wire_in_.size();
       }
     }
     for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);

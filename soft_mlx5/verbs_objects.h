@@ -163,6 +163,7 @@ class NicState : public capi::ContextExtension {
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
   std::unique_ptr<Wire> wire_;
   uint64_t wire_frames_seen_ = 0;
+  std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused
   SendScratch send_scratch_;
   absl::flat_hash_map<uint32_t, SoftMr*> mrs_;
   uint32_t next_key_ = 0x1000;
