@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "capi/objects.h"
 #include "soft_mlx5/wire.h"
@@ -75,7 +76,7 @@ struct SoftCq {
 
 struct PostedReceive {
   uint64_t wr_id = 0;
-  std::vector<ibv_sge> sges;
+  absl::InlinedVector<ibv_sge, 1> sges;  // addr: the host address (most receives have one SGE)
 };
 
 // The receive side of a raw-packet QP or of a WQ.

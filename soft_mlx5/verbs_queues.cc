@@ -95,18 +95,19 @@ int PostReceives(const char* fn, capi::Context& nic, ReceiveQueue& rq, ibv_recv_
     PostedReceive posted;
     posted.wr_id = wr->wr_id;
     for (int i = 0; err == 0 && i < wr->num_sge; ++i) {
-      if (SgeBytes(fn, nic, wr->sg_list[i], IBV_ACCESS_LOCAL_WRITE, index, i) == nullptr) err = EINVAL;
-      posted.sges.push_back(wr->sg_list[i]);
+      ibv_sge sge = wr->sg_list[i];
+      const uint8_t* bytes = SgeBytes(fn, nic, sge, IBV_ACCESS_LOCAL_WRITE, index, i);
+      if (bytes == nullptr) {
+        err = EINVAL;
+        break;
+      }
+      sge.addr = reinterpret_cast<uintptr_t>(bytes);  // the host address: delivery writes through it
+      posted.sges.push_back(sge);
     }
     if (err != 0) {
       if (bad_wr != nullptr) *bad_wr = wr;
       errno = err;
       return err;
-    }
-    // Store host addresses: delivery writes through them.
-    for (ibv_sge& sge : posted.sges) {
-      SoftMr* mr = NicState::Of(nic).FindMr(sge.lkey);
-      sge.addr = reinterpret_cast<uintptr_t>(mr->mr.addr) + (sge.addr - mr->iova);
     }
     rq.posted.push_back(std::move(posted));
   }
