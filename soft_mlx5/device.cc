@@ -147,22 +147,21 @@ void Complete(SoftCq& cq, const Completion& c) {
   }
 }
 
-size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
-  sim::RxQueue* queue = ctx.function(rq.vport).queue(rq.number);
-  if (queue == nullptr) return 0;
+size_t NicState::DeliverReceived(ReceiveQueue& rq) {
+  static const bool debug = std::getenv("DRSIM_DEBUG") != nullptr;  // read once, as capi/errors.cc does
+  if (rq.queue == nullptr) return 0;
   size_t moved = 0;
-  while (std::optional<sim::RxCompletion> c = queue->Poll()) {
+  while (std::optional<sim::RxCompletion> c = rq.queue->Poll()) {
     ++moved;
     if (!rq.ready || rq.posted.empty()) {
       ++rq.out_of_buffer;
-      if (std::getenv("DRSIM_DEBUG") != nullptr) {
+      if (debug) {
         std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
                      rq.number, c->frame.size());
       }
       continue;
     }
-    PostedReceive wqe = std::move(rq.posted.front());
-    rq.posted.pop_front();
+    const PostedReceive& wqe = rq.posted.front();
     Completion done;
     done.wr_id = wqe.wr_id;
     done.opcode = IBV_WC_RECV;
@@ -178,6 +177,7 @@ size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
       off += n;
     }
     if (off < c->frame.size()) done.status = IBV_WC_LOC_LEN_ERR;
+    rq.posted.pop_front();
     if (rq.cq != nullptr) Complete(*rq.cq, done);
   }
   return moved;
@@ -204,7 +204,7 @@ void NicState::Pump(capi::Context& ctx) {
         moved += wire_in_.size();
       }
     }
-    for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);
+    for (auto& [number, rq] : receivers_) moved += DeliverReceived(*rq);
     if (moved == 0) return;
   }
 }

@@ -83,6 +83,7 @@ struct PostedReceive {
 struct ReceiveQueue {
   uint32_t number = 0;  // the sim queue: the QP's qp_num or the WQ's wq_num
   uint16_t vport = 0;
+  sim::RxQueue* queue = nullptr;  // that queue (of function `vport`), until ReleaseReceiveQueue
   SoftCq* cq = nullptr;
   ibv_pd* pd = nullptr;
   uint32_t max_wr = 0;
@@ -160,7 +161,7 @@ class NicState : public capi::ContextExtension {
 
  private:
   // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
-  size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
+  size_t DeliverReceived(ReceiveQueue& rq);
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
   std::unique_ptr<Wire> wire_;
   uint64_t wire_frames_seen_ = 0;

@@ -64,6 +64,7 @@ void InitReceiveQueue(ReceiveQueue& rq, capi::Context& nic, uint16_t vport, Soft
                       uint32_t max_wr, uint32_t max_sge) {
   rq.vport = vport;
   rq.number = nic.function(vport).CreateQueue(kMaxQueueDepth);
+  rq.queue = nic.function(vport).queue(rq.number);
   rq.cq = cq;
   rq.pd = pd;
   rq.max_wr = max_wr;
@@ -74,6 +75,7 @@ void InitReceiveQueue(ReceiveQueue& rq, capi::Context& nic, uint16_t vport, Soft
 
 absl::Status ReleaseReceiveQueue(ReceiveQueue& rq, capi::Context& nic) {
   DRSIM_RETURN_IF_ERROR(nic.function(rq.vport).DestroyQueue(rq.number));
+  rq.queue = nullptr;
   NicState::Of(nic).RemoveReceiveQueue(&rq);
   if (rq.cq != nullptr) --rq.cq->attached;
   return absl::OkStatus();
