@@ -5,17 +5,20 @@
 //                           the B receives completed. The device comes from ibv_get_device_list and
 //                           ibv_open_device (DRSIM_WIRE unset: the loopback wire), so each frame goes out
 //                           through the PF's NIC_TX (no rules: it passes) and the eSwitch to the wire, and
-//                           comes back through NIC_RX, where R exact-match rules on the UDP ports steer it
-//                           to the receiving QP
+//                           comes back through NIC_RX, where R exact-match rules steer it to the
+//                           receiving QP
 //   BM_DirectPath/R/B       the same frames in bursts of B through sim::Worker::ReceiveFromWire on a NIC of
 //                           its own holding the same rules, each burst's completions taken off the queue
-//   BM_VerbsOverDirect/R/B  both, alternated a trace (4096 frames) at a time in one run: counters
-//                           verbs_fps and direct_fps (frames a second of the thread's CPU time) and ratio,
-//                           verbs/direct (bench/README.md's target: at least 0.5)
+//   BM_DirectRoundTrip/R/B  the same, the frames first sent by the PF and taken off the wire: the verbs
+//                           path's whole way through the NIC, without the verbs
+//   BM_VerbsOverDirect/R/B  the three, alternated a trace (4096 frames) at a time in one run: counters
+//                           verbs_fps, direct_fps and round_trip_fps (frames a second of the thread's CPU
+//                           time), ratio (verbs/direct: bench/README.md's target is at least 0.5) and
+//                           ratio_round_trip (verbs/round trip)
 // The rules: a root table whose one rule jumps to a level-1 table, as an application's tables sit behind
-// the kernel's root, holding one matcher on UDP over IPv4 and both ports with R rules. Every
-// frame of the trace (bench/flows.h: 4096 frames drawn from the R flows) hits one; a frame that does not
-// arrive, or arrives out of order or with another length, stops the run with an error.
+// the kernel's root, holding one matcher on UDP over IPv4 and both ports with R rules. Every frame of the
+// trace (bench/flows.h: 4096 frames drawn from the R flows) hits one; a frame that does not arrive, or
+// arrives out of order or with another length, stops the run with an error.
 //
 //   bazel run --config=opt //bench:verbs_bench -- --benchmark_counters_tabular=true
 #include <infiniband/mlx5dv.h>
@@ -287,10 +290,13 @@ class VerbsPath {
 };
 
 // The same rules on a sim::Nic of its own, driven through a sim::Worker: frames from the wire, and the
-// receiving queue's completions.
+// receiving queue's completions. With `round_trip`, the frames take the verbs path's whole way instead:
+// sent by the PF (its NIC_TX, the eSwitch, out of the uplink), taken off the wire (Nic::PollWire) and
+// received back.
 class DirectPath {
  public:
-  DirectPath(const Traffic& traffic, size_t burst) : traffic_(traffic), burst_(burst) {}
+  DirectPath(const Traffic& traffic, size_t burst, bool round_trip)
+      : traffic_(traffic), burst_(burst), round_trip_(round_trip) {}
 
   std::string SetUp() {
     absl::StatusOr<dr::Domain> domain = dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
@@ -332,8 +338,16 @@ class DirectPath {
 
   // As VerbsPath::Burst.
   bool Burst() {
-    if (!worker_->ReceiveFromWire(absl::MakeConstSpan(traffic_.views).subspan(at_, burst_)).ok())
-      return false;
+    absl::Span<const sim::Frame> frames = absl::MakeConstSpan(traffic_.views).subspan(at_, burst_);
+    if (round_trip_) {
+      if (!worker_->Send(nic_.pf(), frames).ok()) return false;
+      wire_.clear();
+      while (std::optional<std::vector<uint8_t>> out = nic_.PollWire()) wire_.push_back(*std::move(out));
+      if (wire_.size() != burst_) return false;
+      wire_views_.assign(wire_.begin(), wire_.end());
+      frames = wire_views_;
+    }
+    if (!worker_->ReceiveFromWire(frames).ok()) return false;
     size_t received = 0;
     while (std::optional<sim::RxCompletion> c = queue_->Poll()) {
       if (received == burst_ || c->byte_len != traffic_.frames[at_ + received].size()) return false;
@@ -347,7 +361,10 @@ class DirectPath {
  private:
   const Traffic& traffic_;
   const size_t burst_;
+  const bool round_trip_;
   size_t at_ = 0;
+  std::vector<std::vector<uint8_t>> wire_;  // round trip: the burst as it left by the uplink
+  std::vector<sim::Frame> wire_views_;
   sim::Nic nic_;
   uint32_t qp_num_ = 0;
   sim::RxQueue* queue_ = nullptr;
@@ -355,15 +372,13 @@ class DirectPath {
   dr::Table root_, table_;
   dr::Matcher root_matcher_, matcher_;
   dr::Action jump_, to_qp_;
-  std::vector<dr::Rule> rules_;  // destroyed first
+  std::vector<dr::Rule> rules_;  // destroyed before what they use
   std::unique_ptr<sim::Worker> worker_;
 };
 
+// Runs bursts of `path` while `state` runs.
 template <typename Path>
-void RunPath(benchmark::State& state) {
-  const size_t burst = state.range(1);
-  const Traffic traffic(state.range(0));
-  Path path(traffic, burst);
+void RunBursts(benchmark::State& state, Path& path, size_t burst) {
   if (std::string error = path.SetUp(); !error.empty()) {
     state.SkipWithError(error.c_str());
     return;
@@ -374,8 +389,23 @@ void RunPath(benchmark::State& state) {
   if (!ok) state.SkipWithError("a burst failed, or a frame did not come back as sent");
 }
 
-void BM_VerbsPath(benchmark::State& state) { RunPath<VerbsPath>(state); }
-void BM_DirectPath(benchmark::State& state) { RunPath<DirectPath>(state); }
+void BM_VerbsPath(benchmark::State& state) {
+  const Traffic traffic(state.range(0));
+  VerbsPath path(traffic, state.range(1));
+  RunBursts(state, path, state.range(1));
+}
+
+void BM_DirectPath(benchmark::State& state) {
+  const Traffic traffic(state.range(0));
+  DirectPath path(traffic, state.range(1), /*round_trip=*/false);
+  RunBursts(state, path, state.range(1));
+}
+
+void BM_DirectRoundTrip(benchmark::State& state) {
+  const Traffic traffic(state.range(0));
+  DirectPath path(traffic, state.range(1), /*round_trip=*/true);
+  RunBursts(state, path, state.range(1));
+}
 
 // The CPU time this thread has used: the machine is shared, and a wall clock would count the time other
 // processes held the core.
@@ -385,38 +415,42 @@ double ThreadSeconds() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 
-// Both paths, a trace each in turn, so that both see the machine at the same speed.
+// The three paths, a trace each in turn, so that all see the machine at the same speed.
 void BM_VerbsOverDirect(benchmark::State& state) {
   const size_t burst = state.range(1);
   const Traffic traffic(state.range(0));
   VerbsPath verbs(traffic, burst);
-  DirectPath direct(traffic, burst);
-  for (std::string error : {verbs.SetUp(), direct.SetUp()}) {
+  DirectPath direct(traffic, burst, /*round_trip=*/false);
+  DirectPath round_trip(traffic, burst, /*round_trip=*/true);
+  for (const std::string& error : {verbs.SetUp(), direct.SetUp(), round_trip.SetUp()}) {
     if (!error.empty()) {
       state.SkipWithError(error.c_str());
       return;
     }
   }
-  double verbs_seconds = 0, direct_seconds = 0;
+  double seconds[3] = {};
   bool ok = true;
   for (auto _ : state) {
-    const double start = ThreadSeconds();
-    for (size_t i = 0; i < kTrace / burst; ++i) ok &= verbs.Burst();
-    const double middle = ThreadSeconds();
-    for (size_t i = 0; i < kTrace / burst; ++i) ok &= direct.Burst();
-    verbs_seconds += middle - start;
-    direct_seconds += ThreadSeconds() - middle;
+    double at = ThreadSeconds();
+    for (int path = 0; path < 3; ++path) {
+      for (size_t i = 0; i < kTrace / burst; ++i) {
+        ok &= path == 0 ? verbs.Burst() : path == 1 ? direct.Burst() : round_trip.Burst();
+      }
+      const double now = ThreadSeconds();
+      seconds[path] += now - at;
+      at = now;
+    }
   }
   if (!ok) {
     state.SkipWithError("a burst failed, or a frame did not come back as sent");
     return;
   }
   const double frames = static_cast<double>(state.iterations() * kTrace);
-  const double verbs_fps = frames / verbs_seconds;
-  const double direct_fps = frames / direct_seconds;
-  state.counters["verbs_fps"] = verbs_fps;
-  state.counters["direct_fps"] = direct_fps;
-  state.counters["ratio"] = verbs_fps / direct_fps;
+  state.counters["verbs_fps"] = frames / seconds[0];
+  state.counters["direct_fps"] = frames / seconds[1];
+  state.counters["round_trip_fps"] = frames / seconds[2];
+  state.counters["ratio"] = seconds[1] / seconds[0];
+  state.counters["ratio_round_trip"] = seconds[2] / seconds[0];
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -427,6 +461,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_VerbsPath)->Apply(Shapes);
 BENCHMARK(BM_DirectPath)->Apply(Shapes);
+BENCHMARK(BM_DirectRoundTrip)->Apply(Shapes);
 BENCHMARK(BM_VerbsOverDirect)->Apply(Shapes)->Unit(benchmark::kMillisecond);
 
 }  // namespace
