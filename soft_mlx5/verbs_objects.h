@@ -137,10 +137,18 @@ class NicState : public capi::ContextExtension {
     mrs_[key] = mr;
     return key;
   }
-  void RemoveMr(uint32_t lkey) { mrs_.erase(lkey); }
+  void RemoveMr(uint32_t lkey) {
+    mrs_.erase(lkey);
+    if (lkey == last_mr_key_) last_mr_ = nullptr;
+  }
+  // The last region found is kept: the SGEs of a post mostly name one.
   SoftMr* FindMr(uint32_t lkey) const {
+    if (last_mr_ != nullptr && lkey == last_mr_key_) return last_mr_;
     auto it = mrs_.find(lkey);
-    return it == mrs_.end() ? nullptr : it->second;
+    if (it == mrs_.end()) return nullptr;
+    last_mr_key_ = lkey;
+    last_mr_ = it->second;
+    return last_mr_;
   }
 
   // Moves frames until nothing moves (bounded): the NIC's uplink to the wire, the wire's arrivals into
@@ -168,6 +176,8 @@ class NicState : public capi::ContextExtension {
   std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused
   SendScratch send_scratch_;
   absl::flat_hash_map<uint32_t, SoftMr*> mrs_;
+  mutable uint32_t last_mr_key_ = 0;  // FindMr's last answer (none while last_mr_ is null)
+  mutable SoftMr* last_mr_ = nullptr;
   uint32_t next_key_ = 0x1000;
 };
 

@@ -31,30 +31,35 @@ bool Is(const void* p, Kind kind) { return p != nullptr && Registry::Get().Is(p,
 
 SoftQp& QpOf(ibv_qp* qp) { return *reinterpret_cast<SoftQp*>(qp); }
 
-// The bytes an SGE names, checked against its memory region: nullptr (after recording why) when the
-// lkey is unknown or the range leaves the region.
-const uint8_t* SgeBytes(const char* fn, capi::Context& nic, const ibv_sge& sge, unsigned needed_access,
-                        int wr_index, int sge_index) {
-  SoftMr* mr = NicState::Of(nic).FindMr(sge.lkey);
+// Records why `sge` failed SgeBytes' checks. Out of line: the data path only ever takes good SGEs.
+[[gnu::cold, gnu::noinline]] void RecordSgeFailure(const char* fn, const SoftMr* mr, const ibv_sge& sge,
+                                                   int wr_index, int sge_index) {
   if (mr == nullptr) {
     RecordFailure(fn, EINVAL,
                   absl::StrFormat("wr[%d].sg_list[%d]: lkey 0x%x is not a memory region of the device",
                                   wr_index, sge_index, sge.lkey));
-    return nullptr;
-  }
-  if (sge.addr < mr->iova || sge.addr - mr->iova > mr->mr.length ||
-      sge.length > mr->mr.length - (sge.addr - mr->iova)) {
+  } else if (sge.addr < mr->iova || sge.addr - mr->iova > mr->mr.length ||
+             sge.length > mr->mr.length - (sge.addr - mr->iova)) {
     RecordFailure(
         fn, EINVAL,
         absl::StrFormat("wr[%d].sg_list[%d]: [0x%x, +%d) leaves the memory region [0x%x, +%d) of lkey 0x%x",
                         wr_index, sge_index, sge.addr, sge.length, mr->iova, mr->mr.length, sge.lkey));
-    return nullptr;
-  }
-  if ((mr->access & needed_access) != needed_access) {
+  } else {
     RecordFailure(
         fn, EINVAL,
         absl::StrFormat("wr[%d].sg_list[%d]: the memory region of lkey 0x%x lacks IBV_ACCESS_LOCAL_WRITE",
                         wr_index, sge_index, sge.lkey));
+  }
+}
+
+// The bytes an SGE names, checked against its memory region: nullptr (after recording why) when the
+// lkey is unknown or the range leaves the region.
+const uint8_t* SgeBytes(const char* fn, capi::Context& nic, const ibv_sge& sge, unsigned needed_access,
+                        int wr_index, int sge_index) {
+  const SoftMr* mr = NicState::Of(nic).FindMr(sge.lkey);
+  if (mr == nullptr || sge.addr < mr->iova || sge.addr - mr->iova > mr->mr.length ||
+      sge.length > mr->mr.length - (sge.addr - mr->iova) || (mr->access & needed_access) != needed_access) {
+    RecordSgeFailure(fn, mr, sge, wr_index, sge_index);
     return nullptr;
   }
   return static_cast<const uint8_t*>(mr->mr.addr) + (sge.addr - mr->iova);
