@@ -99,24 +99,27 @@ int PostReceives(const char* fn, capi::Context& nic, ReceiveQueue& rq, ibv_recv_
       err = RecordFailure(fn, EINVAL,
                           absl::StrFormat("wr[%d]: num_sge %d: at most %d", index, wr->num_sge, rq.max_sge));
     }
-    PostedReceive posted;
-    posted.wr_id = wr->wr_id;
-    for (int i = 0; err == 0 && i < wr->num_sge; ++i) {
-      ibv_sge sge = wr->sg_list[i];
-      const uint8_t* bytes = SgeBytes(fn, nic, sge, IBV_ACCESS_LOCAL_WRITE, index, i);
-      if (bytes == nullptr) {
-        err = EINVAL;
-        break;
+    if (err == 0) {
+      // Written in place; taken back if an SGE is bad.
+      PostedReceive& posted = rq.posted.emplace_back();
+      posted.wr_id = wr->wr_id;
+      for (int i = 0; i < wr->num_sge; ++i) {
+        const ibv_sge& sge = wr->sg_list[i];
+        const uint8_t* bytes = SgeBytes(fn, nic, sge, IBV_ACCESS_LOCAL_WRITE, index, i);
+        if (bytes == nullptr) {
+          err = EINVAL;
+          rq.posted.pop_back();
+          break;
+        }
+        // The host address: delivery writes through it.
+        posted.sges.push_back({reinterpret_cast<uintptr_t>(bytes), sge.length, sge.lkey});
       }
-      sge.addr = reinterpret_cast<uintptr_t>(bytes);  // the host address: delivery writes through it
-      posted.sges.push_back(sge);
     }
     if (err != 0) {
       if (bad_wr != nullptr) *bad_wr = wr;
       errno = err;
       return err;
     }
-    rq.posted.push_back(std::move(posted));
   }
   NicState::Of(nic).Pump(nic);
   return 0;
