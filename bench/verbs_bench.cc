@@ -131,22 +131,21 @@ class VerbsPath {
         (recv_mr_ = ibv_reg_mr(pd_, recv_buf_.data(), recv_buf_.size(), IBV_ACCESS_LOCAL_WRITE)) == nullptr) {
       return Failed("ibv_reg_mr");
     }
-    send_sges_.resize(kTrace);
-    send_wrs_.resize(kTrace);
     for (size_t i = 0; i < kTrace; ++i) {
       const std::vector<uint8_t>& f = traffic_.frames[i];
       std::memcpy(&send_buf_[i * kSendStride], f.data(), f.size());
-      send_sges_[i] = {reinterpret_cast<uintptr_t>(&send_buf_[i * kSendStride]),
-                       static_cast<uint32_t>(f.size()), send_mr_->lkey};
+    }
+    // One list of B send WRs, reused from burst to burst as a program reuses its own; its end signaled.
+    send_sges_.resize(burst_);
+    send_wrs_.resize(burst_);
+    for (size_t i = 0; i < burst_; ++i) {
       ibv_send_wr& wr = send_wrs_[i];
       wr = {};
-      wr.wr_id = i;
       wr.sg_list = &send_sges_[i];
       wr.num_sge = 1;
       wr.opcode = IBV_WR_SEND;
-      const bool last = (i + 1) % burst_ == 0;  // of its burst: one list a burst, its end signaled
-      wr.next = last ? nullptr : &send_wrs_[i + 1];
-      wr.send_flags = last ? IBV_SEND_SIGNALED : 0;
+      wr.next = i + 1 < burst_ ? &send_wrs_[i + 1] : nullptr;
+      wr.send_flags = i + 1 < burst_ ? 0 : IBV_SEND_SIGNALED;
     }
     recv_sges_.resize(burst_);
     recv_wrs_.resize(burst_);
@@ -167,8 +166,14 @@ class VerbsPath {
   bool Burst() {
     ibv_recv_wr* bad_recv = nullptr;
     if (ibv_post_recv(rx_, recv_wrs_.data(), &bad_recv) != 0) return false;
+    for (size_t i = 0; i < burst_; ++i) {
+      const size_t frame = at_ + i;
+      send_wrs_[i].wr_id = frame;
+      send_sges_[i] = {reinterpret_cast<uintptr_t>(&send_buf_[frame * kSendStride]),
+                       static_cast<uint32_t>(traffic_.frames[frame].size()), send_mr_->lkey};
+    }
     ibv_send_wr* bad_send = nullptr;
-    if (ibv_post_send(tx_, &send_wrs_[at_], &bad_send) != 0) return false;
+    if (ibv_post_send(tx_, send_wrs_.data(), &bad_send) != 0) return false;
     ibv_wc wc[kPollBatch];
     size_t received = 0;
     int idle = 0;
@@ -182,7 +187,10 @@ class VerbsPath {
         }
       }
     }
-    if (ibv_poll_cq(send_cq_, 1, wc) != 1 || wc[0].status != IBV_WC_SUCCESS) return false;
+    if (ibv_poll_cq(send_cq_, 1, wc) != 1 || wc[0].status != IBV_WC_SUCCESS ||
+        wc[0].wr_id != at_ + burst_ - 1) {
+      return false;
+    }
     at_ = (at_ + burst_) % kTrace;
     return true;
   }
@@ -194,7 +202,7 @@ class VerbsPath {
     ibv_qp_init_attr attr = {};
     attr.send_cq = send_cq_;
     attr.recv_cq = recv_cq_;
-    attr.cap.max_send_wr = static_cast<uint32_t>(kTrace);
+    attr.cap.max_send_wr = static_cast<uint32_t>(burst_);
     attr.cap.max_recv_wr = static_cast<uint32_t>(burst_);
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
