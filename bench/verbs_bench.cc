@@ -18,7 +18,8 @@
 // The rules: a root table whose one rule jumps to a level-1 table, as an application's tables sit behind
 // the kernel's root, holding one matcher on UDP over IPv4 and both ports with R rules. Every frame of the
 // trace (bench/flows.h: 4096 frames drawn from the R flows) hits one; a frame that does not arrive, or
-// arrives out of order or with another length, stops the run with an error.
+// arrives out of order or with another length, stops the run with an error, as does one whose bytes differ
+// from those sent in a burst checked after the timed loop.
 //
 //   bazel run --config=opt //bench:verbs_bench -- --benchmark_counters_tabular=true
 #include <infiniband/mlx5dv.h>
@@ -162,8 +163,8 @@ class VerbsPath {
   }
 
   // Sends the trace's next burst and receives it; false when a post failed or a frame did not come back as
-  // sent.
-  bool Burst() {
+  // sent (its bytes compared too with `check_bytes`).
+  bool Burst(bool check_bytes = false) {
     ibv_recv_wr* bad_recv = nullptr;
     if (ibv_post_recv(rx_, recv_wrs_.data(), &bad_recv) != 0) return false;
     for (size_t i = 0; i < burst_; ++i) {
@@ -181,8 +182,9 @@ class VerbsPath {
       const int n = ibv_poll_cq(recv_cq_, kPollBatch, wc);
       if (n < 0 || (n == 0 && ++idle > 2)) return false;  // the data path is synchronous: nothing is late
       for (int i = 0; i < n; ++i, ++received) {
-        if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != received ||
-            wc[i].byte_len != traffic_.frames[at_ + received].size()) {
+        const std::vector<uint8_t>& sent = traffic_.frames[at_ + received];
+        if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != received || wc[i].byte_len != sent.size() ||
+            (check_bytes && std::memcmp(&recv_buf_[received * kSlot], sent.data(), sent.size()) != 0)) {
           return false;
         }
       }
@@ -345,7 +347,7 @@ class DirectPath {
   }
 
   // As VerbsPath::Burst.
-  bool Burst() {
+  bool Burst(bool check_bytes = false) {
     absl::Span<const sim::Frame> frames = absl::MakeConstSpan(traffic_.views).subspan(at_, burst_);
     if (round_trip_) {
       if (!worker_->Send(nic_.pf(), frames).ok()) return false;
@@ -358,7 +360,10 @@ class DirectPath {
     if (!worker_->ReceiveFromWire(frames).ok()) return false;
     size_t received = 0;
     while (std::optional<sim::RxCompletion> c = queue_->Poll()) {
-      if (received == burst_ || c->byte_len != traffic_.frames[at_ + received].size()) return false;
+      if (received == burst_ || c->byte_len != traffic_.frames[at_ + received].size() ||
+          (check_bytes && c->frame != traffic_.frames[at_ + received])) {
+        return false;
+      }
       ++received;
     }
     if (received != burst_) return false;
@@ -393,6 +398,7 @@ void RunBursts(benchmark::State& state, Path& path, size_t burst) {
   }
   bool ok = true;
   for (auto _ : state) ok &= path.Burst();
+  ok &= path.Burst(/*check_bytes=*/true);
   state.SetItemsProcessed(state.iterations() * burst);
   if (!ok) state.SkipWithError("a burst failed, or a frame did not come back as sent");
 }
@@ -449,6 +455,7 @@ void BM_VerbsOverDirect(benchmark::State& state) {
       at = now;
     }
   }
+  ok &= verbs.Burst(/*check_bytes=*/true) && direct.Burst(true) && round_trip.Burst(true);
   if (!ok) {
     state.SkipWithError("a burst failed, or a frame did not come back as sent");
     return;
