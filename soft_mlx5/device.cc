@@ -147,23 +147,22 @@ void Complete(SoftCq& cq, const Completion& c) {
   }
 }
 
-size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
-  sim::RxQueue* queue = ctx.function(rq.vport).queue(rq.number);
-  if (queue == nullptr) return 0;
+size_t NicState::DeliverReceived(ReceiveQueue& rq) {
+  static const bool debug = std::getenv("DRSIM_DEBUG") != nullptr;  // read once, as capi/errors.cc does
+  if (rq.queue == nullptr) return 0;
   size_t moved = 0;
-  while (std::optional<sim::RxCompletion> c = queue->Poll()) {
+  while (std::optional<sim::RxCompletion> c = rq.queue->Poll()) {
     ++moved;
     if (!rq.ready || rq.posted.empty()) {
       ++rq.out_of_buffer;
       ++ctx.rx_out_of_buffer[rq.vport];
-      if (std::getenv("DRSIM_DEBUG") != nullptr) {
+      if (debug) {
         std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
                      rq.number, c->frame.size());
       }
       continue;
     }
-    PostedReceive wqe = std::move(rq.posted.front());
-    rq.posted.pop_front();
+    const PostedReceive& wqe = rq.posted.front();
     Completion done;
     done.wr_id = wqe.wr_id;
     done.opcode = IBV_WC_RECV;
@@ -179,6 +178,7 @@ size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
       off += n;
     }
     if (off < c->frame.size()) done.status = IBV_WC_LOC_LEN_ERR;
+    rq.posted.pop_front();
     if (rq.cq != nullptr) Complete(*rq.cq, done);
   }
   return moved;
@@ -192,14 +192,20 @@ void NicState::Pump(capi::Context& ctx) {
         wire_->Transmit(*out);
         ++moved;
       }
-      for (std::vector<uint8_t>& in : wire_->Poll(kWireBurst)) {
-        if (in.size() < 14 || in.size() > 65535) continue;  // not an Ethernet frame the NIC can take
-        (void)ctx.nic->ReceiveFromWire(sim::Frame(in.data(), in.size()));
-        ++wire_frames_seen_;
-        ++moved;
+      // What the wire brought goes into the NIC as one burst, whose lookups overlap.
+      const std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
+      wire_in_.clear();
+      for (const std::vector<uint8_t>& frame : in) {
+        if (frame.size() < 14 || frame.size() > 65535) continue;  // not an Ethernet frame the NIC can take
+        wire_in_.emplace_back(frame.data(), frame.size());
+      }
+      if (!wire_in_.empty()) {
+        (void)ctx.nic->ReceiveFromWire(wire_in_);
+        wire_frames_seen_ += wire_in_.size();
+        moved += wire_in_.size();
       }
     }
-    for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);
+    for (auto& [number, rq] : receivers_) moved += DeliverReceived(*rq);
     if (moved == 0) return;
   }
 }

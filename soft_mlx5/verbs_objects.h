@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "capi/objects.h"
 #include "soft_mlx5/wire.h"
 
@@ -74,13 +76,14 @@ struct SoftCq {
 
 struct PostedReceive {
   uint64_t wr_id = 0;
-  std::vector<ibv_sge> sges;
+  absl::InlinedVector<ibv_sge, 1> sges;  // addr: the host address (most receives have one SGE)
 };
 
 // The receive side of a raw-packet QP or of a WQ.
 struct ReceiveQueue {
   uint32_t number = 0;  // the sim queue: the QP's qp_num or the WQ's wq_num
   uint16_t vport = 0;
+  sim::RxQueue* queue = nullptr;  // that queue (of function `vport`), until ReleaseReceiveQueue
   SoftCq* cq = nullptr;
   ibv_pd* pd = nullptr;
   uint32_t max_wr = 0;
@@ -134,25 +137,47 @@ class NicState : public capi::ContextExtension {
     mrs_[key] = mr;
     return key;
   }
-  void RemoveMr(uint32_t lkey) { mrs_.erase(lkey); }
+  void RemoveMr(uint32_t lkey) {
+    mrs_.erase(lkey);
+    if (lkey == last_mr_key_) last_mr_ = nullptr;
+  }
+  // The last region found is kept: the SGEs of a post mostly name one.
   SoftMr* FindMr(uint32_t lkey) const {
+    if (last_mr_ != nullptr && lkey == last_mr_key_) return last_mr_;
     auto it = mrs_.find(lkey);
-    return it == mrs_.end() ? nullptr : it->second;
+    if (it == mrs_.end()) return nullptr;
+    last_mr_key_ = lkey;
+    last_mr_ = it->second;
+    return last_mr_;
   }
 
   // Moves frames until nothing moves (bounded): the NIC's uplink to the wire, the wire's arrivals into
   // the NIC, and what reached each receive queue into its posted receives.
   void Pump(capi::Context& ctx);
 
+  // ibv_post_send's frames, gathered from their SGEs, kept from call to call so that a list's frames go
+  // to the NIC in one burst without an allocation each.
+  struct SendScratch {
+    std::vector<uint8_t> bytes;      // the frames, one after another
+    std::vector<size_t> ends;        // where each frame ends in `bytes`
+    std::vector<uint64_t> signaled;  // wr_id of each frame that completes on the send CQ, in order
+    std::vector<absl::Span<const uint8_t>> frames;
+  };
+  SendScratch& send_scratch() { return send_scratch_; }
+
   uint64_t out_of_buffer() const;
 
  private:
   // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
-  size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
+  size_t DeliverReceived(ReceiveQueue& rq);
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
   std::unique_ptr<Wire> wire_;
   uint64_t wire_frames_seen_ = 0;
+  std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused
+  SendScratch send_scratch_;
   absl::flat_hash_map<uint32_t, SoftMr*> mrs_;
+  mutable uint32_t last_mr_key_ = 0;  // FindMr's last answer (none while last_mr_ is null)
+  mutable SoftMr* last_mr_ = nullptr;
   uint32_t next_key_ = 0x1000;
 };
 
