@@ -147,7 +147,7 @@ void Complete(SoftCq& cq, const Completion& c) {
   }
 }
 
-size_t NicState::DeliverReceived(ReceiveQueue& rq) {
+size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
   static const bool debug = std::getenv("DRSIM_DEBUG") != nullptr;  // read once, as capi/errors.cc does
   if (rq.queue == nullptr) return 0;
   size_t moved = 0;
@@ -205,7 +205,7 @@ void NicState::Pump(capi::Context& ctx) {
         moved += wire_in_.size();
       }
     }
-    for (auto& [number, rq] : receivers_) moved += DeliverReceived(*rq);
+    for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);
     if (moved == 0) return;
   }
 }

@@ -169,7 +169,7 @@ class NicState : public capi::ContextExtension {
 
  private:
   // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
-  size_t DeliverReceived(ReceiveQueue& rq);
+  size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
   std::unique_ptr<Wire> wire_;
   uint64_t wire_frames_seen_ = 0;
