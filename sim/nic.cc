@@ -185,6 +185,14 @@ absl::Status Nic::ReceiveFromWire(absl::Span<const Frame> frames, absl::Span<Ver
   return own_worker_->ReceiveFromWire(frames, verdicts, trace);
 }
 
+size_t Nic::TakeWireFrames(std::vector<std::vector<uint8_t>>& out) {
+  std::lock_guard<std::mutex> lock(wire_mu_);
+  const size_t n = wire_out_.size();
+  for (std::vector<uint8_t>& f : wire_out_) out.push_back(std::move(f));
+  wire_out_.clear();
+  return n;
+}
+
 Verdict Nic::ReceiveFromWire(Frame frame) {
   Verdict v;
   ReceiveFromWire(absl::MakeConstSpan(&frame, 1), absl::MakeSpan(&v, 1), /*trace=*/true).IgnoreError();

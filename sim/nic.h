@@ -293,6 +293,9 @@ class Nic {
   // The oldest frame sent out of the uplink, if any (up to 65536 are kept; older ones are counted and
   // discarded).
   std::optional<std::vector<uint8_t>> PollWire();
+  // Moves every frame waiting to leave by the uplink to the end of `out`, oldest first, under one lock;
+  // returns how many.
+  size_t TakeWireFrames(std::vector<std::vector<uint8_t>>& out);
   // The frame PollWire would return, left in place; nullptr when none. Not while workers run.
   const std::vector<uint8_t>* PeekWire() const { return wire_out_.empty() ? nullptr : &wire_out_.front(); }
 

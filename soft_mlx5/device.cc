@@ -188,10 +188,9 @@ void NicState::Pump(capi::Context& ctx) {
   for (int round = 0; round < kMaxPumpRounds; ++round) {
     size_t moved = 0;
     if (wire_ != nullptr) {
-      while (std::optional<std::vector<uint8_t>> out = ctx.nic->PollWire()) {
-        wire_->Transmit(*out);
-        ++moved;
-      }
+      wire_out_.clear();
+      moved += ctx.nic->TakeWireFrames(wire_out_);
+      for (std::vector<uint8_t>& frame : wire_out_) wire_->Transmit(std::move(frame));
       // What the wire brought goes into the NIC as one burst, whose lookups overlap.
       const std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
       wire_in_.clear();

@@ -171,6 +171,7 @@ class NicState : public capi::ContextExtension {
   // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
   size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
+  std::vector<std::vector<uint8_t>> wire_out_;  // scratch: frames leaving by the uplink
   std::unique_ptr<Wire> wire_;
   uint64_t wire_frames_seen_ = 0;
   std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused

@@ -75,12 +75,20 @@ class LossCounter {
 // What leaves comes back, in order; a full queue drops the newest frame (tail drop, as a NIC's queue).
 class LoopbackWire : public Wire {
  public:
+  using Wire::Transmit;
   void Transmit(absl::Span<const uint8_t> frame) override {
     if (queue_.size() >= kLoopbackCapacity) {
       losses_.Lose(absl::StrFormat("the queue is full (%d frames not polled)", kLoopbackCapacity));
       return;
     }
     queue_.emplace_back(frame.begin(), frame.end());
+  }
+  void Transmit(std::vector<uint8_t>&& frame) override {
+    if (queue_.size() >= kLoopbackCapacity) {
+      losses_.Lose(absl::StrFormat("the queue is full (%d frames not polled)", kLoopbackCapacity));
+      return;
+    }
+    queue_.push_back(std::move(frame));
   }
 
   std::vector<std::vector<uint8_t>> Poll(size_t max) override {
@@ -107,6 +115,7 @@ struct DumperCloser {
 // Frames of a capture arrive at their recorded pace; what leaves is appended to another capture.
 class PcapWire : public Wire {
  public:
+  using Wire::Transmit;
   static absl::StatusOr<std::unique_ptr<Wire>> Open(absl::string_view spec, const std::string& in,
                                                     const std::string& out) {
     auto wire = std::unique_ptr<PcapWire>(new PcapWire(spec));
@@ -185,6 +194,7 @@ class PcapWire : public Wire {
 // A Linux interface through an AF_PACKET socket: the NIC's uplink is cabled to it.
 class NetdevWire : public Wire {
  public:
+  using Wire::Transmit;
   static absl::StatusOr<std::unique_ptr<Wire>> Open(absl::string_view spec, const std::string& ifname) {
     const unsigned int ifindex = if_nametoindex(ifname.c_str());
     if (ifindex == 0) return ErrnoError(spec, errno, absl::StrFormat("interface \"%s\"", ifname));

@@ -41,6 +41,9 @@ class Wire {
   virtual ~Wire() = default;
   // Takes a frame that the NIC sent out of its uplink.
   virtual void Transmit(absl::Span<const uint8_t> frame) = 0;
+  // The same, for a frame the caller gives up: a wire that keeps frames (loopback) takes it without a
+  // copy.
+  virtual void Transmit(std::vector<uint8_t>&& frame) { Transmit(absl::MakeConstSpan(frame)); }
   // The frames that arrived from outside since the last call, oldest first, at most `max`.
   virtual std::vector<std::vector<uint8_t>> Poll(size_t max) = 0;
 };
