@@ -4,7 +4,10 @@
 # options. Needs root for the mount namespace: it fails, rather than skips, without it.
 set -euo pipefail
 run="$(readlink -f "$1")"
-library="$(readlink -f "$2")"
+# The stand-in is built here with the system compiler, not by Bazel: it is preloaded into python3, which
+# has no sanitizer runtime, so it must stay uninstrumented whatever config the test runs under.
+library="$TEST_TMPDIR/drsim_run_test_preload.so"
+cc -shared -fPIC -o "$library" "$2"
 check="$(readlink -f "$3")"
 fail() {
   echo "FAIL: $*" >&2
