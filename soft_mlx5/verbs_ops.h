@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "capi/objects.h"
 
@@ -23,6 +24,9 @@ void FillDeviceAttr(ibv_context* ctx, ibv_device_attr* attr);
 int QueryDeviceEx(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
                   size_t attr_size);
 int QueryPort(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t attr_len);
+
+// Every call holds its NIC's context lock.
+using Lock = std::lock_guard<std::recursive_mutex>;
 
 // The NIC context lock and function of a software-device object's context.
 inline capi::Context& NicOf(ibv_context* ctx) { return *capi::FunctionOf(ctx)->owner; }

@@ -25,9 +25,6 @@ namespace {
 using capi::Kind;
 using capi::RecordFailure;
 using capi::Registry;
-using Lock = std::lock_guard<std::recursive_mutex>;
-
-bool Is(const void* p, Kind kind) { return p != nullptr && Registry::Get().Is(p, kind); }
 
 SoftQp& QpOf(ibv_qp* qp) { return *reinterpret_cast<SoftQp*>(qp); }
 
@@ -251,7 +248,8 @@ constexpr uint32_t kQpInitMaskKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CRE
                                       IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
 
 ibv_qp* CreateRssQp(const char* fn, capi::Context& nic, ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
-  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_RX_HASH) || !Is(attr->rwq_ind_tbl, Kind::kRwqIndTable)) {
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_RX_HASH) ||
+      !drsim::capi::IsSoftwareNicObject(attr->rwq_ind_tbl, Kind::kRwqIndTable)) {
     return capi::NullWithError<ibv_qp>(fn, EINVAL,
                                        "an RSS QP needs rwq_ind_tbl of this device and rx_hash_conf");
   }
@@ -309,14 +307,15 @@ ibv_qp* CreateQpEx(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
         absl::StrFormat("qp_type %d: the software mlx5 device has raw-packet QPs (IBV_QPT_RAW_PACKET) only",
                         attr->qp_type));
   }
-  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !Is(attr->pd, Kind::kPd)) {
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !drsim::capi::IsSoftwareNicObject(attr->pd, Kind::kPd)) {
     return capi::NullWithError<ibv_qp>(fn, EINVAL, "pd: not a protection domain of this device");
   }
   capi::Context& nic = NicOf(ctx);
   Lock lock(nic.mu);
   if (attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) return CreateRssQp(fn, nic, ctx, attr);
   if (attr->srq != nullptr) return capi::NullWithError<ibv_qp>(fn, EOPNOTSUPP, "srq: the device has no SRQs");
-  if (!Is(attr->send_cq, Kind::kCq) || !Is(attr->recv_cq, Kind::kCq)) {
+  if (!drsim::capi::IsSoftwareNicObject(attr->send_cq, Kind::kCq) ||
+      !drsim::capi::IsSoftwareNicObject(attr->recv_cq, Kind::kCq)) {
     return capi::NullWithError<ibv_qp>(fn, EINVAL, "send_cq and recv_cq must be CQs of this device");
   }
   const ibv_qp_cap& cap = attr->cap;
@@ -364,7 +363,8 @@ ibv_wq* CreateWq(ibv_context* ctx, ibv_wq_init_attr* attr) {
   const char* fn = "ibv_create_wq";
   if (attr->wq_type != IBV_WQT_RQ)
     return capi::NullWithError<ibv_wq>(fn, EOPNOTSUPP, "wq_type: only IBV_WQT_RQ");
-  if (!Is(attr->pd, Kind::kPd) || !Is(attr->cq, Kind::kCq)) {
+  if (!drsim::capi::IsSoftwareNicObject(attr->pd, Kind::kPd) ||
+      !drsim::capi::IsSoftwareNicObject(attr->cq, Kind::kCq)) {
     return capi::NullWithError<ibv_wq>(fn, EINVAL, "pd and cq must be of this device");
   }
   if (attr->max_wr > kMaxQueueDepth || attr->max_sge > kMaxSge) {
@@ -443,7 +443,7 @@ ibv_rwq_ind_table* CreateRwqIndTable(ibv_context* ctx, ibv_rwq_ind_table_init_at
   Lock lock(nic.mu);
   std::vector<SoftWq*> wqs;
   for (uint32_t i = 0; i < (1u << attr->log_ind_tbl_size); ++i) {
-    if (!Is(attr->ind_tbl[i], Kind::kWq)) {
+    if (!drsim::capi::IsSoftwareNicObject(attr->ind_tbl[i], Kind::kWq)) {
       return capi::NullWithError<ibv_rwq_ind_table>(
           fn, EINVAL, absl::StrFormat("ind_tbl[%d]: not a WQ of this device", i));
     }
@@ -507,13 +507,15 @@ const bool kInstalled = [] {
 using drsim::capi::Kind;
 using drsim::capi::RecordFailure;
 using drsim::capi::Registry;
+using drsim::soft_mlx5::Lock;
 using drsim::soft_mlx5::NicOf;
 using drsim::soft_mlx5::SoftQp;
-using Lock = std::lock_guard<std::recursive_mutex>;
 
 namespace {
 
-bool IsSoftQp(const ibv_qp* qp) { return qp != nullptr && Registry::Get().Is(qp, Kind::kQp); }
+bool IsSoftQp(const ibv_qp* qp) {
+  return drsim::capi::IsSoftwareNicObject(qp, Kind::kQp);
+}
 
 // Whether a QP state move is one verbs allows for a raw-packet QP (RESET→INIT→RTR→RTS, to RESET or ERR
 // from anywhere, and staying put).
@@ -536,7 +538,7 @@ bool AllowedMove(ibv_qp_state from, ibv_qp_state to) {
 extern "C" {
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (!(pd != nullptr && Registry::Get().Is(pd, Kind::kPd))) {
+  if (!drsim::capi::IsSoftwareNicObject(pd, Kind::kPd)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_create_qp, "IBVERBS_1.1");
     return fn != nullptr ? fn(pd, attr) : nullptr;
   }

@@ -22,9 +22,6 @@ namespace {
 using capi::Kind;
 using capi::RecordFailure;
 using capi::Registry;
-using Lock = std::lock_guard<std::recursive_mutex>;
-
-bool Is(const void* p, Kind kind) { return p != nullptr && Registry::Get().Is(p, kind); }
 
 constexpr unsigned kAccessKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                                   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
@@ -131,7 +128,7 @@ ibv_cq_ex* CreateCqEx(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
         "ibv_create_cq_ex", EINVAL,
         absl::StrFormat("comp_vector %d: the device has %d", attr->comp_vector, ctx->num_comp_vectors));
   }
-  if (attr->channel != nullptr && !Is(attr->channel, Kind::kCompChannel)) {
+  if (attr->channel != nullptr && !drsim::capi::IsSoftwareNicObject(attr->channel, Kind::kCompChannel)) {
     return capi::NullWithError<ibv_cq_ex>("ibv_create_cq_ex", EINVAL, "channel: not one of this device");
   }
   if (attr->wc_flags & ~kWcFlagsKnown) {
@@ -218,13 +215,12 @@ uint64_t CompletionTimestamp() { return NowNs(); }
 using drsim::capi::Kind;
 using drsim::capi::RecordFailure;
 using drsim::capi::Registry;
-using drsim::soft_mlx5::Is;
+using drsim::soft_mlx5::Lock;
 using drsim::soft_mlx5::NicOf;
 using drsim::soft_mlx5::SoftCompChannel;
 using drsim::soft_mlx5::SoftCq;
 using drsim::soft_mlx5::SoftMr;
 using drsim::soft_mlx5::SoftPd;
-using Lock = std::lock_guard<std::recursive_mutex>;
 
 extern "C" {
 
@@ -244,7 +240,7 @@ ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
 }
 
 int ibv_dealloc_pd(ibv_pd* pd) {
-  if (!Is(pd, Kind::kPd)) {
+  if (!drsim::capi::IsSoftwareNicObject(pd, Kind::kPd)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_dealloc_pd, "IBVERBS_1.1");
     return fn != nullptr ? fn(pd) : EOPNOTSUPP;
   }
@@ -257,7 +253,7 @@ int ibv_dealloc_pd(ibv_pd* pd) {
 }
 
 ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
-  if (!Is(pd, Kind::kPd)) {
+  if (!drsim::capi::IsSoftwareNicObject(pd, Kind::kPd)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_reg_mr, "IBVERBS_1.1");
     return fn != nullptr ? fn(pd, addr, length, access) : nullptr;
   }
@@ -266,7 +262,7 @@ ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
 }
 
 ibv_mr*(ibv_reg_mr_iova)(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
-  if (!Is(pd, Kind::kPd)) {
+  if (!drsim::capi::IsSoftwareNicObject(pd, Kind::kPd)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_reg_mr_iova, "IBVERBS_1.7");
     return fn != nullptr ? fn(pd, addr, length, iova, access) : nullptr;
   }
@@ -274,7 +270,7 @@ ibv_mr*(ibv_reg_mr_iova)(ibv_pd* pd, void* addr, size_t length, uint64_t iova, i
 }
 
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  if (!Is(pd, Kind::kPd)) {
+  if (!drsim::capi::IsSoftwareNicObject(pd, Kind::kPd)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_reg_mr_iova2, "IBVERBS_1.8");
     return fn != nullptr ? fn(pd, addr, length, iova, access) : nullptr;
   }
@@ -282,7 +278,7 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
-  if (!Is(mr, Kind::kMr)) {
+  if (!drsim::capi::IsSoftwareNicObject(mr, Kind::kMr)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_dereg_mr, "IBVERBS_1.1");
     return fn != nullptr ? fn(mr) : EOPNOTSUPP;
   }
@@ -314,7 +310,7 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
 }
 
 int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
-  if (!Is(channel, Kind::kCompChannel)) {
+  if (!drsim::capi::IsSoftwareNicObject(channel, Kind::kCompChannel)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_destroy_comp_channel, "IBVERBS_1.0");
     return fn != nullptr ? fn(channel) : EOPNOTSUPP;
   }
@@ -336,7 +332,7 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
     auto* fn = DRSIM_REAL_FUNCTION(ibv_create_cq, "IBVERBS_1.1");
     return fn != nullptr ? fn(ctx, cqe, cq_context, channel, comp_vector) : nullptr;
   }
-  if (channel != nullptr && !Is(channel, Kind::kCompChannel)) {
+  if (channel != nullptr && !drsim::capi::IsSoftwareNicObject(channel, Kind::kCompChannel)) {
     return drsim::capi::NullWithError<ibv_cq>(__func__, EINVAL, "channel: not one of this device");
   }
   if (comp_vector != 0) {
@@ -354,7 +350,7 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
-  if (!Is(cq, Kind::kCq)) {
+  if (!drsim::capi::IsSoftwareNicObject(cq, Kind::kCq)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_destroy_cq, "IBVERBS_1.1");
     return fn != nullptr ? fn(cq) : EOPNOTSUPP;
   }
@@ -378,7 +374,7 @@ int ibv_destroy_cq(ibv_cq* cq) {
 }
 
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
-  if (!Is(cq, Kind::kCq)) {
+  if (!drsim::capi::IsSoftwareNicObject(cq, Kind::kCq)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_resize_cq, "IBVERBS_1.1");
     return fn != nullptr ? fn(cq, cqe) : EOPNOTSUPP;
   }
@@ -396,7 +392,7 @@ int ibv_resize_cq(ibv_cq* cq, int cqe) {
 }
 
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
-  if (!Is(channel, Kind::kCompChannel)) {
+  if (!drsim::capi::IsSoftwareNicObject(channel, Kind::kCompChannel)) {
     auto* fn = DRSIM_REAL_FUNCTION(ibv_get_cq_event, "IBVERBS_1.1");
     return fn != nullptr ? fn(channel, cq, cq_context) : -1;
   }
@@ -421,7 +417,7 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
 }
 
 void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
-  if (!Is(cq, Kind::kCq)) {
+  if (!drsim::capi::IsSoftwareNicObject(cq, Kind::kCq)) {
     if (auto* fn = DRSIM_REAL_FUNCTION(ibv_ack_cq_events, "IBVERBS_1.1")) fn(cq, nevents);
     return;
   }
