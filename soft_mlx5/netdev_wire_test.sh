@@ -1,6 +1,6 @@
 #!/bin/sh
 # The software device on a real interface, end to end: in a network namespace of its own, a veth pair
-# dw0/dw1; netdev_echo runs on mlx5_0 with its uplink on dw0 (scripts/drsim-run --wire netdev:dw0) and
+# dw0/dw1; wire_echo runs on mlx5_0 with its uplink on dw0 (scripts/drsim-run --wire netdev:dw0) and
 # echoes UDP port 4791 back with the MACs swapped. A raw socket on dw1 plays the peer: two frames to
 # port 4791 come back swapped, a frame to port 80 does not. Needs root (fails, not skips, without it).
 set -eu
@@ -29,7 +29,7 @@ for _ in $(seq 1 300); do
   grep -q ready "$out" && break
   sleep 0.1
 done
-grep -q ready "$out" || { echo "netdev_echo did not start:"; cat "$out"; exit 1; } >&2
+grep -q ready "$out" || { echo "wire_echo did not start:"; cat "$out"; exit 1; } >&2
 
 ip netns exec "$ns" /usr/bin/python3 - <<'PY'
 import socket, struct, time
@@ -71,5 +71,5 @@ print('peer: 2 echoes, MACs swapped, port 80 not echoed')
 PY
 wait "$pid"
 pid=""
-grep -c 'echoed a 74-byte frame' "$out" | grep -qx 2 || { echo "netdev_echo output:"; cat "$out"; exit 1; } >&2
+grep -c 'echoed a 74-byte frame' "$out" | grep -qx 2 || { echo "wire_echo output:"; cat "$out"; exit 1; } >&2
 echo PASS

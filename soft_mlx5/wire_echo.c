@@ -1,7 +1,8 @@
-/* A ConnectX program for soft_mlx5/netdev_wire_test.sh: on mlx5_0, a NIC_RX rule steers UDP frames to
- * port 4791 into a raw QP; each frame received is sent back with its MAC addresses swapped, out of the
- * uplink. It prints one line a frame and exits after `count` frames (argv[1]) or 10 seconds.
- * Only libibverbs and mlx5dv calls: run it under scripts/drsim-run --wire netdev:IF. */
+/* A ConnectX program for the wire tests (netdev_wire_test.sh, pcap_wire_test.sh): on mlx5_0, a NIC_RX
+ * rule steers UDP frames to port 4791 into a raw QP; each frame received is sent back with its MAC addresses
+ * swapped, out of the uplink. It prints one line a frame and exits after `count` frames (argv[1]) or 10
+ * seconds. Only libibverbs and mlx5dv calls: run it under scripts/drsim-run --wire netdev:IF or pcap:IN,OUT.
+ */
 #include <errno.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
