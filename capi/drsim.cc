@@ -94,6 +94,23 @@ mlx5dv_devx_obj* NewDevxObject(Context& ctx, DevxKind kind, uint16_t vport, uint
   return obj;
 }
 
+std::unique_ptr<drsim_function_context> NewFunctionContext(Context* owner, uint16_t vport) {
+  auto f = std::make_unique<drsim_function_context>();
+  std::memset(&f->vctx, 0, sizeof f->vctx);
+  f->vctx.sz = sizeof f->vctx;
+  f->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  f->vctx.context.num_comp_vectors = 1;
+  f->vctx.context.cmd_fd = -1;
+  f->vctx.context.async_fd = -1;
+  pthread_mutex_init(&f->vctx.context.mutex, nullptr);
+  InstallVerbsFlowOps(f->vctx);
+  f->owner = owner;
+  f->vport = vport;
+  if (auto set_up = GetFunctionContextSetUp()) set_up(*f);
+  Registry::Get().Add(&f->vctx.context, Kind::kContext, owner);
+  return f;
+}
+
 }  // namespace drsim::capi
 
 using drsim::capi::Context;
@@ -113,19 +130,7 @@ ibv_context* drsim_open(unsigned num_vfs) {
   auto* ctx = new Context;
   ctx->nic = std::make_unique<drsim::sim::Nic>(static_cast<int>(num_vfs));
   for (unsigned v = 0; v <= num_vfs; ++v) {
-    auto f = std::make_unique<drsim_function_context>();
-    std::memset(&f->vctx, 0, sizeof f->vctx);
-    f->vctx.sz = sizeof f->vctx;
-    f->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-    f->vctx.context.num_comp_vectors = 1;
-    f->vctx.context.cmd_fd = -1;
-    f->vctx.context.async_fd = -1;
-    drsim::capi::InstallVerbsFlowOps(f->vctx);
-    f->owner = ctx;
-    f->vport = static_cast<uint16_t>(v);
-    if (auto set_up = drsim::capi::GetFunctionContextSetUp()) set_up(*f);
-    Registry::Get().Add(&f->vctx.context, Kind::kContext, ctx);
-    ctx->functions.push_back(std::move(f));
+    ctx->functions.push_back(drsim::capi::NewFunctionContext(ctx, static_cast<uint16_t>(v)));
   }
   return &ctx->functions[0]->vctx.context;
 }

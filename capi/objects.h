@@ -100,6 +100,11 @@ namespace drsim::capi {
 // The function context behind `ctx`, or nullptr when `ctx` is not a software NIC's context.
 drsim_function_context* FunctionOf(ibv_context* ctx);
 
+// A new context of function `vport` of `owner`'s NIC, with the verbs flow operations (and, when the software
+// mlx5 device is linked in, its verbs operations) installed, and registered as a context of `owner`.
+// drsim_open makes one per function; the device makes one per ibv_open_device.
+std::unique_ptr<drsim_function_context> NewFunctionContext(Context* owner, uint16_t vport);
+
 // State a front end keeps per NIC (the software mlx5 device's receive queues and wire); destroyed with
 // the context.
 class ContextExtension {

@@ -14,7 +14,6 @@
 #include "absl/strings/str_format.h"
 #include "capi/drsim.h"
 #include "capi/errors.h"
-#include "capi/verbs_flow.h"
 #include "sim/rx_queue.h"
 #include "soft_mlx5/verbs_objects.h"
 
@@ -96,20 +95,9 @@ ibv_context* SoftDevice::Open(uint16_t vport) {
                         absl::StrFormat("vport %d: the NIC has %d functions", vport, ctx_->functions.size()));
     return nullptr;
   }
-  auto* f = new drsim_function_context;
-  std::memset(&f->vctx, 0, sizeof f->vctx);
-  f->vctx.sz = sizeof f->vctx;
-  f->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  // The C API's context set-up installs the verbs operations (InstallVerbsOps) as well.
+  drsim_function_context* f = capi::NewFunctionContext(ctx_, vport).release();
   f->vctx.context.device = device();
-  f->vctx.context.num_comp_vectors = 1;
-  f->vctx.context.cmd_fd = -1;
-  f->vctx.context.async_fd = -1;
-  pthread_mutex_init(&f->vctx.context.mutex, nullptr);
-  f->owner = ctx_;
-  f->vport = vport;
-  capi::InstallVerbsFlowOps(f->vctx);
-  InstallVerbsOps(*f);
-  capi::Registry::Get().Add(&f->vctx.context, capi::Kind::kContext, ctx_);
   user_contexts_.insert(f);
   return &f->vctx.context;
 }
@@ -154,7 +142,6 @@ size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
   while (std::optional<sim::RxCompletion> c = rq.queue->Poll()) {
     ++moved;
     if (!rq.ready || rq.posted.empty()) {
-      ++rq.out_of_buffer;
       ++ctx.rx_out_of_buffer[rq.vport];
       if (debug) {
         std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
@@ -200,19 +187,12 @@ void NicState::Pump(capi::Context& ctx) {
       }
       if (!wire_in_.empty()) {
         (void)ctx.nic->ReceiveFromWire(wire_in_);
-        wire_frames_seen_ += wire_in_.size();
         moved += wire_in_.size();
       }
     }
     for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);
     if (moved == 0) return;
   }
-}
-
-uint64_t NicState::out_of_buffer() const {
-  uint64_t n = 0;
-  for (const auto& [number, rq] : receivers_) n += rq->out_of_buffer;
-  return n;
 }
 
 }  // namespace drsim::soft_mlx5

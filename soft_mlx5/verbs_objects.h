@@ -11,8 +11,8 @@
 // How
 //   A raw-packet QP or a WQ owns a sim receive queue (sim::Function::CreateQueue; its number is the
 //   qp_num or wq_num). NicState::DeliverReceived takes the frames the NIC put there and copies each into
-//   the oldest posted receive, completing it on the receive CQ; a frame that finds none is counted and
-//   dropped, as mlx5's rx_out_of_buffer counts it.
+//   the oldest posted receive, completing it on the receive CQ; a frame that finds none is dropped and
+//   counted in capi::Context::rx_out_of_buffer, as mlx5's out_of_buffer queue counter counts it.
 //
 // Thread-safety
 //   Everything here is touched with the NIC's context lock (capi::Context::mu) held.
@@ -90,7 +90,6 @@ struct ReceiveQueue {
   uint32_t max_sge = 0;
   bool ready = false;  // receives are delivered only in RTR/RTS (QP) or RDY (WQ)
   std::deque<PostedReceive> posted;
-  uint64_t out_of_buffer = 0;  // frames that found no posted receive
 };
 
 // A raw-packet QP. `base` is capi's QP, so DR actions and verbs flows take it as they take drsim's QPs.
@@ -165,15 +164,12 @@ class NicState : public capi::ContextExtension {
   };
   SendScratch& send_scratch() { return send_scratch_; }
 
-  uint64_t out_of_buffer() const;
-
  private:
   // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
   size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
   absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
   std::vector<std::vector<uint8_t>> wire_out_;  // scratch: frames leaving by the uplink
   std::unique_ptr<Wire> wire_;
-  uint64_t wire_frames_seen_ = 0;
   std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused
   SendScratch send_scratch_;
   absl::flat_hash_map<uint32_t, SoftMr*> mrs_;

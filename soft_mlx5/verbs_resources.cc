@@ -55,12 +55,6 @@ ibv_mr* RegisterMr(const char* fn, ibv_pd* pd, void* addr, size_t length, uint64
   return &m->mr;
 }
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
-
 SoftCq& CqOf(ibv_cq_ex* cq) { return *reinterpret_cast<SoftCq*>(cq); }
 
 // Moves the next completion into the CQ's current one; ENOENT when there is none.
@@ -207,8 +201,11 @@ int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
   return 0;
 }
 
-// When a completion was stamped: the NIC's clock is the monotonic one.
-uint64_t CompletionTimestamp() { return NowNs(); }
+uint64_t CompletionTimestamp() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
 
 }  // namespace drsim::soft_mlx5
 
