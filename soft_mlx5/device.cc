@@ -16,6 +16,7 @@
 #include "capi/errors.h"
 #include "sim/rx_queue.h"
 #include "soft_mlx5/verbs_objects.h"
+#include "soft_mlx5/verbs_ops.h"
 
 namespace drsim::soft_mlx5 {
 namespace {
@@ -139,6 +140,7 @@ size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
   static const bool debug = std::getenv("DRSIM_DEBUG") != nullptr;  // read once, as capi/errors.cc does
   if (rq.queue == nullptr) return 0;
   size_t moved = 0;
+  uint64_t now = 0;  // the completions' timestamp, read once a call
   while (std::optional<sim::RxCompletion> c = rq.queue->Poll()) {
     ++moved;
     if (!rq.ready || rq.posted.empty()) {
@@ -156,6 +158,8 @@ size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
     done.qp_num = rq.number;
     done.byte_len = static_cast<uint32_t>(c->frame.size());
     done.flow_tag = c->flow_tag;  // 0 when no tag action ran, as a CQE reports it
+    if (now == 0) now = CompletionTimestamp();
+    done.timestamp_ns = now;
     // Scatter the frame over the receive's SGEs; a frame longer than they hold completes in error.
     size_t off = 0;
     for (const ibv_sge& sge : wqe.sges) {

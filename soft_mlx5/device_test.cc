@@ -54,7 +54,7 @@ class DeviceTest : public ::testing::Test {
     ASSERT_NE(mr_, nullptr);
     ibv_cq_init_attr_ex cq_attr{};
     cq_attr.cqe = 64;
-    cq_attr.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG;
+    cq_attr.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
     cq_ = ibv_create_cq_ex(ctx_, &cq_attr);
     ASSERT_NE(cq_, nullptr) << drsim_last_error();
     sender_ = RawQp();
@@ -149,6 +149,7 @@ class DeviceTest : public ::testing::Test {
     ibv_wc_status status;
     ibv_wc_opcode opcode;
     uint32_t byte_len, qp_num, flow_tag;
+    uint64_t timestamp;
   };
   std::vector<Seen> Poll() {
     std::vector<Seen> seen;
@@ -156,7 +157,7 @@ class DeviceTest : public ::testing::Test {
     if (ibv_start_poll(cq_, &attr) != 0) return seen;
     do {
       seen.push_back({cq_->wr_id, cq_->status, ibv_wc_read_opcode(cq_), ibv_wc_read_byte_len(cq_),
-                      ibv_wc_read_qp_num(cq_), ibv_wc_read_flow_tag(cq_)});
+                      ibv_wc_read_qp_num(cq_), ibv_wc_read_flow_tag(cq_), ibv_wc_read_completion_ts(cq_)});
     } while (ibv_next_poll(cq_) == 0);
     ibv_end_poll(cq_);
     return seen;
@@ -212,6 +213,8 @@ TEST_F(DeviceTest, FrameSentComesBackThroughTheLoopbackWireToAPostedReceive) {
   EXPECT_EQ(seen[1].qp_num, receiver_->qp_num);
   EXPECT_EQ(seen[1].byte_len, frame.size());
   EXPECT_EQ(seen[1].flow_tag, 0xabcu);
+  EXPECT_GT(seen[0].timestamp, 0u);
+  EXPECT_GE(seen[1].timestamp, seen[0].timestamp);  // the NIC's clock, for sends and receives alike
   EXPECT_EQ(0, std::memcmp(buf_.data(), frame.data(), frame.size()));
 }
 
