@@ -9,12 +9,17 @@
 //                           receiving QP
 //   BM_DirectPath/R/B       the same frames in bursts of B through sim::Worker::ReceiveFromWire on a NIC of
 //                           its own holding the same rules, each burst's completions taken off the queue
-//   BM_DirectRoundTrip/R/B  the same, the frames first sent by the PF and taken off the wire: the verbs
-//                           path's whole way through the NIC, without the verbs
-//   BM_VerbsOverDirect/R/B  the three, alternated a trace (4096 frames) at a time in one run: counters
-//                           verbs_fps, direct_fps and round_trip_fps (frames a second of the thread's CPU
-//                           time), ratio (verbs/direct: bench/README.md's target is at least 0.5) and
-//                           ratio_round_trip (verbs/round trip)
+//                           (sim::RxQueue: a copy of each frame in a vector of its own, as drsim_recv_qp's
+//                           queues keep them)
+//   BM_DirectToBuffers/R/B  the same, into a queue whose sim::RxSink copies each frame into a fixed buffer,
+//                           as the verbs path's posted receives take them: no allocation a frame
+//   BM_DirectRoundTrip/R/B  the same as BM_DirectPath, the frames first sent by the PF and taken off the
+//                           wire: the verbs path's whole way through the NIC, without the verbs
+//   BM_VerbsOverDirect/R/B  the four, alternated a trace (4096 frames) at a time in one run: counters
+//                           verbs_fps, direct_fps, to_buffers_fps and round_trip_fps (frames a second of the
+//                           thread's CPU time), ratio (verbs/direct: bench/README.md's target is at least
+//                           0.5), ratio_to_buffers (verbs/direct to buffers) and ratio_round_trip (verbs/round
+//                           trip)
 // The rules: a root table whose one rule jumps to a level-1 table, as an application's tables sit behind
 // the kernel's root, holding one matcher on UDP over IPv4 and both ports with R rules. Every frame of the
 // trace (bench/flows.h: 4096 frames drawn from the R flows) hits one; a frame that does not arrive, or
@@ -32,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -301,20 +307,53 @@ class VerbsPath {
   std::vector<mlx5dv_dr_rule*> rules_;
 };
 
-// The same rules on a sim::Nic of its own, driven through a sim::Worker: frames from the wire, and the
-// receiving queue's completions. With `round_trip`, the frames take the verbs path's whole way instead:
-// sent by the PF (its NIC_TX, the eSwitch, out of the uplink), taken off the wire (Nic::PollWire) and
-// received back.
+// Where DirectPath's frames end up.
+enum class Delivery {
+  kQueue,      // a sim::RxQueue's ring, polled
+  kToBuffers,  // fixed buffers, through a sim::RxSink
+  kRoundTrip,  // a ring too, the frames first sent by the PF and taken off the wire
+};
+
+// Copies each frame into the next of `burst` fixed slots, as posted receives take them.
+class SlotSink : public sim::RxSink {
+ public:
+  explicit SlotSink(size_t burst) : slots_(burst * kSlot), lengths_(burst) {}
+  bool Take(const uint8_t* frame, size_t len, bool, uint32_t, uint32_t) override {
+    if (taken_ == lengths_.size() || len > kSlot) return false;
+    std::memcpy(&slots_[taken_ * kSlot], frame, len);
+    lengths_[taken_++] = len;
+    return true;
+  }
+  // The frames taken since the last call, as spans valid until the next Take.
+  size_t TakeAll() { return std::exchange(taken_, 0); }
+  absl::Span<const uint8_t> frame(size_t i) const { return {&slots_[i * kSlot], lengths_[i]}; }
+
+ private:
+  std::vector<uint8_t> slots_;
+  std::vector<size_t> lengths_;
+  size_t taken_ = 0;
+};
+
+// The same rules on a sim::Nic of its own, driven through a sim::Worker: frames from the wire, delivered
+// as `delivery` says. A round trip takes the verbs path's whole way instead: sent by the PF (its NIC_TX,
+// the eSwitch, out of the uplink), taken off the wire (Nic::TakeWireFrames, the buffers handed back as
+// the device hands them) and received back.
 class DirectPath {
  public:
-  DirectPath(const Traffic& traffic, size_t burst, bool round_trip)
-      : traffic_(traffic), burst_(burst), round_trip_(round_trip) {}
+  DirectPath(const Traffic& traffic, size_t burst, Delivery delivery)
+      : traffic_(traffic), burst_(burst), delivery_(delivery) {}
 
   std::string SetUp() {
     absl::StatusOr<dr::Domain> domain = dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
     if (!domain.ok()) return std::string(domain.status().message());
     domain_ = *std::move(domain);
-    qp_num_ = nic_.pf().CreateQueue(kTrace);
+    if (delivery_ == Delivery::kToBuffers) {
+      auto sink = std::make_unique<SlotSink>(burst_);
+      sink_ = sink.get();
+      qp_num_ = nic_.pf().CreateQueue(kTrace, std::move(sink));
+    } else {
+      qp_num_ = nic_.pf().CreateQueue(kTrace);
+    }
     queue_ = nic_.pf().queue(qp_num_);
     absl::StatusOr<dr::Table> root = dr::Table::Create(domain_, 0);
     absl::StatusOr<dr::Table> table = dr::Table::Create(domain_, 1);
@@ -351,15 +390,26 @@ class DirectPath {
   // As VerbsPath::Burst.
   bool Burst(bool check_bytes = false) {
     absl::Span<const sim::Frame> frames = absl::MakeConstSpan(traffic_.views).subspan(at_, burst_);
-    if (round_trip_) {
+    if (delivery_ == Delivery::kRoundTrip) {
       if (!worker_->Send(nic_.pf(), frames).ok()) return false;
-      wire_.clear();
-      while (std::optional<std::vector<uint8_t>> out = nic_.PollWire()) wire_.push_back(*std::move(out));
-      if (wire_.size() != burst_) return false;
+      if (nic_.TakeWireFrames(wire_) != burst_) return false;
       wire_views_.assign(wire_.begin(), wire_.end());
       frames = wire_views_;
     }
     if (!worker_->ReceiveFromWire(frames).ok()) return false;
+    if (delivery_ == Delivery::kRoundTrip) nic_.RecycleWireBuffers(wire_);
+    if (delivery_ == Delivery::kToBuffers) {
+      if (sink_->TakeAll() != burst_) return false;
+      for (size_t i = 0; i < burst_; ++i) {
+        const std::vector<uint8_t>& sent = traffic_.frames[at_ + i];
+        if (sink_->frame(i).size() != sent.size() ||
+            (check_bytes && std::memcmp(sink_->frame(i).data(), sent.data(), sent.size()) != 0)) {
+          return false;
+        }
+      }
+      at_ = (at_ + burst_) % kTrace;
+      return true;
+    }
     size_t received = 0;
     while (std::optional<sim::RxCompletion> c = queue_->Poll()) {
       if (received == burst_ || c->byte_len != traffic_.frames[at_ + received].size() ||
@@ -376,13 +426,14 @@ class DirectPath {
  private:
   const Traffic& traffic_;
   const size_t burst_;
-  const bool round_trip_;
+  const Delivery delivery_;
   size_t at_ = 0;
   std::vector<std::vector<uint8_t>> wire_;  // round trip: the burst as it left by the uplink
   std::vector<sim::Frame> wire_views_;
   sim::Nic nic_;
   uint32_t qp_num_ = 0;
   sim::RxQueue* queue_ = nullptr;
+  SlotSink* sink_ = nullptr;  // kToBuffers: owned by the queue
   dr::Domain domain_;
   dr::Table root_, table_;
   dr::Matcher root_matcher_, matcher_;
@@ -411,15 +462,10 @@ void BM_VerbsPath(benchmark::State& state) {
   RunBursts(state, path, state.range(1));
 }
 
-void BM_DirectPath(benchmark::State& state) {
+template <Delivery delivery>
+void BM_Direct(benchmark::State& state) {
   const Traffic traffic(state.range(0));
-  DirectPath path(traffic, state.range(1), /*round_trip=*/false);
-  RunBursts(state, path, state.range(1));
-}
-
-void BM_DirectRoundTrip(benchmark::State& state) {
-  const Traffic traffic(state.range(0));
-  DirectPath path(traffic, state.range(1), /*round_trip=*/true);
+  DirectPath path(traffic, state.range(1), delivery);
   RunBursts(state, path, state.range(1));
 }
 
@@ -431,33 +477,44 @@ double ThreadSeconds() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 
-// The three paths, a trace each in turn, so that all see the machine at the same speed.
+// The four paths, a trace each in turn, so that all see the machine at the same speed.
 void BM_VerbsOverDirect(benchmark::State& state) {
   const size_t burst = state.range(1);
   const Traffic traffic(state.range(0));
   VerbsPath verbs(traffic, burst);
-  DirectPath direct(traffic, burst, /*round_trip=*/false);
-  DirectPath round_trip(traffic, burst, /*round_trip=*/true);
-  for (const std::string& error : {verbs.SetUp(), direct.SetUp(), round_trip.SetUp()}) {
+  DirectPath direct(traffic, burst, Delivery::kQueue);
+  DirectPath to_buffers(traffic, burst, Delivery::kToBuffers);
+  DirectPath round_trip(traffic, burst, Delivery::kRoundTrip);
+  for (const std::string& error : {verbs.SetUp(), direct.SetUp(), to_buffers.SetUp(), round_trip.SetUp()}) {
     if (!error.empty()) {
       state.SkipWithError(error.c_str());
       return;
     }
   }
-  double seconds[3] = {};
+  const auto burst_of = [&](int path, bool check_bytes) {
+    switch (path) {
+      case 0:
+        return verbs.Burst(check_bytes);
+      case 1:
+        return direct.Burst(check_bytes);
+      case 2:
+        return to_buffers.Burst(check_bytes);
+      default:
+        return round_trip.Burst(check_bytes);
+    }
+  };
+  double seconds[4] = {};
   bool ok = true;
   for (auto _ : state) {
     double at = ThreadSeconds();
-    for (int path = 0; path < 3; ++path) {
-      for (size_t i = 0; i < kTrace / burst; ++i) {
-        ok &= path == 0 ? verbs.Burst() : path == 1 ? direct.Burst() : round_trip.Burst();
-      }
+    for (int path = 0; path < 4; ++path) {
+      for (size_t i = 0; i < kTrace / burst; ++i) ok &= burst_of(path, false);
       const double now = ThreadSeconds();
       seconds[path] += now - at;
       at = now;
     }
   }
-  ok &= verbs.Burst(/*check_bytes=*/true) && direct.Burst(true) && round_trip.Burst(true);
+  for (int path = 0; path < 4; ++path) ok &= burst_of(path, /*check_bytes=*/true);
   if (!ok) {
     state.SkipWithError("a burst failed, or a frame did not come back as sent");
     return;
@@ -465,9 +522,11 @@ void BM_VerbsOverDirect(benchmark::State& state) {
   const double frames = static_cast<double>(state.iterations() * kTrace);
   state.counters["verbs_fps"] = frames / seconds[0];
   state.counters["direct_fps"] = frames / seconds[1];
-  state.counters["round_trip_fps"] = frames / seconds[2];
+  state.counters["to_buffers_fps"] = frames / seconds[2];
+  state.counters["round_trip_fps"] = frames / seconds[3];
   state.counters["ratio"] = seconds[1] / seconds[0];
-  state.counters["ratio_round_trip"] = seconds[2] / seconds[0];
+  state.counters["ratio_to_buffers"] = seconds[2] / seconds[0];
+  state.counters["ratio_round_trip"] = seconds[3] / seconds[0];
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -477,8 +536,9 @@ void Shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_VerbsPath)->Apply(Shapes);
-BENCHMARK(BM_DirectPath)->Apply(Shapes);
-BENCHMARK(BM_DirectRoundTrip)->Apply(Shapes);
+BENCHMARK_TEMPLATE(BM_Direct, Delivery::kQueue)->Name("BM_DirectPath")->Apply(Shapes);
+BENCHMARK_TEMPLATE(BM_Direct, Delivery::kToBuffers)->Name("BM_DirectToBuffers")->Apply(Shapes);
+BENCHMARK_TEMPLATE(BM_Direct, Delivery::kRoundTrip)->Name("BM_DirectRoundTrip")->Apply(Shapes);
 BENCHMARK(BM_VerbsOverDirect)->Apply(Shapes)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -193,6 +193,15 @@ size_t Nic::TakeWireFrames(std::vector<std::vector<uint8_t>>& out) {
   return n;
 }
 
+void Nic::RecycleWireBuffers(std::vector<std::vector<uint8_t>>& buffers) {
+  std::lock_guard<std::mutex> lock(wire_mu_);
+  for (std::vector<uint8_t>& b : buffers) {
+    if (wire_spare_.size() >= kMaxSpareWireBuffers) break;
+    wire_spare_.push_back(std::move(b));
+  }
+  buffers.clear();
+}
+
 Verdict Nic::ReceiveFromWire(Frame frame) {
   Verdict v;
   ReceiveFromWire(absl::MakeConstSpan(&frame, 1), absl::MakeSpan(&v, 1), /*trace=*/true).IgnoreError();

@@ -73,6 +73,7 @@ namespace drsim::sim {
 
 class ActionExecutor;
 class RxQueue;
+class RxSink;
 enum class MeterColor : uint8_t;
 struct MeterParams;
 struct PacketMeta;
@@ -144,6 +145,8 @@ class Function : public hw::Device {
 
   // A receive queue holding up to `capacity` completions; returns its QP number (unique per NIC).
   uint32_t CreateQueue(size_t capacity = 4096);
+  // A queue that keeps nothing and hands each frame to `sink`, which it owns (sim/rx_queue.h).
+  uint32_t CreateQueue(size_t capacity, std::unique_ptr<RxSink> sink);
   // FailedPrecondition (EBUSY) while dest_ibv_qp actions target it; NotFound for a number it does not own.
   absl::Status DestroyQueue(uint32_t qp_num);
   // This function's queue with `qp_num`, or nullptr. Valid until the queue is destroyed. Inline: a
@@ -296,6 +299,11 @@ class Nic {
   // Moves every frame waiting to leave by the uplink to the end of `out`, oldest first, under one lock;
   // returns how many.
   size_t TakeWireFrames(std::vector<std::vector<uint8_t>>& out);
+  // Gives frames' buffers back once the caller is done with them (what TakeWireFrames or PollWire
+  // returned, or any others): later frames to the wire are copied into them instead of new allocations.
+  // Empties `buffers`; keeps at most kMaxSpareWireBuffers.
+  void RecycleWireBuffers(std::vector<std::vector<uint8_t>>& buffers);
+  static constexpr size_t kMaxSpareWireBuffers = 1024;
   // The frame PollWire would return, left in place; nullptr when none. Not while workers run.
   const std::vector<uint8_t>* PeekWire() const { return wire_out_.empty() ? nullptr : &wire_out_.front(); }
 
@@ -427,8 +435,9 @@ class Nic {
   std::atomic<uint64_t> matcher_sequence_{0};
   std::unique_ptr<Objects> objects_;  // under control_mu_
   std::atomic<uint64_t> now_ns_{0};
-  std::mutex wire_mu_;  // wire_out_
+  std::mutex wire_mu_;  // wire_out_, wire_spare_
   std::deque<std::vector<uint8_t>> wire_out_;
+  std::vector<std::vector<uint8_t>> wire_spare_;  // RecycleWireBuffers' buffers, reused by ToWire
   uint64_t wire_out_discarded_ = 0;
   mutable std::mutex workers_mu_;  // workers_, retired_stats_
   std::vector<const Worker*> workers_;

@@ -35,10 +35,12 @@ Function::~Function() = default;
 
 void Function::DeleteQueue::operator()(RxQueue* queue) const { delete queue; }
 
-uint32_t Function::CreateQueue(size_t capacity) {
+uint32_t Function::CreateQueue(size_t capacity) { return CreateQueue(capacity, nullptr); }
+
+uint32_t Function::CreateQueue(size_t capacity, std::unique_ptr<RxSink> sink) {
   std::lock_guard<std::mutex> lock(nic_->control_mu_);
   uint32_t qp_num = nic_->next_qp_num_++;
-  queues_[qp_num].queue.reset(new RxQueue(qp_num, capacity));
+  queues_[qp_num].queue.reset(new RxQueue(qp_num, capacity, std::move(sink)));
   PublishQueues();
   return qp_num;
 }

@@ -36,7 +36,13 @@ void Nic::ToWire(InFlight& p) {
       wire_out_.pop_front();
       ++wire_out_discarded_;
     }
-    wire_out_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
+    if (wire_spare_.empty()) {
+      wire_out_.emplace_back(p.buffer.data(), p.buffer.data() + p.buffer.size());
+    } else {
+      wire_out_.push_back(std::move(wire_spare_.back()));
+      wire_spare_.pop_back();
+      wire_out_.back().assign(p.buffer.data(), p.buffer.data() + p.buffer.size());
+    }
   }
   Finish(Fate::kWire, p);
 }

@@ -4,6 +4,7 @@ namespace drsim::sim {
 
 bool RxQueue::Push(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag,
                    uint32_t flow_table_metadata) {
+  if (sink_ != nullptr) return sink_->Take(frame, len, has_tag, tag, flow_table_metadata);
   std::lock_guard<std::mutex> lock(mu_);
   if (ring_.size() >= capacity_) {
     ++dropped_full_;

@@ -117,7 +117,7 @@ int SoftDevice::Close(ibv_context* ibctx) {
 }
 
 NicState& NicState::Of(capi::Context& ctx) {
-  if (ctx.extension == nullptr) ctx.extension = std::make_unique<NicState>();
+  if (ctx.extension == nullptr) ctx.extension = std::make_unique<NicState>(&ctx);
   return static_cast<NicState&>(*ctx.extension);
 }
 
@@ -136,46 +136,57 @@ void Complete(SoftCq& cq, const Completion& c) {
   }
 }
 
-size_t NicState::DeliverReceived(capi::Context& ctx, ReceiveQueue& rq) {
-  static const bool debug = std::getenv("DRSIM_DEBUG") != nullptr;  // read once, as capi/errors.cc does
-  if (rq.queue == nullptr) return 0;
-  size_t moved = 0;
-  uint64_t now = 0;  // the completions' timestamp, read once a call
-  while (std::optional<sim::RxCompletion> c = rq.queue->Poll()) {
-    ++moved;
-    if (!rq.ready || rq.posted.empty()) {
-      ++ctx.rx_out_of_buffer[rq.vport];
-      if (debug) {
-        std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
-                     rq.number, c->frame.size());
-      }
-      continue;
+bool PostedReceiveSink::Take(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag,
+                             uint32_t /*flow_table_metadata*/) {
+  Lock lock(ctx_->mu);
+  if (rq_ == nullptr) return false;  // its QP or WQ is gone
+  return NicState::Of(*ctx_).DeliverToPosted(*rq_, frame, len, has_tag, tag);
+}
+
+NicState::NicState(capi::Context* ctx)
+    : ctx_(ctx), debug_(std::getenv("DRSIM_DEBUG") != nullptr) {}  // read once, as capi/errors.cc does
+
+bool NicState::DeliverToPosted(ReceiveQueue& rq, const uint8_t* frame, size_t len, bool has_tag,
+                               uint32_t tag) {
+  if (!rq.ready || rq.posted.empty()) {
+    ++ctx_->rx_out_of_buffer[rq.vport];
+    if (debug_) {
+      std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n", rq.number,
+                   len);
     }
-    const PostedReceive& wqe = rq.posted.front();
-    Completion done;
-    done.wr_id = wqe.wr_id;
-    done.opcode = IBV_WC_RECV;
-    done.qp_num = rq.number;
-    done.byte_len = static_cast<uint32_t>(c->frame.size());
-    done.flow_tag = c->flow_tag;  // 0 when no tag action ran, as a CQE reports it
-    if (now == 0) now = CompletionTimestamp();
-    done.timestamp_ns = now;
-    // Scatter the frame over the receive's SGEs; a frame longer than they hold completes in error.
-    size_t off = 0;
-    for (const ibv_sge& sge : wqe.sges) {
-      if (off == c->frame.size()) break;
-      const size_t n = std::min<size_t>(sge.length, c->frame.size() - off);
-      std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(sge.addr)), c->frame.data() + off, n);
-      off += n;
-    }
-    if (off < c->frame.size()) done.status = IBV_WC_LOC_LEN_ERR;
-    rq.posted.pop_front();
-    if (rq.cq != nullptr) Complete(*rq.cq, done);
+    return false;
   }
-  return moved;
+  const PostedReceive& wqe = rq.posted.front();
+  Completion done;
+  done.wr_id = wqe.wr_id;
+  done.opcode = IBV_WC_RECV;
+  done.qp_num = rq.number;
+  done.byte_len = static_cast<uint32_t>(len);
+  done.flow_tag = has_tag ? tag : 0;  // 0 when no tag action ran, as a CQE reports it
+  done.timestamp_ns = CompletionTime();
+  // Scatter the frame over the receive's SGEs; a frame longer than they hold completes in error.
+  size_t off = 0;
+  for (const ibv_sge& sge : wqe.sges) {
+    if (off == len) break;
+    const size_t n = std::min<size_t>(sge.length, len - off);
+    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(sge.addr)), frame + off, n);
+    off += n;
+  }
+  if (off < len) done.status = IBV_WC_LOC_LEN_ERR;
+  rq.posted.pop_front();
+  if (rq.cq != nullptr) Complete(*rq.cq, done);
+  return true;
+}
+
+uint64_t NicState::CompletionTime() {
+  if (!pumping_) return CompletionTimestamp();
+  if (pump_time_ == 0) pump_time_ = CompletionTimestamp();
+  return pump_time_;
 }
 
 void NicState::Pump(capi::Context& ctx) {
+  pumping_ = true;
+  pump_time_ = 0;
   for (int round = 0; round < kMaxPumpRounds; ++round) {
     size_t moved = 0;
     if (wire_ != nullptr) {
@@ -183,7 +194,7 @@ void NicState::Pump(capi::Context& ctx) {
       moved += ctx.nic->TakeWireFrames(wire_out_);
       for (std::vector<uint8_t>& frame : wire_out_) wire_->Transmit(std::move(frame));
       // What the wire brought goes into the NIC as one burst, whose lookups overlap.
-      const std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
+      std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
       wire_in_.clear();
       for (const std::vector<uint8_t>& frame : in) {
         if (frame.size() < 14 || frame.size() > 65535) continue;  // not an Ethernet frame the NIC can take
@@ -193,10 +204,12 @@ void NicState::Pump(capi::Context& ctx) {
         (void)ctx.nic->ReceiveFromWire(wire_in_);
         moved += wire_in_.size();
       }
+      // The loopback wire's frames are the NIC's own buffers: handed back, the next ones reuse them.
+      ctx.nic->RecycleWireBuffers(in);
     }
-    for (auto& [number, rq] : receivers_) moved += DeliverReceived(ctx, *rq);
-    if (moved == 0) return;
+    if (moved == 0) break;
   }
+  pumping_ = false;
 }
 
 }  // namespace drsim::soft_mlx5

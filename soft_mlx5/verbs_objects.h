@@ -10,12 +10,15 @@
 //
 // How
 //   A raw-packet QP or a WQ owns a sim receive queue (sim::Function::CreateQueue; its number is the
-//   qp_num or wq_num). NicState::DeliverReceived takes the frames the NIC put there and copies each into
-//   the oldest posted receive, completing it on the receive CQ; a frame that finds none is dropped and
-//   counted in capi::Context::rx_out_of_buffer, as mlx5's out_of_buffer queue counter counts it.
+//   qp_num or wq_num) with a PostedReceiveSink: NicState::DeliverToPosted copies each frame the NIC
+//   delivers straight into the oldest posted receive and completes it on the receive CQ, as the
+//   hardware DMAs into a posted buffer. A frame that finds none is dropped and counted in
+//   capi::Context::rx_out_of_buffer, as mlx5's out_of_buffer queue counter counts it.
 //
 // Thread-safety
 //   Everything here is touched with the NIC's context lock (capi::Context::mu) held.
+//   PostedReceiveSink::Take, called by whichever thread runs the NIC, takes that lock itself (the
+//   device's own pumping thread already holds it).
 #ifndef DRSIM_SOFT_MLX5_VERBS_OBJECTS_H_
 #define DRSIM_SOFT_MLX5_VERBS_OBJECTS_H_
 
@@ -30,6 +33,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "capi/objects.h"
+#include "sim/rx_queue.h"
 #include "soft_mlx5/wire.h"
 
 namespace drsim::soft_mlx5 {
@@ -79,11 +83,31 @@ struct PostedReceive {
   absl::InlinedVector<ibv_sge, 1> sges;  // addr: the host address (most receives have one SGE)
 };
 
+struct ReceiveQueue;
+class NicState;
+
+// The sink of a QP's or WQ's sim receive queue. The sim queue owns it, so it lives as long as a worker of
+// any thread may deliver to it; it hands frames on only while its ReceiveQueue exists (Detach).
+class PostedReceiveSink : public sim::RxSink {
+ public:
+  PostedReceiveSink(capi::Context* ctx, ReceiveQueue* rq) : ctx_(ctx), rq_(rq) {}
+  // Takes the context lock (the device's pumping thread already holds it).
+  bool Take(const uint8_t* frame, size_t len, bool has_tag, uint32_t tag,
+            uint32_t flow_table_metadata) override;
+  // From now on frames are refused; with the context lock held.
+  void Detach() { rq_ = nullptr; }
+  void Attach(ReceiveQueue* rq) { rq_ = rq; }
+
+ private:
+  capi::Context* const ctx_;
+  ReceiveQueue* rq_;
+};
+
 // The receive side of a raw-packet QP or of a WQ.
 struct ReceiveQueue {
   uint32_t number = 0;  // the sim queue: the QP's qp_num or the WQ's wq_num
   uint16_t vport = 0;
-  sim::RxQueue* queue = nullptr;  // that queue (of function `vport`), until ReleaseReceiveQueue
+  PostedReceiveSink* sink = nullptr;  // owned by the sim queue; detached by ReleaseReceiveQueue
   SoftCq* cq = nullptr;
   ibv_pd* pd = nullptr;
   uint32_t max_wr = 0;
@@ -123,11 +147,13 @@ struct SoftRwqIndTable {
 // whose wire frames stay for drsim_recv_port).
 class NicState : public capi::ContextExtension {
  public:
+  explicit NicState(capi::Context* ctx);
   // The state of `ctx`, made on first use.
   static NicState& Of(capi::Context& ctx);
 
-  void AddReceiveQueue(ReceiveQueue* rq) { receivers_[rq->number] = rq; }
-  void RemoveReceiveQueue(const ReceiveQueue* rq) { receivers_.erase(rq->number); }
+  // Writes a frame the NIC delivered to `rq` into its oldest posted receive and completes it; false (and
+  // counted in rx_out_of_buffer) when none is posted or the queue is not ready.
+  bool DeliverToPosted(ReceiveQueue& rq, const uint8_t* frame, size_t len, bool has_tag, uint32_t tag);
   void set_wire(std::unique_ptr<Wire> wire) { wire_ = std::move(wire); }
 
   // Memory regions by lkey (the same number is the rkey).
@@ -165,9 +191,14 @@ class NicState : public capi::ContextExtension {
   SendScratch& send_scratch() { return send_scratch_; }
 
  private:
-  // Copies the frames waiting in `rq`'s sim queue into its posted receives; returns how many moved.
-  size_t DeliverReceived(capi::Context& ctx, ReceiveQueue& rq);
-  absl::flat_hash_map<uint32_t, ReceiveQueue*> receivers_;
+  // A receive completion's timestamp: CLOCK_MONOTONIC, read once a pump (the frames a pump moves
+  // complete together) and once a frame otherwise.
+  uint64_t CompletionTime();
+
+  capi::Context* const ctx_;
+  const bool debug_;  // DRSIM_DEBUG: say why a frame was dropped
+  bool pumping_ = false;
+  uint64_t pump_time_ = 0;  // 0 until the pump's first receive completion
   std::vector<std::vector<uint8_t>> wire_out_;  // scratch: frames leaving by the uplink
   std::unique_ptr<Wire> wire_;
   std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused

@@ -65,20 +65,24 @@ const uint8_t* SgeBytes(const char* fn, capi::Context& nic, const ibv_sge& sge, 
 void InitReceiveQueue(ReceiveQueue& rq, capi::Context& nic, uint16_t vport, SoftCq* cq, ibv_pd* pd,
                       uint32_t max_wr, uint32_t max_sge) {
   rq.vport = vport;
-  rq.number = nic.function(vport).CreateQueue(kMaxQueueDepth);
-  rq.queue = nic.function(vport).queue(rq.number);
+  auto sink = std::make_unique<PostedReceiveSink>(&nic, &rq);
+  rq.sink = sink.get();
+  rq.number = nic.function(vport).CreateQueue(kMaxQueueDepth, std::move(sink));
   rq.cq = cq;
   rq.pd = pd;
   rq.max_wr = max_wr;
   rq.max_sge = max_sge;
   if (cq != nullptr) ++cq->attached;
-  NicState::Of(nic).AddReceiveQueue(&rq);
 }
 
 absl::Status ReleaseReceiveQueue(ReceiveQueue& rq, capi::Context& nic) {
-  DRSIM_RETURN_IF_ERROR(nic.function(rq.vport).DestroyQueue(rq.number));
-  rq.queue = nullptr;
-  NicState::Of(nic).RemoveReceiveQueue(&rq);
+  // Detached first: the sim queue and its sink may be freed as soon as DestroyQueue retires them.
+  rq.sink->Detach();
+  if (absl::Status s = nic.function(rq.vport).DestroyQueue(rq.number); !s.ok()) {
+    rq.sink->Attach(&rq);
+    return s;
+  }
+  rq.sink = nullptr;
   if (rq.cq != nullptr) --rq.cq->attached;
   return absl::OkStatus();
 }
