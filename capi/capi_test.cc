@@ -14,6 +14,7 @@
 #include "hw/modify_header.h"
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
+#include "tests/flow_meter.h"
 #include "tests/udp_frame.h"
 
 namespace drsim {
@@ -115,21 +116,8 @@ class CApiTest : public ::testing::Test {
   std::vector<ibv_qp*> qps_;
 };
 
-std::vector<uint8_t> MeterPrm() {
-  sim::MeterParams p;  // rdma-core's test_flow_meter rate (cir 1 x 2^6) with a 4 KiB committed burst
-  p.valid = true;
-  p.bucket_overflow = true;
-  p.cir_mantissa = 1;
-  p.cir_exponent = 6;
-  p.cbs_mantissa = 1;
-  p.cbs_exponent = 12;
-  std::vector<uint8_t> b(32);
-  p.Serialize(b.data());
-  return b;
-}
-
 TEST_F(CApiTest, FlowMeterColoursAndModifyTakesABigEndianSelect) {
-  std::vector<uint8_t> prm = MeterPrm();
+  std::vector<uint8_t> prm = tests::MeterPrm();
   mlx5dv_dr_flow_meter_attr attr{t2_, 1, 2, prm.size(), prm.data()};
   mlx5dv_dr_action* meter = Keep(mlx5dv_dr_action_create_flow_meter(&attr));
   Rule(t1_all_, MatchParams(), {meter});
@@ -171,7 +159,7 @@ TEST_F(CApiTest, AsoFlowMeterAndFirstHit) {
   ASSERT_TRUE(meters && hits) << drsim_last_error();
   devx_.push_back(meters);
   devx_.push_back(hits);
-  std::vector<uint8_t> prm = MeterPrm();
+  std::vector<uint8_t> prm = tests::MeterPrm();
   ASSERT_EQ(drsim_aso_flow_meter_configure(meters, 1, prm.data(), prm.size()), 0) << drsim_last_error();
   EXPECT_EQ(drsim_aso_flow_meter_configure(meters, 2, prm.data(), prm.size()), EINVAL);  // 2 meters
   EXPECT_EQ(drsim_aso_flow_meter_configure(hits, 0, prm.data(), prm.size()), EINVAL);

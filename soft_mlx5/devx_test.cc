@@ -20,6 +20,7 @@
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "sim/toeplitz.h"
+#include "tests/flow_meter.h"
 
 namespace drsim {
 namespace {
@@ -595,18 +596,6 @@ TEST_F(DevxTest, TirAndRqtFieldChecks) {
 
 // ---- ASO objects ----
 
-std::vector<uint8_t> MeterParamBytes(uint8_t cir_mantissa) {
-  sim::MeterParams p;
-  p.valid = true;
-  p.cir_mantissa = cir_mantissa;
-  p.cir_exponent = 6;
-  p.cbs_mantissa = 1;
-  p.cbs_exponent = 12;
-  std::vector<uint8_t> b(32);
-  p.Serialize(b.data());
-  return b;
-}
-
 TEST_F(DevxTest, AsoFlowMeterObjectsTakeParametersAndAsoActions) {
   Bytes out;
   mlx5dv_devx_obj* meters = Create(CreateAsoIn(0x24, /*log_obj_range=*/1), &out);
@@ -623,7 +612,9 @@ TEST_F(DevxTest, AsoFlowMeterObjectsTakeParametersAndAsoActions) {
   // MODIFY sets the second meter of line 1 (offset 3); QUERY of line 1 reads it back, the first unset.
   Bytes mod = GeneralObjectIn(0xa01, 0x24, id, /*obj_offset=*/1);
   mod[23] = 0x2;  // modify_field_select: the line's second meter
-  const std::vector<uint8_t> prm = MeterParamBytes(3);
+  sim::MeterParams params = tests::TestFlowMeter();
+  params.cir_mantissa = 3;
+  const std::vector<uint8_t> prm = tests::MeterPrm(params);
   std::copy(prm.begin(), prm.end(), mod.begin() + 112);
   Bytes mout(16);
   ASSERT_EQ(mlx5dv_devx_obj_modify(meters, mod.data(), mod.size(), mout.data(), mout.size()), 0)

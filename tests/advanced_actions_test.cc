@@ -14,6 +14,7 @@
 #include "sim/nic.h"
 #include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
+#include "tests/flow_meter.h"
 #include "tests/udp_frame.h"
 
 namespace drsim {
@@ -55,24 +56,8 @@ class AdvancedActionsTest : public ::testing::Test {
   dr::Matcher t1_all_;
 };
 
-std::vector<uint8_t> MeterPrm() {
-  // rdma-core's test_flow_meter parameters (valid, bucket_overflow, start green, cir_m 1, cir_e 6), plus a
-  // 4 KiB committed burst.
-  sim::MeterParams p;
-  p.valid = true;
-  p.bucket_overflow = true;
-  p.start_color = sim::MeterColor::kGreen;
-  p.cir_mantissa = 1;
-  p.cir_exponent = 6;
-  p.cbs_mantissa = 1;
-  p.cbs_exponent = 12;
-  std::vector<uint8_t> b(32);
-  p.Serialize(b.data());
-  return b;
-}
-
 TEST_F(AdvancedActionsTest, FlowMeterColoursIntoARegister) {
-  std::vector<uint8_t> prm = MeterPrm();
+  std::vector<uint8_t> prm = tests::MeterPrm();
   dr::Action meter = *dr::Action::FlowMeter(t2_, true, /*reg_c_index=*/2, prm);
   dr::Rule r1 = *dr::Rule::Create(t1_all_, MatchParams(), {&meter});
   // Table 2, prio 2: reg_c_2 == 2 (green) -> green counter, == 0 (red) -> red counter.
@@ -104,7 +89,7 @@ TEST_F(AdvancedActionsTest, FlowMeterColoursIntoARegister) {
 }
 
 TEST_F(AdvancedActionsTest, FlowMeterChecks) {
-  std::vector<uint8_t> prm = MeterPrm();
+  std::vector<uint8_t> prm = tests::MeterPrm();
   EXPECT_EQ(dr::Action::FlowMeter(root_, true, 0, prm).status().code(), absl::StatusCode::kUnimplemented);
   std::vector<uint8_t> big(33);
   EXPECT_EQ(dr::Action::FlowMeter(t2_, true, 0, big).status().code(), absl::StatusCode::kInvalidArgument);

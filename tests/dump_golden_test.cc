@@ -23,9 +23,9 @@
 #include "hw/match_layout.h"
 #include "hw/match_params.h"
 #include "hw/modify_header.h"
-#include "sim/meter.h"
 #include "sim/nic.h"
 #include "tests/dump_test_util.h"
+#include "tests/flow_meter.h"
 
 namespace drsim::dr {
 namespace {
@@ -51,18 +51,6 @@ T Ok(absl::StatusOr<T> v, const char* what) {
   return v.ok() ? *std::move(v) : T();
 }
 #define OK(expr) Ok((expr), #expr)
-
-std::vector<uint8_t> MeterParams() {
-  sim::MeterParams p;
-  p.valid = true;
-  p.cir_mantissa = 1;
-  p.cir_exponent = 6;
-  p.cbs_mantissa = 1;
-  p.cbs_exponent = 12;
-  std::vector<uint8_t> b(32);
-  p.Serialize(b.data());
-  return b;
-}
 
 // An outer header stack for encapsulation (its bytes do not reach the dump), and a new L2 header.
 const std::vector<uint8_t> kEncapHeader(50, 0x11);
@@ -142,7 +130,7 @@ TEST_F(DumpGoldenTest, NicRx) {
   Action* pop = s.A(Action::PopVlan());
   Action* push = s.A(Action::PushVlan(domain, htonl(0x8100a00a)));
   Action* back_to_root = s.A(Action::DestRootTable(root, 1));
-  Action* meter = s.A(Action::FlowMeter(t2, true, 2, MeterParams()));
+  Action* meter = s.A(Action::FlowMeter(t2, true, 2, tests::MeterPrm()));
   Action* sampler = s.A(Action::FlowSampler(8, t2, {tag, to_q2}));
   Action* array = s.A(Action::DestArray(domain, {{to_q1, nullptr}, {to_t2, nullptr}, {count, nullptr}}));
   Action* first_hit = s.A(Action::Aso(domain, hits, 3, MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, 1));
@@ -243,7 +231,7 @@ TEST_F(DumpGoldenTest, NicTx) {
   Action* pop = s.A(Action::PopVlan());
   Action* drop = s.A(Action::Drop());
   Action* miss = s.A(Action::DefaultMiss());
-  Action* meter = s.A(Action::FlowMeter(t2, false, 5, MeterParams()));
+  Action* meter = s.A(Action::FlowMeter(t2, false, 5, tests::MeterPrm()));
 
   Matcher& root_src =
       s.Mt(Matcher::Create(root, 0, M(MatchBuilder().Smac(kOuter, hw::MacAddress::AllOnes()))));
@@ -298,7 +286,7 @@ TEST_F(DumpGoldenTest, Fdb) {
   Action* pop = s.A(Action::PopVlan());
   Action* sampler = s.A(Action::FlowSampler(100, t2, {vport2}));
   Action* array = s.A(Action::DestArray(domain, {{vport1, nullptr}, {vport2, encap_l3}}));
-  Action* meter = s.A(Action::FlowMeter(t2, true, 1, MeterParams()));
+  Action* meter = s.A(Action::FlowMeter(t2, true, 1, tests::MeterPrm()));
 
   Matcher& root_all = s.Mt(Matcher::Create(root, 0, 0, nullptr));
   s.R(root_all, MatchBuilder(), {to_t1});
