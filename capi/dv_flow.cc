@@ -17,8 +17,8 @@
 #include "capi/errors.h"
 #include "capi/objects.h"
 #include "capi/raw_enum.h"
+#include "capi/real_symbol.h"
 #include "capi/verbs_steering.h"
-#include "soft_mlx5/real.h"
 
 // A DV matcher of the software NIC: what mlx5_ib keeps of it, on the function of the context it was made
 // on.

@@ -1,7 +1,7 @@
 // The DV flow API of <infiniband/mlx5dv.h> on the software NIC: mlx5dv_create_flow_matcher,
 // mlx5dv_destroy_flow_matcher, mlx5dv_create_flow, mlx5dv_create_flow_action_packet_reformat and
 // mlx5dv_create_flow_action_modify_header, exported by capi with rdma-core's signatures; for contexts and
-// objects that are not a software NIC's they hand the call to rdma-core's libmlx5 (soft_mlx5/real.h).
+// objects that are not a software NIC's they hand the call to rdma-core's libmlx5 (real_symbol.h).
 //
 // What
 //   A DV flow is kernel-managed steering, as ibv_create_flow's verbs flows are: it goes into the kernel's

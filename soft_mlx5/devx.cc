@@ -17,8 +17,8 @@
 #include "absl/types/span.h"
 #include "capi/errors.h"
 #include "capi/objects.h"
+#include "capi/real_symbol.h"
 #include "soft_mlx5/devx_commands.h"
-#include "soft_mlx5/real.h"
 
 namespace drsim::soft_mlx5 {
 namespace {

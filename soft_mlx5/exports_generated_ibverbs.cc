@@ -94,8 +94,8 @@
 
 #include <cerrno>
 
+#include "capi/real_symbol.h"
 #include "soft_mlx5/generated_export.h"
-#include "soft_mlx5/real.h"
 
 using drsim::soft_mlx5::AnySoftwareObject;
 using drsim::soft_mlx5::Missing;

@@ -326,8 +326,8 @@ def generated_file(library, exports, generated, excluded, prototypes, types, mac
         "",
         "#include <cerrno>",
         "",
+        '#include "capi/real_symbol.h"',
         '#include "soft_mlx5/generated_export.h"',
-        '#include "soft_mlx5/real.h"',
         "",
     ]
     helpers = ["AnySoftwareObject", "Missing", "Unsupported"]

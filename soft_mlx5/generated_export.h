@@ -10,9 +10,9 @@
 //   A generated export asks AnySoftwareObject about its arguments that can hold a device object. If one
 //   is the software device's, it returns Unsupported(...): the failure recorded for drsim_last_error()
 //   and DRSIM_DEBUG, errno set, and the export's own failure value returned. Otherwise it calls
-//   DRSIM_REAL_FUNCTION (real.h), or returns Missing(...) when rdma-core's definition cannot be found.
-//   Enum arguments are forwarded as their raw integers (RawEnum, WithRawEnums): C callers may pass any
-//   value, and loading an out-of-range one as a C++ enum would be undefined.
+//   DRSIM_REAL_FUNCTION (capi/real_symbol.h), or returns Missing(...) when rdma-core's definition cannot
+//   be found. Enum arguments are forwarded as their raw integers (RawEnum, WithRawEnums): C callers may
+//   pass any value, and loading an out-of-range one as a C++ enum would be undefined.
 //
 // Thread-safety
 //   Safe: the registry has its own lock, and failures are recorded per thread.

@@ -12,8 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "capi/errors.h"
 #include "capi/objects.h"
+#include "capi/real_symbol.h"
 #include "soft_mlx5/device.h"
-#include "soft_mlx5/real.h"
 #include "soft_mlx5/verbs_ops.h"
 
 namespace drsim::soft_mlx5 {
@@ -276,7 +276,7 @@ int(ibv_query_port)(ibv_context* ctx, uint8_t port, struct _compat_ibv_port_attr
         offsetof(ibv_port_attr, flags));  // the compat struct ends before flags
   }
   using Fn = int (*)(ibv_context*, uint8_t, struct _compat_ibv_port_attr*);
-  static auto fn = reinterpret_cast<Fn>(drsim::soft_mlx5::RealSymbol("ibv_query_port", "IBVERBS_1.1"));
+  static auto fn = reinterpret_cast<Fn>(drsim::capi::RealSymbol("ibv_query_port", "IBVERBS_1.1"));
   return fn != nullptr ? fn(ctx, port, attr) : EOPNOTSUPP;
 }
 
@@ -336,8 +336,7 @@ int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int index, unsig
     return 0;
   }
   using Fn = int (*)(ibv_context*, uint8_t, unsigned int, unsigned int*);
-  static auto fn =
-      reinterpret_cast<Fn>(drsim::soft_mlx5::RealSymbol("ibv_query_gid_type", "IBVERBS_PRIVATE_34"));
+  static auto fn = reinterpret_cast<Fn>(drsim::capi::RealSymbol("ibv_query_gid_type", "IBVERBS_PRIVATE_34"));
   return fn != nullptr ? fn(ctx, port, index, type) : EOPNOTSUPP;
 }
 

@@ -13,9 +13,9 @@
 #include "base/status_macros.h"
 #include "capi/errors.h"
 #include "capi/objects.h"
+#include "capi/real_symbol.h"
 #include "sim/nic.h"
 #include "soft_mlx5/device.h"
-#include "soft_mlx5/real.h"
 #include "soft_mlx5/verbs_objects.h"
 #include "soft_mlx5/verbs_ops.h"
 

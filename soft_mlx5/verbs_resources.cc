@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "capi/errors.h"
 #include "capi/objects.h"
-#include "soft_mlx5/real.h"
+#include "capi/real_symbol.h"
 #include "soft_mlx5/verbs_objects.h"
 #include "soft_mlx5/verbs_ops.h"
 

@@ -1,10 +1,10 @@
-#include "soft_mlx5/real.h"
+#include "capi/real_symbol.h"
 
 #include <dlfcn.h>
 
 #include <cstring>
 
-namespace drsim::soft_mlx5 {
+namespace drsim::capi {
 
 void* RealSymbol(const char* name, const char* version) {
   if (void* fn = dlvsym(RTLD_NEXT, name, version)) return fn;
@@ -13,4 +13,4 @@ void* RealSymbol(const char* name, const char* version) {
   return handle == nullptr ? nullptr : dlvsym(handle, name, version);
 }
 
-}  // namespace drsim::soft_mlx5
+}  // namespace drsim::capi
