@@ -4,13 +4,14 @@
 #define DRSIM_CAPI_RAW_ENUM_H_
 
 #include <cstring>
+#include <type_traits>
 
 namespace drsim::capi {
 
 template <typename Enum>
-unsigned RawEnum(const Enum& e) {
-  static_assert(sizeof(Enum) == sizeof(unsigned));
-  unsigned raw;
+std::underlying_type_t<Enum> RawEnum(const Enum& e) {
+  std::underlying_type_t<Enum> raw;
+  static_assert(sizeof raw == sizeof e);
   std::memcpy(&raw, &e, sizeof raw);
   return raw;
 }

@@ -20,12 +20,12 @@
 #define DRSIM_SOFT_MLX5_GENERATED_EXPORT_H_
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
 #include "capi/errors.h"
 #include "capi/objects.h"
+#include "capi/raw_enum.h"
 
 namespace drsim::soft_mlx5 {
 
@@ -69,14 +69,7 @@ struct Raw<T, true> {
 };
 }  // namespace internal
 
-// An enum argument's value as the caller passed it, read without loading it as a C++ enum.
-template <typename Enum>
-std::underlying_type_t<Enum> RawEnum(const Enum& e) {
-  std::underlying_type_t<Enum> raw;
-  static_assert(sizeof raw == sizeof e);
-  std::memcpy(&raw, &e, sizeof raw);
-  return raw;
-}
+using capi::RawEnum;
 
 // `real` typed with each enum parameter replaced by its underlying integer type (the same argument
 // passing), so that RawEnum values can be forwarded to it.
