@@ -389,6 +389,9 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
     case DevxKind::kAsoFirstHit:
       s = ctx->nic->DestroyAsoObject(obj->id);
       break;
+    case DevxKind::kGeneveTlvOption:
+      s = ctx->nic->DestroyGeneveTlvOption(obj->id);
+      break;
     case DevxKind::kQueueCounter:
       ctx->queue_counters.erase(obj->id);
       break;

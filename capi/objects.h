@@ -83,7 +83,15 @@ inline bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullpt
 
 // What a DEVX object of the software NIC stands for. kRqt (an RQ table, CREATE_RQT) exists only for
 // CREATE_TIR to read: the NIC itself has no such object.
-enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit, kRqt, kQueueCounter };
+enum class DevxKind : uint8_t {
+  kFlowCounter,
+  kTir,
+  kAsoFlowMeter,
+  kAsoFirstHit,
+  kRqt,
+  kQueueCounter,
+  kGeneveTlvOption,
+};
 
 }  // namespace drsim::capi
 

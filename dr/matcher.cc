@@ -29,6 +29,7 @@ absl::StatusOr<Matcher> Matcher::Create(const Table& table, uint16_t priority, u
       matcher::CompileMask(t->domain->type, match_criteria_enable, mask, device.parsed_fields(), path));
 
   auto* m = new MatcherObj(t, priority, std::move(compiled));
+  if (internal::ReadsGeneveOption(*m)) device.RetainGeneveOptionMatch();
   // Tried before the matchers of higher priority numbers and the older ones of its own (hw::LookupBefore).
   t->matchers.insert(m);
   t->ft.LinkMatcher(&m->hw);

@@ -97,6 +97,12 @@ void Unref(RuleObj* rule) {
   Unref(matcher);
 }
 
+bool ReadsGeneveOption(const MatcherObj& matcher) {
+  const uint8_t* mask = matcher.compiled.mask.data();
+  return hw::GetField(mask, hw::Field::kGeneveTlvOption0Data) != 0 ||
+         hw::GetField(mask, hw::Field::kGeneveTlvOption0Exist) != 0;
+}
+
 void Unref(MatcherObj* matcher) {
   if (--matcher->refs > 0) return;
   TableObj* table = matcher->table;
@@ -106,6 +112,7 @@ void Unref(MatcherObj* matcher) {
   table->ft.UnlinkMatcher(&matcher->hw);
   table->matchers.erase(matcher);
   device->TableChanged(&table->ft);
+  if (ReadsGeneveOption(*matcher)) device->ReleaseGeneveOptionMatch();
   hw::Retire(device->reclaimer(), [matcher] { delete matcher; });  // lookups may still walk it
   Unref(table);
 }

@@ -167,6 +167,10 @@ class DomainLock {
 // itself.
 void Unref(TableObj* table);
 void Unref(MatcherObj* matcher);
+
+// Whether the matcher's mask reads the GENEVE option 0 fields: the device counts such matchers, as its
+// GENEVE TLV option parser object stays in use while they exist (hw::Device::RetainGeneveOptionMatch).
+bool ReadsGeneveOption(const MatcherObj& matcher);
 void Unref(RuleObj* rule);
 void Unref(ActionObj* action);
 

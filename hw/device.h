@@ -97,6 +97,12 @@ class Device {
   // action (NotFound for an unknown object, InvalidArgument for an offset outside it).
   virtual absl::StatusOr<AsoContext> RetainAso(uint32_t object, uint32_t offset) = 0;
   virtual void ReleaseAso(uint32_t object) = 0;
+
+  // A matcher reading the GENEVE option 0 fields (misc.geneve_tlv_option_0_exist,
+  // misc3.geneve_tlv_option_0_data) was created or destroyed: the device's GENEVE TLV option parser
+  // object cannot be destroyed while any exists. A device without such objects ignores them.
+  virtual void RetainGeneveOptionMatch() {}
+  virtual void ReleaseGeneveOptionMatch() {}
 };
 
 }  // namespace drsim::hw

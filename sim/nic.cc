@@ -173,6 +173,25 @@ absl::Status Nic::DestroyAsoObject(uint32_t object) {
   return objects_->aso.Destroy(object);
 }
 
+absl::StatusOr<uint32_t> Nic::CreateGeneveTlvOption(const GeneveTlvOption& option) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  absl::StatusOr<uint32_t> id = objects_->geneve_options.Create(option);
+  geneve_option_.store(objects_->geneve_options.selector().packed(), std::memory_order_release);
+  return id;
+}
+
+absl::StatusOr<GeneveTlvOption> Nic::QueryGeneveTlvOption(uint32_t object) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->geneve_options.Query(object);
+}
+
+absl::Status Nic::DestroyGeneveTlvOption(uint32_t object) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  absl::Status s = objects_->geneve_options.Destroy(object);
+  geneve_option_.store(objects_->geneve_options.selector().packed(), std::memory_order_release);
+  return s;
+}
+
 std::optional<std::vector<uint8_t>> Nic::PollWire() {
   std::lock_guard<std::mutex> lock(wire_mu_);
   if (wire_out_.empty()) return std::nullopt;

@@ -63,6 +63,8 @@
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/reclaimer.h"
+#include "sim/geneve_option.h"
+#include "sim/packet_parser.h"
 #include "sim/toeplitz.h"
 
 namespace drsim::hw {
@@ -208,6 +210,8 @@ class Function : public hw::Device {
   void DestroySampler(uint32_t sampler) override;
   absl::StatusOr<hw::AsoContext> RetainAso(uint32_t object, uint32_t offset) override;
   void ReleaseAso(uint32_t object) override;
+  void RetainGeneveOptionMatch() override;
+  void ReleaseGeneveOptionMatch() override;
 
  private:
   friend class Nic;
@@ -320,6 +324,16 @@ class Nic {
   absl::StatusOr<std::optional<MeterParams>> QueryAsoFlowMeter(uint32_t object, uint32_t offset);
   absl::StatusOr<bool> QueryAsoFirstHit(uint32_t object, uint32_t offset);
   absl::Status DestroyAsoObject(uint32_t object);
+
+  // GENEVE TLV option parser objects (sim/geneve_option.h): which option every function's frames report
+  // as GENEVE option 0. One for the whole NIC, as the parser is the device's.
+  absl::StatusOr<uint32_t> CreateGeneveTlvOption(const GeneveTlvOption& option);
+  absl::StatusOr<GeneveTlvOption> QueryGeneveTlvOption(uint32_t object);
+  absl::Status DestroyGeneveTlvOption(uint32_t object);
+  // The option the parser samples now; workers read it for each parse.
+  GeneveOptionSelector geneve_option() const {
+    return GeneveOptionSelector::FromPacked(geneve_option_.load(std::memory_order_acquire));
+  }
 
   // The NIC's clock, which meters run on: frames processed now arrive at `ns`. It only moves forward.
   void set_time_ns(uint64_t ns);
@@ -435,6 +449,7 @@ class Nic {
   std::atomic<uint64_t> matcher_sequence_{0};
   std::unique_ptr<Objects> objects_;  // under control_mu_
   std::atomic<uint64_t> now_ns_{0};
+  std::atomic<uint32_t> geneve_option_{0};  // GeneveOptionSelector::packed() of objects_->geneve_options
   std::mutex wire_mu_;  // wire_out_, wire_spare_
   std::deque<std::vector<uint8_t>> wire_out_;
   std::vector<std::vector<uint8_t>> wire_spare_;  // RecycleWireBuffers' buffers, reused by ToWire

@@ -210,6 +210,16 @@ void Function::ReleaseAso(uint32_t object) {
   nic_->objects_->aso.Release(object);
 }
 
+void Function::RetainGeneveOptionMatch() {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  nic_->objects_->geneve_options.RetainMatcher();
+}
+
+void Function::ReleaseGeneveOptionMatch() {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  nic_->objects_->geneve_options.ReleaseMatcher();
+}
+
 hw::Reclaimer* Function::reclaimer() { return &nic_->reclaimer_; }
 
 const hw::ParsedFields& Function::parsed_fields() const { return SoftwareParserFields(); }

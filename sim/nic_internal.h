@@ -48,6 +48,7 @@ struct Nic::Objects {
   };
   CounterBank counters;
   AsoBank aso;
+  GeneveOptionParser geneve_options;
   absl::flat_hash_map<uint32_t, TokenMeter> meters;
   absl::flat_hash_map<uint32_t, Sampler> samplers;
 };
@@ -101,11 +102,15 @@ struct Nic::InFlight {
   BurstLookups by_burst;
   bool copy = false;  // a copy: its outcome goes to verdict->copies
 
+  // The GENEVE option the NIC's parser samples as option 0, read at each parse (the control side may
+  // change it).
+  GeneveOptionSelector GeneveOption() const { return worker->nic_.geneve_option(); }
   // Parses the frame as it is now, with its metadata, for the lookups that follow.
   void Parse() {
     // Built in place (guaranteed elision): assigning the returned struct would reload with wide loads the
     // narrow fields the parser has just stored, and stall on them.
-    new (&layers) PacketLayers(ParsePacket(buffer.data(), buffer.size(), meta.source_port, &hv));
+    new (&layers)
+        PacketLayers(ParsePacket(buffer.data(), buffer.size(), meta.source_port, &hv, GeneveOption()));
     LoadMetadata(meta, &hv);
     parsed = Parsed::kWhole;
     by_burst.matcher = nullptr;

@@ -73,11 +73,12 @@ struct Ctx {
   size_t len;
   hw::HeaderVector* hv;
   PacketLayers* layers;
+  GeneveOptionSelector geneve_option;
 
   size_t Room(size_t off) const { return off < len ? len - off : 0; }
   // The same parse, bounded by `end` (a datagram's length): built field by field, as copying the whole
   // struct would read back with wide loads what was just stored narrow, and stall.
-  Ctx Within(size_t end) const { return {p, end, hv, layers}; }
+  Ctx Within(size_t end) const { return {p, end, hv, layers, geneve_option}; }
   // Copies `n` bytes of the frame to the byte offset of a byte-aligned field.
   void Put(Field f, size_t off, size_t n) const {
     std::memcpy(hv->bytes + hw::Info(f).abs_bit() / 8, p + off, n);
@@ -358,6 +359,22 @@ void ParseVxlanGpe(const Ctx& c, size_t off) {
   if (h[3] == 3) ParseInnerEthernet(c, off + 8);
 }
 
+// Scans the `area` bytes of options at `opt` for the configured option, up to the first option that does
+// not fit whole.
+void FindGeneveOption(const Ctx& c, size_t opt, size_t area) {
+  for (size_t at = 0; at + 4 <= area;) {
+    const uint32_t header = hw::LoadBe32(c.p + opt + at);
+    const size_t data = (header & 0x1fu) * 4;
+    if (at + 4 + data > area) return;
+    if (c.geneve_option.Selects(header >> 8)) {
+      c.Set(Field::kGeneveTlvOption0Exist, 1);
+      if (data >= 4) c.Put(Field::kGeneveTlvOption0Data, opt + at + 4, 4);
+      return;
+    }
+    at += 4 + data;
+  }
+}
+
 void ParseGeneve(const Ctx& c, size_t off) {
   const uint8_t* h = c.p + off;
   if (c.Room(off) < 8 || (h[0] >> 6) != 0) return;  // version 0
@@ -368,15 +385,9 @@ void ParseGeneve(const Ctx& c, size_t off) {
   c.Set(Field::kGeneveOam, h[1] >> 7);
   c.Set(Field::kGeneveProtocolType, protocol);
   c.Put(Field::kGeneveVni, off + 4, 3);
-  // Option 0: the first option, when it lies whole inside the option area and the frame.
+  // Option 0: the first option of the configured class and type, stepping over the options before it.
   const size_t opt = off + 8;
-  if (options >= 4 && c.Room(opt) >= 4) {
-    const size_t data = (c.p[opt + 3] & 0x1fu) * 4;
-    if (4 + data <= options && c.Room(opt) >= 4 + data) {
-      c.Set(Field::kGeneveTlvOption0Exist, 1);
-      if (data >= 4) c.Put(Field::kGeneveTlvOption0Data, opt + 4, 4);
-    }
-  }
+  if (c.geneve_option.configured()) FindGeneveOption(c, opt, std::min(options, c.Room(opt)));
   if (c.Room(opt) < options) return;
   ParseInnerByEthertype(c, opt + options, protocol);
 }
@@ -496,7 +507,8 @@ void FillPlainIpv4(const uint8_t* frame, uint8_t* out) {
 
 }  // namespace
 
-PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
+PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv,
+                         GeneveOptionSelector geneve_option) {
   // Cleared a cache line at a time, which compiles to vector stores; one memset of the whole vector
   // becomes `rep stos`, whose stores the field updates below then stall on.
   static_assert(sizeof hv->bytes % 64 == 0);
@@ -504,7 +516,7 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   hw::SetField(hv->bytes, Field::kSourcePort, source_port);
   PacketLayers layers;
   if (frame == nullptr) return layers;
-  const Ctx c{frame, len, hv, &layers};
+  const Ctx c{frame, len, hv, &layers, geneve_option};
   const OuterHeaders outer = ParseOuterStack(c);
   if (outer.ethertype == kEthMpls || outer.ethertype == kEthMplsMulticast) {
     ParseMplsTunnel(c, outer.l2_end, TunnelType::kMpls, Field::kOuterFirstMplsLabel);
@@ -528,7 +540,7 @@ void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, h
   if (IsPlainIpv4Frame(frame, len)) return FillPlainIpv4(frame, hv->bytes);
   if (frame == nullptr) return;
   PacketLayers unused;
-  ParseOuterStack({frame, len, hv, &unused});
+  ParseOuterStack({frame, len, hv, &unused, {}});
 }
 
 }  // namespace drsim::sim

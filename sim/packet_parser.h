@@ -16,10 +16,13 @@
 //  - VXLAN (UDP 4789): misc.vxlan_vni; inner Ethernet.
 //  - VXLAN-GPE (UDP 4790, version 0): misc3.outer_vxlan_gpe_flags/_next_protocol/_vni; inner by next
 //    protocol (1 IPv4, 2 IPv6, 3 Ethernet).
-//  - GENEVE (UDP 6081, version 0): misc.geneve_vni/_oam/_opt_len/_protocol_type. "Option 0" is the first
-//    TLV option present: misc.geneve_tlv_option_0_exist is set when the option area holds one whole
-//    option, misc3.geneve_tlv_option_0_data is its first data word (0 when it has none). (On a ConnectX
-//    option 0 is whatever class/type the firmware's GENEVE flex parser was configured for.) Inner by
+//  - GENEVE (UDP 6081, version 0): misc.geneve_vni/_oam/_opt_len/_protocol_type. "Option 0" is the option
+//    the device's GENEVE TLV option parser is configured for (GeneveOptionSelector: its class and type, as
+//    mlx5's GENEVE_TLV_OPTION object sets the firmware's flex parser): the first option of that class and
+//    type, wherever it sits among the options; the options before it are stepped over by their lengths.
+//    misc.geneve_tlv_option_0_exist is set when it lies whole inside the option area and the frame,
+//    misc3.geneve_tlv_option_0_data is its first data word (0 when it has none). With no option
+//    configured, or when the scan meets an option that does not fit before it, neither is set. Inner by
 //    protocol type (0x6558 Ethernet, 0x0800 IPv4, 0x86dd IPv6), after the options.
 //  - GRE (IP protocol 47, version 0, no routing bit; the whole header with the optional fields its C/K/S
 //    bits announce must fit): misc.gre_c/k/s_present, gre_protocol, gre_key_h/_l (key[31:8]/[7:0]);
@@ -73,9 +76,32 @@ struct PacketLayers {
   uint16_t bth = 0;            // RoCE v2 base transport header (right after the outer UDP header)
 };
 
+// Which GENEVE TLV option the parser reports as option 0: a class and type, or none (the default). A
+// value, packed in one word, so that the NIC can publish it atomically and each parse reads it once.
+class GeneveOptionSelector {
+ public:
+  constexpr GeneveOptionSelector() = default;
+  static constexpr GeneveOptionSelector For(uint16_t option_class, uint8_t type) {
+    return GeneveOptionSelector(kConfigured | uint32_t{option_class} << 8 | type);
+  }
+  static constexpr GeneveOptionSelector FromPacked(uint32_t packed) { return GeneveOptionSelector(packed); }
+
+  constexpr bool configured() const { return packed_ & kConfigured; }
+  // Whether an option header's class and type (its first three bytes, big-endian) are the configured ones.
+  constexpr bool Selects(uint32_t class_and_type) const { return packed_ == (kConfigured | class_and_type); }
+  constexpr uint32_t packed() const { return packed_; }
+
+ private:
+  static constexpr uint32_t kConfigured = 1u << 24;
+  constexpr explicit GeneveOptionSelector(uint32_t packed) : packed_(packed) {}
+  uint32_t packed_ = 0;
+};
+
 // Clears `hv` and fills it from `frame[0, len)`. `source_port` is the vport the frame came from
-// (0xffff = the wire), written to misc.source_port.
-PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
+// (0xffff = the wire), written to misc.source_port; `geneve_option` is the GENEVE option reported as
+// option 0.
+PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv,
+                         GeneveOptionSelector geneve_option = {});
 
 // Fills the words of `hv` that the outer Ethernet, VLAN, IP and L4 headers and the source port give (those
 // FilledByOuterParse accepts) exactly as ParsePacket does, and leaves the rest of `hv` unspecified: for a

@@ -123,8 +123,8 @@ Outcome CreateGeneralObject(const drsim_function_context& fn, Mailbox m, mlx5dv_
   const uint64_t type = PrmGet(m.in, kObjType);
   if (type != kTypeAsoFlowMeter && type != kTypeAsoFlowHit) {
     return Unsupported(PrmStatus::kBadParam, kObjType,
-                       absl::StrFormat("obj_type 0x%x (%s): the software NIC has ASO_FLOW_METER (0x24) and "
-                                       "ASO_FLOW_HIT (0x25) objects",
+                       absl::StrFormat("obj_type 0x%x (%s): the software NIC has GENEVE_TLV_OPT (0x0b), "
+                                       "ASO_FLOW_METER (0x24) and ASO_FLOW_HIT (0x25) objects",
                                        type, GeneralObjectName(type)));
   }
   const uint64_t log_range = PrmGet(m.in, kLogObjRange);

@@ -19,7 +19,12 @@
 //     max_flow_counter 2^24            ... out of 2^24 counter ids (CounterBank::kMaxCounters)
 //     log_max_rq, _tir, _rqt 24        no limits of the NIC's own; queue and table numbers are 24-bit
 //     log_max_rqt_size 16              the RQ tables CREATE_RQT takes (kMaxRqtSize in devx_tir.cc)
-//     general_obj_types                bits 0x24 (ASO flow meter) and 0x25 (ASO flow hit)
+//     general_obj_types                bits 0x0b (GENEVE TLV option), 0x24 (ASO flow meter) and 0x25
+//                                      (ASO flow hit)
+//     max_geneve_tlv_options 1,        the GENEVE TLV option parser's limits (sim/geneve_option.h): one
+//       max_geneve_tlv_option_data_len 7 option per device, as DPDK's mlx5 guide says of SW steering
+//     flex_parser_id_geneve_opt_0 0    option 0's data is flex parser sample 0 (lookup type
+//                                      FLEX_PARSER_0, as the matcher compiler builds it)
 //     steering_format_version 1        ConnectX-6 Dx (STE v1): the action order the compiler follows
 //     flex_parser_protocols            a bit per protocol the parser fills the fields of (GENEVE, its
 //                                      option 0, VXLAN-GPE, MPLS over GRE and UDP, ICMP, ICMPv6, GTP-U and
@@ -111,6 +116,9 @@ constexpr PrmField kLogMaxRqtSize{0x393, 5};
 constexpr PrmField kGeneralObjTypes{0x400, 64};
 constexpr PrmField kSteeringFormatVersion{0x444, 4};
 constexpr PrmField kFlexParserProtocols{0x540, 32};
+constexpr PrmField kMaxGeneveTlvOptions{0x560, 8};
+constexpr PrmField kMaxGeneveTlvOptionDataLen{0x56b, 5};
+constexpr PrmField kFlexParserIdGeneveOpt0{0x6c4, 4};
 
 constexpr uint64_t kObjTypeAsoFlowMeter = 0x24;
 constexpr uint64_t kObjTypeAsoFlowHit = 0x25;
@@ -215,7 +223,11 @@ void GeneralDevicePage(const sim::Function& fn, Page& page) {
   Set(page, kLogMaxTir, kUnlimitedLog);
   Set(page, kLogMaxRqt, kUnlimitedLog);
   Set(page, kLogMaxRqtSize, 16);
-  Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeAsoFlowMeter) | (uint64_t{1} << kObjTypeAsoFlowHit));
+  Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeGeneveTlvOption) | (uint64_t{1} << kObjTypeAsoFlowMeter) |
+                                  (uint64_t{1} << kObjTypeAsoFlowHit));
+  Set(page, kMaxGeneveTlvOptions, sim::GeneveOptionParser::kMaxOptions);
+  Set(page, kMaxGeneveTlvOptionDataLen, sim::GeneveOptionParser::kMaxDataWords);
+  Set(page, kFlexParserIdGeneveOpt0, 0);
   Set(page, kSteeringFormatVersion, kSteeringFormatConnectX6Dx);
   uint32_t flex = 0;
   for (const FlexParser& p : kFlexParsers) {

@@ -306,6 +306,7 @@ Outcome RunCreateCommand(const drsim_function_context& fn, Mailbox m, mlx5dv_dev
     case kCreateTir:
       return CreateTir(fn, m, created);
     case kCreateGeneralObject:
+      if (IsGeneveTlvOptionCreate(m)) return CreateGeneveTlvOption(fn, m, created);
       return CreateGeneralObject(fn, m, created);
     default:
       return NotHandled(opcode, kCreate);
@@ -322,6 +323,7 @@ Outcome RunQueryCommand(mlx5dv_devx_obj& obj, Mailbox m) {
     case kQueryQueueCounter:
       return QueryQueueCounter(*obj.ctx, obj.vport, &obj, m);
     case kQueryGeneralObject:
+      if (obj.kind == capi::DevxKind::kGeneveTlvOption) return QueryGeneveTlvOption(obj, m);
       return QueryGeneralObject(obj, m);
     default:
       return NotHandled(opcode, kQuery);
@@ -332,6 +334,9 @@ Outcome RunModifyCommand(mlx5dv_devx_obj& obj, Mailbox m) {
   uint16_t opcode = 0;
   if (Outcome o = CheckMailboxes(m, &opcode); !o.ok()) return o;
   if (Outcome o = CheckNoTunnel(m); !o.ok()) return o;
+  if (opcode == kModifyGeneralObject && obj.kind == capi::DevxKind::kGeneveTlvOption) {
+    return ModifyGeneveTlvOption();
+  }
   if (opcode == kModifyGeneralObject) return ModifyGeneralObject(obj, m);
   return NotHandled(opcode, kModify);
 }
@@ -355,6 +360,8 @@ const char* DescribeDevxKind(capi::DevxKind kind) {
       return "RQ table";
     case capi::DevxKind::kQueueCounter:
       return "queue counter";
+    case capi::DevxKind::kGeneveTlvOption:
+      return "GENEVE TLV option object";
   }
   return "DEVX object";
 }

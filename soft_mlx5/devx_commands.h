@@ -76,6 +76,8 @@ inline constexpr uint16_t kQueryQueueCounter = 0x773;
 inline constexpr uint16_t kCreateGeneralObject = 0xa00;
 inline constexpr uint16_t kModifyGeneralObject = 0xa01;
 inline constexpr uint16_t kQueryGeneralObject = 0xa02;
+// The general object type (obj_type) of mlx5's GENEVE TLV option parser object.
+inline constexpr uint16_t kObjTypeGeneveTlvOption = 0x0b;
 
 // The fields every mailbox starts with.
 namespace prm {

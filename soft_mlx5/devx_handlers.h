@@ -2,7 +2,8 @@
 //
 // What
 //   One file per concern: capability pages (devx_caps.cc), flow counters (devx_counters.cc), RQ tables
-//   and TIRs (devx_tir.cc), and ASO general objects (devx_aso.cc).
+//   and TIRs (devx_tir.cc), ASO general objects (devx_aso.cc) and GENEVE TLV option objects
+//   (devx_geneve.cc).
 //
 // How
 //   Each handler gets mailboxes whose headers the dispatcher checked (the input holds 8 bytes; the
@@ -40,6 +41,11 @@ Outcome CreateTir(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj**
 Outcome CreateGeneralObject(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created);
 Outcome QueryGeneralObject(mlx5dv_devx_obj& obj, Mailbox m);
 Outcome ModifyGeneralObject(mlx5dv_devx_obj& obj, Mailbox m);
+// The general-object commands on GENEVE TLV option parser objects (obj_type 0x0b, devx_geneve.cc).
+bool IsGeneveTlvOptionCreate(const Mailbox& m);
+Outcome CreateGeneveTlvOption(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created);
+Outcome QueryGeneveTlvOption(mlx5dv_devx_obj& obj, Mailbox m);
+Outcome ModifyGeneveTlvOption();
 
 }  // namespace drsim::soft_mlx5
 

@@ -1,8 +1,6 @@
 // DevX on drsim contexts: capability pages, flow counters counting traffic, direct and indirect TIRs
 // steering frames to queues, ASO objects, and the failures (EINVAL, EREMOTEIO, EOPNOTSUPP, EBUSY).
-//
-// Mailboxes are built and read here byte by byte at the PRM's offsets (as rdma-core's tests pack them with
-// struct.pack), not with soft_mlx5/prm_bits.h, so the layouts are checked independently of the code.
+// The mailboxes and the fixture are in devx_test_fixture.h.
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
@@ -20,6 +18,7 @@
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "sim/toeplitz.h"
+#include "soft_mlx5/devx_test_fixture.h"
 #include "tests/flow_meter.h"
 
 namespace drsim {
@@ -28,31 +27,7 @@ namespace {
 using hw::kOuter;
 using hw::MatchBuilder;
 using hw::MatchParams;
-using Bytes = std::vector<uint8_t>;
-
-constexpr int kBadOp = 0x02, kBadParam = 0x03, kBadResource = 0x05, kBadInputLength = 0x50;
-
-void Put16(Bytes& b, size_t at, uint16_t v) {
-  b[at] = v >> 8;
-  b[at + 1] = v & 0xff;
-}
-void Put32(Bytes& b, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-}
-uint32_t Get32(const Bytes& b, size_t at) {
-  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) | b[at + 3];
-}
-uint64_t Get64(const Bytes& b, size_t at) { return (uint64_t{Get32(b, at)} << 32) | Get32(b, at + 4); }
-
-// An input mailbox of `size` bytes with opcode and op_mod set.
-Bytes In(uint16_t opcode, uint16_t op_mod, size_t size) {
-  Bytes in(size);
-  Put16(in, 0, opcode);
-  Put16(in, 6, op_mod);
-  return in;
-}
-
-Bytes QueryHcaCapIn(uint16_t type, bool current = true) { return In(0x100, (type << 1) | current, 16); }
+using namespace devx_testing;  // NOLINT: the fixture and mailbox helpers
 
 // alloc_flow_counter_in: flow_counter_bulk_log_size in the low 5 bits of byte 14, flow_counter_bulk in 15.
 Bytes AllocFlowCounterIn(uint8_t bulk = 0, uint8_t log_size = 0) {
@@ -101,15 +76,6 @@ Bytes IndirectTirIn(uint32_t rqt, const std::array<uint8_t, 40>& key, uint32_t o
 // rx_hash_field_select: IPv4 (l3 0), UDP (l4 1), SRC_IP | DST_IP | L4_SPORT | L4_DPORT.
 constexpr uint32_t kIpv4UdpFourTuple = (1u << 30) | 0xf;
 
-// general_obj_in_cmd_hdr: obj_type at 6, obj_id at 8, obj_offset (query, modify) at 12 or log_obj_range
-// (create) in byte 12's low 5 bits; the ASO object follows, its modify_field_select at 16, its parameters
-// or flags at 80.
-Bytes GeneralObjectIn(uint16_t opcode, uint16_t type, uint32_t id = 0, uint32_t obj_offset = 0) {
-  Bytes in = In(opcode, type, 144);
-  Put32(in, 8, id);
-  Put32(in, 12, obj_offset);
-  return in;
-}
 Bytes CreateAsoIn(uint16_t type, uint8_t log_obj_range = 0) {
   Bytes in = GeneralObjectIn(0xa00, type);
   in[12] = log_obj_range & 0x1f;
@@ -133,128 +99,6 @@ std::vector<uint8_t> Udp(const char* src, const char* dst, uint16_t sport, uint1
   s.payload_len = payload;
   return sim::BuildFrame(s);
 }
-
-// A software NIC with one VF, and on the PF a NIC_RX domain whose root has a catch-all matcher.
-class DevxTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ctx_ = drsim_open(1);
-    ASSERT_NE(ctx_, nullptr);
-    rx_ = mlx5dv_dr_domain_create(ctx_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-    ASSERT_NE(rx_, nullptr) << drsim_last_error();
-    root_ = mlx5dv_dr_table_create(rx_, 0);
-    ASSERT_NE(root_, nullptr) << drsim_last_error();
-    all_ = mlx5dv_dr_matcher_create(root_, 0, 0, empty_.get());
-    ASSERT_NE(all_, nullptr) << drsim_last_error();
-  }
-
-  void TearDown() override {
-    for (auto it = rules_.rbegin(); it != rules_.rend(); ++it) EXPECT_EQ(mlx5dv_dr_rule_destroy(*it), 0);
-    for (auto it = matchers_.rbegin(); it != matchers_.rend(); ++it)
-      EXPECT_EQ(mlx5dv_dr_matcher_destroy(*it), 0);
-    EXPECT_EQ(mlx5dv_dr_matcher_destroy(all_), 0);
-    for (auto it = actions_.rbegin(); it != actions_.rend(); ++it)
-      EXPECT_EQ(mlx5dv_dr_action_destroy(*it), 0);
-    for (auto it = tables_.rbegin(); it != tables_.rend(); ++it) EXPECT_EQ(mlx5dv_dr_table_destroy(*it), 0);
-    EXPECT_EQ(mlx5dv_dr_table_destroy(root_), 0);
-    EXPECT_EQ(mlx5dv_dr_domain_destroy(rx_), 0);
-    // TIRs before the tables and queues they use.
-    for (auto it = devx_.rbegin(); it != devx_.rend(); ++it) EXPECT_EQ(mlx5dv_devx_obj_destroy(*it), 0);
-    for (ibv_qp* q : qps_) EXPECT_EQ(drsim_destroy_qp(q), 0);
-    EXPECT_EQ(drsim_close(ctx_), 0) << drsim_last_error();
-  }
-
-  // Runs a general command; the output is `outlen` bytes.
-  int General(const Bytes& in, Bytes* out, size_t outlen, ibv_context* ctx = nullptr) {
-    out->assign(outlen, 0xee);
-    return mlx5dv_devx_general_cmd(ctx ? ctx : ctx_, in.data(), in.size(), out->data(), out->size());
-  }
-  // The capability page `type` of `ctx` (the PF's by default), after its 16-byte header.
-  Bytes Caps(uint16_t type, ibv_context* ctx = nullptr) {
-    Bytes out;
-    EXPECT_EQ(General(QueryHcaCapIn(type), &out, 0x1010, ctx), 0) << drsim_last_error();
-    EXPECT_EQ(out[0], 0);  // status
-    return Bytes(out.begin() + 16, out.end());
-  }
-  // Creates a DEVX object, kept for the teardown to destroy.
-  mlx5dv_devx_obj* Create(const Bytes& in, Bytes* out, size_t outlen = 16) {
-    out->assign(outlen, 0);
-    mlx5dv_devx_obj* obj = mlx5dv_devx_obj_create(ctx_, in.data(), in.size(), out->data(), out->size());
-    EXPECT_NE(obj, nullptr) << drsim_last_error();
-    if (obj != nullptr) devx_.push_back(obj);
-    return obj;
-  }
-  int Query(mlx5dv_devx_obj* obj, const Bytes& in, Bytes* out, size_t outlen) {
-    out->assign(outlen, 0xee);
-    return mlx5dv_devx_obj_query(obj, in.data(), in.size(), out->data(), out->size());
-  }
-  // Forgets a kept object the test destroyed itself.
-  void Forget(mlx5dv_devx_obj* obj) { devx_.erase(std::find(devx_.begin(), devx_.end(), obj)); }
-  void Forget(mlx5dv_dr_action* a) { actions_.erase(std::find(actions_.begin(), actions_.end(), a)); }
-
-  ibv_qp* Qp() {
-    ibv_qp* q = drsim_create_qp(ctx_, 0);
-    EXPECT_NE(q, nullptr) << drsim_last_error();
-    qps_.push_back(q);
-    return q;
-  }
-  mlx5dv_dr_action* Keep(mlx5dv_dr_action* a) {
-    EXPECT_NE(a, nullptr) << drsim_last_error();
-    if (a != nullptr) actions_.push_back(a);
-    return a;
-  }
-  mlx5dv_dr_rule* Rule(mlx5dv_dr_matcher* m, MatchParams value, std::vector<mlx5dv_dr_action*> actions) {
-    mlx5dv_dr_rule* r = mlx5dv_dr_rule_create(m, value.get(), actions.size(), actions.data());
-    EXPECT_NE(r, nullptr) << drsim_last_error();
-    if (r != nullptr) rules_.push_back(r);
-    return r;
-  }
-  mlx5dv_dr_table* Table(uint32_t level) {
-    mlx5dv_dr_table* t = mlx5dv_dr_table_create(rx_, level);
-    EXPECT_NE(t, nullptr) << drsim_last_error();
-    if (t != nullptr) tables_.push_back(t);
-    return t;
-  }
-  mlx5dv_dr_matcher* Matcher(mlx5dv_dr_table* t, uint8_t criteria, MatchParams mask) {
-    mlx5dv_dr_matcher* m = mlx5dv_dr_matcher_create(t, 0, criteria, mask.get());
-    EXPECT_NE(m, nullptr) << drsim_last_error();
-    if (m != nullptr) matchers_.push_back(m);
-    return m;
-  }
-  // A catch-all matcher in a level-1 table every frame jumps to (aso actions are not for root tables).
-  mlx5dv_dr_matcher* Level1() {
-    mlx5dv_dr_table* t1 = Table(1);
-    mlx5dv_dr_matcher* all = Matcher(t1, 0, empty_);
-    Rule(all_, MatchParams(), {Keep(mlx5dv_dr_action_create_dest_table(t1))});
-    return all;
-  }
-  void DestroyLastRule() {
-    ASSERT_EQ(mlx5dv_dr_rule_destroy(rules_.back()), 0);
-    rules_.pop_back();
-  }
-  void Send(const Bytes& frame) {
-    ASSERT_EQ(drsim_send(ctx_, -1, frame.data(), frame.size()), 0) << drsim_last_error();
-  }
-  // How many frames wait on `qp` (and takes them).
-  int Drain(ibv_qp* qp) {
-    Bytes buf(2048);
-    int n = 0;
-    while (drsim_recv_qp(qp, buf.data(), buf.size(), nullptr) > 0) ++n;
-    return n;
-  }
-
-  MatchParams empty_;
-  ibv_context* ctx_ = nullptr;
-  mlx5dv_dr_domain* rx_ = nullptr;
-  mlx5dv_dr_table* root_ = nullptr;
-  mlx5dv_dr_matcher* all_ = nullptr;
-  std::vector<mlx5dv_dr_table*> tables_;
-  std::vector<mlx5dv_dr_matcher*> matchers_;
-  std::vector<mlx5dv_dr_rule*> rules_;
-  std::vector<mlx5dv_dr_action*> actions_;
-  std::vector<mlx5dv_devx_obj*> devx_;
-  std::vector<ibv_qp*> qps_;
-};
 
 // ---- QUERY_HCA_CAP ----
 
@@ -296,7 +140,8 @@ TEST_F(DevxTest, GeneralCapsDescribeTheFunction) {
   EXPECT_EQ(pf[105], 23);              // log_max_flow_counter_bulk
   EXPECT_EQ((uint32_t{pf[88]} << 24 | uint32_t{pf[89]} << 16 | pf[106] << 8 | pf[107]), 1u << 24);
   const uint64_t obj_types = Get64(pf, 128);
-  EXPECT_EQ(obj_types, (uint64_t{1} << 0x24) | (uint64_t{1} << 0x25));  // ASO flow meter, flow hit
+  // GENEVE TLV option, ASO flow meter, flow hit.
+  EXPECT_EQ(obj_types, (uint64_t{1} << 0x0b) | (uint64_t{1} << 0x24) | (uint64_t{1} << 0x25));
   EXPECT_EQ(pf[136] & 0x0f, 1);                                         // steering format: ConnectX-6 Dx
   const uint32_t flex = Get32(pf, 168);
   EXPECT_TRUE(flex & (1u << 8));   // ICMP

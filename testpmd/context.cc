@@ -10,6 +10,7 @@ EngineContext::EngineContext(sim::Nic& nic, const EngineOptions& options)
     : nic(nic),
       options(options),
       objects(nic, options.fdb_default_rule),
+      geneve_option(nic),
       vxlan(DefaultVxlanConf()),
       nvgre(DefaultNvgreConf()) {}
 

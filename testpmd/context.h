@@ -17,6 +17,7 @@
 #include "testpmd/dr_objects.h"
 #include "testpmd/engine.h"
 #include "testpmd/flow_objects.h"
+#include "testpmd/geneve_option.h"
 #include "testpmd/meters.h"
 
 namespace drsim::testpmd {
@@ -34,6 +35,7 @@ class EngineContext {
   sim::Nic& nic;
   const EngineOptions options;
   DrObjects objects;
+  GeneveOptionResource geneve_option;  // the device's GENEVE TLV option, while flows use it
   MeterBook meters;
   std::map<uint32_t, std::vector<uint8_t>> raw_encap, raw_decap;  // set raw_encap / raw_decap buffers
   SetTunnelCmd vxlan, nvgre;

@@ -74,6 +74,11 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
 
   auto flow = std::make_unique<Flow>();
   flow->objects.holds.push_back(target.table);
+  if (pattern.geneve_option) {
+    // Held before the rules are made, released after they and their matchers are gone.
+    DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const void> option, ctx.geneve_option.Acquire(*pattern.geneve_option));
+    flow->objects.holds.push_back(std::move(option));
+  }
   DRSIM_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));
   FlowInfo& info = flow->info;
   info.id = id;

@@ -52,6 +52,31 @@ void ApplyFieldOp(Item& item, const FieldDef& field, absl::string_view op, absl:
   w.pos = pos;
 }
 
+// A hex item field's value: its bytes from the field's most significant end (the first byte of the
+// structure's buffer), and the bits they cover.
+struct HexField {
+  absl::uint128 value = 0;
+  absl::uint128 given = 0;
+};
+
+absl::StatusOr<HexField> ParseHexField(const Token& token, const FieldDef& field, absl::string_view what) {
+  DRSIM_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ParseHex(token, what));
+  const size_t room = field.width / 8;
+  if (bytes.size() > room) {
+    return ErrorAt(token.pos, StatusCode::kUnimplemented,
+                   absl::StrFormat("%s: %d bytes; only the first %d can be matched (the match layout holds "
+                                   "%d bits of it)",
+                                   what, bytes.size(), room, field.width));
+  }
+  HexField h;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const int shift = static_cast<int>(8 * (room - 1 - i));
+    h.value |= absl::uint128(bytes[i]) << shift;
+    h.given |= absl::uint128(0xff) << shift;
+  }
+  return h;
+}
+
 absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, const ParamDef& param) {
   const std::string what = absl::StrFormat("%s parameter '%s'", action.name, param.name);
   ParamValue v;
@@ -207,6 +232,15 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
                        absl::StrFormat("prefix %d is longer than %s (%d bits)", n, what, field->width));
       }
       value = n;
+    } else if (field->kind == ValueKind::kHex) {
+      DRSIM_ASSIGN_OR_RETURN(HexField hex, ParseHexField(*value_token, *field, what));
+      ApplyFieldOp(item, *field, op->text, hex.value, fname.pos);
+      // `is` masks the bytes given (testpmd sets the mask of an arbitrary-length field as long as its value).
+      if (op->text == "is") {
+        ItemWord& w = item.words[field->storage];
+        w.mask &= ~(Ones(field->width) << field->shift) | (hex.given << field->shift);
+      }
+      continue;
     } else {
       DRSIM_ASSIGN_OR_RETURN(value, ParseScalar(*value_token, field->kind, field->width, what));
     }

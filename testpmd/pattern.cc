@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "hw/match_layout.h"
+#include "sim/geneve_option.h"
 #include "testpmd/registers.h"
 #include "testpmd/values.h"
 
@@ -196,6 +197,8 @@ class PatternBuilder {
       case ItemType::kGre:
       case ItemType::kNvgre:
         return Gre(item);
+      case ItemType::kGeneveOpt:
+        return GeneveOpt(item);
       case ItemType::kGreKey:
         return GreKey(item);
       case ItemType::kMpls:
@@ -526,6 +529,51 @@ class PatternBuilder {
     DRSIM_RETURN_IF_ERROR(
         Put(Field::kGreSPresent, flags.mask_bits(12, 1), flags.spec_bits(12, 1), flags.pos));
     return Put(Field::kGreProtocol, proto.mask_bits(0, 16), proto.spec_bits(0, 16), proto.pos);
+  }
+
+  // mlx5's checks of a geneve-opt item (flow_dv_validate_item_geneve_opt), its reasons in the messages.
+  absl::Status GeneveOpt(const Item& item) {
+    if (previous_ != ItemType::kGeneve) return Error(item, "geneve-opt must follow a geneve item");
+    if (out_.geneve_option) return Error(item, "a second geneve-opt item: mlx5 matches one GENEVE option");
+    if (!HasSpec(item)) {
+      return ErrorAt(item.pos, StatusCode::kUnimplemented,
+                     "geneve-opt needs its class, type and length (mlx5 matches the one option they name)");
+    }
+    const Word cls = W(item, 0), type = W(item, 1), len = W(item, 2), data = W(item, 3);
+    if (cls.mask_bits(0, 16) != 0xffff || type.mask_bits(0, 8) != 0xff || len.mask_bits(0, 5) != 0x1f) {
+      const Word& w = cls.mask_bits(0, 16) != 0xffff ? cls : type.mask_bits(0, 8) != 0xff ? type : len;
+      return ErrorAt(w.pos, StatusCode::kUnimplemented,
+                     "geneve-opt class, type and length must be matched whole ('is'): mlx5 configures its "
+                     "parser for one exact option");
+    }
+    const uint32_t length = len.spec_bits(0, 5);
+    if (length == 0 || data.mask == 0) {
+      return ErrorAt(length == 0 ? len.pos : item.pos, StatusCode::kUnimplemented,
+                     "geneve-opt without data, or of length 0, is not supported (mlx5 matches the option's "
+                     "data)");
+    }
+    if (length > sim::GeneveOptionParser::kMaxDataWords) {
+      return ErrorAt(len.pos, StatusCode::kUnimplemented,
+                     absl::StrFormat("geneve-opt length %d is not supported: the device parses options of at "
+                                     "most %d data words (max_geneve_tlv_option_data_len)",
+                                     length, sim::GeneveOptionParser::kMaxDataWords));
+    }
+    const uint32_t optlen_mask = hw::GetField(out_.mask.bytes(), Field::kGeneveOptLen);
+    const uint32_t optlen = hw::GetField(out_.value.bytes(), Field::kGeneveOptLen);
+    if (optlen_mask != 0 && (optlen & optlen_mask) <= length) {
+      return ErrorAt(len.pos, StatusCode::kInvalidArgument,
+                     absl::StrFormat("geneve-opt length %d exceeds the geneve item's optlen %d (the option "
+                                     "takes its header word and %d data words)",
+                                     length, optlen & optlen_mask, length));
+    }
+    if (data.spec == 0) {
+      return ErrorAt(data.pos, StatusCode::kUnimplemented,
+                     "geneve-opt data is 0 under its mask: mlx5 cannot match option data 0");
+    }
+    out_.geneve_option = GeneveOptionUse{static_cast<uint16_t>(cls.spec_bits(0, 16)),
+                                         static_cast<uint8_t>(type.spec_bits(0, 8)),
+                                         static_cast<uint8_t>(length), item.pos};
+    return Put(Field::kGeneveTlvOption0Data, data.mask_bits(0, 32), data.spec_bits(0, 32), data.pos);
   }
 
   absl::Status GreKey(const Item& item) {

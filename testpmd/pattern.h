@@ -10,6 +10,10 @@
 //    vlan -> the cvlan/svlan qualifier, gre_key/nvgre -> the GRE K bit, nvgre -> GRE protocol 0x6558, mpls
 //    after udp/gre -> UDP port 6635 / GRE protocol 0x8847.
 //  - Items after a tunnel item (vxlan, vxlan-gpe, geneve, gre, nvgre, mpls, gtp) match inner headers.
+//  - geneve-opt (right after geneve) matches the first data word of the option of its class, type and
+//    length (misc3.geneve_tlv_option_0_data), with mlx5's checks (flow_dv_validate_item_geneve_opt): the
+//    three given with full masks, a length of 1..7 words that fits the geneve item's optlen, data given
+//    and not all zero under its mask. TranslatedPattern::geneve_option names the option.
 //  - Layer order is checked as mlx5 checks it: an L4 item needs an L3 item of its level, a tunnel its outer
 //    layers, one tunnel level at most; ICMP/ICMPv6 only on the outer level (the layout's ICMP fields are
 //    the outer packet's).
@@ -60,10 +64,20 @@ struct PatternContext {
   std::optional<uint16_t> implicit_source_vport;
 };
 
+// The GENEVE TLV option a geneve-opt item matches (the data of): mlx5 creates the device's option parser
+// object for it when a flow first uses it (geneve_option.h).
+struct GeneveOptionUse {
+  uint16_t option_class = 0;
+  uint8_t type = 0;
+  uint8_t length = 0;  // data words
+  SourcePos pos;       // the item
+};
+
 struct TranslatedPattern {
   hw::MatchParams mask;
   hw::MatchParams value;
   PatternInfo info;
+  std::optional<GeneveOptionUse> geneve_option;
 };
 
 absl::StatusOr<TranslatedPattern> TranslatePattern(absl::Span<const Item> items, const PatternContext& ctx);

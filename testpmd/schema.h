@@ -26,7 +26,7 @@ enum class ValueKind : uint8_t {
   kMac,           // 00:11:22:33:44:55
   kIpv4,          // 10.0.0.1
   kIpv6,          // 2001:db8::1
-  kHex,           // a byte string in hex, with or without 0x
+  kHex,           // a byte string in hex, with or without 0x (in an item field: its first bytes)
   kBool,          // true/false, on/off, yes/no, set/unset, 1/0
   kColor,         // green, yellow, red
   kKeyword,       // one of ParamDef::keywords
@@ -47,6 +47,7 @@ enum class ItemType : uint8_t {
   kVxlan,
   kVxlanGpe,
   kGeneve,
+  kGeneveOpt,
   kGre,
   kGreKey,
   kNvgre,

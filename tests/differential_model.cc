@@ -140,6 +140,8 @@ const char* ActionShapeName(ActionShape shape) {
 
 NicRxModel::NicRxModel(int queues, const std::vector<uint32_t>& tags)
     : domain_(*dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {
+  // The GENEVE option the packet model reports as option 0 (tests/packet_model.h).
+  nic_.CreateGeneveTlvOption({kModelGeneveOptionClass, kModelGeneveOptionType, 1}).IgnoreError();
   for (int q = 0; q < queues; ++q) {
     qps_.push_back(nic_.pf().CreateQueue(1 << 16));
     queue_actions_.push_back(*dr::Action::DestQp(nic_.pf(), qps_.back()));
@@ -489,7 +491,7 @@ absl::StatusOr<std::vector<RefVerdict>> NicRxModel::Classify(absl::Span<const si
   for (size_t i = 0; i < frames.size(); ++i) {
     const MatchParams expected = ExpectedFields(specs[i]);
     hw::HeaderVector parsed;
-    sim::ParsePacket(frames[i].data(), frames[i].size(), 0xffff, &parsed);
+    sim::ParsePacket(frames[i].data(), frames[i].size(), 0xffff, &parsed, nic_.geneve_option());
     if (std::memcmp(parsed.bytes, expected.bytes(), hw::kMatchParamBytes) != 0) {
       return absl::InternalError(
           absl::StrFormat("frame %d (%s): the parser disagrees with the packet model: %s", i,

@@ -166,10 +166,11 @@ Inner StateTunnel(MatchBuilder& b, const sim::TunnelFrameSpec& t) {
       for (const sim::GeneveOption& o : tn.geneve_options) words += 1 + std::min<size_t>(o.data.size(), 31);
       b.GeneveVni(tn.vni & 0xffffff).Set(Field::kGeneveOam, tn.geneve_oam);
       b.Set(Field::kGeneveOptLen, words).Set(Field::kGeneveProtocolType, tn.geneve_protocol);
-      if (!tn.geneve_options.empty()) {  // option 0 is the first option
+      for (const sim::GeneveOption& o : tn.geneve_options) {  // option 0: the first of the model's option
+        if (o.option_class != kModelGeneveOptionClass || o.type != kModelGeneveOptionType) continue;
         b.Set(Field::kGeneveTlvOption0Exist, 1);
-        if (!tn.geneve_options[0].data.empty())
-          b.Set(Field::kGeneveTlvOption0Data, tn.geneve_options[0].data[0]);
+        if (!o.data.empty()) b.Set(Field::kGeneveTlvOption0Data, o.data[0]);
+        break;
       }
       return ByEthertype(tn.geneve_protocol);
     }

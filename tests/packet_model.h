@@ -6,6 +6,9 @@
 // the tunnel header followed by the inner packet, whose bytes it takes from the plain BuildFrame(inner)
 // (the GRE checksum is computed over them here).
 //
+// GENEVE option 0 is the first option of class kModelGeneveOptionClass and type kModelGeneveOptionType
+// (OVN's tunnel key): the option the NIC's GENEVE TLV option parser must be configured for.
+//
 // Domain (what the builder can describe but the model does not state): an IP tunnel needs an IPv4/IPv6
 // outer; MPLS label stacks are not empty; GENEVE options total at most 63 words; an l3 == kNone spec's
 // ethertype is not a VLAN TPID or MPLS. A plain FrameSpec whose filler payload follows UDP port 4789 or
@@ -14,10 +17,15 @@
 #ifndef DRSIM_TESTS_PACKET_MODEL_H_
 #define DRSIM_TESTS_PACKET_MODEL_H_
 
+#include <cstdint>
+
 #include "hw/match_params.h"
 #include "sim/frame_builder.h"
 
 namespace drsim::testing {
+
+inline constexpr uint16_t kModelGeneveOptionClass = 0x0102;
+inline constexpr uint8_t kModelGeneveOptionType = 0x80;
 
 // The fields of BuildFrame(spec) as received from the wire (source_port 0xffff).
 hw::MatchParams ExpectedFields(const sim::FrameSpec& spec);
