@@ -533,8 +533,8 @@ class PatternBuilder {
 
   // mlx5's checks of a geneve-opt item (flow_dv_validate_item_geneve_opt), its reasons in the messages.
   absl::Status GeneveOpt(const Item& item) {
-    if (previous_ != ItemType::kGeneve) return Error(item, "geneve-opt must follow a geneve item");
     if (out_.geneve_option) return Error(item, "a second geneve-opt item: mlx5 matches one GENEVE option");
+    if (previous_ != ItemType::kGeneve) return Error(item, "geneve-opt must follow a geneve item");
     if (!HasSpec(item)) {
       return ErrorAt(item.pos, StatusCode::kUnimplemented,
                      "geneve-opt needs its class, type and length (mlx5 matches the one option they name)");

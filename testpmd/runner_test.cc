@@ -1,5 +1,5 @@
-// The whole-file runner on the example rule files of testpmd/testdata: the good ones run and steer frames as
-// their comments say; errors.rules reports every mistake (compared with errors.expected) and installs
+// The whole-file runner on the example rule files of testpmd/testdata: the good ones (OVN's GENEVE tunnel
+// key among them) run and steer frames as their comments say; errors.rules reports every mistake (compared with errors.expected) and installs
 // nothing.
 //
 // To regenerate errors.expected after a deliberate change, run the test binary from the workspace root:
@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/frame_builder.h"
 #include "testpmd/engine_test_util.h"
 
 namespace drsim::testpmd {
@@ -28,6 +29,20 @@ std::string ReadFile(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+// An OVN-style frame from the wire: VNI 5 with `options`, carrying an IPv4/UDP packet.
+std::vector<uint8_t> Geneve(std::vector<sim::GeneveOption> options) {
+  sim::TunnelFrameSpec t;
+  t.outer.protocol = sim::kIpProtoUdp;
+  t.tunnel.kind = sim::Encap::kGeneve;
+  t.tunnel.vni = 5;
+  t.tunnel.geneve_options = std::move(options);
+  t.inner.protocol = sim::kIpProtoUdp;
+  return sim::BuildFrame(t);
+}
+
+// OVN's tunnel key option carrying `key`.
+sim::GeneveOption OvnKey(uint32_t key) { return {0x0102, 0x80, {key}}; }
 
 std::string Diagnostics(const FileReport& report) {
   std::vector<std::string> lines;
@@ -81,6 +96,41 @@ TEST_F(EngineTest, VxlanOverlayFile) {
   EXPECT_EQ(nic_.function(1)->Send(out).fate, sim::Fate::kWire);
   wire = *nic_.PollWire();
   EXPECT_EQ(wire.size(), out.size() + 50);
+}
+
+TEST_F(EngineTest, OvnGeneveFileSteersByTheTunnelKeyAnywhereAmongTheOptions) {
+  FileReport r = RunFile(engine_, "ovn_geneve.rules", ReadFile("testpmd/testdata/ovn_geneve.rules"));
+  ASSERT_TRUE(r.ok()) << Diagnostics(r);
+  const sim::GeneveOption other_class{0xffff, 0x80, {0x00010002}}, other{0x0103, 0x01, {1, 2, 3}};
+  struct Case {
+    std::vector<sim::GeneveOption> options;
+    int port;  // 0: not steered to a VF
+  } cases[] = {
+      {{OvnKey(0x00010002)}, 1},
+      {{other, OvnKey(0x00010003)}, 2},
+      {{other_class, other, OvnKey(0x00010002)}, 1},  // the key third
+      {{other_class}, 0},                             // the key's data in another class
+      {{OvnKey(0x00010004)}, 0},                      // another logical port
+      {{}, 0},
+  };
+  for (const Case& c : cases) {
+    sim::Verdict v = nic_.ReceiveFromWire(Geneve(c.options));
+    if (c.port == 0) {
+      EXPECT_NE(v.fate, sim::Fate::kQueued) << c.options.size();
+    } else {
+      EXPECT_EQ(v.qp_num, Qp(c.port, 0)) << c.options.size();
+    }
+  }
+  // The first geneve-opt flow made the device's option object.
+  absl::StatusOr<sim::GeneveTlvOption> option = nic_.QueryGeneveTlvOption(1);
+  ASSERT_TRUE(option.ok()) << option.status();
+  EXPECT_EQ(option->option_class, 0x0102);
+  EXPECT_EQ(option->type, 0x80);
+  EXPECT_EQ(option->data_len, 1);
+  // flow list shows the item.
+  CommandResult list = Run("flow list 0");
+  ASSERT_EQ(list.flows.size(), 2u);
+  EXPECT_THAT(list.flows[0].items, ::testing::Contains("GENEVE_OPT"));
 }
 
 TEST_F(EngineTest, MetersAndSampleFile) {

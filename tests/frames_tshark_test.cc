@@ -245,6 +245,35 @@ TEST(FramesTsharkTest, EveryBuiltFrameDecodesCleanly) {
   }
 }
 
+// OVN-style GENEVE frames: the tunnel key option (class 0x0102, type 0x80) alone, behind options of other
+// classes, and without options, carrying Ethernet/IPv4/UDP.
+TEST(FramesTsharkTest, GeneveFramesWithSeveralOptionsDecodeCleanly) {
+  const sim::GeneveOption key{0x0102, 0x80, {0x00010002}};
+  const std::vector<std::vector<sim::GeneveOption>> layouts = {
+      {key}, {{0xffff, 0x01, {1, 2}}, key}, {{0x0103, 0x80, {3}}, {0xffff, 0x02, {}}, key}, {}};
+  std::vector<std::vector<uint8_t>> frames;
+  for (const std::vector<sim::GeneveOption>& options : layouts) {
+    sim::TunnelFrameSpec t;
+    t.outer = Base();
+    t.outer.protocol = sim::kIpProtoUdp;
+    t.tunnel.kind = sim::Encap::kGeneve;
+    t.tunnel.vni = 5;
+    t.tunnel.geneve_options = options;
+    t.inner = Base();
+    t.inner.protocol = sim::kIpProtoUdp;
+    frames.push_back(sim::BuildFrame(t));
+  }
+  const std::vector<TsharkFrame> dissected = Dissect("geneve.pcap", frames);
+  ASSERT_EQ(dissected.size(), layouts.size());
+  for (const TsharkFrame& f : dissected) {
+    SCOPED_TRACE(f.number);
+    EXPECT_EQ(f.protocols, "eth:ethertype:ip:udp:geneve:eth:ethertype:ip:udp:data");
+    EXPECT_THAT(f.Problems(), IsEmpty());
+    EXPECT_EQ(f.checksums.at("ip"), "Good,Good");  // the outer and inner headers
+    EXPECT_EQ(f.checksums.at("udp"), "Good,Good");
+  }
+}
+
 // The oracle itself: corrupted frames must be reported.
 TEST(FramesTsharkTest, TsharkCheckReportsBadChecksumsAndMalformedFrames) {
   std::vector<uint8_t> bad_udp = sim::BuildFrame(Base());

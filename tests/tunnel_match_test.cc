@@ -1,5 +1,6 @@
 // rdma-core's GENEVE and RoCE BTH matching scenarios (test_geneve_match_rx/_tx, test_roce_bth_match_rx/
-// _tx) on the software NIC, and RoCE v2 frames whose UDP source port is the RFC's entropy.
+// _tx) on the software NIC, GENEVE option matching through the NIC's option parser object, and RoCE v2
+// frames whose UDP source port is the RFC's entropy.
 #include <vector>
 
 #include "dr/dr.h"
@@ -81,6 +82,45 @@ TEST_P(MatchCountTest, GeneveVniAndOam) {
   Send(sim::BuildFrame(Geneve(0x1235, false)));         // another VNI
   Send(sim::BuildFrame(sim::TunnelFrameSpec().outer));  // not GENEVE
   EXPECT_EQ(Count(), 5u);
+}
+
+// OVN's tunnel key through the C++ API: the NIC's GENEVE TLV option object selects the option that
+// misc3.geneve_tlv_option_0_data reads, wherever it sits among the options.
+TEST_P(MatchCountTest, GeneveTunnelKeyOption) {
+  const absl::StatusOr<uint32_t> option = nic_.CreateGeneveTlvOption({0x0102, 0x80, 1});
+  ASSERT_TRUE(option.ok()) << option.status();
+  Install(*MatchBuilder().Set(Field::kGeneveTlvOption0Data, 0xffffffff).Set(Field::kGeneveTlvOption0Exist, 1).Build(),
+          *MatchBuilder().Set(Field::kGeneveTlvOption0Data, 0x00010002).Set(Field::kGeneveTlvOption0Exist, 1).Build());
+  auto send = [&](std::vector<sim::GeneveOption> options) {
+    sim::TunnelFrameSpec t = Geneve(0x1234, false);
+    t.tunnel.geneve_options = std::move(options);
+    Send(sim::BuildFrame(t));
+  };
+  const sim::GeneveOption key{0x0102, 0x80, {0x00010002}};
+  send({key});
+  send({{0xffff, 0x01, {1, 2}}, key});                         // second
+  send({{0x0103, 0x80, {0x00010002}}, {0xffff, 0x80, {3}}, key});  // third, behind the key's data in another class
+  send({{0x0103, 0x80, {0x00010002}}});                        // another class: not the key
+  send({{0x0102, 0x81, {0x00010002}}});                        // another type
+  send({});
+  EXPECT_EQ(Count(), 3u);
+  // The object stays while the matcher reads option 0 (EBUSY), and goes with it; then nothing is option 0.
+  EXPECT_EQ(nic_.DestroyGeneveTlvOption(*option).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(nic_.QueryGeneveTlvOption(*option)->option_class, 0x0102);
+  ASSERT_TRUE(r1_.Destroy().ok());
+  ASSERT_TRUE(m_.Destroy().ok());
+  EXPECT_TRUE(nic_.DestroyGeneveTlvOption(*option).ok());
+  EXPECT_EQ(nic_.QueryGeneveTlvOption(*option).status().code(), absl::StatusCode::kNotFound);
+  m_ = *dr::Matcher::Create(t1_, 0, *MatchBuilder().Set(Field::kGeneveTlvOption0Data, 0xffffffff).Build());
+  r1_ = *dr::Rule::Create(m_, *MatchBuilder().Set(Field::kGeneveTlvOption0Data, 0x00010002).Build(), {&count_});
+  send({key});
+  EXPECT_EQ(Count(), 3u);
+  // One option per device, of at most 7 data words.
+  EXPECT_EQ(nic_.CreateGeneveTlvOption({0x0102, 0x80, 8}).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(nic_.CreateGeneveTlvOption({0xffff, 0x80, 1}).ok());
+  const absl::Status second = nic_.CreateGeneveTlvOption({0x0102, 0x80, 1}).status();
+  EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(second.message().find("max_geneve_tlv_options"), absl::string_view::npos) << second;
 }
 
 TEST_P(MatchCountTest, RoceBth) {
