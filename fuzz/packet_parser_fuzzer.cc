@@ -58,7 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   drsim::hw::HeaderVector hv;
   // A source vport whose two bytes differ, so that a key read with them swapped shows.
   constexpr uint16_t kSource = 0x01fe;
-  drsim::sim::PacketLayers layers = drsim::sim::ParsePacket(frame.data(), frame.size(), kSource, &hv);
+  // The GENEVE option scan runs too, for OVN's tunnel key (the corpus's geneve_options frames carry it).
+  drsim::sim::PacketLayers layers = drsim::sim::ParsePacket(frame.data(), frame.size(), kSource, &hv,
+                                                            drsim::sim::GeneveOptionSelector::For(0x0102, 0x80));
   const bool ordered = (layers.l4 == 0 || layers.l3 < layers.l4) &&
                        (layers.payload == 0 || layers.l4 < layers.payload) && layers.payload <= size;
   const uint32_t ip_version = drsim::hw::GetField(hv.bytes, drsim::hw::Field::kOuterIpVersion);
