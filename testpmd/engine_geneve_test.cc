@@ -2,11 +2,9 @@
 // creates on first use and the one-option-per-device rule, and mlx5's checks of the item, each with its
 // message. runner_test.cc runs ovn_geneve.rules with traffic.
 #include <string>
-#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/frame_builder.h"
 #include "testpmd/engine_test_util.h"
 
 namespace drsim::testpmd {
