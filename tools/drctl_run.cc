@@ -9,7 +9,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
@@ -107,14 +106,9 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
   if (session == nullptr) return status;
   std::string after_text;
   if (!options.after.empty()) {
-    std::ifstream in(options.after);
-    if (!in) {
-      err << "drctl: " << options.after << ": cannot open the --after command file\n";
-      return kExitUsage;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    after_text = text.str();
+    std::optional<std::string> text = ReadTextFile(options.after, "--after command file", err);
+    if (!text) return kExitUsage;
+    after_text = *std::move(text);
   }
   std::ofstream verdicts;
   if (!options.verdicts.empty()) {

@@ -139,18 +139,26 @@ uint64_t FrameTimeNs(const sim::PcapFrame& frame) {
   return frame.timestamp_us < 0 ? 0 : static_cast<uint64_t>(frame.timestamp_us) * 1000;
 }
 
-std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
-                                   uint64_t start_ns) {
-  std::ifstream in(options.rules);
+std::optional<std::string> ReadTextFile(const std::string& path, absl::string_view what, std::ostream& err) {
+  std::ifstream in(path);
   if (!in) {
-    err << "drctl: " << options.rules << ": cannot open the rule file\n";
-    *exit_status = kExitUsage;
-    return nullptr;
+    err << "drctl: " << path << ": cannot open the " << what << "\n";
+    return std::nullopt;
   }
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
+                                   uint64_t start_ns) {
+  std::optional<std::string> text = ReadTextFile(options.rules, "rule file", err);
+  if (!text) {
+    *exit_status = kExitUsage;
+    return nullptr;
+  }
   auto session = std::make_unique<Session>();
-  session->rules_text = text.str();
+  session->rules_text = *std::move(text);
   session->nic = std::make_unique<sim::Nic>(options.vfs);
   session->nic->set_time_ns(start_ns);
   testpmd::EngineOptions engine_options;

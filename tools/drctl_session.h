@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sim/nic.h"
 #include "sim/pcap_file.h"
 #include "testpmd/engine.h"
@@ -56,6 +57,10 @@ struct Session {
 // nullptr with *exit_status set.
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
                                    uint64_t start_ns = 0);
+
+// The text of the file at `path`; nullopt, with "drctl: PATH: cannot open the WHAT" on `err`, when it
+// cannot be read.
+std::optional<std::string> ReadTextFile(const std::string& path, absl::string_view what, std::ostream& err);
 
 // The NIC time of a frame: its pcap timestamp in nanoseconds (0 before the epoch).
 uint64_t FrameTimeNs(const sim::PcapFrame& frame);
