@@ -32,7 +32,11 @@ absl::StatusOr<uint32_t> FlowEngine::QueriedFlow(const FlowQueryCmd& c) const {
 }
 
 absl::StatusOr<AgeResult> FlowEngine::QueryAge(uint16_t port, uint32_t flow_id) const {
-  DRSIM_ASSIGN_OR_RETURN(const uint32_t id, QueriedFlow(FlowQueryCmd{FlowQueryCmd::What::kAge, port, flow_id}));
+  FlowQueryCmd query;
+  query.what = FlowQueryCmd::What::kAge;
+  query.port = port;
+  query.rule_id = flow_id;
+  DRSIM_ASSIGN_OR_RETURN(const uint32_t id, QueriedFlow(query));
   const Flow& flow = *context_->flows.at(port).at(id);
   if (flow.objects.age == nullptr) {
     return absl::InvalidArgumentError(

@@ -176,6 +176,10 @@ TEST_F(AgingTest, IndirectIdsAreTestpmds) {
   EXPECT_THAT(s.message(), HasSubstr("Indirect action #10 is already assigned, delete it first"));
   EXPECT_EQ(Run("flow indirect_action 0 destroy action_id 0 action_id 11 action_id 5").text,
             "Indirect action #11 destroyed\nIndirect action #0 destroyed\n");
+  Run("flow indirect_action 0 create action_id 4294967294 action count / end");
+  s = Error("flow indirect_action 0 create action count / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("Highest indirect action ID is already assigned, delete it first"));
 }
 
 TEST_F(AgingTest, IndirectAgeIsKeptAliveByEveryRuleUsingIt) {
