@@ -333,6 +333,15 @@ class Rule {
   // std::bad_alloc, as in Create, with the updates before the one that ran out applied.)
   static absl::Status UpdateMany(absl::Span<const Update> updates);
 
+  // The rule's hits on the device's clock (sim::Nic::set_time_ns), from its flow_counter action: when the
+  // counter began counting (its bulk's allocation: allocate it with the rule to age the rule from its
+  // creation), its last hit, how long it has been idle now (`idle_ns()`: the rule's age) and the longest
+  // stretch it went without a hit. A counter several rules share reports the hits of them all. Counters
+  // in a sampler's or dest array's actions are not the rule's. FailedPrecondition when the rule has no
+  // flow_counter action; Unimplemented on a device that keeps no hit history; InvalidArgument for an empty
+  // handle.
+  absl::StatusOr<hw::CounterActivity> QueryActivity() const;
+
   absl::Status Destroy();
   uint32_t id() const;  // unique in the process, reported in traces
   bool valid() const { return handle_.get() != nullptr; }

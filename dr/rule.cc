@@ -552,6 +552,24 @@ absl::Status Rule::Destroy() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<hw::CounterActivity> Rule::QueryActivity() const {
+  const RuleObj* rule = handle_.get();
+  if (rule == nullptr) return absl::InvalidArgumentError("rule handle is empty");
+  const ActionObj* counter = nullptr;
+  {
+    std::lock_guard<std::recursive_mutex> lock(rule->matcher->table->domain->mu);
+    for (const ActionObj* a : rule->programs->actions) {
+      if (a->spec.type == actions::ActionType::kCtr) counter = a;
+    }
+  }
+  if (counter == nullptr) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "rule %d has no flow_counter action: its hits are counted nowhere", internal::RuleId(*rule)));
+  }
+  // (The rule's handle keeps its programs and so the action, and the action's device outlives it.)
+  return counter->device->QueryCounterActivity(counter->spec.counter_id);
+}
+
 uint32_t Rule::id() const { return handle_.get() ? internal::RuleId(*handle_.get()) : 0; }
 
 }  // namespace drsim::dr

@@ -32,6 +32,20 @@ struct AsoContext {
   uint32_t id;  // the device's id of the context (object and offset)
 };
 
+// What a flow counter's hits say about time, on the device's clock (ns of simulated time): when it began
+// counting (its bulk's allocation), its last hit, and the longest stretch it went without one — from
+// `since_ns` to the first hit, between two hits, or from the last hit (or `since_ns`) to `now_ns`. Flow
+// aging reads it: a counter idle for longer than a timeout at any moment has aged, even if hit since.
+struct CounterActivity {
+  uint64_t now_ns = 0;
+  uint64_t since_ns = 0;
+  bool hit = false;          // whether it counted any packet
+  uint64_t last_hit_ns = 0;  // when `hit`
+  uint64_t longest_idle_ns = 0;
+  // How long it has been idle now: since the last hit, or since it began counting.
+  uint64_t idle_ns() const { return now_ns - (hit ? last_hit_ns : since_ns); }
+};
+
 // What a device says about itself (ibv_query_device and its HCA capabilities); dumps report it.
 struct DeviceInfo {
   std::string name = "drsim";        // the ibv device name
@@ -72,6 +86,11 @@ class Device {
   // NotFound for an id outside every allocated bulk; a bulk cannot be freed while retained.
   virtual absl::Status RetainCounter(uint32_t counter_id) = 0;
   virtual void ReleaseCounter(uint32_t counter_id) = 0;
+  // A counter's hit history (NotFound for an id outside every bulk). Devices without a clock say
+  // Unimplemented.
+  virtual absl::StatusOr<CounterActivity> QueryCounterActivity(uint32_t /*counter_id*/) {
+    return absl::UnimplementedError("this device keeps no hit history of its flow counters");
+  }
 
   // eSwitch: only the eSwitch manager (the PF) may create FDB domains; dest_vport actions name an
   // existing vport (0 = the PF, 1..N the VFs, 0xffff the uplink).

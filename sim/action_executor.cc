@@ -359,7 +359,7 @@ bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, Pac
         meta.flow_tag = op.arg;
         break;
       case hw::OpCode::kCounter:
-        counters_->Add(op.arg, packet.size());
+        counters_->Add(op.arg, packet.size(), now_ns);
         break;
       case hw::OpCode::kModifyHeader:
         Modify(*op.modify, packet, meta);

@@ -1,5 +1,7 @@
 #include "sim/counters.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 
 namespace drsim::sim {
@@ -12,7 +14,7 @@ CounterBank::~CounterBank() {
   for (uint32_t i = 0; i < kMaxChunks; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
 }
 
-absl::StatusOr<uint32_t> CounterBank::Allocate(uint32_t bulk) {
+absl::StatusOr<uint32_t> CounterBank::Allocate(uint32_t bulk, uint64_t now_ns) {
   if (bulk == 0 || bulk > (1u << 23)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("flow counter bulk of %d: must be 1..%d", bulk, 1 << 23));
@@ -29,7 +31,8 @@ absl::StatusOr<uint32_t> CounterBank::Allocate(uint32_t bulk) {
       chunks_[chunk].store(new Counter[kChunkSize], std::memory_order_release);
     }
   }
-  bulks_[base] = {bulk, 0};
+  for (uint32_t id = base; id < next_id_; ++id) CounterAt(id).last_ns.store(now_ns, std::memory_order_relaxed);
+  bulks_[base] = {bulk, now_ns, 0};
   return base;
 }
 
@@ -75,6 +78,20 @@ absl::Status CounterBank::QueryAndClear(uint32_t id, uint64_t* packets, uint64_t
   *packets = CounterAt(id).packets.exchange(0, std::memory_order_relaxed);
   *bytes = CounterAt(id).bytes.exchange(0, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+absl::StatusOr<hw::CounterActivity> CounterBank::Activity(uint32_t id, uint64_t now_ns) const {
+  const std::optional<uint32_t> base = BulkOf(id);
+  if (!base) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
+  const Counter& c = CounterAt(id);
+  hw::CounterActivity a;
+  a.since_ns = bulks_.at(*base).since_ns;
+  a.hit = c.hit.load(std::memory_order_relaxed);
+  const uint64_t last = c.last_ns.load(std::memory_order_relaxed);
+  if (a.hit) a.last_hit_ns = last;
+  a.now_ns = std::max(now_ns, last);
+  a.longest_idle_ns = std::max(c.longest_idle_ns.load(std::memory_order_relaxed), a.now_ns - last);
+  return a;
 }
 
 }  // namespace drsim::sim

@@ -134,7 +134,12 @@ Function* Nic::function(uint32_t vport) {
 
 absl::StatusOr<uint32_t> Nic::AllocateCounters(uint32_t bulk) {
   std::lock_guard<std::mutex> lock(control_mu_);
-  return objects_->counters.Allocate(bulk);
+  return objects_->counters.Allocate(bulk, time_ns());
+}
+
+absl::StatusOr<hw::CounterActivity> Nic::QueryCounterActivity(uint32_t counter_id) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->counters.Activity(counter_id, time_ns());
 }
 
 absl::Status Nic::QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes, bool clear) {

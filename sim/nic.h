@@ -198,6 +198,7 @@ class Function : public hw::Device {
   void ReleaseQueue(uint32_t qp_num) override;
   absl::Status RetainCounter(uint32_t counter_id) override;
   void ReleaseCounter(uint32_t counter_id) override;
+  absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id) override;
   bool IsEswitchManager() const override { return vport_ == 0; }
   bool HasVport(uint32_t vport) const override;
   absl::Status RetainTir(uint32_t tir) override;
@@ -316,6 +317,9 @@ class Nic {
   absl::StatusOr<uint32_t> AllocateCounters(uint32_t bulk);
   absl::Status QueryCounter(uint32_t counter_id, uint64_t* packets, uint64_t* bytes, bool clear = false);
   absl::Status FreeCounters(uint32_t base);
+  // A counter's hit history on the NIC's clock (hw::CounterActivity): its bulk counts from the time it was
+  // allocated. NotFound for an unknown counter.
+  absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id);
 
   // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h. MeterParams is in
   // sim/meter.h.
@@ -335,7 +339,8 @@ class Nic {
     return GeneveOptionSelector::FromPacked(geneve_option_.load(std::memory_order_acquire));
   }
 
-  // The NIC's clock, which meters run on: frames processed now arrive at `ns`. It only moves forward.
+  // The NIC's clock, which meters and the counters' hit history run on: frames processed now arrive at
+  // `ns`. It only moves forward.
   void set_time_ns(uint64_t ns);
   uint64_t time_ns() const { return now_ns_.load(std::memory_order_relaxed); }
 

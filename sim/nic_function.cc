@@ -96,6 +96,10 @@ void Function::ReleaseCounter(uint32_t counter_id) {
   nic_->objects_->counters.Release(counter_id);
 }
 
+absl::StatusOr<hw::CounterActivity> Function::QueryCounterActivity(uint32_t counter_id) {
+  return nic_->QueryCounterActivity(counter_id);
+}
+
 uint64_t Function::NextMatcherSequence() { return ++nic_->matcher_sequence_; }
 
 absl::StatusOr<uint32_t> Function::CreateTir(std::vector<uint32_t> queues, uint64_t hash_fields,

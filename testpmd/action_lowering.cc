@@ -98,6 +98,12 @@ absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
       case ActionType::kCount:
         DRSIM_RETURN_IF_ERROR(once(c.count, a, "count"));
         break;
+      case ActionType::kAge:
+        DRSIM_RETURN_IF_ERROR(once(c.age, a, "age"));
+        break;
+      case ActionType::kIndirect:
+        c.indirects.push_back(&a);
+        break;
       case ActionType::kVxlanDecap:
       case ActionType::kNvgreDecap:
       case ActionType::kRawDecap:
@@ -140,8 +146,6 @@ absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
   return c;
 }
 
-// Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, counter (when `with_count`)
-// and encap to `list`, for a rule in a root table when `root`.
 absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, bool root,
                                           absl::Span<const uint64_t> extra_words, DrList* list) {
   const uint32_t flags = root ? MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL : 0;
@@ -165,10 +169,7 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
   }
   for (const PushVlan& p : c.pushes) DRSIM_RETURN_IF_ERROR(AddPush(p, list));
   if (c.mark != nullptr) DRSIM_RETURN_IF_ERROR(AddMark(*c.mark, list));
-  if (with_count && c.count != nullptr) {
-    DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*c.count, &out_->counter));
-    list->Add(counter, c.count);
-  }
+  if (with_count) DRSIM_RETURN_IF_ERROR(AddCounting(c, root, list));
   if (reformats.encap) DRSIM_RETURN_IF_ERROR(AddReformat(*reformats.encap, flags, list));
   return absl::OkStatus();
 }
@@ -237,6 +238,86 @@ absl::StatusOr<const dr::Action*> ActionLowering::Counter(const Action& count, s
   }
   if (id != nullptr) *id = counter;
   return Own(*std::move(action), [&nic, counter] { nic.FreeCounters(counter).IgnoreError(); });
+}
+
+absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList* list) {
+  // The indirect actions, by kind.
+  const Action* shared_count = nullptr;
+  const Action* shared_age = nullptr;
+  std::optional<uint32_t> shared_count_id, shared_age_id;
+  std::shared_ptr<AgeState> indirect_age;
+  auto duplicate = [](const Action& a, absl::string_view what) {
+    return ActionError(a, StatusCode::kInvalidArgument, absl::StrFormat("duplicate %s actions set", what));
+  };
+  for (const Action* a : c.indirects) {
+    const uint32_t id = ActionParam(*a, "action_id");
+    absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, id);
+    if (!entry.ok()) return Fail(entry.status(), a);
+    const std::shared_ptr<IndirectObject>& object = (*entry)->object;
+    out_->holds.push_back(object);
+    switch (object->def().type) {
+      case ActionType::kCount:
+        if (c.count != nullptr || shared_count != nullptr) return duplicate(*a, "count");
+        shared_count = a;
+        shared_count_id = object->counter();
+        break;
+      case ActionType::kAge:
+        if (root) {
+          return ActionError(*a, StatusCode::kUnimplemented,
+                             "Shared ASO age action is not supported for group 0 (the root table)");
+        }
+        if (c.age != nullptr || shared_age != nullptr) return duplicate(*a, "age");
+        shared_age = a;
+        shared_age_id = object->counter();
+        indirect_age = object->age();
+        break;
+      default:
+        DRSIM_RETURN_IF_ERROR(object->AddToRule(*this, *a, list));
+        break;
+    }
+  }
+  std::optional<uint32_t> age_timeout;
+  if (c.age != nullptr) {
+    DRSIM_ASSIGN_OR_RETURN(age_timeout, AgeTimeout(*c.age));
+    if (root && shared_count != nullptr) {
+      return ActionError(*c.age, StatusCode::kInvalidArgument,
+                         "old age and indirect count combination is not supported (in the root table, mlx5 "
+                         "ages a rule by its own counter)");
+    }
+  }
+  const Action* counting = c.count != nullptr ? c.count : shared_count;
+  const Action* aging = c.age != nullptr ? c.age : shared_age;
+  if (counting != nullptr && aging != nullptr && (shared_count != nullptr || shared_age != nullptr)) {
+    return ActionError(*(shared_age != nullptr ? shared_age : aging), StatusCode::kUnimplemented,
+                       absl::StrFormat("a DR rule takes one flow counter, and '%s' at %d:%d needs its own: an "
+                                       "indirect count or age beside another count or age is not modelled "
+                                       "(mlx5 ages with an ASO flow-hit object there)",
+                                       counting->def->name, counting->pos.line, counting->pos.column));
+  }
+  if (counting == nullptr && aging == nullptr) return absl::OkStatus();
+  const std::optional<uint32_t> shared = shared_count_id ? shared_count_id : shared_age_id;
+  if (shared) {
+    const Action* origin = shared_count != nullptr ? shared_count : shared_age;
+    absl::StatusOr<dr::Action> action = dr::Action::FlowCounter(domain_->function(), *shared, 0);
+    if (!action.ok()) return Fail(action.status(), origin);
+    list->Add(Own(*std::move(action)), origin);
+    if (shared_count != nullptr) out_->counter = shared;
+    out_->age = indirect_age;
+    out_->indirect_age = indirect_age != nullptr;
+    return absl::OkStatus();
+  }
+  // Its own count and age share a new counter.
+  std::optional<uint32_t> id;
+  const Action* origin = c.count != nullptr ? c.count : c.age;
+  DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*origin, &id));
+  list->Add(counter, origin);
+  if (c.count != nullptr) out_->counter = id;
+  if (c.age != nullptr) {
+    out_->age = std::make_shared<AgeState>();
+    out_->age->timeout_s = *age_timeout;
+    out_->age->counter = *id;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,

@@ -68,6 +68,8 @@ struct Classified {
   const Action* sample = nullptr;
   const Action* mark = nullptr;  // mark or flag
   const Action* count = nullptr;
+  const Action* age = nullptr;
+  std::vector<const Action*> indirects;  // `indirect ID`: kinds known once looked up (AddCounting)
   const Action* decap = nullptr;  // vxlan_decap, nvgre_decap, raw_decap
   const Action* encap = nullptr;  // vxlan_encap, nvgre_encap, raw_encap
   std::vector<PushVlan> pushes;
@@ -77,7 +79,7 @@ struct Classified {
 };
 
 // Sorts `actions` by role. InvalidArgument (at the action) for a second fate, meter, sample, mark/flag,
-// count, decap or encap, or a third VLAN push/pop, as mlx5 rejects them; Unimplemented for meter with sample.
+// count, age, decap or encap, or a third VLAN push/pop, as mlx5 rejects them; Unimplemented for meter with sample.
 absl::StatusOr<Classified> Classify(absl::Span<const Action> actions);
 
 // Makes the DR actions and rules of one flow (or meter policy) in one domain; everything goes to `out`.
@@ -89,8 +91,8 @@ class ActionLowering {
 
   mlx5dv_dr_domain_type type() const { return domain_->type(); }
 
-  // Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, counter (when `with_count`)
-  // and encap to `list`, for a rule in a root table when `root`.
+  // Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, the counting (when
+  // `with_count`: AddCounting) and encap to `list`, for a rule in a root table when `root`.
   absl::Status AddModifiers(const Classified& c, bool with_count, bool root,
                             absl::Span<const uint64_t> extra_words, DrList* list);
 
@@ -100,6 +102,14 @@ class ActionLowering {
 
   // A counter for `count`; its id goes to `id` when given.
   absl::StatusOr<const dr::Action*> Counter(const Action& count, std::optional<uint32_t>* id);
+
+  // What the rule counts and ages with, as one flow counter (a DR rule takes one): its own count and age
+  // share a new counter; an indirect count's or age's counter is shared with other rules. Also adds what
+  // other indirect kinds add (IndirectObject::AddToRule). Errors as mlx5's: a second count or age
+  // (InvalidArgument), an indirect age in a root table (Unimplemented), an age with an indirect count in a
+  // root table (InvalidArgument); and Unimplemented where mlx5 would count and age with two objects (an
+  // indirect count or age beside another count or age).
+  absl::Status AddCounting(const Classified& c, bool root, DrList* list);
 
   // Inserts a rule of `list`'s actions; a DR error naming an action index points at its testpmd action,
   // others at `fallback`.

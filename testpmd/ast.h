@@ -12,6 +12,7 @@
 #define DRSIM_TESTPMD_AST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -67,6 +68,7 @@ struct FlowAttr {
   bool ingress = false;
   bool egress = false;
   bool transfer = false;
+  std::optional<uint64_t> user_id;  // `user_id N`: the application's id of the rule (flow query ... user_id)
   SourcePos group_pos, priority_pos;
 };
 
@@ -96,10 +98,33 @@ struct FlowListCmd {
   uint16_t port = 0;
   std::vector<uint32_t> groups;  // empty: every group
 };
-struct FlowQueryCmd {  // only `count` is queryable
+// flow query PORT RULE count|age [user_id]
+struct FlowQueryCmd {
+  enum class What : uint8_t { kCount, kAge } what = What::kCount;
   uint16_t port = 0;
-  uint32_t rule_id = 0;
+  uint64_t rule_id = 0;
+  bool by_user_id = false;  // `rule_id` is a user_id attribute
   SourcePos action_pos;
+};
+
+// flow aged PORT [destroy]
+struct FlowAgedCmd {
+  uint16_t port = 0;
+  bool destroy = false;
+};
+
+// flow indirect_action PORT create [action_id ID] [ingress] [egress] [transfer] action ACTION / end
+// flow indirect_action PORT update ID action ACTION / end
+// flow indirect_action PORT destroy action_id ID [action_id ID ...]
+// flow indirect_action PORT query ID
+struct IndirectActionCmd {
+  enum class Op : uint8_t { kCreate, kUpdate, kDestroy, kQuery } op = Op::kCreate;
+  uint16_t port = 0;
+  std::vector<uint32_t> ids;  // create: the id asked for (none: the next free one); others: their ids
+  SourcePos id_pos;
+  bool ingress = false, egress = false, transfer = false;
+  std::vector<Action> actions;  // create, update: the action (testpmd takes one)
+  SourcePos action_pos;         // the `action` keyword
 };
 
 // set raw_encap / set raw_decap [index] items / end_set
@@ -174,7 +199,7 @@ struct MeterObjectCmd {
 };
 
 using CommandBody = std::variant<FlowValidateCmd, FlowCreateCmd, FlowDestroyCmd, FlowFlushCmd, FlowListCmd,
-                                 FlowQueryCmd, SetRawCmd, SetSampleActionsCmd, SetTunnelCmd,
+                                 FlowQueryCmd, FlowAgedCmd, IndirectActionCmd, SetRawCmd, SetSampleActionsCmd, SetTunnelCmd,
                                  AddMeterProfileCmd, AddMeterPolicyCmd, CreateMeterCmd, MeterObjectCmd>;
 
 struct Command {

@@ -1,6 +1,7 @@
 // Internal to the engine: everything FlowEngine keeps between commands — the DR objects, the ports' queues
-// and flows, testpmd's `set` state (raw encap/decap buffers, vxlan/nvgre outer headers, sample action lists)
-// and the meters. Member order makes destruction safe: flows go first, then what they shared.
+// and flows, testpmd's `set` state (raw encap/decap buffers, vxlan/nvgre outer headers, sample action
+// lists), the meters and the indirect actions. Member order makes destruction safe: flows go first, then
+// what they shared.
 //
 // Not thread-safe.
 #ifndef DRSIM_TESTPMD_CONTEXT_H_
@@ -18,6 +19,7 @@
 #include "testpmd/engine.h"
 #include "testpmd/flow_objects.h"
 #include "testpmd/geneve_option.h"
+#include "testpmd/indirect_actions.h"
 #include "testpmd/meters.h"
 
 namespace drsim::testpmd {
@@ -40,6 +42,7 @@ class EngineContext {
   std::map<uint32_t, std::vector<uint8_t>> raw_encap, raw_decap;  // set raw_encap / raw_decap buffers
   SetTunnelCmd vxlan, nvgre;
   std::map<uint32_t, std::vector<Action>> sample_actions;
+  IndirectTable indirect;  // flow indirect_action (flows hold what they use)
   std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id
 
   // mlx5's ids of the E-Switch manager in port_id (MLX5_PORT_ESW_MGR) and represented_port

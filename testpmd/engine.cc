@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "testpmd/aging.h"
 #include "testpmd/context.h"
 #include "testpmd/encap.h"
 #include "testpmd/lowering.h"
@@ -87,6 +88,7 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   info.ingress = attr.ingress;
   info.egress = attr.egress;
   info.transfer = attr.transfer;
+  info.user_id = attr.user_id;
   for (const Item& item : rule.pattern) {
     if (item.def->type != ItemType::kVoid) info.items.emplace_back(item.def->list_name);
   }
@@ -264,10 +266,30 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
         return absl::OkStatus();
       },
       [&](const FlowQueryCmd& c) {
-        absl::StatusOr<CountResult> count = QueryCount(c.port, c.rule_id);
+        absl::StatusOr<uint32_t> id = QueriedFlow(c);
+        if (!id.ok()) return WithPos(id.status(), c.action_pos);
+        if (c.what == FlowQueryCmd::What::kAge) {
+          absl::StatusOr<AgeResult> age = QueryAge(c.port, *id);
+          if (!age.ok()) return WithPos(age.status(), c.action_pos);
+          result.age = *age;
+          result.text = FormatAge("AGE", *age);
+          return absl::OkStatus();
+        }
+        absl::StatusOr<CountResult> count = QueryCount(c.port, *id);
         if (!count.ok()) return WithPos(count.status(), c.action_pos);
         result.count = *count;
         result.text = FormatCount(*count);
+        return absl::OkStatus();
+      },
+      [&](const FlowAgedCmd& c) {
+        DRSIM_ASSIGN_OR_RETURN(AgedReport report, AgedFlows(c.port, c.destroy));
+        result.text = FormatAged(c.port, report);
+        result.destroyed = report.destroyed;
+        result.aged = std::move(report);
+        return absl::OkStatus();
+      },
+      [&](const IndirectActionCmd& c) {
+        DRSIM_ASSIGN_OR_RETURN(result, RunIndirectAction(c));
         return absl::OkStatus();
       },
       [&](const SetRawCmd& c) {
@@ -307,8 +329,11 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
                             std::holds_alternative<FlowDestroyCmd>(command.body) ||
                             std::holds_alternative<FlowFlushCmd>(command.body) ||
                             std::holds_alternative<FlowListCmd>(command.body) ||
-                            std::holds_alternative<FlowQueryCmd>(command.body);
-  if (!flow_command) history_.push_back(command);
+                            std::holds_alternative<FlowQueryCmd>(command.body) ||
+                            std::holds_alternative<FlowAgedCmd>(command.body);
+  const bool indirect_query = std::holds_alternative<IndirectActionCmd>(command.body) &&
+                              std::get<IndirectActionCmd>(command.body).op == IndirectActionCmd::Op::kQuery;
+  if (!flow_command && !indirect_query) history_.push_back(command);
   return result;
 }
 

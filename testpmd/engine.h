@@ -65,6 +65,7 @@ struct FlowInfo {
   bool ingress = false, egress = false, transfer = false;
   std::vector<std::string> items;    // rte_flow names: "ETH", "IPV4", ...
   std::vector<std::string> actions;  // "QUEUE", "MARK", ...
+  std::optional<uint64_t> user_id;   // the user_id attribute
 };
 
 // `flow query ... count`.
@@ -75,13 +76,30 @@ struct CountResult {
   uint64_t bytes = 0;
 };
 
+// `flow query ... age` (rte_flow_query_age).
+struct AgeResult {
+  bool aged = false;
+  bool sec_since_last_hit_valid = false;
+  uint32_t sec_since_last_hit = 0;
+};
+
+// `flow aged`: what aged since the last report.
+struct AgedReport {
+  std::vector<FlowInfo> flows;        // aged flows, by id
+  std::vector<uint32_t> indirect;     // aged indirect age actions, by id
+  std::vector<uint32_t> destroyed;    // with `destroy`: the flows destroyed
+};
+
 // What one command did, as data and as the text testpmd prints for it.
 struct CommandResult {
   std::string text;                  // e.g. "Flow rule #3 created\n"; empty when testpmd prints nothing
   std::optional<uint32_t> flow_id;   // flow create
-  std::vector<uint32_t> destroyed;   // flow destroy / flush
+  std::vector<uint32_t> destroyed;   // flow destroy / flush; indirect_action destroy
   std::vector<FlowInfo> flows;       // flow list
-  std::optional<CountResult> count;  // flow query
+  std::optional<CountResult> count;  // flow query ... count, indirect count query
+  std::optional<AgeResult> age;      // flow query ... age, indirect age query
+  std::optional<AgedReport> aged;    // flow aged
+  std::optional<uint32_t> indirect_id;  // indirect_action create / update
 };
 
 // Where a receive queue of the engine belongs.
@@ -125,6 +143,15 @@ class FlowEngine {
   // Flows sorted by group, priority and id; `groups` (if not empty) filters.
   absl::StatusOr<std::vector<FlowInfo>> ListFlows(uint16_t port, absl::Span<const uint32_t> groups) const;
   absl::StatusOr<CountResult> QueryCount(uint16_t port, uint32_t flow_id) const;
+  // The age of a flow with an age action (its own or an indirect one).
+  absl::StatusOr<AgeResult> QueryAge(uint16_t port, uint32_t flow_id) const;
+  // The flows and indirect ages of `port` that aged since the last call (each is reported once); with
+  // `destroy`, the flows are destroyed too (indirect actions are not: testpmd only lists them).
+  absl::StatusOr<AgedReport> AgedFlows(uint16_t port, bool destroy);
+  // The id of the flow of `port` whose user_id attribute is `user_id`; NotFound if none.
+  absl::StatusOr<uint32_t> FlowOfUserId(uint16_t port, uint64_t user_id) const;
+  // flow indirect_action: create, update, destroy or query (engine_indirect.cc).
+  absl::StatusOr<CommandResult> RunIndirectAction(const IndirectActionCmd& cmd);
 
   // Ports and queues.
   int num_ports() const;  // the functions: PF and VFs
@@ -150,10 +177,13 @@ class FlowEngine {
   // testpmd's text for a flow list and a count query.
   static std::string FormatFlowList(const std::vector<FlowInfo>& flows);
   static std::string FormatCount(const CountResult& count);
+  static std::string FormatAged(uint16_t port, const AgedReport& report);
 
  private:
   // Destroys the flows of `port` whose ids are in `ids`, newest first (testpmd's order); returns them.
   std::vector<uint32_t> EraseFlows(uint16_t port, absl::Span<const uint32_t> ids);
+  // The flow id `c` names (by id or by user_id), checked to exist.
+  absl::StatusOr<uint32_t> QueriedFlow(const FlowQueryCmd& c) const;
 
   sim::Nic& nic_;
   EngineOptions options_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dr/dr.h"
+#include "testpmd/aging.h"
 #include "testpmd/dr_objects.h"
 
 namespace drsim::testpmd {
@@ -42,7 +43,9 @@ struct FlowObjects {
   std::vector<std::shared_ptr<const void>> holds;  // tables jumped to, engine tables, meter instances, ids
   std::vector<std::unique_ptr<OwnedAction>> actions;
   std::vector<std::unique_ptr<InstalledRule>> rules;
-  std::optional<uint32_t> counter;  // the id of the count action's counter
+  std::optional<uint32_t> counter;  // the id of the count action's counter (its own or an indirect one)
+  std::shared_ptr<AgeState> age;    // its age action's (its own, or an indirect one's)
+  bool indirect_age = false;        // `age` is an indirect action's (flow aged reports that instead)
 };
 
 }  // namespace drsim::testpmd

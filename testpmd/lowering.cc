@@ -24,6 +24,10 @@ absl::Status LowerPolicyColour(ActionLowering& lowering, const MeterInstance& in
                                const std::vector<Action>& actions, uint32_t prm_color,
                                const std::string& label) {
   DRSIM_ASSIGN_OR_RETURN(Classified c, Classify(actions));
+  if (c.age != nullptr || !c.indirects.empty()) {
+    return ActionError(c.age != nullptr ? *c.age : *c.indirects.front(), StatusCode::kUnimplemented,
+                       "is not supported in a meter policy");
+  }
   DrList list;
   DRSIM_RETURN_IF_ERROR(lowering.AddModifiers(c, false, false, {}, &list));
   if (c.fate != nullptr) {
@@ -158,6 +162,8 @@ class FlowLowering {
         SetRegisterWords(kMeterRegC, flow_id << kMeterFlowIdShift, 0xffffff00);
     Classified prefix_actions;
     prefix_actions.count = c_.count;
+    prefix_actions.age = c_.age;
+    prefix_actions.indirects = c_.indirects;
     DRSIM_RETURN_IF_ERROR(
         lowering_.AddModifiers(prefix_actions, true, target_.table->root(), tag_words, &prefix));
     prefix.Add(&(*instance)->meter, &meter);
@@ -272,6 +278,8 @@ class FlowLowering {
     DrList prefix;
     Classified prefix_actions;
     prefix_actions.count = c_.count;
+    prefix_actions.age = c_.age;
+    prefix_actions.indirects = c_.indirects;
     DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(prefix_actions, true, target_.table->root(), {}, &prefix));
     prefix.Add(lowering_.Own(std::move(splitter)), &sample);
     return lowering_.Insert(matcher, pattern_.value, prefix, target_.label, target_.actions_pos);

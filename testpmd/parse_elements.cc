@@ -264,6 +264,14 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
   Action a;
   a.def = def;
   a.pos = name->pos;
+  if (def->type == ActionType::kIndirect) {  // testpmd writes its one parameter bare: `indirect 5`
+    DRSIM_ASSIGN_OR_RETURN(const Token* id, c.Next("the indirect action id"));
+    ParamValue value;
+    value.pos = id->pos;
+    value.text = id->text;
+    DRSIM_ASSIGN_OR_RETURN(value.number, ParseUnsigned(*id, 32, "the indirect action id"));
+    a.args.push_back(ActionArg{&def->params.front(), id->pos, std::move(value)});
+  }
   while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
     const Token& pname = c.Take();
     const ParamDef* param = FindParam(*def, pname.text);

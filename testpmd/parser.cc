@@ -44,8 +44,11 @@ absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRul
     } else if (c.PeekIs("transfer")) {
       c.Take();
       rule->attr.transfer = true;
+    } else if (c.PeekIs("user_id")) {
+      c.Take();
+      DRSIM_ASSIGN_OR_RETURN(rule->attr.user_id, Number<uint64_t>(c, 64, "the user_id"));
     } else {
-      return c.Expected("group, priority, ingress, egress, transfer or pattern");
+      return c.Expected("group, priority, ingress, egress, transfer, user_id or pattern");
     }
   }
   rule->pattern_pos = c.Take().pos;
@@ -56,8 +59,83 @@ absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRul
   return ExpectEnd(c);
 }
 
+// flow aged PORT [destroy]
+absl::Status ParseFlowAged(Cursor& c, CommandBody* out) {
+  FlowAgedCmd cmd;
+  DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  if (c.PeekIs("destroy")) {
+    c.Take();
+    cmd.destroy = true;
+  }
+  DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
+  *out = cmd;
+  return absl::OkStatus();
+}
+
+// The `action ACTION / end` of an indirect action's create or update.
+absl::Status ParseIndirectActionSpec(Cursor& c, std::vector<absl::Status>* errors, IndirectActionCmd* cmd) {
+  if (!c.PeekIs("action")) return c.Expected("'action'");
+  cmd->action_pos = c.Take().pos;
+  if (!ParseList<Action>(c, "end", {}, ParseAction, &cmd->actions, errors)) return absl::OkStatus();
+  if (cmd->actions.size() != 1) {
+    return ErrorAt(cmd->action_pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("an indirect action is one action, found %d before 'end'", cmd->actions.size()));
+  }
+  return ExpectEnd(c);
+}
+
+// flow indirect_action PORT create|update|destroy|query ...
+absl::Status ParseIndirectAction(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
+  IndirectActionCmd cmd;
+  DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
+  const std::string ops = "create, update, destroy or query after the port";
+  DRSIM_ASSIGN_OR_RETURN(const Token* op, c.Next(ops));
+  auto id = [&](absl::string_view what) -> absl::Status {
+    DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(what));
+    DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, 32, what));
+    cmd.ids.push_back(static_cast<uint32_t>(v));
+    if (!cmd.id_pos.known()) cmd.id_pos = t->pos;
+    return absl::OkStatus();
+  };
+  if (op->text == "create") {
+    cmd.op = IndirectActionCmd::Op::kCreate;
+    while (!c.PeekIs("action")) {
+      if (c.PeekIs("action_id")) {
+        if (!cmd.ids.empty()) return c.Expected("one action_id");
+        c.Take();
+        DRSIM_RETURN_IF_ERROR(id("the indirect action id"));
+      } else if (c.PeekIsAny({"ingress", "egress", "transfer"})) {
+        const Token& t = c.Take();
+        (t.text == "ingress" ? cmd.ingress : t.text == "egress" ? cmd.egress : cmd.transfer) = true;
+      } else {
+        return c.Expected("action_id, ingress, egress, transfer or action");
+      }
+    }
+    DRSIM_RETURN_IF_ERROR(ParseIndirectActionSpec(c, errors, &cmd));
+  } else if (op->text == "update") {
+    cmd.op = IndirectActionCmd::Op::kUpdate;
+    DRSIM_RETURN_IF_ERROR(id("the indirect action id"));
+    DRSIM_RETURN_IF_ERROR(ParseIndirectActionSpec(c, errors, &cmd));
+  } else if (op->text == "destroy") {
+    cmd.op = IndirectActionCmd::Op::kDestroy;
+    do {
+      DRSIM_RETURN_IF_ERROR(c.Expect("action_id"));
+      DRSIM_RETURN_IF_ERROR(id("the indirect action id"));
+    } while (!c.AtEnd());
+  } else if (op->text == "query") {
+    cmd.op = IndirectActionCmd::Op::kQuery;
+    DRSIM_RETURN_IF_ERROR(id("the indirect action id"));
+    DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
+  } else {
+    return ErrorAt(op->pos, StatusCode::kInvalidArgument, absl::StrFormat("expected %s, found '%s'", ops, op->text));
+  }
+  *out = std::move(cmd);
+  return absl::OkStatus();
+}
+
 absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
-  const std::string subcommands = "validate, create, destroy, flush, list or query after 'flow'";
+  const std::string subcommands =
+      "validate, create, destroy, flush, list, query, aged or indirect_action after 'flow'";
   DRSIM_ASSIGN_OR_RETURN(const Token* sub, c.Next(subcommands));
   if (sub->text == "validate" || sub->text == "create") {
     FlowRule rule;
@@ -104,13 +182,20 @@ absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody
   if (sub->text == "query") {
     FlowQueryCmd cmd;
     DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-    DRSIM_ASSIGN_OR_RETURN(cmd.rule_id, Number<uint32_t>(c, 32, "a rule id"));
-    if (!c.PeekIs("count")) return c.Expected("'count' (the only queryable action)");
+    DRSIM_ASSIGN_OR_RETURN(cmd.rule_id, Number<uint64_t>(c, 64, "a rule id"));
+    if (!c.PeekIs("count") && !c.PeekIs("age")) return c.Expected("'count' or 'age' (the queryable actions)");
+    cmd.what = c.PeekIs("age") ? FlowQueryCmd::What::kAge : FlowQueryCmd::What::kCount;
     cmd.action_pos = c.Take().pos;
+    if (c.PeekIs("user_id")) {
+      c.Take();
+      cmd.by_user_id = true;
+    }
     DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
     *out = cmd;
     return absl::OkStatus();
   }
+  if (sub->text == "aged") return ParseFlowAged(c, out);
+  if (sub->text == "indirect_action") return ParseIndirectAction(c, errors, out);
   return ErrorAt(sub->pos, StatusCode::kInvalidArgument,
                  absl::StrFormat("expected %s, found '%s'", subcommands, sub->text));
 }

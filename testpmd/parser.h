@@ -4,8 +4,14 @@
 // Accepted commands, in testpmd's syntax (doc/guides/testpmd_app_ug/testpmd_funcs.rst):
 //   flow validate|create PORT [group N] [priority N] [ingress] [egress] [transfer]
 //        pattern ITEM [/ ITEM ...] / end actions ACTION [/ ACTION ...] / end
+//   flow validate|create PORT ... [user_id N] ...  (an attribute, before pattern)
 //   flow destroy PORT rule ID [rule ID ...]      flow flush PORT
-//   flow list PORT [group N ...]                 flow query PORT ID count
+//   flow list PORT [group N ...]                 flow query PORT ID count|age [user_id]
+//   flow aged PORT [destroy]
+//   flow indirect_action PORT create [action_id ID] [ingress] [egress] [transfer] action ACTION / end
+//   flow indirect_action PORT update ID action ACTION / end
+//   flow indirect_action PORT destroy action_id ID [action_id ID ...]
+//   flow indirect_action PORT query ID
 //   set raw_encap|raw_decap [INDEX] ITEM [/ ITEM ...] / end_set
 //   set sample_actions INDEX ACTION [/ ACTION ...] / end
 //   set vxlan|vxlan-with-vlan|vxlan-tos-ttl ip-version ipv4|ipv6 vni N udp-src N udp-dst N

@@ -233,9 +233,10 @@ TEST(ParserTest, ErrorPositionsSayWhatWasExpected) {
             "1:60: expected end of line, found 'extra'");
   EXPECT_EQ(FirstError("flow create 0 ingress pattern eth / end"), "1:40: expected 'actions' at end of line");
   EXPECT_EQ(FirstError("flow create 0 ingres pattern end actions end"),
-            "1:15: expected group, priority, ingress, egress, transfer or pattern, found 'ingres'");
+            "1:15: expected group, priority, ingress, egress, transfer, user_id or pattern, found 'ingres'");
   EXPECT_EQ(FirstError("flow make 0"),
-            "1:6: expected validate, create, destroy, flush, list or query after 'flow', found 'make'");
+            "1:6: expected validate, create, destroy, flush, list, query, aged or indirect_action after 'flow', "
+            "found 'make'");
   EXPECT_EQ(FirstError("flow create 0 ingress pattern eth / tag index spec 1 / end actions drop / end"),
             "1:47: expected 'is' after 'index', found 'spec'");
   EXPECT_THAT(FirstError("flow create 0 ingress pattern eth / end actions rss types ipv4-tcp / end"),
@@ -298,7 +299,16 @@ TEST(ParserTest, FlowManagementCommands) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(std::get<FlowQueryCmd>(c->body).rule_id, 4u);
   EXPECT_EQ(FirstError("flow query 0 4 rss"),
-            "1:16: expected 'count' (the only queryable action), found 'rss'");
+            "1:16: expected 'count' or 'age' (the queryable actions), found 'rss'");
+  c = ParseOne("flow query 0 77 age user_id");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(std::get<FlowQueryCmd>(c->body).what, FlowQueryCmd::What::kAge);
+  EXPECT_TRUE(std::get<FlowQueryCmd>(c->body).by_user_id);
+  c = ParseOne("flow aged 1 destroy");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(std::get<FlowAgedCmd>(c->body).port, 1);
+  EXPECT_TRUE(std::get<FlowAgedCmd>(c->body).destroy);
+  EXPECT_EQ(FirstError("flow aged 0 now"), "1:13: expected end of line, found 'now'");
 
   c = ParseOne("flow flush 2");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -410,4 +420,47 @@ TEST(ValuesTest, NumbersFollowStrtoumaxBaseZero) {
 }
 
 }  // namespace
+TEST(ParserTest, AgeIndirectAndIndirectActionCommands) {
+  absl::StatusOr<Command> c =
+      ParseOne("flow create 0 group 1 user_id 9 ingress pattern end actions age timeout 30 / indirect 4 / drop / "
+               "end");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const FlowRule& rule = std::get<FlowCreateCmd>(c->body).rule;
+  EXPECT_EQ(rule.attr.user_id, 9u);
+  ASSERT_EQ(rule.actions.size(), 3u);
+  EXPECT_EQ(rule.actions[0].Find("timeout")->value.number, 30u);
+  EXPECT_EQ(rule.actions[1].def->type, ActionType::kIndirect);
+  EXPECT_EQ(rule.actions[1].Find("action_id")->value.number, 4u);
+  EXPECT_EQ(FirstError("flow create 0 ingress pattern end actions indirect / drop / end"),
+            "1:52: expected an unsigned number of at most 32 bits for the indirect action id, found '/'");
+  EXPECT_EQ(FirstError("flow create 0 ingress pattern end actions age_update / end"),
+            "1:43: action 'age_update' is not supported: updating an age through a flow is HW steering only");
+
+  c = ParseOne("flow indirect_action 0 create action_id 7 ingress transfer action count / end");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const IndirectActionCmd& create = std::get<IndirectActionCmd>(c->body);
+  EXPECT_EQ(create.op, IndirectActionCmd::Op::kCreate);
+  EXPECT_EQ(create.ids, std::vector<uint32_t>{7});
+  EXPECT_TRUE(create.ingress && create.transfer && !create.egress);
+  ASSERT_EQ(create.actions.size(), 1u);
+  EXPECT_EQ(create.actions[0].def->type, ActionType::kCount);
+
+  c = ParseOne("flow indirect_action 0 destroy action_id 7 action_id 8");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(std::get<IndirectActionCmd>(c->body).ids, (std::vector<uint32_t>{7, 8}));
+  c = ParseOne("flow indirect_action 0 update 7 action age timeout 3 / end");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(std::get<IndirectActionCmd>(c->body).op, IndirectActionCmd::Op::kUpdate);
+  c = ParseOne("flow indirect_action 0 query 7");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(std::get<IndirectActionCmd>(c->body).op, IndirectActionCmd::Op::kQuery);
+
+  EXPECT_EQ(FirstError("flow indirect_action 0 create action_id 1 action_id 2 action count / end"),
+            "1:43: expected one action_id, found 'action_id'");
+  EXPECT_EQ(FirstError("flow indirect_action 0 create ingres action count / end"),
+            "1:31: expected action_id, ingress, egress, transfer or action, found 'ingres'");
+  EXPECT_EQ(FirstError("flow indirect_action 0 query 7 8"), "1:32: expected end of line, found '8'");
+  EXPECT_EQ(FirstError("flow indirect_action 0 update 7 count / end"), "1:33: expected 'action', found 'count'");
+}
+
 }  // namespace drsim::testpmd

@@ -337,6 +337,8 @@ constexpr ParamDef kTcpValueParams[] = {{"value", VK::kUnsigned, 32}};
 constexpr ParamDef kSetTagParams[] = {
     {"data", VK::kUnsigned, 32}, {"index", VK::kUnsigned, 8}, {"mask", VK::kUnsigned, 32}};
 constexpr ParamDef kSetMetaParams[] = {{"data", VK::kUnsigned, 32}, {"mask", VK::kUnsigned, 32}};
+constexpr ParamDef kAgeParams[] = {{"timeout", VK::kUnsigned, 24}};  // rte_flow_action_age's 24-bit field
+constexpr ParamDef kIndirectParams[] = {{"action_id", VK::kUnsigned, 32}};  // written bare: `indirect 5`
 constexpr ParamDef kSampleParams[] = {{"ratio", VK::kUnsigned, 32}, {"index", VK::kUnsigned, 32}};
 constexpr ParamDef kModifyFieldParams[] = {
     {"op", VK::kKeyword, 0, kModifyOps}, {"dst_type", VK::kKeyword, 0, kFieldIds},
@@ -392,6 +394,8 @@ constexpr ActionDef kActions[] = {
     {"set_meta", "SET_META", ActionType::kSetMeta, kSetMetaParams},
     {"modify_field", "MODIFY_FIELD", ActionType::kModifyField, kModifyFieldParams},
     {"sample", "SAMPLE", ActionType::kSample, kSampleParams},
+    {"age", "AGE", ActionType::kAge, kAgeParams},
+    {"indirect", "INDIRECT", ActionType::kIndirect, kIndirectParams},
 };
 
 constexpr std::pair<absl::string_view, const char*> kUnsupportedActions[] = {
@@ -417,11 +421,9 @@ constexpr std::pair<absl::string_view, const char*> kUnsupportedActions[] = {
     {"mplsoudp_encap", "not implemented here: use raw_encap with `set raw_encap`"},
     {"mplsoudp_decap", "not implemented here: use raw_decap with `set raw_decap`"},
     {"mac_swap", "DR modify-header copies one field at a time; swapping the MACs needs a scratch field"},
-    {"age", "flow aging is not modelled"},
-    {"age_update", "flow aging is not modelled"},
-    {"indirect", "indirect actions are not implemented here"},
-    {"indirect_list", "indirect actions are not implemented here"},
-    {"shared_indirect", "indirect actions are not implemented here"},
+    {"age_update", "updating an age through a flow is HW steering only"},
+    {"indirect_list", "indirect action lists are HW steering only"},
+    {"shared_indirect", "indirect actions of another port are not modelled (use indirect)"},
     {"conntrack", "ASO connection tracking is not modelled"},
     {"conntrack_update", "ASO connection tracking is not modelled"},
     {"send_to_kernel", "there is no kernel on the software NIC"},

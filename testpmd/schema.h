@@ -131,6 +131,8 @@ enum class ActionType : uint8_t {
   kSetMeta,
   kModifyField,
   kSample,
+  kAge,       // age timeout N: flow aging
+  kIndirect,  // indirect ID: an indirect action (flow indirect_action), its id written bare
 };
 
 struct ParamDef {

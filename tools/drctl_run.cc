@@ -80,6 +80,7 @@ struct Tally {
 
 std::vector<Arrival> Inject(Session& session, const Options& options, const sim::PcapFrame& frame, bool trace,
                             sim::Verdict* verdict) {
+  session.nic->set_time_ns(FrameTimeNs(frame));  // the NIC's clock follows the capture's
   const sim::Frame bytes(frame.data);
   absl::Span<sim::Verdict> out(verdict, 1);
   absl::Status s =
@@ -100,8 +101,15 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
     return kExitUsage;
   }
   int status;
-  std::unique_ptr<Session> session = LoadRules(options, err, &status);
+  std::unique_ptr<Session> session =
+      LoadRules(options, err, &status, frames->empty() ? 0 : FrameTimeNs(frames->front()));
   if (session == nullptr) return status;
+  std::string after_text;
+  if (!options.after.empty()) {
+    std::optional<std::string> text = ReadTextFile(options.after, "--after command file", err);
+    if (!text) return kExitUsage;
+    after_text = *std::move(text);
+  }
   std::ofstream verdicts;
   if (!options.verdicts.empty()) {
     verdicts.open(options.verdicts);
@@ -183,8 +191,32 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
     }
   }
 
+  // The clock runs on, then the --after commands see the NIC as the capture left it.
+  if (options.wait_s) {
+    session->nic->set_time_ns(session->nic->time_ns() + static_cast<uint64_t>(*options.wait_s * 1e9));
+  }
+  testpmd::FileReport after;
+  if (!options.after.empty()) {
+    after = testpmd::RunFile(*session->engine, options.after, after_text);
+    if (!after.ok()) {
+      for (const testpmd::Diagnostic& d : after.diagnostics) err << d.ToString() << "\n";
+      err << absl::StrFormat("%s: %d error(s)\n", options.after, after.diagnostics.size());
+      return kExitRejected;
+    }
+  }
+  std::vector<std::string> after_commands;
+  for (const testpmd::CommandOutcome& o : after.outcomes) after_commands.push_back(CommandText(after_text, o.pos.line));
+
   if (options.json) {
     nlohmann::json j;
+    if (!options.after.empty()) {
+      j["after"] = nlohmann::json::array();
+      for (size_t i = 0; i < after.outcomes.size(); ++i) {
+        j["after"].push_back({{"line", after.outcomes[i].pos.line},
+                              {"command", after_commands[i]},
+                              {"output", after.outcomes[i].result.text}});
+      }
+    }
     j["frames"] = in.frames;
     j["bytes"] = in.bytes;
     for (const auto& [destination, t] : by_destination) {
@@ -210,6 +242,11 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
   for (const auto& [id, t] : by_rule) {
     out << absl::StrFormat("  %-40s %8d frames %10d bytes\n", session->engine->DescribeRule(id), t.frames,
                            t.bytes);
+  }
+  if (!options.after.empty()) out << "after the last frame:\n";
+  for (size_t i = 0; i < after.outcomes.size(); ++i) {
+    out << absl::StrFormat("%s:%d: %s\n", options.after, after.outcomes[i].pos.line, after_commands[i])
+        << after.outcomes[i].result.text;
   }
   return kExitOk;
 }

@@ -25,6 +25,7 @@ const char* Usage() {
   return "usage:\n"
          "  drctl validate RULES\n"
          "  drctl run RULES --pcap IN [--from wire|vport:N] [--out DIR] [--verdicts FILE] [--json]\n"
+         "            [--wait SECONDS] [--after COMMANDS]\n"
          "  drctl trace RULES --pcap IN --frame N\n"
          "  drctl dump RULES [--stable-ids]\n"
          "options for every command: --vfs N (VFs of the NIC, default 4), --queues N (receive queues per\n"
@@ -76,6 +77,16 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       if (name == "--pcap") {
         s = allowed({"run", "trace"});
         o.pcap = v;
+      } else if (name == "--after") {
+        s = allowed({"run"});
+        o.after = v;
+      } else if (name == "--wait") {
+        s = allowed({"run"});
+        double seconds;
+        if (!absl::SimpleAtod(v, &seconds) || !(seconds >= 0) || seconds > 1e9) {
+          return Usage(absl::StrFormat("--wait '%s': seconds, 0 to 1e9", v));
+        }
+        o.wait_s = seconds;
       } else if (name == "--out") {
         s = allowed({"run"});
         o.out_dir = v;
@@ -124,18 +135,32 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   return o;
 }
 
-std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status) {
-  std::ifstream in(options.rules);
+uint64_t FrameTimeNs(const sim::PcapFrame& frame) {
+  return frame.timestamp_us < 0 ? 0 : static_cast<uint64_t>(frame.timestamp_us) * 1000;
+}
+
+std::optional<std::string> ReadTextFile(const std::string& path, absl::string_view what, std::ostream& err) {
+  std::ifstream in(path);
   if (!in) {
-    err << "drctl: " << options.rules << ": cannot open the rule file\n";
-    *exit_status = kExitUsage;
-    return nullptr;
+    err << "drctl: " << path << ": cannot open the " << what << "\n";
+    return std::nullopt;
   }
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
+                                   uint64_t start_ns) {
+  std::optional<std::string> text = ReadTextFile(options.rules, "rule file", err);
+  if (!text) {
+    *exit_status = kExitUsage;
+    return nullptr;
+  }
   auto session = std::make_unique<Session>();
-  session->rules_text = text.str();
+  session->rules_text = *std::move(text);
   session->nic = std::make_unique<sim::Nic>(options.vfs);
+  session->nic->set_time_ns(start_ns);
   testpmd::EngineOptions engine_options;
   engine_options.rx_queues = static_cast<uint16_t>(options.queues);
   session->engine = std::make_unique<testpmd::FlowEngine>(*session->nic, engine_options);
@@ -150,9 +175,11 @@ std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, in
   return session;
 }
 
-std::string SourceCommand(const Session& session, int line) {
+std::string SourceCommand(const Session& session, int line) { return CommandText(session.rules_text, line); }
+
+std::string CommandText(absl::string_view text, int line) {
   // The lexer's own reading of the file: continuation lines joined, comments and prompts left out.
-  for (const testpmd::CommandTokens& command : testpmd::Lex(session.rules_text)) {
+  for (const testpmd::CommandTokens& command : testpmd::Lex(text)) {
     if (command.tokens.front().pos.line != line) continue;
     std::vector<absl::string_view> words;
     for (const testpmd::Token& t : command.tokens) words.push_back(t.text);

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sim/nic.h"
+#include "sim/pcap_file.h"
 #include "testpmd/engine.h"
 #include "testpmd/runner.h"
 
@@ -32,6 +34,8 @@ struct Options {
   bool stable_ids = false;    // dump
   int vfs = 4;
   int queues = 16;
+  std::string after;            // run: testpmd commands to run after the last frame
+  std::optional<double> wait_s;  // run: seconds the NIC clock runs on after the last frame
 };
 
 // Parses drctl's arguments; InvalidArgument naming the culprit (kExitUsage).
@@ -48,13 +52,24 @@ struct Session {
   testpmd::FileReport report;  // what each command did
 };
 
-// Reads and runs the rule file. On failure, writes the diagnostics (or the read error) to `err` and
-// returns nullptr with *exit_status set.
-std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status);
+// Reads and runs the rule file on a NIC whose clock reads `start_ns` (the first frame's time: rules are
+// made as the capture begins). On failure, writes the diagnostics (or the read error) to `err` and returns
+// nullptr with *exit_status set.
+std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
+                                   uint64_t start_ns = 0);
+
+// The text of the file at `path`; nullopt, with "drctl: PATH: cannot open the WHAT" on `err`, when it
+// cannot be read.
+std::optional<std::string> ReadTextFile(const std::string& path, absl::string_view what, std::ostream& err);
+
+// The NIC time of a frame: its pcap timestamp in nanoseconds (0 before the epoch).
+uint64_t FrameTimeNs(const sim::PcapFrame& frame);
 
 // The command of the rule file starting on `line` (1-based) as the lexer reads it: its words joined by one
 // blank (continuation lines joined, comments left out); "" when no command starts there.
 std::string SourceCommand(const Session& session, int line);
+// The same for any command file's `text`.
+std::string CommandText(absl::string_view text, int line);
 
 }  // namespace drsim::tools
 

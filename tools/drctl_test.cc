@@ -19,6 +19,7 @@ namespace drsim::tools {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string TempDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -130,6 +131,67 @@ TEST_F(DrctlTest, TraceExplainsOneFrame) {
   EXPECT_THAT(r.out, HasSubstr("-> queue:0/1 tag=5"));
   EXPECT_THAT(r.out, HasSubstr("(unchanged)"));
   EXPECT_EQ(Invoke({"trace", rules_, "--pcap", pcap_, "--frame", "9"}).status, 2);
+}
+
+// Aging runs on the capture's clock: rules are made as it begins, each frame moves the NIC's clock to its
+// timestamp, --wait runs it on, and --after commands query what the run left.
+TEST_F(DrctlTest, AgingAndSharedCountersOverPcapTime) {
+  const std::string rules = Write("aging.rules", R"(flow create 0 ingress pattern end actions jump group 1 / end
+flow indirect_action 0 create action_id 4 ingress action count / end
+flow create 0 ingress group 1 pattern eth / ipv4 / tcp dst is 80 / end \
+    actions age timeout 5 / count / queue index 0 / end
+flow create 0 ingress group 1 pattern eth / ipv4 / tcp dst is 81 / end actions age timeout 5 / queue index 1 / end
+flow create 0 ingress group 1 pattern eth / ipv4 / udp dst is 53 / end actions indirect 4 / queue index 2 / end
+flow create 0 ingress group 1 pattern eth / ipv4 / udp dst is 54 / end actions indirect 4 / queue index 2 / end
+)");
+  auto tcp = [](uint16_t port) { return sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoTcp, port)); };
+  auto udp = [](uint16_t port) { return sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoUdp, port)); };
+  const std::vector<std::vector<uint8_t>> frames = {tcp(80), tcp(81), tcp(80), udp(53), tcp(81), udp(54), tcp(81)};
+  // Seconds since the epoch, as a real capture's: flow 1 (port 80) last seen at +2 s, then idle 7 s.
+  const int64_t t0 = 1'700'000'000'000'000;
+  const std::string pcap = TempDir() + "/aging.pcap";
+  ASSERT_TRUE(sim::WritePcapFile(pcap, frames,
+                                 {t0, t0 + 500'000, t0 + 2'000'000, t0 + 3'000'000, t0 + 6'000'000,
+                                  t0 + 7'000'000, t0 + 9'000'000})
+                  .ok());
+  const std::string after = Write("after.rules", R"(flow aged 0
+flow query 0 2 age
+flow indirect_action 0 query 4
+flow aged 0 destroy
+)");
+  Result r = Invoke({"run", rules, "--pcap", pcap, "--after", after});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("after the last frame:\n"));
+  EXPECT_THAT(r.out, HasSubstr("after.rules:1: flow aged 0\n"
+                               "Port 0 total aged flows: 1\n"
+                               "Type                \tID\tGroup\tPrio\tAttr\n"
+                               "Flow                \t1\t1\t0\ti--\t\n"
+                               "\n0 flows destroyed\n"));
+  EXPECT_THAT(r.out, HasSubstr("after.rules:2: flow query 0 2 age\n"
+                               "AGE:\n aged: 0\n sec_since_last_hit_valid: 1\n sec_since_last_hit: 0\n"));
+  EXPECT_THAT(r.out, HasSubstr("Indirect COUNT action:\n hits_set: 1\n bytes_set: 1\n hits: 2\n"));
+  EXPECT_THAT(r.out, HasSubstr("after.rules:4: flow aged 0 destroy\nPort 0 total aged flows: 0\n"));
+
+  // Six more seconds and flow 2 ages too; destroy takes it.
+  const std::string destroy = Write("destroy.rules", "flow aged 0 destroy\nflow list 0\n");
+  r = Invoke({"run", rules, "--pcap", pcap, "--wait", "6", "--after", destroy, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["after"].size(), 2u);
+  EXPECT_EQ(j["after"][0]["command"], "flow aged 0 destroy");
+  EXPECT_THAT(j["after"][0]["output"].get<std::string>(),
+              HasSubstr("Flow rule #1 destroyed\nFlow                \t2\t1\t0\ti--\t\n"
+                        "Flow rule #2 destroyed\n\n2 flows destroyed\n"));
+  EXPECT_THAT(j["after"][1]["output"].get<std::string>(), Not(HasSubstr("TCP")));
+
+  // Errors in the --after file are reported like the rule file's.
+  const std::string bad = Write("bad.rules", "flow indirect_action 0 query 9\n");
+  r = Invoke({"run", rules, "--pcap", pcap, "--after", bad});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("bad.rules:1:"));
+  EXPECT_THAT(r.err, HasSubstr("Failed to find indirect action #9 on port 0"));
+  EXPECT_EQ(Invoke({"run", rules, "--pcap", pcap, "--wait", "-1"}).status, 2);
+  EXPECT_EQ(Invoke({"validate", rules, "--after", bad}).status, 2);
 }
 
 TEST_F(DrctlTest, ValidateAndDump) {

@@ -118,7 +118,7 @@ int TraceFrame(const Options& options, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   int status;
-  std::unique_ptr<Session> session = LoadRules(options, err, &status);
+  std::unique_ptr<Session> session = LoadRules(options, err, &status, FrameTimeNs(frames->front()));
   if (session == nullptr) return status;
   // The frames before it go through first: counters, meters and samplers see what they would have.
   sim::Verdict v;

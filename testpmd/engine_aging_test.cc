@@ -1,0 +1,252 @@
+// FlowEngine: flow aging (age timeout N, flow query ... age, flow aged [destroy]) on the NIC's clock, and
+// indirect actions (shared counters, indirect ages) with every rejection mlx5 makes.
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "testpmd/engine.h"
+#include "testpmd/engine_test_util.h"
+
+namespace drsim::testpmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kSecond = 1'000'000'000;
+
+class AgingTest : public EngineTest {
+ protected:
+  // Flow 0: port 0's root sends everything to group 1.
+  void SetUp() override { Run("flow create 0 ingress pattern end actions jump group 1 / end"); }
+  // One frame of flow `port_number` (TCP to 10.0.0.2:port_number) from the wire at second `t`.
+  sim::Verdict HitAt(double t, uint16_t dport = 80) {
+    nic_.set_time_ns(static_cast<uint64_t>(t * kSecond));
+    return nic_.ReceiveFromWire(Tcp("10.0.0.1", "10.0.0.2", 1000, dport));
+  }
+  AgeResult AgeAt(double t, uint32_t flow) {
+    nic_.set_time_ns(static_cast<uint64_t>(t * kSecond));
+    return Run(absl::StrFormat("flow query 0 %d age", flow)).age.value_or(AgeResult{});
+  }
+  absl::Status Error(const std::string& text) { return Try(text).status(); }
+  // An ingress rule of group 1 for TCP port `dport` with `actions`; returns its id.
+  uint32_t Create(uint16_t dport, const std::string& actions, uint32_t group = 1) {
+    return Run(absl::StrFormat("flow create 0 group %d ingress pattern eth / ipv4 / tcp dst is %d / end "
+                               "actions %s / queue index 0 / end",
+                               group, dport, actions))
+        .flow_id.value_or(~0u);
+  }
+};
+
+TEST_F(AgingTest, QueryCountsWholeSecondsSinceTheLastHitAndAgesPastTheTimeout) {
+  const uint32_t flow = Create(80, "age timeout 10");
+  EXPECT_EQ(HitAt(1).fate, sim::Fate::kQueued);
+  HitAt(2.5);
+  AgeResult r = AgeAt(5.9, flow);
+  EXPECT_FALSE(r.aged);
+  EXPECT_TRUE(r.sec_since_last_hit_valid);
+  EXPECT_EQ(r.sec_since_last_hit, 3u);  // 3.4 s
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d age", flow)).text,
+            "AGE:\n aged: 0\n sec_since_last_hit_valid: 1\n sec_since_last_hit: 3\n");
+  // 10.9 s idle is 10 whole seconds: not past the timeout yet; 11 s is.
+  EXPECT_FALSE(AgeAt(13.4, flow).aged);
+  r = AgeAt(13.5, flow);
+  EXPECT_TRUE(r.aged);
+  EXPECT_FALSE(r.sec_since_last_hit_valid);
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d age", flow)).text,
+            "AGE:\n aged: 1\n sec_since_last_hit_valid: 0\n sec_since_last_hit: 0\n");
+}
+
+TEST_F(AgingTest, AnIdleStretchAgesTheRuleForGoodEvenIfHitLater) {
+  const uint32_t flow = Create(80, "age timeout 3");
+  const uint32_t idle = Create(81, "age timeout 3");
+  HitAt(0.5);
+  HitAt(5);  // 4.5 s without a hit before this one
+  HitAt(5.5);
+  EXPECT_TRUE(AgeAt(6, flow).aged);
+  // A rule never hit ages from its creation (time 0 here).
+  EXPECT_TRUE(AgeAt(6, idle).aged);
+}
+
+TEST_F(AgingTest, RootTablesAgeByCounterAndShareItWithCount) {
+  const uint32_t flow = Create(80, "count / age timeout 2", /*group=*/0);
+  HitAt(1);
+  HitAt(1.5);
+  const CommandResult count = Run(absl::StrFormat("flow query 0 %d count", flow));
+  ASSERT_TRUE(count.count.has_value());
+  EXPECT_EQ(count.count->hits, 2u);
+  EXPECT_EQ(AgeAt(3, flow).sec_since_last_hit, 1u);
+  EXPECT_TRUE(AgeAt(4.6, flow).aged);
+}
+
+TEST_F(AgingTest, FlowAgedReportsEachAgedRuleOnceAndDestroyFreesIt) {
+  const uint32_t old_flow = Create(80, "age timeout 5");
+  const uint32_t busy = Create(81, "age timeout 5");
+  const EngineCounts before = engine_.counts();
+  for (int t = 1; t <= 9; ++t) HitAt(t, 81);
+  nic_.set_time_ns(9 * kSecond);
+  EXPECT_EQ(Run("flow aged 0").text,
+            absl::StrFormat("Port 0 total aged flows: 1\nType                \tID\tGroup\tPrio\tAttr\n"
+                            "Flow                \t%d\t1\t0\ti--\t\n\n0 flows destroyed\n",
+                            old_flow));
+  EXPECT_EQ(Run("flow aged 0").text, "Port 0 total aged flows: 0\n");  // reported once
+  EXPECT_TRUE(AgeAt(9, old_flow).aged);                               // still aged when queried
+  // busy ages once its traffic stops; `destroy` takes it and everything it held.
+  nic_.set_time_ns(16 * kSecond);
+  const CommandResult r = Run("flow aged 0 destroy");
+  ASSERT_TRUE(r.aged.has_value());
+  ASSERT_EQ(r.aged->flows.size(), 1u);
+  EXPECT_EQ(r.aged->flows[0].id, busy);
+  EXPECT_THAT(r.text, HasSubstr(absl::StrFormat("Flow rule #%d destroyed\n\n1 flows destroyed\n", busy)));
+  EXPECT_EQ(engine_.counts().flows, before.flows - 1);
+  EXPECT_EQ(engine_.counts().rules, before.rules - 1);
+  EXPECT_FALSE(Try(absl::StrFormat("flow query 0 %d age", busy)).ok());
+  // Its counter (the second one allocated on this NIC) is freed; the first flow's is not.
+  uint64_t packets, bytes;
+  EXPECT_TRUE(nic_.QueryCounter(0, &packets, &bytes).ok());
+  EXPECT_EQ(nic_.QueryCounter(1, &packets, &bytes).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(HitAt(17, 81).fate, sim::Fate::kDomainDefault);
+}
+
+TEST_F(AgingTest, QueryByUserId) {
+  Run("flow create 0 group 1 user_id 77 ingress pattern eth / end actions age timeout 4 / queue index 0 / "
+      "end");
+  HitAt(2);
+  nic_.set_time_ns(3 * kSecond);
+  EXPECT_EQ(Run("flow query 0 77 age user_id").age->sec_since_last_hit, 1u);
+  EXPECT_EQ(Error("flow query 0 78 age user_id").code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(AgingTest, AgeRejections) {
+  absl::Status s = Error("flow create 0 group 1 ingress pattern end actions age timeout 0 / drop / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("age: invalid timeout value 0"));
+  s = Error("flow create 0 group 1 ingress pattern end actions age timeout 1 / age timeout 2 / drop / end");
+  EXPECT_THAT(s.message(), HasSubstr("a flow takes one age"));
+  s = Error("flow create 0 group 1 ingress pattern end actions age timeout 16777216 / drop / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = Error("flow query 0 0 age");
+  EXPECT_THAT(s.message(), HasSubstr("flow rule #0 has no age action: age data not available"));
+  s = Error("flow query 0 9 age");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  Run("add port meter profile srtcm_rfc2697 0 1 1000 3 0 1");
+  s = Error("add port meter policy 0 1 g_actions age timeout 3 / queue index 0 / end r_actions drop / end");
+  if (s.ok()) s = Error("create port meter 0 5 1 1 yes 0xffff 0 0");
+  if (s.ok()) s = Error("flow create 0 group 1 ingress pattern eth / end actions meter mtr_id 5 / end");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("'age'"));
+  s = Error("flow aged 9");
+  EXPECT_THAT(s.message(), HasSubstr("no port 9"));
+}
+
+TEST_F(AgingTest, SharedCounterCountsEveryRuleUsingIt) {
+  EXPECT_EQ(Run("flow indirect_action 0 create action_id 7 ingress action count / end").text,
+            "Indirect action #7 created\n");
+  Create(80, "indirect 7");
+  Create(81, "indirect 7", /*group=*/0);
+  Run("flow create 0 egress pattern eth / end actions indirect 7 / end");  // what port 0 sends
+  HitAt(1, 80);
+  HitAt(1, 81);
+  nic_.pf().Send(Udp("10.9.0.1", "10.9.0.2", 1, 2));
+  // Indirect actions belong to their port (rte_flow handles do).
+  EXPECT_THAT(Error("flow create 1 ingress pattern eth / end actions indirect 7 / queue index 0 / end").message(),
+              HasSubstr("Failed to find indirect action #7 on port 1"));
+  const CommandResult q = Run("flow indirect_action 0 query 7");
+  ASSERT_TRUE(q.count.has_value());
+  EXPECT_EQ(q.count->hits, 3u);
+  EXPECT_EQ(q.text, absl::StrFormat("Indirect COUNT action:\n hits_set: 1\n bytes_set: 1\n hits: 3\n bytes: %d\n",
+                                    q.count->bytes));
+  EXPECT_GT(q.count->bytes, 0u);
+  // Each rule's own count query reads the shared counter.
+  EXPECT_EQ(Run("flow query 0 2 count").count->hits, 3u);
+  // Busy while rules use it; then it goes.
+  absl::Status s = Error("flow indirect_action 0 destroy action_id 7");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("Indirect count action #7 has references: 3 flow(s) use it"));
+  Run("flow flush 0");
+  EXPECT_EQ(Run("flow indirect_action 0 destroy action_id 7").text, "Indirect action #7 destroyed\n");
+  EXPECT_EQ(Error("flow indirect_action 0 query 7").code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(AgingTest, IndirectIdsAreTestpmds) {
+  EXPECT_EQ(Run("flow indirect_action 0 create action count / end").indirect_id, 0u);
+  EXPECT_EQ(Run("flow indirect_action 0 create action_id 10 action count / end").indirect_id, 10u);
+  EXPECT_EQ(Run("flow indirect_action 0 create action count / end").indirect_id, 11u);
+  absl::Status s = Error("flow indirect_action 0 create action_id 10 action count / end");
+  EXPECT_THAT(s.message(), HasSubstr("Indirect action #10 is already assigned, delete it first"));
+  EXPECT_EQ(Run("flow indirect_action 0 destroy action_id 0 action_id 11 action_id 5").text,
+            "Indirect action #11 destroyed\nIndirect action #0 destroyed\n");
+  Run("flow indirect_action 0 create action_id 4294967294 action count / end");
+  s = Error("flow indirect_action 0 create action count / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("Highest indirect action ID is already assigned, delete it first"));
+}
+
+TEST_F(AgingTest, IndirectAgeIsKeptAliveByEveryRuleUsingIt) {
+  Run("flow indirect_action 0 create action_id 3 action age timeout 4 / end");
+  const uint32_t a = Create(80, "indirect 3");
+  Create(81, "indirect 3");
+  for (int t = 1; t <= 8; ++t) HitAt(t, t % 2 ? 80 : 81);  // each rule idle 2 s at a time
+  nic_.set_time_ns(9 * kSecond);
+  EXPECT_EQ(Run("flow indirect_action 0 query 3").text,
+            "Indirect AGE action:\n aged: 0\n sec_since_last_hit_valid: 1\n sec_since_last_hit: 1\n");
+  EXPECT_EQ(AgeAt(9, a).sec_since_last_hit, 1u);  // a rule's age query reads the indirect age
+  nic_.set_time_ns(13 * kSecond);
+  EXPECT_EQ(Run("flow aged 0 destroy").text,
+            "Port 0 total aged flows: 1\nType                \tID\tGroup\tPrio\tAttr\n"
+            "Indirect action     \t3\n\n0 flows destroyed\n");
+  EXPECT_EQ(engine_.counts().flows, 3);  // testpmd destroys flows only
+  // mlx5 lets an indirect age go while rules use it; they keep working.
+  EXPECT_EQ(Run("flow indirect_action 0 destroy action_id 3").text, "Indirect action #3 destroyed\n");
+  EXPECT_EQ(HitAt(14, 80).fate, sim::Fate::kQueued);
+}
+
+TEST_F(AgingTest, IndirectRejections) {
+  Run("flow indirect_action 0 create action_id 1 action count / end");
+  Run("flow indirect_action 0 create action_id 2 action age timeout 5 / end");
+  auto create = [&](const std::string& actions, uint32_t group) {
+    return Error(absl::StrFormat(
+        "flow create 0 group %d ingress pattern eth / end actions %s / queue index 0 / end", group, actions));
+  };
+  absl::Status s = create("indirect 2", 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("Shared ASO age action is not supported for group 0"));
+  s = create("indirect 1 / age timeout 3", 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("old age and indirect count combination is not supported"));
+  s = create("indirect 1 / age timeout 3", 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("a DR rule takes one flow counter"));
+  s = create("indirect 2 / count", 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  s = create("indirect 1 / count", 1);
+  EXPECT_THAT(s.message(), HasSubstr("indirect: duplicate count actions set"));
+  s = create("indirect 2 / age timeout 3", 1);
+  EXPECT_THAT(s.message(), HasSubstr("indirect: duplicate age actions set"));
+  s = create("indirect 9", 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("indirect: Failed to find indirect action #9 on port 0"));
+  s = Error("flow indirect_action 0 create action queue index 0 / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("queue: cannot be an indirect action here"));
+  s = Error("flow indirect_action 0 create action count / count / end");
+  EXPECT_THAT(s.message(), HasSubstr("an indirect action is one action, found 2"));
+  s = Error("flow indirect_action 0 create action age timeout 0 / end");
+  EXPECT_THAT(s.message(), HasSubstr("invalid timeout value 0"));
+  s = Error("flow indirect_action 0 update 1 action count / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("action type update not supported"));
+  s = Error("flow indirect_action 0 update 8 action count / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  s = Error("flow indirect_action 0 query 8");
+  EXPECT_THAT(s.message(), HasSubstr("Failed to find indirect action #8 on port 0"));
+  s = Error("flow indirect_action 5 query 1");
+  EXPECT_THAT(s.message(), HasSubstr("no port 5"));
+  s = Error("flow indirect_action 0 destroy 1");
+  EXPECT_THAT(s.message(), HasSubstr("expected 'action_id'"));
+  s = Error("flow indirect_action 0 remove 1");
+  EXPECT_THAT(s.message(), HasSubstr("expected create, update, destroy or query"));
+}
+
+}  // namespace
+}  // namespace drsim::testpmd
