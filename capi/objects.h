@@ -83,7 +83,40 @@ inline bool IsSoftwareNicObject(const void* p, Kind kind, Context** ctx = nullpt
 
 // What a DEVX object of the software NIC stands for. kRqt (an RQ table, CREATE_RQT) exists only for
 // CREATE_TIR to read: the NIC itself has no such object.
-enum class DevxKind : uint8_t { kFlowCounter, kTir, kAsoFlowMeter, kAsoFirstHit, kRqt, kQueueCounter };
+enum class DevxKind : uint8_t {
+  kFlowCounter,
+  kTir,
+  kAsoFlowMeter,
+  kAsoFirstHit,
+  kRqt,
+  kQueueCounter,
+  kAsoConnTrack,
+};
+
+// The ASO object kind a DEVX object of `kind` is (nullopt: not an ASO object), and back.
+inline std::optional<hw::AsoKind> AsoKindOf(DevxKind kind) {
+  switch (kind) {
+    case DevxKind::kAsoFlowMeter:
+      return hw::AsoKind::kFlowMeter;
+    case DevxKind::kAsoFirstHit:
+      return hw::AsoKind::kFirstHit;
+    case DevxKind::kAsoConnTrack:
+      return hw::AsoKind::kConnTrack;
+    default:
+      return std::nullopt;
+  }
+}
+inline DevxKind DevxKindOf(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return DevxKind::kAsoFlowMeter;
+    case hw::AsoKind::kFirstHit:
+      return DevxKind::kAsoFirstHit;
+    case hw::AsoKind::kConnTrack:
+      break;
+  }
+  return DevxKind::kAsoConnTrack;
+}
 
 }  // namespace drsim::capi
 

@@ -25,6 +25,18 @@ CtContext UnprogrammedConnTrack() {
 
 }  // namespace
 
+uint32_t AsoBank::ContextsPerLine(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return kMetersPerLine;
+    case hw::AsoKind::kFirstHit:
+      return kFirstHitsPerLine;
+    case hw::AsoKind::kConnTrack:
+      return kConnTracksPerLine;
+  }
+  return 1;
+}
+
 absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
   std::lock_guard<std::mutex> lock(mu_);
   if (log_range > 16) {

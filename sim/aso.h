@@ -30,6 +30,8 @@ class AsoBank {
   static constexpr uint32_t kMetersPerLine = 2;
   static constexpr uint32_t kFirstHitsPerLine = 512;
   static constexpr uint32_t kConnTracksPerLine = 1;
+  // The contexts one line of an object of `kind` holds.
+  static uint32_t ContextsPerLine(hw::AsoKind kind);
 
   // A new object of `kind` with 2^log_range lines (log_range <= 16); returns its id.
   absl::StatusOr<uint32_t> Create(hw::AsoKind kind, uint32_t log_range);
