@@ -19,7 +19,8 @@
 //     max_flow_counter 2^24            ... out of 2^24 counter ids (CounterBank::kMaxCounters)
 //     log_max_rq, _tir, _rqt 24        no limits of the NIC's own; queue and table numbers are 24-bit
 //     log_max_rqt_size 16              the RQ tables CREATE_RQT takes (kMaxRqtSize in devx_tir.cc)
-//     general_obj_types                bits 0x24 (ASO flow meter) and 0x25 (ASO flow hit)
+//     general_obj_types                bits 0x24 (ASO flow meter), 0x25 (ASO flow hit) and 0x31
+//                                      (conn_track_offload)
 //     steering_format_version 1        ConnectX-6 Dx (STE v1): the action order the compiler follows
 //     flex_parser_protocols            a bit per protocol the parser fills the fields of (GENEVE, its
 //                                      option 0, VXLAN-GPE, MPLS over GRE and UDP, ICMP, ICMPv6, GTP-U and
@@ -114,6 +115,7 @@ constexpr PrmField kFlexParserProtocols{0x540, 32};
 
 constexpr uint64_t kObjTypeAsoFlowMeter = 0x24;
 constexpr uint64_t kObjTypeAsoFlowHit = 0x25;
+constexpr uint64_t kObjTypeConnTrackOffload = 0x31;
 constexpr uint64_t kSteeringFormatConnectX6Dx = 1;
 
 // flow_table_nic_cap and flow_table_eswitch_cap.
@@ -215,7 +217,8 @@ void GeneralDevicePage(const sim::Function& fn, Page& page) {
   Set(page, kLogMaxTir, kUnlimitedLog);
   Set(page, kLogMaxRqt, kUnlimitedLog);
   Set(page, kLogMaxRqtSize, 16);
-  Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeAsoFlowMeter) | (uint64_t{1} << kObjTypeAsoFlowHit));
+  Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeAsoFlowMeter) | (uint64_t{1} << kObjTypeAsoFlowHit) |
+                                  (uint64_t{1} << kObjTypeConnTrackOffload));
   Set(page, kSteeringFormatVersion, kSteeringFormatConnectX6Dx);
   uint32_t flex = 0;
   for (const FlexParser& p : kFlexParsers) {
