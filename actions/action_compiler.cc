@@ -141,10 +141,10 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
 
 // The hardware's execution order per pipe (rdma-core dr_ste_v1_set_actions_rx / _tx). Decap and encap
 // types appear once each in either pipe; the state machine keeps illegal combinations out.
-constexpr T kRxOrder[] = {T::kTnlL2ToL2,   T::kTnlL3ToL2, T::kTag,      T::kPopVlan,
-                          T::kAsoFirstHit, T::kModifyHdr, T::kPushVlan, T::kAsoFlowMeter,
+constexpr T kRxOrder[] = {T::kTnlL2ToL2,   T::kTnlL3ToL2, T::kTag,       T::kPopVlan,
+                          T::kAsoFirstHit, T::kModifyHdr, T::kPushVlan,  T::kAsoFlowMeter,
                           T::kAsoCt,       T::kCtr,       T::kL2ToTnlL2, T::kL2ToTnlL3};
-constexpr T kTxOrder[] = {T::kAsoFlowMeter, T::kPopVlan,  T::kAsoCt,       T::kCtr,       T::kModifyHdr,
+constexpr T kTxOrder[] = {T::kAsoFlowMeter, T::kPopVlan,     T::kAsoCt,     T::kCtr,      T::kModifyHdr,
                           T::kPushVlan,     T::kAsoFirstHit, T::kL2ToTnlL2, T::kL2ToTnlL3};
 
 void EmitOp(const ActionSpec& a, hw::ActionProgram& p) {

@@ -305,9 +305,9 @@ int drsim_aso_ct_query(mlx5dv_devx_obj* cts, uint32_t offset, void* context, siz
   if (obj == nullptr) return RecordFailure(__func__, EINVAL, "not an ASO CT object (drsim_aso_ct_alloc)");
   if (context == nullptr) return RecordFailure(__func__, EINVAL, "context is NULL");
   if (context_sz < drsim::sim::kCtPrmBytes) {
-    return RecordFailure(__func__, EINVAL,
-                         absl::StrFormat("context_sz %d: the context is %d bytes", context_sz,
-                                         drsim::sim::kCtPrmBytes));
+    return RecordFailure(
+        __func__, EINVAL,
+        absl::StrFormat("context_sz %d: the context is %d bytes", context_sz, drsim::sim::kCtPrmBytes));
   }
   std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
   absl::StatusOr<drsim::sim::CtContext> c = obj->ctx->nic->QueryAsoConnTrack(obj->id, offset);

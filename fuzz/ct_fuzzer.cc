@@ -55,9 +55,9 @@ void CheckFrame(const drsim::testing::CtStep& step) {
   const std::optional<drsim::sim::CtSegment> got =
       drsim::sim::ReadCtSegment(frame, layers.l3, layers.l4, protocol);
   if (got.has_value() != step.tcp) std::abort();
-  if (got && (got->seq != step.segment.seq || got->ack != step.segment.ack ||
-              got->flags != step.segment.flags || got->window != step.segment.window ||
-              got->payload_len != step.segment.payload_len)) {
+  if (got &&
+      (got->seq != step.segment.seq || got->ack != step.segment.ack || got->flags != step.segment.flags ||
+       got->window != step.segment.window || got->payload_len != step.segment.payload_len)) {
     std::abort();
   }
 }
@@ -88,7 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   drsim::testing::RefConnection ref = drsim::testing::ToReference(start);
   for (const drsim::testing::CtStep& step : steps) {
     if (step.segment.payload_len < 64) CheckFrame(step);
-    const uint32_t got = drsim::sim::TrackCtSegment(engine, step.dir == 0, step.tcp ? &step.segment : nullptr);
+    const uint32_t got =
+        drsim::sim::TrackCtSegment(engine, step.dir == 0, step.tcp ? &step.segment : nullptr);
     const uint32_t want = ref.Segment(step.dir, drsim::testing::ToReference(step));
     const CtContext model = drsim::testing::FromReference(ref, start);
     if (got != want) Fail("verdicts differ", engine, model);

@@ -96,8 +96,8 @@ absl::StatusOr<uint32_t> AsoBank::ContextOf(uint32_t object, hw::AsoKind kind, u
     return absl::NotFoundError(absl::StrFormat("no ASO %s object %d", KindName(kind), object));
   }
   if (offset >= it->second.count) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("ASO %s offset %d: object %d has %d", KindName(kind), offset, object, it->second.count));
+    return absl::InvalidArgumentError(absl::StrFormat("ASO %s offset %d: object %d has %d", KindName(kind),
+                                                      offset, object, it->second.count));
   }
   return it->second.base + offset;
 }

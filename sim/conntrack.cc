@@ -130,7 +130,8 @@ bool InWindow(CtContext& c, bool original, const CtSegment& s, uint8_t index) {
 
   const bool in_receive_window =
       receiver.max_win == 0 || SeqAfter(end, sender.sent_end - receiver.max_win - 1);
-  const bool ok = !SeqAfter(seq, sender.reply_end) && in_receive_window && !SeqAfter(ack, receiver.sent_end) &&
+  const bool ok = !SeqAfter(seq, sender.reply_end) && in_receive_window &&
+                  !SeqAfter(ack, receiver.sent_end) &&
                   SeqAfter(ack, receiver.sent_end - AckWindow(sender, c.max_ack_window) - 1);
   if (!ok) return sender.liberal;
 
@@ -168,8 +169,8 @@ bool InWindow(CtContext& c, bool original, const CtSegment& s, uint8_t index) {
 }  // namespace
 
 const char* CtStateName(CtState state) {
-  static constexpr const char* kNames[] = {"SYN_RECV", "ESTABLISHED", "FIN_WAIT",
-                                           "CLOSE_WAIT", "LAST_ACK",   "TIME_WAIT"};
+  static constexpr const char* kNames[] = {"SYN_RECV",   "ESTABLISHED", "FIN_WAIT",
+                                           "CLOSE_WAIT", "LAST_ACK",    "TIME_WAIT"};
   const auto i = static_cast<uint8_t>(state);
   return i < kCtStateCount ? kNames[i] : "unknown";
 }
@@ -294,8 +295,8 @@ absl::StatusOr<CtRegisterMatch> CtResultMatch(uint32_t spec_flags, uint32_t mask
   }
   const uint32_t flags = spec_flags & mask_flags;
   if ((flags & kCtPktValid) && (flags & (kCtPktInvalid | kCtPktDisabled | kCtPktBad))) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "conntrack flags 0x%x: VALID conflicts with INVALID, DISABLED and BAD", flags));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("conntrack flags 0x%x: VALID conflicts with INVALID, DISABLED and BAD", flags));
   }
   CtRegisterMatch m;
   m.value = CtRegisterByte(flags & ~kCtPktBad) | ((flags & kCtPktBad) ? 1u : 0u);

@@ -15,8 +15,9 @@
 //
 // How (for a front end such as testpmd):
 //  1. sim::Nic::CreateAsoObject(hw::AsoKind::kConnTrack, log_range) makes 2^log_range contexts;
-//  2. sim::Nic::ConfigureAsoConnTrack(object, offset, context) programs one (fields of
-//     rte_flow_action_conntrack; peer_port and is_original_dir are the front end's, not the context's);
+//  2. sim::Nic::ConfigureAsoConnTrack(object, offset, context) programs one from the fields of
+//     rte_flow_action_conntrack, one to one (original_dir/reply_dir to original/reply, liberal_mode to
+//     both directions' liberal; peer_port and is_original_dir are the front end's, not the context's);
 //  3. dr::Action::Aso(domain, object, offset, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR or
 //     _RESPONDER, return_reg_c) makes the action of one direction; a rule of a later table matches
 //     metadata_reg_c_<return_reg_c> with CtResultMatch's value and mask;
@@ -71,9 +72,9 @@ struct CtContext {
   bool challenge_ack_passed = false;  // PRM challenged_acked (kept, not used)
   bool heartbeat = false;             // PRM heartbeat (kept, not used)
   CtState state = CtState::kEstablished;
-  uint8_t max_ack_window = 0;  // 3 bits: the ack lower bound reaches max(max_win, 66000) << this back
-  uint8_t retransmission_limit = 0;             // 3 bits
-  uint8_t retransmission_counter = 0;           // 3 bits, saturating
+  uint8_t max_ack_window = 0;          // 3 bits: the ack lower bound reaches max(max_win, 66000) << this back
+  uint8_t retransmission_limit = 0;    // 3 bits
+  uint8_t retransmission_counter = 0;  // 3 bits, saturating
   bool retransmission_limit_exceeded = false;  // sticky until reprogrammed
   CtDirection original, reply;
   bool last_direction_original = false;  // PRM last_dir (1: the original direction)

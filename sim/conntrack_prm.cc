@@ -54,15 +54,14 @@ std::array<uint8_t, kCtPrmBytes> SerializeCtContext(const CtContext& c) {
                                       static_cast<uint32_t>(c.last_direction_original) << 5 |
                                       (c.last_index & 0x1fu));
   hw::StoreBe32(w + 4 * kDirectionBits, DirectionByte(c.reply) << 24 | DirectionByte(c.original) << 8);
-  hw::StoreBe32(w + 4 * kFlags,
-                static_cast<uint32_t>(c.valid) << 31 | (static_cast<uint32_t>(c.state) & 7u) << 28 |
-                    static_cast<uint32_t>(!c.enable) << 27 | static_cast<uint32_t>(c.live_connection) << 14 |
-                    static_cast<uint32_t>(c.selective_ack) << 13 |
-                    static_cast<uint32_t>(c.challenge_ack_passed) << 12 |
-                    static_cast<uint32_t>(c.heartbeat) << 11 | (c.max_ack_window & 7u) << 8 |
-                    (c.retransmission_counter & 7u) << 4 |
-                    static_cast<uint32_t>(c.retransmission_limit_exceeded) << 3 |
-                    (c.retransmission_limit & 7u));
+  hw::StoreBe32(
+      w + 4 * kFlags,
+      static_cast<uint32_t>(c.valid) << 31 | (static_cast<uint32_t>(c.state) & 7u) << 28 |
+          static_cast<uint32_t>(!c.enable) << 27 | static_cast<uint32_t>(c.live_connection) << 14 |
+          static_cast<uint32_t>(c.selective_ack) << 13 | static_cast<uint32_t>(c.challenge_ack_passed) << 12 |
+          static_cast<uint32_t>(c.heartbeat) << 11 | (c.max_ack_window & 7u) << 8 |
+          (c.retransmission_counter & 7u) << 4 | static_cast<uint32_t>(c.retransmission_limit_exceeded) << 3 |
+          (c.retransmission_limit & 7u));
   return out;
 }
 

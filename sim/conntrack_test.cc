@@ -72,7 +72,7 @@ TEST(ConntrackTest, FinExchangeMovesTheState) {
   EXPECT_EQ(c.state, CtState::kFinWait);
   EXPECT_TRUE(c.original.close_initiated);
   EXPECT_EQ(TrackCtSegment(c, true, &fin), kCtPktValid);  // retransmitted FIN: no move
-  CtSegment partial = Seg(kServer, kClient, kAck);         // does not ack the FIN yet
+  CtSegment partial = Seg(kServer, kClient, kAck);        // does not ack the FIN yet
   EXPECT_EQ(TrackCtSegment(c, false, &partial), kCtPktValid);
   EXPECT_EQ(c.state, CtState::kFinWait);
   CtSegment ack_fin = Seg(kServer, kClient + 1, kAck);
@@ -155,7 +155,7 @@ TEST(ConntrackTest, RegisterEncodingAndMatchAreThePmds) {
   EXPECT_EQ(CtRegisterByte(kCtPktDisabled), 0x80);
   struct Case {
     uint32_t spec, mask, value, reg_mask;
-  } cases[] = {{kCtPktValid, kCtPktValid, 0x00, 0xc0},     {kCtPktInvalid, kCtPktInvalid, 0x40, 0xc0},
+  } cases[] = {{kCtPktValid, kCtPktValid, 0x00, 0xc0},       {kCtPktInvalid, kCtPktInvalid, 0x40, 0xc0},
                {kCtPktDisabled, kCtPktDisabled, 0x80, 0xc0}, {kCtPktChanged, kCtPktChanged, 0x02, 0x02},
                {kCtPktBad, kCtPktBad, 0x01, 0x01},           {kCtPktValid | kCtPktChanged, 0x1f, 0x02, 0xc3}};
   for (const Case& k : cases) {
@@ -172,8 +172,9 @@ TEST(ConntrackTest, RegisterEncodingAndMatchAreThePmds) {
   }
   EXPECT_EQ(CtResultMatch(kCtPktValid | kCtPktInvalid, 0x1f).status().message(),
             "conntrack flags 0x5: VALID conflicts with INVALID, DISABLED and BAD");
-  EXPECT_EQ(CtResultMatch(0x20, 0x1f).status().message(),
-            "conntrack flags 0x20: only VALID 0x1, CHANGED 0x2, INVALID 0x4, DISABLED 0x8 and BAD 0x10 exist");
+  EXPECT_EQ(
+      CtResultMatch(0x20, 0x1f).status().message(),
+      "conntrack flags 0x20: only VALID 0x1, CHANGED 0x2, INVALID 0x4, DISABLED 0x8 and BAD 0x10 exist");
 }
 
 TEST(ConntrackTest, CheckNamesTheFieldOutOfRange) {
@@ -211,9 +212,15 @@ TEST(ConntrackTest, PrmLayoutRoundTripsAndPlacesFields) {
     c.retransmission_counter = rng() % 8;
     c.retransmission_limit_exceeded = rng() & 1;
     for (CtDirection* d : {&c.original, &c.reply}) {
-      *d = CtDirection{static_cast<uint8_t>(rng() % 16), bool(rng() & 1), bool(rng() & 1), bool(rng() & 1),
-                       bool(rng() & 1), static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()),
-                       static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng())};
+      *d = CtDirection{static_cast<uint8_t>(rng() % 16),
+                       bool(rng() & 1),
+                       bool(rng() & 1),
+                       bool(rng() & 1),
+                       bool(rng() & 1),
+                       static_cast<uint32_t>(rng()),
+                       static_cast<uint32_t>(rng()),
+                       static_cast<uint32_t>(rng()),
+                       static_cast<uint32_t>(rng())};
     }
     c.last_direction_original = rng() & 1;
     c.last_index = rng() % 32;

@@ -38,7 +38,7 @@ constexpr PrmField kObjOffset{0x60, 32};   // QUERY, MODIFY: the line
 constexpr PrmField kModifyFieldSelect{0x80, 64};
 constexpr PrmField kMeterParameters[2] = {{0x280, 256}, {0x380, 256}};  // flow_meter_aso: bytes 80, 112
 constexpr PrmField kFlags{0x280, 512};                                  // flow_hit_aso: bytes 80 to 143
-constexpr PrmField kConnTrackAso{0x280, 512};  // conn_track_offload.conn_track_aso: bytes 80 to 143
+constexpr PrmField kConnTrackAso{0x280, 512};                           // conn_track_aso: bytes 80 to 143
 constexpr PrmField kOutObjId{0x40, 32};                                 // general_obj_out_cmd_hdr
 constexpr size_t kObjectEnd = 144;                                      // the header and the 128-byte object
 constexpr size_t kMeterParamBytes = 32;

@@ -217,8 +217,9 @@ void GeneralDevicePage(const sim::Function& fn, Page& page) {
   Set(page, kLogMaxTir, kUnlimitedLog);
   Set(page, kLogMaxRqt, kUnlimitedLog);
   Set(page, kLogMaxRqtSize, 16);
-  Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeAsoFlowMeter) | (uint64_t{1} << kObjTypeAsoFlowHit) |
-                                  (uint64_t{1} << kObjTypeConnTrackOffload));
+  Set(page, kGeneralObjTypes,
+      (uint64_t{1} << kObjTypeAsoFlowMeter) | (uint64_t{1} << kObjTypeAsoFlowHit) |
+          (uint64_t{1} << kObjTypeConnTrackOffload));
   Set(page, kSteeringFormatVersion, kSteeringFormatConnectX6Dx);
   uint32_t flex = 0;
   for (const FlexParser& p : kFlexParsers) {

@@ -68,7 +68,8 @@ TEST_F(DevxCtTest, ProgramTrackAndQueryAContext) {
   mlx5dv_dr_domain* rx = mlx5dv_dr_domain_create(ctx_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
   mlx5dv_dr_table* root = mlx5dv_dr_table_create(rx, 0);
   mlx5dv_dr_table* t1 = mlx5dv_dr_table_create(rx, 1);
-  mlx5dv_dr_action* ct = mlx5dv_dr_action_create_aso(rx, cts, 1, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
+  mlx5dv_dr_action* ct =
+      mlx5dv_dr_action_create_aso(rx, cts, 1, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
   ASSERT_NE(ct, nullptr) << drsim_last_error();
   mlx5dv_dr_action* to_t1 = mlx5dv_dr_action_create_dest_table(t1);
   mlx5dv_dr_table* t2 = mlx5dv_dr_table_create(rx, 2);  // empty: the packet then takes the default

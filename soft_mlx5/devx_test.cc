@@ -298,7 +298,7 @@ TEST_F(DevxTest, GeneralCapsDescribeTheFunction) {
   const uint64_t obj_types = Get64(pf, 128);
   // ASO flow meter, flow hit, connection tracking.
   EXPECT_EQ(obj_types, (uint64_t{1} << 0x24) | (uint64_t{1} << 0x25) | (uint64_t{1} << 0x31));
-  EXPECT_EQ(pf[136] & 0x0f, 1);                                         // steering format: ConnectX-6 Dx
+  EXPECT_EQ(pf[136] & 0x0f, 1);  // steering format: ConnectX-6 Dx
   const uint32_t flex = Get32(pf, 168);
   EXPECT_TRUE(flex & (1u << 8));   // ICMP
   EXPECT_TRUE(flex & (1u << 3));   // GENEVE

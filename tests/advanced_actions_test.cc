@@ -9,8 +9,8 @@
 #include "dr/dr.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
-#include "sim/frame_builder.h"
 #include "sim/conntrack.h"
+#include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "sim/nic.h"
 #include "sim/rx_queue.h"
@@ -374,7 +374,8 @@ TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
   EXPECT_EQ(message(0, 4, 1), "aso ct: flags 0x4; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
   EXPECT_EQ(message(0, kInit, 2), "aso: return_reg_c 2; it must be 1, 3 or 5 (a register pair)");
   EXPECT_EQ(message(0, kInit, 7), "aso: return_reg_c 7; it must be 1, 3 or 5 (a register pair)");
-  EXPECT_EQ(message(2, kInit, 1), "aso: ASO offset 2 is outside object " + std::to_string(cts) + " (2 contexts)");
+  EXPECT_EQ(message(2, kInit, 1),
+            "aso: ASO offset 2 is outside object " + std::to_string(cts) + " (2 contexts)");
   EXPECT_EQ(std::string(dr::Action::Aso(domain_, 9999, 0, kInit, 1).status().message()),
             "aso: no ASO object 9999");
   dr::Action ct = *dr::Action::Aso(domain_, cts, 1, kInit, 5);
@@ -405,8 +406,9 @@ TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
       *dr::Action::PacketReformat(tx, 0, MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TO_L2_TUNNEL, header);
   absl::Status after_encap = dr::Rule::Create(tx_all, MatchParams(), {&encap, &tx_ct}).status();
   EXPECT_EQ(after_encap.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(std::string(after_encap.message()),
-            "action[1] (aso(ct)) cannot follow action[0] (packet_reformat(L2_TO_L2_TUNNEL)) in a NIC_TX domain");
+  EXPECT_EQ(
+      std::string(after_encap.message()),
+      "action[1] (aso(ct)) cannot follow action[0] (packet_reformat(L2_TO_L2_TUNNEL)) in a NIC_TX domain");
   dr::Action to_tx_t2 = *dr::Action::DestTable(tx_t2);
   EXPECT_TRUE(dr::Rule::Create(tx_all, MatchParams(), {&tx_ct, &encap, &to_tx_t2}).ok());
 }

@@ -84,7 +84,7 @@ CtConversation MakeConversation(const Below& below, int steps) {
     if (event < 40) {  // in-order data
       g.payload_len = below(1461);
       g.flags |= below(2) ? kPsh : 0;
-    } else if (event < 50) {  // pure ACK
+    } else if (event < 50) {                      // pure ACK
     } else if (event < 60 && !me.sent.empty()) {  // exact retransmission
       const size_t back = below(4) == 0 ? below(static_cast<uint32_t>(me.sent.size())) : 0;
       conv.steps.push_back(me.sent[me.sent.size() - 1 - back]);

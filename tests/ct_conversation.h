@@ -26,8 +26,8 @@
 namespace drsim::testing {
 
 struct CtStep {
-  int dir = 0;       // 0: from the initiator, 1: from the responder
-  bool tcp = true;   // false: a UDP datagram between the same ports
+  int dir = 0;      // 0: from the initiator, 1: from the responder
+  bool tcp = true;  // false: a UDP datagram between the same ports
   sim::CtSegment segment;
 };
 

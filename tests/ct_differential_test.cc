@@ -82,10 +82,13 @@ TEST(CtDifferentialTest, NicMatchesTheReferenceModel) {
   dr::Action to_t1 = *dr::Action::DestTable(t1), to_t2 = *dr::Action::DestTable(t2);
   dr::Matcher root_all = *dr::Matcher::Create(root, 0, 0, nullptr);
   dr::Rule root_rule = *dr::Rule::Create(root_all, hw::MatchParams(), {&to_t1});
-  dr::Matcher by_ports = *dr::Matcher::Create(
-      t1, 0,
-      *hw::MatchBuilder().IpVersion(hw::kOuter, 4).IpProtocol(hw::kOuter, 0xff).TcpSport(hw::kOuter, 0xffff)
-           .TcpDport(hw::kOuter, 0xffff).Build());
+  dr::Matcher by_ports = *dr::Matcher::Create(t1, 0,
+                                              *hw::MatchBuilder()
+                                                   .IpVersion(hw::kOuter, 4)
+                                                   .IpProtocol(hw::kOuter, 0xff)
+                                                   .TcpSport(hw::kOuter, 0xffff)
+                                                   .TcpDport(hw::kOuter, 0xffff)
+                                                   .Build());
   // Table 2: one queue per register value the tracker can write (under the PMD's mask 0xc3).
   dr::Matcher by_result = *dr::Matcher::Create(t2, 0, *hw::MatchBuilder().RegC(kReg, 0xc3).Build());
   std::map<uint32_t, uint8_t> register_of_queue;
@@ -96,8 +99,8 @@ TEST(CtDifferentialTest, NicMatchesTheReferenceModel) {
     const uint32_t q = nic.pf().CreateQueue();
     register_of_queue[q] = value;
     to_queue.push_back(*dr::Action::DestQp(nic.pf(), q));
-    result_rules.push_back(*dr::Rule::Create(by_result, *hw::MatchBuilder().RegC(kReg, value).Build(),
-                                             {&to_queue.back()}));
+    result_rules.push_back(
+        *dr::Rule::Create(by_result, *hw::MatchBuilder().RegC(kReg, value).Build(), {&to_queue.back()}));
   }
 
   const uint32_t cts = *nic.CreateAsoObject(hw::AsoKind::kConnTrack, 6);
