@@ -49,6 +49,12 @@ absl::Status CheckType(const RuleContext& rule, size_t i, const ActionSpec& a) {
                                    "table (level %d)",
                                    a.table->level, rule.table_level));
   }
+  if (a.type == T::kAsoCt && a.domain != rule.domain) {
+    // rdma-core takes a CT action of another domain only through mlx5dv_dr_aso_other_domain_link.
+    return Invalid(i, a,
+                   "the ASO CT action was made for another domain (cross-domain CT needs "
+                   "mlx5dv_dr_aso_other_domain_link, which drsim does not model)");
+  }
   if ((a.type == T::kQp || a.type == T::kAsoFlowMeter || a.type == T::kAsoFirstHit) &&
       a.device != rule.device) {
     return Invalid(i, a,
@@ -135,10 +141,10 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
 
 // The hardware's execution order per pipe (rdma-core dr_ste_v1_set_actions_rx / _tx). Decap and encap
 // types appear once each in either pipe; the state machine keeps illegal combinations out.
-constexpr T kRxOrder[] = {T::kTnlL2ToL2,   T::kTnlL3ToL2, T::kTag,      T::kPopVlan,
-                          T::kAsoFirstHit, T::kModifyHdr, T::kPushVlan, T::kAsoFlowMeter,
-                          T::kCtr,         T::kL2ToTnlL2, T::kL2ToTnlL3};
-constexpr T kTxOrder[] = {T::kAsoFlowMeter, T::kPopVlan,     T::kCtr,       T::kModifyHdr,
+constexpr T kRxOrder[] = {T::kTnlL2ToL2,   T::kTnlL3ToL2, T::kTag,       T::kPopVlan,
+                          T::kAsoFirstHit, T::kModifyHdr, T::kPushVlan,  T::kAsoFlowMeter,
+                          T::kAsoCt,       T::kCtr,       T::kL2ToTnlL2, T::kL2ToTnlL3};
+constexpr T kTxOrder[] = {T::kAsoFlowMeter, T::kPopVlan,     T::kAsoCt,     T::kCtr,      T::kModifyHdr,
                           T::kPushVlan,     T::kAsoFirstHit, T::kL2ToTnlL2, T::kL2ToTnlL3};
 
 void EmitOp(const ActionSpec& a, hw::ActionProgram& p) {
@@ -180,6 +186,11 @@ void EmitOp(const ActionSpec& a, hw::ActionProgram& p) {
       op = {hw::OpCode::kAsoFirstHit, a.aso_context};
       op.reg = a.aso_reg;
       op.set = a.aso_set;
+      break;
+    case T::kAsoCt:
+      op = {hw::OpCode::kAsoConnTrack, a.aso_context};
+      op.reg = a.aso_reg;
+      op.set = a.aso_initiator;
       break;
     default:
       return;
@@ -254,6 +265,7 @@ absl::StatusOr<hw::ActionProgram> BuildProgram(hw::Pipe pipe, absl::Span<const A
       case T::kL2ToTnlL3:
       case T::kAsoFlowMeter:
       case T::kAsoFirstHit:
+      case T::kAsoCt:
         break;
       default:
         return absl::UnimplementedError(absl::StrFormat(

@@ -56,6 +56,7 @@ struct ActionSpec {
   uint8_t aso_reg = 0;                                    // kAso*: reg_c index for the result
   uint8_t aso_initial_color = 2;                          // kAsoFlowMeter
   bool aso_set = false;                                   // kAsoFirstHit
+  bool aso_initiator = false;                             // kAsoCt: tracks the initiator's direction
 };
 
 // The action with its parameters, for messages and traces: "tag 0x123", "dest_ibv_qp 0x100", ...

@@ -2,6 +2,7 @@
 // frames in and out.
 #include "capi/drsim.h"
 
+#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "capi/verbs_flow.h"
 #include "capi/verbs_steering.h"
 #include "sim/aso.h"
+#include "sim/conntrack_prm.h"
 #include "sim/meter.h"
 #include "sim/rx_queue.h"
 #include "sim/toeplitz.h"
@@ -63,10 +65,8 @@ mlx5dv_devx_obj* AllocAso(const char* fn, ibv_context* ibctx, hw::AsoKind kind, 
     RecordFailure(fn, id.status());
     return nullptr;
   }
-  const bool meter = kind == hw::AsoKind::kFlowMeter;
-  const uint32_t per_line = meter ? sim::AsoBank::kMetersPerLine : sim::AsoBank::kFirstHitsPerLine;
-  return NewDevxObject(ctx, meter ? DevxKind::kAsoFlowMeter : DevxKind::kAsoFirstHit, f->vport, *id,
-                       per_line << log_obj_range);
+  return NewDevxObject(ctx, DevxKindOf(kind), f->vport, *id,
+                       sim::AsoBank::ContextsPerLine(kind) << log_obj_range);
 }
 
 // Copies `frame` into `buf` and returns its length, or -EMSGSIZE when it does not fit.
@@ -283,6 +283,40 @@ mlx5dv_devx_obj* drsim_aso_first_hit_alloc(ibv_context* ctx, uint32_t log_obj_ra
   return drsim::capi::AllocAso(__func__, ctx, drsim::hw::AsoKind::kFirstHit, log_obj_range);
 }
 
+mlx5dv_devx_obj* drsim_aso_ct_alloc(ibv_context* ctx, uint32_t log_obj_range) {
+  return drsim::capi::AllocAso(__func__, ctx, drsim::hw::AsoKind::kConnTrack, log_obj_range);
+}
+
+int drsim_aso_ct_configure(mlx5dv_devx_obj* cts, uint32_t offset, const void* context, size_t context_sz) {
+  mlx5dv_devx_obj* obj = drsim::capi::DevxOf(cts, DevxKind::kAsoConnTrack);
+  if (obj == nullptr) return RecordFailure(__func__, EINVAL, "not an ASO CT object (drsim_aso_ct_alloc)");
+  if (context == nullptr) return RecordFailure(__func__, EINVAL, "context is NULL");
+  absl::StatusOr<drsim::sim::CtContext> c =
+      drsim::sim::ParseCtContext(absl::MakeConstSpan(static_cast<const uint8_t*>(context), context_sz));
+  if (!c.ok()) return RecordFailure(__func__, c.status());
+  std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
+  if (absl::Status s = obj->ctx->nic->ConfigureAsoConnTrack(obj->id, offset, *c); !s.ok())
+    return RecordFailure(__func__, s);
+  return 0;
+}
+
+int drsim_aso_ct_query(mlx5dv_devx_obj* cts, uint32_t offset, void* context, size_t context_sz) {
+  mlx5dv_devx_obj* obj = drsim::capi::DevxOf(cts, DevxKind::kAsoConnTrack);
+  if (obj == nullptr) return RecordFailure(__func__, EINVAL, "not an ASO CT object (drsim_aso_ct_alloc)");
+  if (context == nullptr) return RecordFailure(__func__, EINVAL, "context is NULL");
+  if (context_sz < drsim::sim::kCtPrmBytes) {
+    return RecordFailure(
+        __func__, EINVAL,
+        absl::StrFormat("context_sz %d: the context is %d bytes", context_sz, drsim::sim::kCtPrmBytes));
+  }
+  std::lock_guard<std::recursive_mutex> lock(obj->ctx->mu);
+  absl::StatusOr<drsim::sim::CtContext> c = obj->ctx->nic->QueryAsoConnTrack(obj->id, offset);
+  if (!c.ok()) return RecordFailure(__func__, c.status());
+  const std::array<uint8_t, drsim::sim::kCtPrmBytes> prm = drsim::sim::SerializeCtContext(*c);
+  std::memcpy(context, prm.data(), prm.size());
+  return 0;
+}
+
 int drsim_aso_flow_meter_configure(mlx5dv_devx_obj* meters, uint32_t offset, const void* params,
                                    size_t params_sz) {
   mlx5dv_devx_obj* obj = drsim::capi::DevxOf(meters, DevxKind::kAsoFlowMeter);
@@ -387,6 +421,7 @@ int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
       break;
     case DevxKind::kAsoFlowMeter:
     case DevxKind::kAsoFirstHit:
+    case DevxKind::kAsoConnTrack:
       s = ctx->nic->DestroyAsoObject(obj->id);
       break;
     case DevxKind::kGeneveTlvOption:

@@ -74,6 +74,17 @@ struct mlx5dv_devx_obj* drsim_tir_create(struct ibv_context* ctx, struct ibv_qp*
 struct mlx5dv_devx_obj* drsim_aso_flow_meter_alloc(struct ibv_context* ctx, uint32_t log_obj_range);
 struct mlx5dv_devx_obj* drsim_aso_first_hit_alloc(struct ibv_context* ctx, uint32_t log_obj_range);
 
+/* ASO connection-tracking objects: 1 << log_obj_range CT contexts (log_obj_range at most 16), for
+ * mlx5dv_dr_action_create_aso with MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR or _RESPONDER. A
+ * context is the 64-byte PRM conn_track_aso (what DPDK's ASO WQE writes): drsim_aso_ct_configure programs
+ * context `offset` from it (EINVAL for fewer than 64 bytes, state 6 or 7, a bad object or offset),
+ * drsim_aso_ct_query writes it back to `context` (context_sz at least 64). A context never programmed
+ * has valid 0 and reports DISABLED. Destroy with mlx5dv_devx_obj_destroy. */
+struct mlx5dv_devx_obj* drsim_aso_ct_alloc(struct ibv_context* ctx, uint32_t log_obj_range);
+int drsim_aso_ct_configure(struct mlx5dv_devx_obj* cts, uint32_t offset, const void* context,
+                           size_t context_sz);
+int drsim_aso_ct_query(struct mlx5dv_devx_obj* cts, uint32_t offset, void* context, size_t context_sz);
+
 /* Sets ASO flow meter `offset` of `meters` from the 32-byte PRM flow meter parameters (the layout
  * mlx5dv_dr_flow_meter_attr's flow_meter_parameter uses). EINVAL for bad parameters or offset. */
 int drsim_aso_flow_meter_configure(struct mlx5dv_devx_obj* meters, uint32_t offset, const void* params,

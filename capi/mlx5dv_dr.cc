@@ -484,7 +484,7 @@ mlx5dv_dr_action* mlx5dv_dr_action_create_aso(mlx5dv_dr_domain* domain, mlx5dv_d
   }
   Context* octx;
   if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &octx) || octx != ctx ||
-      (devx_obj->kind != DevxKind::kAsoFlowMeter && devx_obj->kind != DevxKind::kAsoFirstHit)) {
+      !drsim::capi::AsoKindOf(devx_obj->kind).has_value()) {
     return NullWithError<mlx5dv_dr_action>(__func__, EINVAL,
                                            "devx_obj is not an ASO object of this software NIC");
   }

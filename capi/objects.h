@@ -91,7 +91,33 @@ enum class DevxKind : uint8_t {
   kRqt,
   kQueueCounter,
   kGeneveTlvOption,
+  kAsoConnTrack,
 };
+
+// The ASO object kind a DEVX object of `kind` is (nullopt: not an ASO object), and back.
+inline std::optional<hw::AsoKind> AsoKindOf(DevxKind kind) {
+  switch (kind) {
+    case DevxKind::kAsoFlowMeter:
+      return hw::AsoKind::kFlowMeter;
+    case DevxKind::kAsoFirstHit:
+      return hw::AsoKind::kFirstHit;
+    case DevxKind::kAsoConnTrack:
+      return hw::AsoKind::kConnTrack;
+    default:
+      return std::nullopt;
+  }
+}
+inline DevxKind DevxKindOf(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return DevxKind::kAsoFlowMeter;
+    case hw::AsoKind::kFirstHit:
+      return DevxKind::kAsoFirstHit;
+    case hw::AsoKind::kConnTrack:
+      break;
+  }
+  return DevxKind::kAsoConnTrack;
+}
 
 }  // namespace drsim::capi
 

@@ -434,6 +434,14 @@ absl::Status CheckAso(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c) {
     }
     return absl::OkStatus();
   }
+  if (kind == hw::AsoKind::kConnTrack) {
+    if (flags != MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR &&
+        flags != MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_RESPONDER) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "aso ct: flags 0x%x; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)", flags));
+    }
+    return absl::OkStatus();
+  }
   constexpr uint32_t kColors =
       MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED | MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_YELLOW |
       MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_GREEN | MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_UNDEFINED;
@@ -444,16 +452,33 @@ absl::Status CheckAso(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c) {
   return absl::OkStatus();
 }
 
+ActionType AsoActionType(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return ActionType::kAsoFlowMeter;
+    case hw::AsoKind::kFirstHit:
+      return ActionType::kAsoFirstHit;
+    case hw::AsoKind::kConnTrack:
+      return ActionType::kAsoCt;
+  }
+  return ActionType::kAsoFirstHit;
+}
+
 // Fills an aso action's spec from its parameters (already checked).
 void SetAso(actions::ActionSpec& s, const hw::AsoContext& context, uint32_t flags, uint8_t return_reg_c) {
-  s.type = context.kind == hw::AsoKind::kFlowMeter ? ActionType::kAsoFlowMeter : ActionType::kAsoFirstHit;
+  s.type = AsoActionType(context.kind);
   s.aso_context = context.id;
   s.aso_reg = return_reg_c;
   s.aso_set = flags & MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET;
+  s.aso_initiator = flags == MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR;
   // The initial colour: red 0, yellow 1, green 2; undefined means colour blind (green).
   s.aso_initial_color = flags & MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED      ? 0
                         : flags & MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_YELLOW ? 1
                                                                                : 2;
+}
+
+bool IsAso(ActionType type) {
+  return type == ActionType::kAsoFlowMeter || type == ActionType::kAsoFirstHit || type == ActionType::kAsoCt;
 }
 
 }  // namespace
@@ -472,6 +497,7 @@ absl::StatusOr<Action> Action::Aso(const Domain& domain, uint32_t object, uint32
   ActionObj* a = NewAction(ActionType::kAsoFirstHit);
   SetAso(a->spec, *context, flags, return_reg_c);
   a->spec.device = d->device;
+  a->spec.domain = d;  // a CT action serves rules of this domain only
   a->device = d->device;
   a->aso_object = object;
   return Action(a);
@@ -480,7 +506,7 @@ absl::StatusOr<Action> Action::Aso(const Domain& domain, uint32_t object, uint32
 absl::Status Action::ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_reg_c) const {
   ActionObj* a = handle_.get();
   if (a == nullptr) return absl::InvalidArgumentError("action handle is empty");
-  if (a->spec.type != ActionType::kAsoFlowMeter && a->spec.type != ActionType::kAsoFirstHit) {
+  if (!IsAso(a->spec.type)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("modify_aso: %s is not an aso action", actions::DescribeAction(a->spec)));
   }

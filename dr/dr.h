@@ -262,11 +262,17 @@ class Action {
   // Non-terminating aso action on context `offset` of ASO `object` (sim::Nic::CreateAsoObject): a flow
   // meter (flags: exactly one of MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_RED/YELLOW/GREEN/UNDEFINED, the
   // initial colour) writes the colour to reg_c[`return_reg_c`]; a first hit (flags within
-  // MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET) writes 1 when the context had been hit before. InvalidArgument
-  // for return_reg_c other than 1, 3 or 5, bad flags, or an unknown object or offset.
+  // MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET) writes 1 when the context had been hit before; a connection
+  // tracking object (flags: exactly one of MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR/_RESPONDER, the
+  // side whose segments the rule sees) tracks the outer TCP segment in CT context `offset` and writes the
+  // packet state to the low byte of reg_c[`return_reg_c`] (sim/conntrack.h: CtResultMatch gives the value
+  // and mask a later matcher uses). A CT action serves rules of its own domain only (rdma-core's
+  // cross-domain link is not modelled), on non-root tables. InvalidArgument for return_reg_c other than
+  // 1, 3 or 5, bad flags, or an unknown object or offset.
   static absl::StatusOr<Action> Aso(const Domain& domain, uint32_t object, uint32_t offset, uint32_t flags,
                                     uint8_t return_reg_c);
-  // mlx5dv_dr_action_modify_aso: new offset, flags and register, for rules created afterwards.
+  // mlx5dv_dr_action_modify_aso: new offset, flags and register (checked as Aso checks them; a CT action
+  // may change direction), for rules created afterwards.
   absl::Status ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_reg_c) const;
 
   // FailedPrecondition (EBUSY) while rules use the action.

@@ -205,6 +205,7 @@ void Unref(ActionObj* action) {
         break;
       case actions::ActionType::kAsoFlowMeter:
       case actions::ActionType::kAsoFirstHit:
+      case actions::ActionType::kAsoCt:
         d->ReleaseAso(action->aso_object);
         break;
       default:

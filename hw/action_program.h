@@ -31,6 +31,7 @@ enum class OpCode : uint8_t {
   kEncapL3,       // remove the L2 header, prepend `bytes` (outer headers; the inner packet starts at L3)
   kAsoFlowMeter,  // arg: the ASO meter (object id << 1 | line); color written to reg_c[reg]
   kAsoFirstHit,   // arg: the ASO first-hit context; result written to reg_c[reg]; set: mark it hit
+  kAsoConnTrack,  // arg: the ASO CT context; packet state to the low byte of reg_c[reg]; set: initiator
 };
 
 struct Op {
@@ -39,7 +40,7 @@ struct Op {
   const std::vector<ModifyAction>* modify = nullptr;
   const std::vector<uint8_t>* bytes = nullptr;
   uint8_t reg = 0;            // kAso*: the reg_c the result goes to
-  bool set = false;           // kAsoFirstHit: mark the context hit
+  bool set = false;           // kAsoFirstHit: mark the context hit; kAsoConnTrack: the initiator's side
   uint8_t initial_color = 2;  // kAsoFlowMeter: the packet's colour before metering (2, green: colour blind)
 };
 

@@ -26,7 +26,7 @@
 namespace drsim::hw {
 
 // The kinds of ASO objects aso actions use, and one context of one.
-enum class AsoKind : uint8_t { kFlowMeter, kFirstHit };
+enum class AsoKind : uint8_t { kFlowMeter, kFirstHit, kConnTrack };
 struct AsoContext {
   AsoKind kind;
   uint32_t id;  // the device's id of the context (object and offset)

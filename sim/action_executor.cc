@@ -1,9 +1,11 @@
 #include "sim/action_executor.h"
 
 #include <cstring>
+#include <optional>
 
 #include "hw/byte_order.h"
 #include "sim/checksum.h"
+#include "sim/conntrack.h"
 
 namespace drsim::sim {
 namespace {
@@ -395,6 +397,16 @@ bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, Pac
         meta.reg_c[op.reg] = aso_->FirstHit(op.arg, op.set) ? 1 : 0;
         changed = true;
         break;
+      case hw::OpCode::kAsoConnTrack: {
+        EnsureParsed(packet, meta);
+        const std::optional<CtSegment> segment =
+            ReadCtSegment(absl::MakeConstSpan(packet.data(), packet.size()), layers_.l3, layers_.l4,
+                          static_cast<uint8_t>(hw::GetField(hv_.bytes, hw::Field::kOuterIpProtocol)));
+        const uint32_t state = aso_->TrackConnTrack(op.arg, op.set, segment ? &*segment : nullptr);
+        meta.reg_c[op.reg] = (meta.reg_c[op.reg] & ~0xffu) | CtRegisterByte(state);
+        changed = true;
+        break;
+      }
     }
   }
   return changed;

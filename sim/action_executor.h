@@ -14,7 +14,9 @@
 //    such inner header (not a tunnel the parser knows) is left as it is;
 //  - pop_vlan on an untagged frame does nothing;
 //  - aso flow meter: the colour (red 0, yellow 1, green 2) replaces the low 8 bits of reg_c[return_reg_c];
-//    aso first hit: reg_c[return_reg_c] becomes 1 if the context had been hit before, else 0.
+//    aso first hit: reg_c[return_reg_c] becomes 1 if the context had been hit before, else 0;
+//    aso connection tracking: the outer TCP segment goes through the CT context in the action's direction
+//    and the packet state (sim/conntrack.h CtRegisterByte) replaces the low 8 bits of reg_c[return_reg_c].
 //
 // Not thread-safe (keeps a scratch parse); use one executor per processing thread.
 #ifndef DRSIM_SIM_ACTION_EXECUTOR_H_

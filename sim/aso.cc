@@ -3,6 +3,39 @@
 #include "absl/strings/str_format.h"
 
 namespace drsim::sim {
+namespace {
+
+const char* KindName(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return "flow meter";
+    case hw::AsoKind::kFirstHit:
+      return "first-hit";
+    case hw::AsoKind::kConnTrack:
+      return "connection tracking";
+  }
+  return "unknown";
+}
+
+CtContext UnprogrammedConnTrack() {
+  CtContext c;
+  c.valid = false;
+  return c;
+}
+
+}  // namespace
+
+uint32_t AsoBank::ContextsPerLine(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return kMetersPerLine;
+    case hw::AsoKind::kFirstHit:
+      return kFirstHitsPerLine;
+    case hw::AsoKind::kConnTrack:
+      return kConnTracksPerLine;
+  }
+  return 1;
+}
 
 absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -16,10 +49,14 @@ absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
     o.count = lines * kMetersPerLine;
     meters_.resize(meters_.size() + o.count, TokenMeter(MeterParams()));
     meter_configured_.resize(meters_.size(), false);
-  } else {
+  } else if (kind == hw::AsoKind::kFirstHit) {
     o.base = static_cast<uint32_t>(hits_.size());
     o.count = lines * kFirstHitsPerLine;
     hits_.resize(hits_.size() + o.count, false);
+  } else {
+    o.base = static_cast<uint32_t>(conn_tracks_.size());
+    o.count = lines * kConnTracksPerLine;
+    conn_tracks_.resize(conn_tracks_.size() + o.count, UnprogrammedConnTrack());
   }
   const uint32_t id = next_id_++;
   objects_[id] = o;
@@ -54,16 +91,13 @@ absl::Status AsoBank::ConfigureFlowMeter(uint32_t object, uint32_t offset, const
 }
 
 absl::StatusOr<uint32_t> AsoBank::ContextOf(uint32_t object, hw::AsoKind kind, uint32_t offset) const {
-  const bool meter = kind == hw::AsoKind::kFlowMeter;
   auto it = objects_.find(object);
   if (it == objects_.end() || it->second.kind != kind) {
-    return absl::NotFoundError(
-        absl::StrFormat("no ASO %s object %d", meter ? "flow meter" : "first-hit", object));
+    return absl::NotFoundError(absl::StrFormat("no ASO %s object %d", KindName(kind), object));
   }
   if (offset >= it->second.count) {
-    return absl::InvalidArgumentError(absl::StrFormat("ASO %s offset %d: object %d has %d",
-                                                      meter ? "flow meter" : "first-hit", offset, object,
-                                                      it->second.count));
+    return absl::InvalidArgumentError(absl::StrFormat("ASO %s offset %d: object %d has %d", KindName(kind),
+                                                      offset, object, it->second.count));
   }
   return it->second.base + offset;
 }
@@ -81,6 +115,22 @@ absl::StatusOr<bool> AsoBank::FirstHitFlag(uint32_t object, uint32_t offset) {
   absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
   if (!context.ok()) return context.status();
   return static_cast<bool>(hits_[*context]);
+}
+
+absl::Status AsoBank::ConfigureConnTrack(uint32_t object, uint32_t offset, const CtContext& context) {
+  if (absl::Status s = CheckCtContext(context); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<uint32_t> index = ContextOf(object, hw::AsoKind::kConnTrack, offset);
+  if (!index.ok()) return index.status();
+  conn_tracks_[*index] = context;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CtContext> AsoBank::ConnTrack(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<uint32_t> index = ContextOf(object, hw::AsoKind::kConnTrack, offset);
+  if (!index.ok()) return index.status();
+  return conn_tracks_[*index];
 }
 
 absl::StatusOr<hw::AsoContext> AsoBank::Retain(uint32_t object, uint32_t offset) {
@@ -113,6 +163,11 @@ bool AsoBank::FirstHit(uint32_t context, bool set) {
   const bool was = hits_[context];
   if (set) hits_[context] = true;
   return was;
+}
+
+uint32_t AsoBank::TrackConnTrack(uint32_t context, bool original, const CtSegment* segment) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return TrackCtSegment(conn_tracks_[context], original, segment);
 }
 
 }  // namespace drsim::sim

@@ -1,7 +1,9 @@
 // ASO (advanced steering operation) objects of the software NIC, which aso actions use:
 //  - flow meter objects: 2 meters per object line (2^log_range lines), each a TokenMeter whose parameters
 //    the application sets (on hardware, with an ASO WQE; here with ConfigureFlowMeter);
-//  - first-hit objects: 512 one-bit contexts per line, recording whether a flow was seen.
+//  - first-hit objects: 512 one-bit contexts per line, recording whether a flow was seen;
+//  - connection-tracking objects: one CtContext per line (sim/conntrack.h), which software programs for
+//    an offloaded TCP connection and the aso action tracks segments of one direction with.
 // An aso action reads or updates one context and writes the result to a steering register.
 //
 // Thread-safety: every call may come from any thread (a lock serialises them: the data path reaches it
@@ -18,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hw/device.h"
+#include "sim/conntrack.h"
 #include "sim/meter.h"
 
 namespace drsim::sim {
@@ -26,6 +29,9 @@ class AsoBank {
  public:
   static constexpr uint32_t kMetersPerLine = 2;
   static constexpr uint32_t kFirstHitsPerLine = 512;
+  static constexpr uint32_t kConnTracksPerLine = 1;
+  // The contexts one line of an object of `kind` holds.
+  static uint32_t ContextsPerLine(hw::AsoKind kind);
 
   // A new object of `kind` with 2^log_range lines (log_range <= 16); returns its id.
   absl::StatusOr<uint32_t> Create(hw::AsoKind kind, uint32_t log_range);
@@ -38,6 +44,10 @@ class AsoBank {
   // kind, InvalidArgument for an offset outside it.
   absl::StatusOr<std::optional<MeterParams>> FlowMeterParams(uint32_t object, uint32_t offset);
   absl::StatusOr<bool> FirstHitFlag(uint32_t object, uint32_t offset);
+  // Programs CT context `offset` of a connection-tracking object (InvalidArgument for a field out of
+  // range: CheckCtContext), and reads one back. A context never programmed reads back with valid unset.
+  absl::Status ConfigureConnTrack(uint32_t object, uint32_t offset, const CtContext& context);
+  absl::StatusOr<CtContext> ConnTrack(uint32_t object, uint32_t offset);
 
   // For aso actions: the object's kind, after checking `offset` is inside it (InvalidArgument) — and a
   // reference that keeps the object. Returns the context id the data path uses.
@@ -50,6 +60,9 @@ class AsoBank {
                            uint32_t ip_bytes);
   // Returns whether first-hit context `context` had been hit; `set` marks it hit.
   bool FirstHit(uint32_t context, bool set);
+  // Tracks a segment (null: not a whole TCP segment) of the original or reply direction through CT
+  // context `context`; returns the kCtPkt* packet state.
+  uint32_t TrackConnTrack(uint32_t context, bool original, const CtSegment* segment);
 
  private:
   struct Object {
@@ -67,6 +80,7 @@ class AsoBank {
   std::vector<TokenMeter> meters_;  // flow-meter contexts
   std::vector<bool> meter_configured_;
   std::vector<bool> hits_;  // first-hit contexts
+  std::vector<CtContext> conn_tracks_;
 };
 
 }  // namespace drsim::sim

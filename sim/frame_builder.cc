@@ -49,7 +49,7 @@ void FillL4(const FrameSpec& s, Bytes& f, size_t l4, uint32_t pseudo) {
       StoreBe32(p + 8, s.ack);
       p[12] = static_cast<uint8_t>(5 << 4 | ((s.tcp_flags >> 8) & 1));
       p[13] = static_cast<uint8_t>(s.tcp_flags);
-      StoreBe16(p + 14, 65535);
+      StoreBe16(p + 14, s.tcp_window);
       checksum_at = 16;
       break;
     case kIpProtoUdp:

@@ -70,6 +70,7 @@ struct FrameSpec {
   uint16_t tcp_flags = 0x10;  // 9 bits, NS..FIN; ACK by default
   uint32_t seq = 0;
   uint32_t ack = 0;
+  uint16_t tcp_window = 65535;  // the TCP header's (unscaled) window field
   uint8_t icmp_type = 8;
   uint8_t icmp_code = 0;
   uint32_t icmp_data = 0;

@@ -173,6 +173,16 @@ absl::StatusOr<bool> Nic::QueryAsoFirstHit(uint32_t object, uint32_t offset) {
   return objects_->aso.FirstHitFlag(object, offset);
 }
 
+absl::Status Nic::ConfigureAsoConnTrack(uint32_t object, uint32_t offset, const CtContext& context) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->aso.ConfigureConnTrack(object, offset, context);
+}
+
+absl::StatusOr<CtContext> Nic::QueryAsoConnTrack(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->aso.ConnTrack(object, offset);
+}
+
 absl::Status Nic::DestroyAsoObject(uint32_t object) {
   std::lock_guard<std::mutex> lock(control_mu_);
   return objects_->aso.Destroy(object);

@@ -63,6 +63,7 @@
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/reclaimer.h"
+#include "sim/conntrack.h"
 #include "sim/geneve_option.h"
 #include "sim/packet_parser.h"
 #include "sim/toeplitz.h"
@@ -321,12 +322,15 @@ class Nic {
   // allocated. NotFound for an unknown counter.
   absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id);
 
-  // ASO objects (aso actions' flow meters and first-hit contexts): see sim/aso.h. MeterParams is in
-  // sim/meter.h.
+  // ASO objects (aso actions' flow meters, first-hit and connection-tracking contexts): see sim/aso.h.
+  // MeterParams is in sim/meter.h, CtContext in sim/conntrack.h (which says how a front end such as
+  // testpmd programs, uses and queries a CT context).
   absl::StatusOr<uint32_t> CreateAsoObject(hw::AsoKind kind, uint32_t log_range);
   absl::Status ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
   absl::StatusOr<std::optional<MeterParams>> QueryAsoFlowMeter(uint32_t object, uint32_t offset);
   absl::StatusOr<bool> QueryAsoFirstHit(uint32_t object, uint32_t offset);
+  absl::Status ConfigureAsoConnTrack(uint32_t object, uint32_t offset, const CtContext& context);
+  absl::StatusOr<CtContext> QueryAsoConnTrack(uint32_t object, uint32_t offset);
   absl::Status DestroyAsoObject(uint32_t object);
 
   // GENEVE TLV option parser objects (sim/geneve_option.h): which option every function's frames report

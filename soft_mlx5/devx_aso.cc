@@ -1,13 +1,20 @@
-// The general-object commands (CREATE 0xa00, MODIFY 0xa01, QUERY 0xa02) on the two ASO object types the
-// software NIC has: flow meters (obj_type 0x24; 2 meters a line) and flow hits (0x25, first hit; 512 flags
-// a line), 2^log_obj_range lines an object. They are the C API's kAsoFlowMeter and kAsoFirstHit objects,
-// as drsim_aso_flow_meter_alloc and drsim_aso_first_hit_alloc make them.
+// The general-object commands (CREATE 0xa00, MODIFY 0xa01, QUERY 0xa02) on the three ASO object types the
+// software NIC has: flow meters (obj_type 0x24; 2 meters a line), flow hits (0x25, first hit; 512 flags
+// a line) and connection tracking (0x31, conn_track_offload; one CT context a line), 2^log_obj_range lines
+// an object. They are the C API's kAsoFlowMeter, kAsoFirstHit and kAsoConnTrack objects, as
+// drsim_aso_flow_meter_alloc, drsim_aso_first_hit_alloc and drsim_aso_ct_alloc make them.
 //
 // QUERY reads one line, obj_offset: its two meters' flow_meter_parameters, or its 512 flags (flag j in
 // byte 63 - j / 8, bit j % 8 of the flag field, as DPDK reads a flow-hit line). MODIFY of a flow meter
 // object is drsim's stand-in for the ASO WQEs that set meters on hardware: modify_field_select bit 0 sets
 // the first meter of line obj_offset from the first 32 bytes of the parameters, bit 1 the second from the
 // next 32 (drsim_aso_flow_meter_configure's path).
+//
+// Connection tracking: CREATE makes unprogrammed contexts (valid 0; what conn_track_offload carries at
+// CREATE is not read). QUERY of line obj_offset returns its 64-byte conn_track_aso at byte 80 (the
+// context as traffic left it: sim/conntrack_prm.h); MODIFY with modify_field_select bit 0 programs it from
+// the 64 bytes at byte 80 — drsim's stand-in for the ASO WQE DPDK sends (drsim_aso_ct_configure's path).
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -15,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "capi/objects.h"
 #include "sim/aso.h"
+#include "sim/conntrack_prm.h"
 #include "sim/meter.h"
 #include "sim/nic.h"
 #include "soft_mlx5/devx_handlers.h"
@@ -30,12 +38,14 @@ constexpr PrmField kObjOffset{0x60, 32};   // QUERY, MODIFY: the line
 constexpr PrmField kModifyFieldSelect{0x80, 64};
 constexpr PrmField kMeterParameters[2] = {{0x280, 256}, {0x380, 256}};  // flow_meter_aso: bytes 80, 112
 constexpr PrmField kFlags{0x280, 512};                                  // flow_hit_aso: bytes 80 to 143
+constexpr PrmField kConnTrackAso{0x280, 512};                           // conn_track_aso: bytes 80 to 143
 constexpr PrmField kOutObjId{0x40, 32};                                 // general_obj_out_cmd_hdr
 constexpr size_t kObjectEnd = 144;                                      // the header and the 128-byte object
 constexpr size_t kMeterParamBytes = 32;
 
 constexpr uint16_t kTypeAsoFlowMeter = 0x24;
 constexpr uint16_t kTypeAsoFlowHit = 0x25;
+constexpr uint16_t kTypeAsoConnTrack = 0x31;
 constexpr uint32_t kMaxLogObjRange = 16;  // the QoS page's log_meter_aso_max_alloc
 
 const char* GeneralObjectName(uint64_t type) {
@@ -81,21 +91,38 @@ const char* GeneralObjectName(uint64_t type) {
   }
 }
 
-uint32_t PerLine(capi::DevxKind kind) {
-  return kind == capi::DevxKind::kAsoFlowMeter ? sim::AsoBank::kMetersPerLine
-                                               : sim::AsoBank::kFirstHitsPerLine;
+// The general object type of an ASO kind, and back (nullopt: not an ASO type).
+uint16_t TypeOf(hw::AsoKind kind) {
+  switch (kind) {
+    case hw::AsoKind::kFlowMeter:
+      return kTypeAsoFlowMeter;
+    case hw::AsoKind::kFirstHit:
+      return kTypeAsoFlowHit;
+    case hw::AsoKind::kConnTrack:
+      break;
+  }
+  return kTypeAsoConnTrack;
 }
+std::optional<hw::AsoKind> KindOfType(uint64_t type) {
+  for (hw::AsoKind k : {hw::AsoKind::kFlowMeter, hw::AsoKind::kFirstHit, hw::AsoKind::kConnTrack}) {
+    if (TypeOf(k) == type) return k;
+  }
+  return std::nullopt;
+}
+
+uint32_t PerLine(capi::DevxKind kind) { return sim::AsoBank::ContextsPerLine(*capi::AsoKindOf(kind)); }
 
 // The kernel takes QUERY and MODIFY only with the object's own obj_type and obj_id in the header.
 Outcome CheckNamesObject(const mlx5dv_devx_obj& obj, const Mailbox& m) {
   if (Outcome o = RequireInput(m, kObjOffset, "the general object header"); !o.ok()) return o;
   const uint64_t type = PrmGet(m.in, kObjType), id = PrmGet(m.in, kObjId);
-  if (obj.kind != capi::DevxKind::kAsoFlowMeter && obj.kind != capi::DevxKind::kAsoFirstHit) {
+  const std::optional<hw::AsoKind> kind = capi::AsoKindOf(obj.kind);
+  if (!kind.has_value()) {
     return Refused(PrmStatus::kBadResource, kObjType,
                    absl::StrFormat("obj_type 0x%x: the object is a %s, not a general object", type,
                                    DescribeDevxKind(obj.kind)));
   }
-  const uint16_t own = obj.kind == capi::DevxKind::kAsoFlowMeter ? kTypeAsoFlowMeter : kTypeAsoFlowHit;
+  const uint16_t own = TypeOf(*kind);
   if (type != own || id != obj.id) {
     return Refused(PrmStatus::kBadResource, type != own ? kObjType : kObjId,
                    absl::StrFormat("obj_type 0x%x, obj_id %d: not this object (obj_type 0x%x, obj_id %d)",
@@ -116,15 +143,39 @@ Outcome LineOf(const mlx5dv_devx_obj& obj, const Mailbox& m, uint32_t* line) {
   return Done();
 }
 
+// MODIFY of a connection-tracking object: programs the context of line obj_offset.
+Outcome ModifyConnTrack(mlx5dv_devx_obj& obj, Mailbox m) {
+  uint32_t line = 0;
+  if (Outcome o = LineOf(obj, m, &line); !o.ok()) return o;
+  if (Outcome o = RequireInput(m, kModifyFieldSelect, "modify_field_select"); !o.ok()) return o;
+  const uint64_t select = PrmGet(m.in, kModifyFieldSelect);
+  if (select != 1) {
+    return FirmwareError(PrmStatus::kBadParam, kModifyFieldSelect,
+                         absl::StrFormat("modify_field_select 0x%x: bit 0 (the whole conn_track_aso) and no "
+                                         "other bits",
+                                         select));
+  }
+  if (Outcome o = RequireInput(m, kConnTrackAso, "conn_track_aso"); !o.ok()) return o;
+  absl::StatusOr<sim::CtContext> c =
+      sim::ParseCtContext(m.in.subspan(kConnTrackAso.first_byte(), sim::kCtPrmBytes));
+  if (!c.ok()) {
+    return FirmwareError(PrmStatus::kBadParam, kConnTrackAso, std::string(c.status().message()));
+  }
+  absl::Status s = obj.ctx->nic->ConfigureAsoConnTrack(obj.id, line, *c);
+  if (!s.ok()) return FirmwareError(PrmStatus::kBadParam, kConnTrackAso, std::string(s.message()));
+  return Done();
+}
+
 }  // namespace
 
 Outcome CreateGeneralObject(const drsim_function_context& fn, Mailbox m, mlx5dv_devx_obj** created) {
   if (Outcome o = RequireInput(m, kObjOffset, "the general object header"); !o.ok()) return o;
   const uint64_t type = PrmGet(m.in, kObjType);
-  if (type != kTypeAsoFlowMeter && type != kTypeAsoFlowHit) {
+  const std::optional<hw::AsoKind> aso_kind = KindOfType(type);
+  if (!aso_kind.has_value()) {
     return Unsupported(PrmStatus::kBadParam, kObjType,
                        absl::StrFormat("obj_type 0x%x (%s): the software NIC has GENEVE_TLV_OPT (0x0b), "
-                                       "ASO_FLOW_METER (0x24) and ASO_FLOW_HIT (0x25) objects",
+                                       "ASO_FLOW_METER (0x24), ASO_FLOW_HIT (0x25) and ASO_CONN_TRACK (0x31) objects",
                                        type, GeneralObjectName(type)));
   }
   const uint64_t log_range = PrmGet(m.in, kLogObjRange);
@@ -132,13 +183,11 @@ Outcome CreateGeneralObject(const drsim_function_context& fn, Mailbox m, mlx5dv_
     return FirmwareError(PrmStatus::kExceedsLimit, kLogObjRange,
                          absl::StrFormat("log_obj_range %d: at most %d", log_range, kMaxLogObjRange));
   }
-  const bool meter = type == kTypeAsoFlowMeter;
   capi::Context& ctx = *fn.owner;
-  absl::StatusOr<uint32_t> id = ctx.nic->CreateAsoObject(
-      meter ? hw::AsoKind::kFlowMeter : hw::AsoKind::kFirstHit, static_cast<uint32_t>(log_range));
+  absl::StatusOr<uint32_t> id = ctx.nic->CreateAsoObject(*aso_kind, static_cast<uint32_t>(log_range));
   if (!id.ok())
     return FirmwareError(PrmStatus::kNoResources, kLogObjRange, std::string(id.status().message()));
-  const capi::DevxKind kind = meter ? capi::DevxKind::kAsoFlowMeter : capi::DevxKind::kAsoFirstHit;
+  const capi::DevxKind kind = capi::DevxKindOf(*aso_kind);
   PrmSet(m.out, kOutObjId, *id);
   *created = capi::NewDevxObject(ctx, kind, fn.vport, *id, PerLine(kind) << log_range);
   return Done();
@@ -152,6 +201,13 @@ Outcome QueryGeneralObject(mlx5dv_devx_obj& obj, Mailbox m) {
     return o;
   sim::Nic& nic = *obj.ctx->nic;
   PrmSet(m.out, kOutObjId, obj.id);
+  if (obj.kind == capi::DevxKind::kAsoConnTrack) {
+    absl::StatusOr<sim::CtContext> c = nic.QueryAsoConnTrack(obj.id, line);
+    if (!c.ok()) return FirmwareError(PrmStatus::kBadResource, kObjId, std::string(c.status().message()));
+    const std::array<uint8_t, sim::kCtPrmBytes> prm = sim::SerializeCtContext(*c);
+    std::memcpy(m.out.data() + kConnTrackAso.first_byte(), prm.data(), prm.size());
+    return Done();
+  }
   if (obj.kind == capi::DevxKind::kAsoFlowMeter) {
     for (uint32_t k = 0; k < sim::AsoBank::kMetersPerLine; ++k) {
       absl::StatusOr<std::optional<sim::MeterParams>> p =
@@ -171,6 +227,7 @@ Outcome QueryGeneralObject(mlx5dv_devx_obj& obj, Mailbox m) {
 
 Outcome ModifyGeneralObject(mlx5dv_devx_obj& obj, Mailbox m) {
   if (Outcome o = CheckNamesObject(obj, m); !o.ok()) return o;
+  if (obj.kind == capi::DevxKind::kAsoConnTrack) return ModifyConnTrack(obj, m);
   if (obj.kind != capi::DevxKind::kAsoFlowMeter) {
     return Unsupported(
         PrmStatus::kBadParam, kObjType,

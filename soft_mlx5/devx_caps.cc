@@ -19,8 +19,8 @@
 //     max_flow_counter 2^24            ... out of 2^24 counter ids (CounterBank::kMaxCounters)
 //     log_max_rq, _tir, _rqt 24        no limits of the NIC's own; queue and table numbers are 24-bit
 //     log_max_rqt_size 16              the RQ tables CREATE_RQT takes (kMaxRqtSize in devx_tir.cc)
-//     general_obj_types                bits 0x0b (GENEVE TLV option), 0x24 (ASO flow meter) and 0x25
-//                                      (ASO flow hit)
+//     general_obj_types                bits 0x0b (GENEVE TLV option), 0x24 (ASO flow meter), 0x25
+//                                      (ASO flow hit) and 0x31 (conn_track_offload)
 //     max_geneve_tlv_options 1,        the GENEVE TLV option parser's limits (sim/geneve_option.h): one
 //       max_geneve_tlv_option_data_len 7 option per device, as DPDK's mlx5 guide says of SW steering
 //     flex_parser_id_geneve_opt_0 0    option 0's data is flex parser sample 0 (lookup type
@@ -122,6 +122,7 @@ constexpr PrmField kFlexParserIdGeneveOpt0{0x6c4, 4};
 
 constexpr uint64_t kObjTypeAsoFlowMeter = 0x24;
 constexpr uint64_t kObjTypeAsoFlowHit = 0x25;
+constexpr uint64_t kObjTypeConnTrackOffload = 0x31;
 constexpr uint64_t kSteeringFormatConnectX6Dx = 1;
 
 // flow_table_nic_cap and flow_table_eswitch_cap.
@@ -224,7 +225,7 @@ void GeneralDevicePage(const sim::Function& fn, Page& page) {
   Set(page, kLogMaxRqt, kUnlimitedLog);
   Set(page, kLogMaxRqtSize, 16);
   Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeGeneveTlvOption) | (uint64_t{1} << kObjTypeAsoFlowMeter) |
-                                  (uint64_t{1} << kObjTypeAsoFlowHit));
+                                  (uint64_t{1} << kObjTypeAsoFlowHit) | (uint64_t{1} << kObjTypeConnTrackOffload));
   Set(page, kMaxGeneveTlvOptions, sim::GeneveOptionParser::kMaxOptions);
   Set(page, kMaxGeneveTlvOptionDataLen, sim::GeneveOptionParser::kMaxDataWords);
   Set(page, kFlexParserIdGeneveOpt0, 0);

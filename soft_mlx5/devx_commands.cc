@@ -356,6 +356,8 @@ const char* DescribeDevxKind(capi::DevxKind kind) {
       return "ASO flow meter object";
     case capi::DevxKind::kAsoFirstHit:
       return "ASO flow-hit object";
+    case capi::DevxKind::kAsoConnTrack:
+      return "ASO connection-tracking object";
     case capi::DevxKind::kRqt:
       return "RQ table";
     case capi::DevxKind::kQueueCounter:

@@ -140,9 +140,10 @@ TEST_F(DevxTest, GeneralCapsDescribeTheFunction) {
   EXPECT_EQ(pf[105], 23);              // log_max_flow_counter_bulk
   EXPECT_EQ((uint32_t{pf[88]} << 24 | uint32_t{pf[89]} << 16 | pf[106] << 8 | pf[107]), 1u << 24);
   const uint64_t obj_types = Get64(pf, 128);
-  // GENEVE TLV option, ASO flow meter, flow hit.
-  EXPECT_EQ(obj_types, (uint64_t{1} << 0x0b) | (uint64_t{1} << 0x24) | (uint64_t{1} << 0x25));
-  EXPECT_EQ(pf[136] & 0x0f, 1);                                         // steering format: ConnectX-6 Dx
+  // GENEVE TLV option, ASO flow meter, flow hit, connection tracking.
+  EXPECT_EQ(obj_types,
+            (uint64_t{1} << 0x0b) | (uint64_t{1} << 0x24) | (uint64_t{1} << 0x25) | (uint64_t{1} << 0x31));
+  EXPECT_EQ(pf[136] & 0x0f, 1);  // steering format: ConnectX-6 Dx
   const uint32_t flex = Get32(pf, 168);
   EXPECT_TRUE(flex & (1u << 8));   // ICMP
   EXPECT_TRUE(flex & (1u << 3));   // GENEVE
@@ -538,11 +539,11 @@ TEST_F(DevxTest, AsoFlowHitObjectRecordsHits) {
 
 TEST_F(DevxTest, GeneralObjectsTheNicLacks) {
   Bytes out(16);
-  Bytes ct = CreateAsoIn(0x31);  // ASO connection tracking
+  Bytes dek = CreateAsoIn(0x0c);  // a DEK (crypto) object
   errno = 0;
-  EXPECT_EQ(mlx5dv_devx_obj_create(ctx_, ct.data(), ct.size(), out.data(), out.size()), nullptr);
+  EXPECT_EQ(mlx5dv_devx_obj_create(ctx_, dek.data(), dek.size(), out.data(), out.size()), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  EXPECT_NE(std::string(drsim_last_error()).find("ASO_CONN_TRACK"), std::string::npos);
+  EXPECT_NE(std::string(drsim_last_error()).find("DEK"), std::string::npos);
   Bytes big = CreateAsoIn(0x24, 17);
   EXPECT_EQ(mlx5dv_devx_obj_create(ctx_, big.data(), big.size(), out.data(), out.size()), nullptr);
   EXPECT_EQ(errno, EREMOTEIO);

@@ -9,6 +9,7 @@
 #include "dr/dr.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
+#include "sim/conntrack.h"
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "sim/nic.h"
@@ -357,6 +358,92 @@ TEST_F(AdvancedActionsTest, ModifyAsoReachesLaterRulesOfTheSameMatcher) {
   dr::Rule green3 = *dr::Rule::Create(by_reg3, *MatchBuilder().RegC(3, 2).Build(), {&to_q3});
   EXPECT_EQ(nic_.ReceiveFromWire(Udp(7, 1, 100)).qp_num, q5);
   EXPECT_EQ(nic_.ReceiveFromWire(Udp(7, 2, 100)).qp_num, q3);
+}
+
+// ASO connection tracking: every rejection of the aso ct action, with its message, and modify_aso.
+class AsoConnTrackTest : public AdvancedActionsTest {};
+
+TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
+  const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 1);  // 2 contexts
+  constexpr uint32_t kInit = MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR;
+  auto message = [&](uint32_t offset, uint32_t flags, uint8_t reg) {
+    return std::string(dr::Action::Aso(domain_, cts, offset, flags, reg).status().message());
+  };
+  EXPECT_EQ(message(0, 0, 1), "aso ct: flags 0x0; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
+  EXPECT_EQ(message(0, 3, 1), "aso ct: flags 0x3; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
+  EXPECT_EQ(message(0, 4, 1), "aso ct: flags 0x4; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
+  EXPECT_EQ(message(0, kInit, 2), "aso: return_reg_c 2; it must be 1, 3 or 5 (a register pair)");
+  EXPECT_EQ(message(0, kInit, 7), "aso: return_reg_c 7; it must be 1, 3 or 5 (a register pair)");
+  EXPECT_EQ(message(2, kInit, 1),
+            "aso: ASO offset 2 is outside object " + std::to_string(cts) + " (2 contexts)");
+  EXPECT_EQ(std::string(dr::Action::Aso(domain_, 9999, 0, kInit, 1).status().message()),
+            "aso: no ASO object 9999");
+  dr::Action ct = *dr::Action::Aso(domain_, cts, 1, kInit, 5);
+  EXPECT_EQ(std::string(ct.ModifyAso(0, 0, 5).message()),
+            "aso ct: flags 0x0; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
+  EXPECT_EQ(std::string(ct.ModifyAso(2, kInit, 5).message()),
+            "modify_aso: ASO offset 2 is outside object " + std::to_string(cts) + " (2 contexts)");
+  EXPECT_TRUE(ct.ModifyAso(0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_RESPONDER, 3).ok());
+  EXPECT_EQ(nic_.DestroyAsoObject(cts).code(), absl::StatusCode::kFailedPrecondition);
+
+  // Not on root tables (the kernel path has no ASO), nor after encap on NIC_RX (rdma-core's state
+  // machine), nor in another domain's rules.
+  EXPECT_EQ(std::string(dr::Rule::Create(root_all_, MatchParams(), {&ct}).status().message()),
+            "action[0] (aso(ct)) is not supported on root (level 0) tables");
+  dr::Domain other = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  dr::Table other_t1 = *dr::Table::Create(other, 1);
+  dr::Matcher other_all = *dr::Matcher::Create(other_t1, 0, 0, nullptr);
+  EXPECT_EQ(std::string(dr::Rule::Create(other_all, MatchParams(), {&ct}).status().message()),
+            "action[0] (aso(ct)): the ASO CT action was made for another domain (cross-domain CT needs "
+            "mlx5dv_dr_aso_other_domain_link, which drsim does not model)");
+  // NIC_TX: CT may come before an encap, not after it.
+  dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  dr::Table tx_t1 = *dr::Table::Create(tx, 1), tx_t2 = *dr::Table::Create(tx, 2);
+  dr::Matcher tx_all = *dr::Matcher::Create(tx_t1, 0, 0, nullptr);
+  dr::Action tx_ct = *dr::Action::Aso(tx, cts, 0, kInit, 1);
+  const std::vector<uint8_t> header = Udp(1, 2, 0);
+  dr::Action encap =
+      *dr::Action::PacketReformat(tx, 0, MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TO_L2_TUNNEL, header);
+  absl::Status after_encap = dr::Rule::Create(tx_all, MatchParams(), {&encap, &tx_ct}).status();
+  EXPECT_EQ(after_encap.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(
+      std::string(after_encap.message()),
+      "action[1] (aso(ct)) cannot follow action[0] (packet_reformat(L2_TO_L2_TUNNEL)) in a NIC_TX domain");
+  dr::Action to_tx_t2 = *dr::Action::DestTable(tx_t2);
+  EXPECT_TRUE(dr::Rule::Create(tx_all, MatchParams(), {&tx_ct, &encap, &to_tx_t2}).ok());
+}
+
+// Direction comes from the action: the same segment is the initiator's or the responder's.
+TEST_F(AsoConnTrackTest, TheActionsDirectionPicksTheSender) {
+  const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
+  sim::CtContext c;
+  c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
+  c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
+  ASSERT_TRUE(nic_.ConfigureAsoConnTrack(cts, 0, c).ok());
+  dr::Action ct = *dr::Action::Aso(domain_, cts, 0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
+  dr::Action to_t2 = *dr::Action::DestTable(t2_);
+  dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&ct, &to_t2});
+  const uint32_t valid_q = nic_.pf().CreateQueue(), invalid_q = nic_.pf().CreateQueue();
+  dr::Action to_valid = *dr::Action::DestQp(nic_.pf(), valid_q),
+             to_invalid = *dr::Action::DestQp(nic_.pf(), invalid_q);
+  const sim::CtRegisterMatch valid = *sim::CtResultMatch(sim::kCtPktValid, sim::kCtPktValid);
+  const sim::CtRegisterMatch invalid = *sim::CtResultMatch(sim::kCtPktInvalid, sim::kCtPktInvalid);
+  dr::Matcher by_state = *dr::Matcher::Create(t2_, 0, *MatchBuilder().RegC(3, valid.mask).Build());
+  dr::Rule rv = *dr::Rule::Create(by_state, *MatchBuilder().RegC(3, valid.value).Build(), {&to_valid});
+  dr::Rule ri = *dr::Rule::Create(by_state, *MatchBuilder().RegC(3, invalid.value).Build(), {&to_invalid});
+  sim::FrameSpec f;
+  f.protocol = sim::kIpProtoTcp;
+  f.seq = 1000;  // the initiator's next byte; as the responder's it is far outside its window
+  f.ack = 5000;
+  f.payload_len = 10;
+  const std::vector<uint8_t> frame = sim::BuildFrame(f);
+  EXPECT_EQ(nic_.ReceiveFromWire(frame).qp_num, valid_q);
+  EXPECT_EQ(nic_.QueryAsoConnTrack(cts, 0)->original.sent_end, 1010u);
+  ASSERT_TRUE(ct.ModifyAso(0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_RESPONDER, 3).ok());
+  ASSERT_TRUE(r.Destroy().ok());
+  r = *dr::Rule::Create(t1_all_, MatchParams(), {&ct, &to_t2});
+  EXPECT_EQ(nic_.ReceiveFromWire(frame).qp_num, invalid_q);
+  EXPECT_EQ(nic_.QueryAsoConnTrack(cts, 0)->reply.sent_end, 5000u);
 }
 
 }  // namespace
