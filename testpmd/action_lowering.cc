@@ -104,6 +104,11 @@ absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
       case ActionType::kIndirect:
         c.indirects.push_back(&a);
         break;
+      case ActionType::kConntrack:
+      case ActionType::kConntrackUpdate:
+        return ActionError(a, StatusCode::kUnimplemented,
+                           "mlx5 takes conntrack as an indirect action only: create it with 'flow "
+                           "indirect_action PORT create action conntrack / end' and use 'indirect ID'");
       case ActionType::kVxlanDecap:
       case ActionType::kNvgreDecap:
       case ActionType::kRawDecap:
@@ -272,7 +277,7 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
         indirect_age = object->age();
         break;
       default:
-        DRSIM_RETURN_IF_ERROR(object->AddToRule(*this, *a, list));
+        DRSIM_RETURN_IF_ERROR(object->AddToRule(*this, c, root, *a, list));
         break;
     }
   }

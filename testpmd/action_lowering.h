@@ -90,6 +90,9 @@ class ActionLowering {
       : ctx_(ctx), domain_(std::move(domain)), port_(port), info_(info), out_(out) {}
 
   mlx5dv_dr_domain_type type() const { return domain_->type(); }
+  const dr::Domain& dr_domain() const { return domain_->domain(); }
+  // What the rule's pattern matches.
+  const PatternInfo& info() const { return info_; }
 
   // Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, the counting (when
   // `with_count`: AddCounting) and encap to `list`, for a rule in a root table when `root`.

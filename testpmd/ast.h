@@ -19,6 +19,7 @@
 
 #include "absl/numeric/int128.h"
 #include "hw/net_addr.h"
+#include "sim/conntrack.h"
 #include "testpmd/schema.h"
 #include "testpmd/source.h"
 
@@ -156,6 +157,21 @@ struct SetTunnelCmd {
   hw::MacAddress eth_src, eth_dst;
 };
 
+// The context `flow indirect_action ... action conntrack` takes (testpmd's conntrack_context).
+struct ConntrackProfile {
+  uint16_t peer_port = 0;
+  bool is_original = false;  // the direction of rules using the action: original (initiator) or reply
+  sim::CtContext context;
+};
+
+// set conntrack com peer P is_orig B enable B live B sack B cack B last_dir B liberal B state N
+//   max_ack_win N r_lim N last_win N last_seq N last_ack N last_end N last_index N
+// set conntrack orig|rply scale N fin B acked B unack_data B sent_end N reply_end N max_win N max_ack N
+struct SetConntrackCmd {
+  enum class Part : uint8_t { kCommon, kOriginal, kReply } part = Part::kCommon;
+  ConntrackProfile values;  // the fields of `part` (the others stay default)
+};
+
 enum class MeterAlgorithm : uint8_t { kSrTcmRfc2697, kTrTcmRfc2698, kTrTcmRfc4115 };
 
 // add port meter profile srtcm_rfc2697 port id cir cbs ebs [packet_mode]
@@ -200,6 +216,7 @@ struct MeterObjectCmd {
 
 using CommandBody = std::variant<FlowValidateCmd, FlowCreateCmd, FlowDestroyCmd, FlowFlushCmd, FlowListCmd,
                                  FlowQueryCmd, FlowAgedCmd, IndirectActionCmd, SetRawCmd, SetSampleActionsCmd, SetTunnelCmd,
+                                 SetConntrackCmd,
                                  AddMeterProfileCmd, AddMeterPolicyCmd, CreateMeterCmd, MeterObjectCmd>;
 
 struct Command {

@@ -41,6 +41,7 @@ class EngineContext {
   MeterBook meters;
   std::map<uint32_t, std::vector<uint8_t>> raw_encap, raw_decap;  // set raw_encap / raw_decap buffers
   SetTunnelCmd vxlan, nvgre;
+  ConntrackProfile conntrack;  // set conntrack com|orig|rply: what `action conntrack` creates
   std::map<uint32_t, std::vector<Action>> sample_actions;
   IndirectTable indirect;  // flow indirect_action (flows hold what they use)
   std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id

@@ -305,6 +305,32 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
         (c.kind == SetTunnelCmd::Kind::kVxlan ? context_->vxlan : context_->nvgre) = c;
         return absl::OkStatus();
       },
+      [&](const SetConntrackCmd& c) {
+        ConntrackProfile& p = context_->conntrack;
+        switch (c.part) {
+          case SetConntrackCmd::Part::kCommon: {
+            const sim::CtDirection original = p.context.original, reply = p.context.reply;
+            p = c.values;  // the common part; the directions keep theirs but take liberal from it
+            p.context.original = original;
+            p.context.reply = reply;
+            p.context.original.liberal = p.context.reply.liberal = c.values.context.original.liberal;
+            break;
+          }
+          case SetConntrackCmd::Part::kOriginal: {
+            const bool liberal = p.context.original.liberal;
+            p.context.original = c.values.context.original;
+            p.context.original.liberal = liberal;
+            break;
+          }
+          case SetConntrackCmd::Part::kReply: {
+            const bool liberal = p.context.reply.liberal;
+            p.context.reply = c.values.context.reply;
+            p.context.reply.liberal = liberal;
+            break;
+          }
+        }
+        return absl::OkStatus();
+      },
       [&](const AddMeterProfileCmd& c) {
         DRSIM_RETURN_IF_ERROR(context_->CheckPort(c.port));
         return context_->meters.AddProfile(c, command.pos);

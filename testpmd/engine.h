@@ -98,6 +98,7 @@ struct CommandResult {
   std::vector<FlowInfo> flows;       // flow list
   std::optional<CountResult> count;  // flow query ... count, indirect count query
   std::optional<AgeResult> age;      // flow query ... age, indirect age query
+  std::optional<sim::CtContext> conntrack;  // indirect conntrack query
   std::optional<AgedReport> aged;    // flow aged
   std::optional<uint32_t> indirect_id;  // indirect_action create / update
 };

@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "testpmd/action_lowering.h"
 #include "testpmd/context.h"
+#include "testpmd/indirect_conntrack.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -96,15 +97,19 @@ absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectObject(EngineContext
       DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<OwnedCounter> counter, NewCounter(ctx.nic, action));
       return std::make_shared<IndirectAge>(*action.def, std::move(counter), timeout);
     }
+    case ActionType::kConntrack:
+      return MakeIndirectConntrack(ctx, action);
     default:
       return ActionError(action, StatusCode::kUnimplemented,
-                         "cannot be an indirect action here (indirect kinds: count, age)");
+                         "cannot be an indirect action here (indirect kinds: count, age, conntrack)");
   }
 }
 
 }  // namespace
 
-absl::Status IndirectObject::AddToRule(ActionLowering&, const Action&, DrList*) { return absl::OkStatus(); }
+absl::Status IndirectObject::AddToRule(ActionLowering&, const Classified&, bool, const Action&, DrList*) {
+  return absl::OkStatus();
+}
 
 absl::Status IndirectObject::Update(EngineContext&, const Action& action) {
   return ActionError(action, StatusCode::kUnimplemented,

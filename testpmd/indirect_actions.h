@@ -4,7 +4,8 @@
 // What. Each port has a table of indirect actions by id. An entry holds its object, one per kind:
 //   count  a flow counter every rule using it counts into (a shared counter): a query reads the sum;
 //   age    an age every rule using it keeps alive (mlx5 needs its ASO flow-hit objects: not in root
-//          tables); `flow aged` reports it as an indirect action once it has aged.
+//          tables); `flow aged` reports it as an indirect action once it has aged;
+//   conntrack  a CT context rules track TCP segments through (indirect_conntrack.h).
 // Ids are testpmd's: the one asked for, else the highest in use plus one (0 first).
 //
 // How. MakeIndirectObject (indirect_actions.cc) is the one place that turns an action into an object of
@@ -39,6 +40,7 @@ namespace drsim::testpmd {
 class EngineContext;
 class ActionLowering;
 struct DrList;
+struct Classified;
 
 // The object behind one indirect action.
 class IndirectObject {
@@ -52,7 +54,9 @@ class IndirectObject {
   // The age rules using it keep alive, if it is one.
   virtual std::shared_ptr<AgeState> age() const { return nullptr; }
   // Adds what a rule using it (through `origin`, its `indirect` action) does, to the rule's DR list.
-  virtual absl::Status AddToRule(ActionLowering& lowering, const Action& origin, DrList* list);
+  // `c` is the rule's actions by role, `root` whether it goes to a root table.
+  virtual absl::Status AddToRule(ActionLowering& lowering, const Classified& c, bool root, const Action& origin,
+                                 DrList* list);
   // flow indirect_action ... query: fills `result` (its text as testpmd prints it).
   virtual absl::Status Query(sim::Nic& nic, CommandResult* result) const = 0;
   // flow indirect_action ... update with `action`. mlx5's DV flow engine updates RSS and conntrack only:

@@ -202,8 +202,10 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
   item.pos = name->pos;
   item.words.resize(def->storage.size());
   while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
-    const Token& fname = c.Take();
-    const FieldDef* field = FindField(*def, fname.text);
+    // testpmd writes the conntrack item's one field bare: `conntrack is 1` (the op stands where a name would).
+    const bool bare = def->type == ItemType::kConntrack && c.PeekIsAny({"is", "spec", "last", "mask", "prefix"});
+    const Token& fname = bare ? c.Peek() : c.Take();
+    const FieldDef* field = bare ? &def->fields.front() : FindField(*def, fname.text);
     if (field == nullptr) {
       return ErrorAt(fname.pos, StatusCode::kInvalidArgument,
                      def->fields.empty()
@@ -275,6 +277,14 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
   while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
     const Token& pname = c.Take();
     const ParamDef* param = FindParam(*def, pname.text);
+    if (param != nullptr && def->type == ActionType::kConntrackUpdate) {  // bare flags: `conntrack_update dir`
+      ParamValue value;
+      value.pos = pname.pos;
+      value.text = pname.text;
+      value.number = 1;
+      a.args.push_back(ActionArg{param, pname.pos, std::move(value)});
+      continue;
+    }
     if (param == nullptr) {
       return ErrorAt(
           pname.pos, StatusCode::kInvalidArgument,

@@ -38,6 +38,8 @@ class Cursor {
     return false;
   }
   bool PeekIsNumber() const { return !AtEnd() && absl::ascii_isdigit(tokens_.tokens[i_].text[0]); }
+  // The next token, not taken; !AtEnd() is a precondition.
+  const Token& Peek() const { return tokens_.tokens[i_]; }
   // The next token; !AtEnd() is a precondition.
   const Token& Take() { return tokens_.tokens[i_++]; }
 

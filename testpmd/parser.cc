@@ -1,6 +1,7 @@
 #include "testpmd/parser.h"
 
 #include <algorithm>
+#include <functional>
 #include <initializer_list>
 #include <utility>
 
@@ -257,10 +258,70 @@ absl::Status ParseSetTunnel(Cursor& c, absl::string_view variant, CommandBody* o
   return absl::OkStatus();
 }
 
+// set conntrack com|orig|rply: `keyword value` pairs in testpmd's fixed order.
+absl::Status ParseSetConntrack(Cursor& c, CommandBody* out) {
+  SetConntrackCmd cmd;
+  DRSIM_ASSIGN_OR_RETURN(const Token* part, c.Next("com, orig or rply after 'set conntrack'"));
+  sim::CtContext& ct = cmd.values.context;
+  struct Key {
+    absl::string_view name;
+    int width;
+    std::function<void(uint64_t)> store;
+  };
+  std::vector<Key> keys;
+  if (part->text == "com") {
+    cmd.part = SetConntrackCmd::Part::kCommon;
+    keys = {
+        {"peer", 16, [&](uint64_t v) { cmd.values.peer_port = static_cast<uint16_t>(v); }},
+        {"is_orig", 1, [&](uint64_t v) { cmd.values.is_original = v != 0; }},
+        {"enable", 1, [&](uint64_t v) { ct.enable = v != 0; }},
+        {"live", 1, [&](uint64_t v) { ct.live_connection = v != 0; }},
+        {"sack", 1, [&](uint64_t v) { ct.selective_ack = v != 0; }},
+        {"cack", 1, [&](uint64_t v) { ct.challenge_ack_passed = v != 0; }},
+        {"last_dir", 1, [&](uint64_t v) { ct.last_direction_original = v != 0; }},
+        {"liberal", 1, [&](uint64_t v) { ct.original.liberal = ct.reply.liberal = v != 0; }},
+        {"state", 8, [&](uint64_t v) { ct.state = static_cast<sim::CtState>(v); }},
+        {"max_ack_win", 8, [&](uint64_t v) { ct.max_ack_window = static_cast<uint8_t>(v); }},
+        {"r_lim", 8, [&](uint64_t v) { ct.retransmission_limit = static_cast<uint8_t>(v); }},
+        {"last_win", 16, [&](uint64_t v) { ct.last_window = static_cast<uint16_t>(v); }},
+        {"last_seq", 32, [&](uint64_t v) { ct.last_seq = static_cast<uint32_t>(v); }},
+        {"last_ack", 32, [&](uint64_t v) { ct.last_ack = static_cast<uint32_t>(v); }},
+        {"last_end", 32, [&](uint64_t v) { ct.last_end = static_cast<uint32_t>(v); }},
+        {"last_index", 8, [&](uint64_t v) { ct.last_index = static_cast<uint8_t>(v); }},
+    };
+  } else if (part->text == "orig" || part->text == "rply") {
+    cmd.part = part->text == "orig" ? SetConntrackCmd::Part::kOriginal : SetConntrackCmd::Part::kReply;
+    sim::CtDirection& d = part->text == "orig" ? ct.original : ct.reply;
+    keys = {
+        {"scale", 8, [&](uint64_t v) { d.scale = static_cast<uint8_t>(v); }},
+        {"fin", 1, [&](uint64_t v) { d.close_initiated = v != 0; }},
+        {"acked", 1, [&](uint64_t v) { d.last_ack_seen = v != 0; }},
+        {"unack_data", 1, [&](uint64_t v) { d.data_unacked = v != 0; }},
+        {"sent_end", 32, [&](uint64_t v) { d.sent_end = static_cast<uint32_t>(v); }},
+        {"reply_end", 32, [&](uint64_t v) { d.reply_end = static_cast<uint32_t>(v); }},
+        {"max_win", 32, [&](uint64_t v) { d.max_win = static_cast<uint32_t>(v); }},
+        {"max_ack", 32, [&](uint64_t v) { d.max_ack = static_cast<uint32_t>(v); }},
+    };
+  } else {
+    return ErrorAt(part->pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected com, orig or rply after 'set conntrack', found '%s'", part->text));
+  }
+  for (const Key& key : keys) {
+    DRSIM_RETURN_IF_ERROR(c.Expect(key.name));
+    const std::string what = absl::StrFormat("'%s'", key.name);
+    DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
+    DRSIM_ASSIGN_OR_RETURN(const uint64_t v, ParseUnsigned(*t, key.width, what));
+    key.store(v);
+  }
+  DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
+  *out = cmd;
+  return absl::OkStatus();
+}
+
 absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
   const std::string variants =
-      "raw_encap, raw_decap, sample_actions, vxlan, vxlan-with-vlan, vxlan-tos-ttl, nvgre or nvgre-with-vlan "
-      "after 'set'";
+      "raw_encap, raw_decap, sample_actions, vxlan, vxlan-with-vlan, vxlan-tos-ttl, nvgre, nvgre-with-vlan "
+      "or conntrack after 'set'";
   DRSIM_ASSIGN_OR_RETURN(const Token* what, c.Next(variants));
   if (what->text == "raw_encap" || what->text == "raw_decap") {
     SetRawCmd cmd;
@@ -285,6 +346,7 @@ absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody*
       what->text == "nvgre" || what->text == "nvgre-with-vlan") {
     return ParseSetTunnel(c, what->text, out);
   }
+  if (what->text == "conntrack") return ParseSetConntrack(c, out);
   return ErrorAt(what->pos, StatusCode::kInvalidArgument,
                  absl::StrFormat("expected %s, found '%s'", variants, what->text));
 }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "hw/match_layout.h"
+#include "sim/conntrack.h"
 #include "sim/geneve_option.h"
 #include "testpmd/registers.h"
 #include "testpmd/values.h"
@@ -215,6 +216,8 @@ class PatternBuilder {
         return SourcePort(item);
       case ItemType::kMeterColor:
         return MeterColor(item);
+      case ItemType::kConntrack:
+        return Conntrack(item);
     }
     return absl::OkStatus();
   }
@@ -688,12 +691,34 @@ class PatternBuilder {
     return Put(RegCMatchField(kMeterRegC), kMeterColorMask, PrmColor(color.spec_bits(0, 32)), color.pos);
   }
 
+  // The CT result the conntrack action wrote to reg_c_5's low byte (mlx5's ASO register), as mlx5 matches
+  // rte_flow_item_conntrack (sim::CtResultMatch).
+  absl::Status Conntrack(const Item& item) {
+    if (conntrack_given_) {
+      return ErrorAt(item.pos, StatusCode::kInvalidArgument, "Only one CT is supported (a second conntrack item)");
+    }
+    conntrack_given_ = true;
+    if (!HasSpec(item)) {
+      return ErrorAt(item.pos, StatusCode::kInvalidArgument,
+                     "Conntrack item spec is required ('conntrack is FLAGS')");
+    }
+    // The mask's bits above the five states mean nothing (rte_flow's default mask is all ones); the spec's
+    // must not be set.
+    const ItemWord& word = item.words[0];
+    const Word flags = W(item, 0);
+    absl::StatusOr<sim::CtRegisterMatch> match = sim::CtResultMatch(
+        static_cast<uint32_t>(word.spec), flags.mask_bits(0, 32) & sim::kCtPktAll);
+    if (!match.ok()) return WithPos(match.status(), flags.pos);
+    return Put(RegCMatchField(kMeterRegC), match->mask, match->value, flags.pos);
+  }
+
   absl::Span<const Item> items_;
   const PatternContext& ctx_;
   TranslatedPattern out_;
   ItemType previous_ = ItemType::kVoid;
   bool source_given_ = false;  // a port_id / represented_port item
   bool svlan_next_ = false;    // the next vlan item's tag is an S-tag (0x88a8)
+  bool conntrack_given_ = false;
 };
 
 }  // namespace

@@ -147,6 +147,9 @@ constexpr StorageDef kTagStorage[] = {{"data", 32, 0xffffffff}, {"index", 8, 0xf
 constexpr FieldDef kTagFields[] = {{"data", VK::kUnsigned, 0, 0, 32},
                                    {"index", VK::kUnsigned, 1, 0, 8, true}};
 
+// rte_flow_item_conntrack: its flags (RTE_FLOW_CONNTRACK_PKT_STATE_*), written bare: `conntrack is 1`.
+constexpr StorageDef kConntrackStorage[] = {{"flags", 32, 0xffffffff}};
+constexpr FieldDef kConntrackFields[] = {{"flags", VK::kUnsigned, 0, 0, 32}};
 constexpr StorageDef kPortIdStorage[] = {{"id", 32, 0xffffffff}};
 constexpr FieldDef kPortIdFields[] = {{"id", VK::kUnsigned, 0, 0, 32}};
 
@@ -184,6 +187,7 @@ constexpr ItemDef kItems[] = {
     {"represented_port", "REPRESENTED_PORT", ItemType::kRepresentedPort, kEthdevStorage,
      kRepresentedPortFields},
     {"meter", "METER_COLOR", ItemType::kMeterColor, kMeterColorStorage, kMeterColorFields},
+    {"conntrack", "CONNTRACK", ItemType::kConntrack, kConntrackStorage, kConntrackFields},
 };
 
 constexpr std::pair<absl::string_view, const char*> kUnsupportedItems[] = {
@@ -225,7 +229,6 @@ constexpr std::pair<absl::string_view, const char*> kUnsupportedItems[] = {
     {"flex",
      "flex items need programmable flex-parser samples (misc4), which the software NIC does not model"},
     {"integrity", "l3_ok/l4_ok and the checksum-ok bits are never matchable on the modelled path"},
-    {"conntrack", "ASO connection tracking is not modelled"},
     {"port_representor",
      "the software NIC has no representor ethdevs: ports are the PCI functions (use represented_port)"},
     {"random", "the mlx5 match layout has no random field"},
@@ -339,6 +342,7 @@ constexpr ParamDef kSetTagParams[] = {
 constexpr ParamDef kSetMetaParams[] = {{"data", VK::kUnsigned, 32}, {"mask", VK::kUnsigned, 32}};
 constexpr ParamDef kAgeParams[] = {{"timeout", VK::kUnsigned, 24}};  // rte_flow_action_age's 24-bit field
 constexpr ParamDef kIndirectParams[] = {{"action_id", VK::kUnsigned, 32}};  // written bare: `indirect 5`
+constexpr ParamDef kConntrackUpdateParams[] = {{"dir", VK::kBool}, {"ctx", VK::kBool}};  // written bare
 constexpr ParamDef kSampleParams[] = {{"ratio", VK::kUnsigned, 32}, {"index", VK::kUnsigned, 32}};
 constexpr ParamDef kModifyFieldParams[] = {
     {"op", VK::kKeyword, 0, kModifyOps}, {"dst_type", VK::kKeyword, 0, kFieldIds},
@@ -396,6 +400,8 @@ constexpr ActionDef kActions[] = {
     {"sample", "SAMPLE", ActionType::kSample, kSampleParams},
     {"age", "AGE", ActionType::kAge, kAgeParams},
     {"indirect", "INDIRECT", ActionType::kIndirect, kIndirectParams},
+    {"conntrack", "CONNTRACK", ActionType::kConntrack, {}},
+    {"conntrack_update", "CONNTRACK_UPDATE", ActionType::kConntrackUpdate, kConntrackUpdateParams},
 };
 
 constexpr std::pair<absl::string_view, const char*> kUnsupportedActions[] = {
@@ -424,8 +430,6 @@ constexpr std::pair<absl::string_view, const char*> kUnsupportedActions[] = {
     {"age_update", "updating an age through a flow is HW steering only"},
     {"indirect_list", "indirect action lists are HW steering only"},
     {"shared_indirect", "indirect actions of another port are not modelled (use indirect)"},
-    {"conntrack", "ASO connection tracking is not modelled"},
-    {"conntrack_update", "ASO connection tracking is not modelled"},
     {"send_to_kernel", "there is no kernel on the software NIC"},
     {"quota_create", "quota objects are HW steering only"},
     {"quota_update", "quota objects are HW steering only"},

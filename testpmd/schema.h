@@ -60,6 +60,7 @@ enum class ItemType : uint8_t {
   kPortId,
   kRepresentedPort,
   kMeterColor,
+  kConntrack,  // conntrack is FLAGS: the CT result an earlier rule's conntrack action wrote (bare field)
 };
 
 // One storage word of an item (a field of the rte_flow item structure).
@@ -133,6 +134,8 @@ enum class ActionType : uint8_t {
   kSample,
   kAge,       // age timeout N: flow aging
   kIndirect,  // indirect ID: an indirect action (flow indirect_action), its id written bare
+  kConntrack,        // conntrack: the context of `set conntrack` (an indirect action on mlx5)
+  kConntrackUpdate,  // conntrack_update [dir] [ctx]: what an indirect conntrack update takes (bare flags)
 };
 
 struct ParamDef {

@@ -1,0 +1,34 @@
+// Internal to the engine: the conntrack kind of indirect action (indirect_actions.h), as the mlx5 PMD maps
+// it (mlx5_flow_dv.c).
+//
+// What. `flow indirect_action P create ... action conntrack / end` makes a one-context CT object on the
+// NIC, programmed from the engine's `set conntrack` profile (peer port and direction stay with the object,
+// as mlx5 keeps them beside the context). A rule using it (`indirect ID`) gets a DR aso action of the
+// object's direction writing the CT result to reg_c_5, the register mlx5 gives ASO results; a later
+// rule's `conntrack is FLAGS` item matches that register.
+//   update ... conntrack_update dir: the direction of rules created afterwards (the profile's is_orig);
+//   update ... conntrack_update ctx: reprograms the context from the profile;
+//   query: reads the context back and prints it as testpmd's port_action_handle_query.
+//
+// How. Restrictions are mlx5's (flow_dv_validate_action_aso_ct, mlx5_validate_action_ct), each error
+// naming its reason: not in root tables (group 0), not after a fate action, not with a meter or an age
+// (one ASO action per flow), not after an encap, only on outer TCP; a context with an unknown state or
+// last_index is refused at create and update.
+//
+// Not thread-safe.
+#ifndef DRSIM_TESTPMD_INDIRECT_CONNTRACK_H_
+#define DRSIM_TESTPMD_INDIRECT_CONNTRACK_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "testpmd/indirect_actions.h"
+
+namespace drsim::testpmd {
+
+// The CT object of `action` (a conntrack action), from ctx.conntrack.
+absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectConntrack(EngineContext& ctx, const Action& action);
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_INDIRECT_CONNTRACK_H_
