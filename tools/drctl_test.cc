@@ -194,6 +194,47 @@ flow aged 0 destroy
   EXPECT_EQ(Invoke({"validate", rules, "--after", bad}).status, 2);
 }
 
+// testpmd/testdata/ovs_ct_offload.rules over a TCP conversation: both directions of the committed
+// connection pass through CT, out-of-window segments drop, another connection misses to software, and
+// --after queries the context the run left.
+TEST_F(DrctlTest, ConntrackVerdictsAndTheContextAfterARun) {
+  auto segment = [](bool client, uint32_t seq, uint32_t ack, uint16_t flags, size_t len, uint16_t sport = 40000) {
+    sim::FrameSpec s = client ? Ipv4("10.0.0.1", "10.0.0.2", sim::kIpProtoTcp, 80)
+                              : Ipv4("10.0.0.2", "10.0.0.1", sim::kIpProtoTcp, 40000);
+    s.sport = client ? sport : 80;
+    s.seq = seq;
+    s.ack = ack;
+    s.tcp_flags = flags;
+    s.payload_len = len;
+    return sim::BuildFrame(s);
+  };
+  const std::vector<std::vector<uint8_t>> frames = {
+      segment(true, 1001, 5001, 0x18, 100),            // data from the client
+      segment(false, 5001, 1101, 0x18, 200),           // the server's reply
+      segment(true, 1101, 5201, 0x10, 0),              // the client's ack
+      segment(true, 1101 + 1'000'000, 5201, 0x18, 10),  // out of the server's window
+      segment(true, 7000, 0, 0x02, 0, 40001),          // a new connection's SYN
+      segment(true, 1101, 5201, 0x11, 0),              // the client's FIN
+  };
+  const std::string pcap = TempDir() + "/ct.pcap";
+  ASSERT_TRUE(sim::WritePcapFile(pcap, frames, {}).ok());
+  const std::string after = Write("ct_after.rules", "flow indirect_action 0 query 0\n");
+  Result r = Invoke({"run", "testpmd/testdata/ovs_ct_offload.rules", "--pcap", pcap, "--after", after});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Three VALID segments and the FIN (VALID and CHANGED) pass, the out-of-window one drops, the SYN of
+  // another connection goes to software.
+  EXPECT_THAT(r.out, HasSubstr("  drop                  1 frames"));
+  EXPECT_THAT(r.out, HasSubstr("  queue:0/0             4 frames"));
+  EXPECT_THAT(r.out, HasSubstr("  queue:0/1             1 frames"));
+  EXPECT_THAT(r.out, HasSubstr("  port 0 flow 4                                   3 frames"));
+  EXPECT_THAT(r.out, HasSubstr("  port 0 flow 5                                   1 frames"));
+  EXPECT_THAT(r.out, HasSubstr("  port 0 flow 6                                   1 frames"));
+  EXPECT_THAT(r.out, HasSubstr("ct_after.rules:1: flow indirect_action 0 query 0\nConntrack Context:\n"
+                               "  Peer: 0, Flow dir: Reply, Enable: 1\n"));
+  EXPECT_THAT(r.out, HasSubstr("Packet dir: Original, Liberal: 0, State: 2\n"));  // FIN_WAIT
+  EXPECT_THAT(r.out, HasSubstr("  Original Dir:\n    scale: 0, fin: 1"));
+}
+
 TEST_F(DrctlTest, ValidateAndDump) {
   Result ok = Invoke({"validate", rules_});
   EXPECT_EQ(ok.status, 0) << ok.err;
