@@ -6,6 +6,7 @@
 //   TAG index 0..2 (tag item, set_tag)     reg_c_2 .. reg_c_4
 //   meter colour and meter flow id         reg_c_5: colour in bits 0..7 (written by the DR flow meter:
 //                                          red 0, yellow 1, green 2), the flow id in bits 8..31
+//   the CT result (conntrack)              reg_c_5's low byte (mlx5's ASO register; one ASO action a rule)
 //
 // reg_c_0 is left alone (mlx5 keeps vport metadata there in the FDB); reg_c_6/7 cannot be modified by
 // SW steering.
