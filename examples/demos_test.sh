@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs both demos and checks the outcomes they print (a changed outcome is a behaviour change to review).
+# Runs the demos and checks the outcomes they print (a changed outcome is a behaviour change to review).
 set -eu
 steering="$1"
 gateway="$2"
@@ -7,8 +7,9 @@ c_steering="$3"
 load_balancer="$4"
 acl_firewall="$5"
 megaflow_cache="$6"
-drsim_run="$7"
-libdrsim="$8"
+ovs_ct_offload="$7"
+drsim_run="$8"
+libdrsim="$9"
 out="$TEST_TMPDIR/out.txt"
 expect() {
   if ! grep -qF -- "$1" "$out"; then
@@ -51,4 +52,20 @@ fi
 expect "bad.txt:1:34: bad port range '90 : 80'"
 "$megaflow_cache" >"$out"  # exits 1 if any outcome differs from the policy
 expect "0 outcomes differ from the policy"
+"$ovs_ct_offload" --pcap="$TEST_TMPDIR/ct.pcap" >"$out"  # exits 1 if a verdict differs from a firewall's
+expect "software committed 10.0.0.1:40000 <-> 10.0.0.2:80 after 3 handshake segments"
+expect "established: 4 client and 2 server segments passed in the NIC; 2 invalid dropped"
+expect "context after the FINs: TIME_WAIT"
+expect "idle for 11.5 s: 2 rules aged and were evicted with the connection's CT context"
+expect "13.0 s  client late ACK                 -> software"
+expect "0 outcome(s) differ from a stateful firewall's"
+# The conversation is a TCP conversation tshark decodes without a malformed frame (where tshark exists).
+if command -v tshark >/dev/null 2>&1; then
+  tshark -r "$TEST_TMPDIR/ct.pcap" -V >"$out" 2>/dev/null
+  if grep -qi "malformed" "$out"; then
+    echo "tshark finds a malformed frame in ovs_ct_offload's pcap" >&2
+    exit 1
+  fi
+  test "$(tshark -r "$TEST_TMPDIR/ct.pcap" -Y tcp 2>/dev/null | wc -l)" -eq 12
+fi
 echo PASS
