@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
-#include "hw/device.h"
 #include "sim/conntrack.h"
 #include "testpmd/action_lowering.h"
 #include "testpmd/context.h"
