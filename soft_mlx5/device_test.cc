@@ -218,6 +218,23 @@ TEST_F(DeviceTest, FrameSentComesBackThroughTheLoopbackWireToAPostedReceive) {
   EXPECT_EQ(0, std::memcmp(buf_.data(), frame.data(), frame.size()));
 }
 
+// A QP that a dest_ibv_qp action still targets cannot be destroyed, and keeps taking its frames after the
+// refused destroy.
+TEST_F(DeviceTest, QpARuleTargetsRefusesDestroyAndStillReceives) {
+  Steer(4791, receiver_);
+  EXPECT_EQ(ibv_destroy_qp(receiver_), EBUSY);
+  ASSERT_EQ(PostRecv(receiver_, 0), 0) << drsim_last_error();
+  const std::vector<uint8_t> frame = tests::UdpFrame(1000, 4791, 64);
+  ASSERT_EQ(Send(sender_, frame, 7), 0) << drsim_last_error();
+  std::vector<Seen> seen = Poll();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].opcode, IBV_WC_RECV);
+  EXPECT_EQ(seen[1].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(seen[1].qp_num, receiver_->qp_num);
+  EXPECT_EQ(seen[1].byte_len, frame.size());
+  EXPECT_EQ(0, std::memcmp(buf_.data(), frame.data(), frame.size()));
+}
+
 // out_of_buffer of a queue counter (ALLOC_Q_COUNTER, QUERY_Q_COUNTER through DevX, as DPDK reads it).
 uint32_t OutOfBuffer(mlx5dv_devx_obj* counter, uint8_t counter_set_id) {
   uint8_t in[32] = {0x07, 0x73}, out[0x100] = {};
