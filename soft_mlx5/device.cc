@@ -184,14 +184,14 @@ uint64_t NicState::CompletionTime() {
   return pump_time_;
 }
 
-void NicState::Pump(capi::Context& ctx) {
+void NicState::Pump() {
   pumping_ = true;
   pump_time_ = 0;
   for (int round = 0; round < kMaxPumpRounds; ++round) {
     size_t moved = 0;
     if (wire_ != nullptr) {
       wire_out_.clear();
-      moved += ctx.nic->TakeWireFrames(wire_out_);
+      moved += ctx_->nic->TakeWireFrames(wire_out_);
       for (std::vector<uint8_t>& frame : wire_out_) wire_->Transmit(std::move(frame));
       // What the wire brought goes into the NIC as one burst, whose lookups overlap.
       std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
@@ -201,11 +201,11 @@ void NicState::Pump(capi::Context& ctx) {
         wire_in_.emplace_back(frame.data(), frame.size());
       }
       if (!wire_in_.empty()) {
-        (void)ctx.nic->ReceiveFromWire(wire_in_);
+        (void)ctx_->nic->ReceiveFromWire(wire_in_);
         moved += wire_in_.size();
       }
       // The loopback wire's frames are the NIC's own buffers: handed back, the next ones reuse them.
-      ctx.nic->RecycleWireBuffers(in);
+      ctx_->nic->RecycleWireBuffers(in);
     }
     if (moved == 0) break;
   }

@@ -178,7 +178,7 @@ class NicState : public capi::ContextExtension {
 
   // Moves frames until nothing moves (bounded): the NIC's uplink to the wire, the wire's arrivals into
   // the NIC, and what reached each receive queue into its posted receives.
-  void Pump(capi::Context& ctx);
+  void Pump();
 
   // ibv_post_send's frames, gathered from their SGEs, kept from call to call so that a list's frames go
   // to the NIC in one burst without an allocation each.

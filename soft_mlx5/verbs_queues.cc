@@ -122,7 +122,7 @@ int PostReceives(const char* fn, capi::Context& nic, ReceiveQueue& rq, ibv_recv_
       return err;
     }
   }
-  NicState::Of(nic).Pump(nic);
+  NicState::Of(nic).Pump();
   return 0;
 }
 
@@ -159,7 +159,7 @@ void SendGathered(capi::Context& nic, SoftQp& qp, NicState::SendScratch& scratch
   scratch.bytes.clear();
   scratch.ends.clear();
   scratch.signaled.clear();
-  NicState::Of(nic).Pump(nic);
+  NicState::Of(nic).Pump();
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   if (attr != nullptr && attr->comp_mask != 0) return EINVAL;
   capi::Context& nic = NicOf(cq->context);
   Lock lock(nic.mu);
-  NicState::Of(nic).Pump(nic);
+  NicState::Of(nic).Pump();
   SoftCq& c = CqOf(cq);
   if (c.polling) return EINVAL;
   const int rc = AdvancePoll(cq);
@@ -173,7 +173,7 @@ ibv_cq_ex* CreateCqEx(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
 int PollCq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   capi::Context& nic = NicOf(cq->context);
   Lock lock(nic.mu);
-  NicState::Of(nic).Pump(nic);
+  NicState::Of(nic).Pump();
   SoftCq& c = *reinterpret_cast<SoftCq*>(cq);
   int n = 0;
   while (n < num_entries && !c.done.empty()) {
