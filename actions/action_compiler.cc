@@ -49,11 +49,15 @@ absl::Status CheckType(const RuleContext& rule, size_t i, const ActionSpec& a) {
                                    "table (level %d)",
                                    a.table->level, rule.table_level));
   }
-  if (a.type == T::kAsoCt && a.domain != rule.domain) {
-    // rdma-core takes a CT action of another domain only through mlx5dv_dr_aso_other_domain_link.
+  if (a.type == T::kAsoCt && a.domain != rule.domain && a.ct_link_domain != rule.domain) {
+    // rdma-core takes a CT action of another domain only once its object is linked to the rule's domain
+    // (mlx5dv_dr_aso_other_domain_link).
     return Invalid(i, a,
-                   "the ASO CT action was made for another domain (cross-domain CT needs "
-                   "mlx5dv_dr_aso_other_domain_link, which drsim does not model)");
+                   a.ct_link_domain == nullptr
+                       ? "the ASO CT action was made for another domain, and its object is not linked to "
+                         "this one (mlx5dv_dr_aso_other_domain_link)"
+                       : "the ASO CT action was made for another domain, and its object is linked to a "
+                         "third domain, not this one");
   }
   if ((a.type == T::kQp || a.type == T::kAsoFlowMeter || a.type == T::kAsoFirstHit) &&
       a.device != rule.device) {

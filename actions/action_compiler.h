@@ -3,7 +3,8 @@
 //
 // Non-root tables (dr_actions_build_ste_arr), for each pipe (FDB rules are checked for both), actions in
 // the user's order: first the per-type checks (EINVAL: a destination table of another domain, a queue of
-// another device, a root-level reformat/modify), then multiplicity (each type at most once, push/pop
+// another device, a root-level reformat/modify, a CT action of another domain whose object is not linked
+// to the rule's), then multiplicity (each type at most once, push/pop
 // VLAN at most twice: EINVAL; a third push_vlan: ENOTSUP), then the state machine (EOPNOTSUPP).
 // Root (level 0) tables go through the kernel in rdma-core (dr_actions_build_attr): only drop, tag,
 // dest QP/TIR, dest table, dest array, counter, default miss, and reformat/modify created with ROOT_LEVEL are
@@ -57,6 +58,9 @@ struct ActionSpec {
   uint8_t aso_initial_color = 2;                          // kAsoFlowMeter
   bool aso_set = false;                                   // kAsoFirstHit
   bool aso_initiator = false;                             // kAsoCt: tracks the initiator's direction
+  // kAsoCt used by a rule of another domain than its own: the domain its object is linked to
+  // (mlx5dv_dr_aso_other_domain_link), or null. Only a rule of that domain may use it.
+  const void* ct_link_domain = nullptr;
 };
 
 // The action with its parameters, for messages and traces: "tag 0x123", "dest_ibv_qp 0x100", ...

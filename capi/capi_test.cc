@@ -12,6 +12,8 @@
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
 #include "hw/modify_header.h"
+#include "sim/conntrack.h"
+#include "sim/conntrack_prm.h"
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "tests/flow_meter.h"
@@ -186,10 +188,113 @@ TEST_F(CApiTest, AsoFlowMeterAndFirstHit) {
   EXPECT_EQ(tag, 1u);
   EXPECT_FALSE(RoundTrip(Udp(1, 2), &tag).empty());
   EXPECT_EQ(tag, 2u);
-  // Only ASO connection tracking links across domains, and it is not modelled.
+  // Only ASO connection tracking links across domains; unlinking anything else finds no link.
   EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(meters, rx_, rx_, 0, 1), EOPNOTSUPP);
-  EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(meters, rx_), EOPNOTSUPP);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(meters, rx_), EINVAL);
   EXPECT_EQ(mlx5dv_devx_obj_destroy(meters), EBUSY);
+}
+
+// mlx5dv_dr_aso_other_domain_link: the PF's NIC_RX domain makes a CT action (initiator, reg_c_3); linked
+// to the VF's NIC_TX domain as the responder's into reg_c_5, it tracks what the VF sends in the context the
+// PF programmed.
+TEST_F(CApiTest, AsoCtLinkedToAVfDomainTracksItsSegments) {
+  mlx5dv_devx_obj* cts = drsim_aso_ct_alloc(ctx_, 1);  // 2 contexts
+  mlx5dv_devx_obj* counters = drsim_counter_alloc(ctx_, 2);
+  ASSERT_TRUE(cts && counters) << drsim_last_error();
+  sim::CtContext c;
+  c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
+  c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
+  const auto prm = sim::SerializeCtContext(c);
+  ASSERT_EQ(drsim_aso_ct_configure(cts, 0, prm.data(), prm.size()), 0) << drsim_last_error();
+  mlx5dv_dr_action* ct =
+      mlx5dv_dr_action_create_aso(rx_, cts, 0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
+  ASSERT_NE(ct, nullptr) << drsim_last_error();
+  // The VF's NIC_TX: table 1 runs the CT action; in table 2 a VALID state in reg_c_5 counts in counter 0 and
+  // goes on, anything else counts in counter 1 and drops.
+  ibv_context* vf = drsim_vport_context(ctx_, 1);
+  mlx5dv_dr_domain* tx = mlx5dv_dr_domain_create(vf, MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  mlx5dv_dr_table* root = mlx5dv_dr_table_create(tx, 0);
+  mlx5dv_dr_table* t1 = mlx5dv_dr_table_create(tx, 1);
+  mlx5dv_dr_table* t2 = mlx5dv_dr_table_create(tx, 2);
+  ASSERT_TRUE(tx && root && t1 && t2) << drsim_last_error();
+  mlx5dv_dr_action* to_t1 = mlx5dv_dr_action_create_dest_table(t1);
+  mlx5dv_dr_action* to_t2 = mlx5dv_dr_action_create_dest_table(t2);
+  mlx5dv_dr_action* valid = mlx5dv_dr_action_create_flow_counter(counters, 0);
+  mlx5dv_dr_action* other = mlx5dv_dr_action_create_flow_counter(counters, 1);
+  mlx5dv_dr_action* drop = mlx5dv_dr_action_create_drop();
+  const sim::CtRegisterMatch is_valid = *sim::CtResultMatch(sim::kCtPktValid, sim::kCtPktValid);
+  mlx5dv_dr_matcher* root_all = mlx5dv_dr_matcher_create(root, 0, 0, P(empty_));
+  mlx5dv_dr_matcher* t1_all = mlx5dv_dr_matcher_create(t1, 0, 0, P(empty_));
+  mlx5dv_dr_matcher* by_state =
+      mlx5dv_dr_matcher_create(t2, 0, 1 << 3, MatchBuilder().RegC(5, is_valid.mask).Build()->get());
+  mlx5dv_dr_matcher* t2_all = mlx5dv_dr_matcher_create(t2, 1, 0, P(empty_));
+  auto rule = [&](mlx5dv_dr_matcher* m, MatchParams value, std::vector<mlx5dv_dr_action*> actions) {
+    return mlx5dv_dr_rule_create(m, value.get(), actions.size(), actions.data());
+  };
+  mlx5dv_dr_rule* jump = rule(root_all, MatchParams(), {to_t1});
+  mlx5dv_dr_rule* counted = rule(by_state, *MatchBuilder().RegC(5, is_valid.value).Build(), {valid});
+  mlx5dv_dr_rule* dropped = rule(t2_all, MatchParams(), {other, drop});
+  ASSERT_TRUE(jump && counted && dropped) << drsim_last_error();
+
+  // Not linked: the VF's rule may not use the PF's action.
+  errno = 0;
+  EXPECT_EQ(rule(t1_all, MatchParams(), {ct, to_t2}), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_NE(std::string(drsim_last_error()).find("its object is not linked to this one"), std::string::npos);
+  // The link's checks, then the link.
+  constexpr uint32_t kResp = MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_RESPONDER;
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(counters, rx_, tx, kResp, 5), EOPNOTSUPP);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(cts, rx_, tx, 0, 5), EINVAL);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(cts, rx_, tx, 3, 5), EINVAL);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(cts, rx_, tx, kResp, 4), EINVAL);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(cts, nullptr, tx, kResp, 5), EINVAL);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(cts, rx_, nullptr, kResp, 5), EINVAL);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(cts, tx), EINVAL);  // not linked yet
+  ASSERT_EQ(mlx5dv_dr_aso_other_domain_link(cts, rx_, tx, kResp, 5), 0) << drsim_last_error();
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_link(cts, rx_, tx, kResp, 5), EEXIST);
+  mlx5dv_dr_rule* tracked = rule(t1_all, MatchParams(), {ct, to_t2});
+  ASSERT_NE(tracked, nullptr) << drsim_last_error();
+  errno = 0;
+  EXPECT_EQ(rule(t1_all, *MatchBuilder().Build(), {ct, to_t2}), nullptr);  // the context is taken
+  EXPECT_EQ(errno, EBUSY);
+
+  // The responder's next bytes are VALID; an ack of bytes the initiator never sent is INVALID.
+  sim::FrameSpec f;
+  f.protocol = sim::kIpProtoTcp;
+  f.seq = 5000;
+  f.ack = 1000;
+  f.payload_len = 10;
+  std::vector<uint8_t> good = sim::BuildFrame(f);
+  f.ack = 9000;
+  std::vector<uint8_t> bad = sim::BuildFrame(f);
+  ASSERT_EQ(drsim_send(ctx_, 1, good.data(), good.size()), 0);
+  ASSERT_EQ(drsim_send(ctx_, 1, bad.data(), bad.size()), 0);
+  EXPECT_EQ(Packets(counters, 0), 1u);
+  EXPECT_EQ(Packets(counters, 1), 1u);
+  std::vector<uint8_t> back(64);
+  ASSERT_EQ(drsim_aso_ct_query(cts, 0, back.data(), back.size()), 0);
+  absl::StatusOr<sim::CtContext> now = sim::ParseCtContext(back);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->reply.sent_end, 5010u);
+  EXPECT_EQ(now->original.sent_end, 1000u);
+
+  // While linked: the object, the domains and the link stay; unlink waits for the rule.
+  EXPECT_EQ(mlx5dv_devx_obj_destroy(cts), EBUSY);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(cts, rx_), EINVAL);  // linked to tx, not rx_
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(cts, tx), EBUSY);
+  EXPECT_NE(std::string(drsim_last_error()).find("destroy them first"), std::string::npos);
+  EXPECT_EQ(mlx5dv_dr_rule_destroy(tracked), 0);
+  for (mlx5dv_dr_rule* r : {dropped, counted, jump}) EXPECT_EQ(mlx5dv_dr_rule_destroy(r), 0);
+  for (mlx5dv_dr_matcher* m : {t2_all, by_state, t1_all, root_all})
+    EXPECT_EQ(mlx5dv_dr_matcher_destroy(m), 0);
+  for (mlx5dv_dr_action* a : {drop, other, valid, to_t2, to_t1, ct})
+    EXPECT_EQ(mlx5dv_dr_action_destroy(a), 0);
+  for (mlx5dv_dr_table* t : {t2, t1, root}) EXPECT_EQ(mlx5dv_dr_table_destroy(t), 0);
+  EXPECT_EQ(mlx5dv_dr_domain_destroy(tx), EBUSY);
+  EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(cts, tx), 0) << drsim_last_error();
+  EXPECT_EQ(mlx5dv_dr_domain_destroy(tx), 0);
+  devx_.push_back(cts);
+  devx_.push_back(counters);
 }
 
 TEST_F(CApiTest, FlowCounterOffsetMustLieInTheBulk) {

@@ -657,23 +657,44 @@ int mlx5dv_dr_action_destroy(mlx5dv_dr_action* action) {
 
 int mlx5dv_dr_aso_other_domain_link(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domain* peer_dmn,
                                     mlx5dv_dr_domain* dmn, uint32_t flags, uint8_t return_reg_c) {
-  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx)) {
+  Context* ctx;
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_aso_other_domain_link(devx_obj, peer_dmn, dmn, flags, return_reg_c) : errno;
   }
-  // As in rdma-core, only connection-tracking ASO objects link across domains; the software NIC's ASO
-  // objects are flow meters and first-hit contexts.
-  return RecordFailure(__func__, EOPNOTSUPP,
-                       "devx_obj is not an ASO connection-tracking object (not modelled)");
+  // As in rdma-core, the object's type is checked first: only connection-tracking objects link.
+  if (devx_obj->kind != drsim::capi::DevxKind::kAsoConnTrack) {
+    return RecordFailure(__func__, EOPNOTSUPP, "devx_obj is not an ASO connection-tracking object");
+  }
+  Context* peer_ctx;
+  if (!IsSoftwareNicObject(peer_dmn, Kind::kDomain, &peer_ctx) || peer_ctx != ctx) {
+    return RecordFailure(__func__, EINVAL, "peer_dmn is not a domain of devx_obj's software NIC");
+  }
+  if (!IsSoftwareNicObject(dmn, Kind::kDomain)) {
+    return RecordFailure(__func__, EINVAL, "dmn is not a domain of the software NIC");
+  }
+  Lock lock(ctx->mu);
+  absl::Status s = dmn->domain.LinkAsoCt(peer_dmn->domain, devx_obj->id, flags, return_reg_c);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 int mlx5dv_dr_aso_other_domain_unlink(mlx5dv_devx_obj* devx_obj, mlx5dv_dr_domain* dmn) {
-  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx)) {
+  Context* ctx;
+  if (!IsSoftwareNicObject(devx_obj, Kind::kDevx, &ctx)) {
     const RealMlx5* real = drsim::capi::Forward(__func__, devx_obj, "devx_obj");
     return real ? real->mlx5dv_dr_aso_other_domain_unlink(devx_obj, dmn) : errno;
   }
-  return RecordFailure(__func__, EOPNOTSUPP,
-                       "devx_obj is not an ASO connection-tracking object (not modelled)");
+  // rdma-core finds no link on any other object: EINVAL.
+  if (devx_obj->kind != drsim::capi::DevxKind::kAsoConnTrack) {
+    return RecordFailure(__func__, EINVAL, "devx_obj is not linked (not an ASO connection-tracking object)");
+  }
+  Context* dmn_ctx;
+  if (!IsSoftwareNicObject(dmn, Kind::kDomain, &dmn_ctx) || dmn_ctx != ctx) {
+    return RecordFailure(__func__, EINVAL, "dmn is not a domain of devx_obj's software NIC");
+  }
+  Lock lock(ctx->mu);
+  absl::Status s = dmn->domain.UnlinkAsoCt(devx_obj->id);
+  return s.ok() ? 0 : RecordFailure(__func__, s);
 }
 
 // ---- Dumps (dr/dump.h; record formats in docs/dump.md) -------------------------------------------------

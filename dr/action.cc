@@ -419,10 +419,7 @@ absl::StatusOr<Action> Action::DestArray(const Domain& domain,
   return Action(a);
 }
 
-namespace {
-
-// rdma-core's checks of an aso action's parameters, by kind.
-absl::Status CheckAso(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c) {
+absl::Status internal::CheckAsoParameters(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c) {
   if (return_reg_c != 1 && return_reg_c != 3 && return_reg_c != 5) {
     return absl::InvalidArgumentError(
         absl::StrFormat("aso: return_reg_c %d; it must be 1, 3 or 5 (a register pair)", return_reg_c));
@@ -451,6 +448,8 @@ absl::Status CheckAso(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 ActionType AsoActionType(hw::AsoKind kind) {
   switch (kind) {
@@ -490,7 +489,7 @@ absl::StatusOr<Action> Action::Aso(const Domain& domain, uint32_t object, uint32
   absl::StatusOr<hw::AsoContext> context = d->device->RetainAso(object, offset);
   if (!context.ok())
     return absl::InvalidArgumentError(absl::StrFormat("aso: %s", context.status().message()));
-  if (absl::Status s = CheckAso(context->kind, flags, return_reg_c); !s.ok()) {
+  if (absl::Status s = internal::CheckAsoParameters(context->kind, flags, return_reg_c); !s.ok()) {
     d->device->ReleaseAso(object);
     return s;
   }
@@ -513,7 +512,7 @@ absl::Status Action::ModifyAso(uint32_t offset, uint32_t flags, uint8_t return_r
   absl::StatusOr<hw::AsoContext> context = a->device->RetainAso(a->aso_object, offset);
   if (!context.ok())
     return absl::InvalidArgumentError(absl::StrFormat("modify_aso: %s", context.status().message()));
-  if (absl::Status s = CheckAso(context->kind, flags, return_reg_c); !s.ok()) {
+  if (absl::Status s = internal::CheckAsoParameters(context->kind, flags, return_reg_c); !s.ok()) {
     a->device->ReleaseAso(a->aso_object);
     return s;
   }

@@ -63,6 +63,11 @@ absl::Status Domain::Destroy() {
   if (obj_ == nullptr) return absl::InvalidArgumentError("domain handle is empty");
   std::shared_ptr<DomainObj> keep = obj_;  // outlives the lock below
   std::lock_guard<std::recursive_mutex> lock(keep->mu);
+  if (keep->aso_links > 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "domain is still the peer or the linked domain of %d ASO CT link(s); unlink them first",
+        keep->aso_links));
+  }
   if (keep->refs > 1) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "domain is still referenced by %d table(s); destroy them first", keep->tables.size()));

@@ -109,7 +109,23 @@ class Domain {
   // Duplicate rules (same value in one matcher) are allowed by default; when disallowed, inserting one
   // fails with AlreadyExists. Applies to rules of non-root (level > 0) tables, as in rdma-core.
   absl::Status AllowDuplicateRules(bool allow) const;
-  // FailedPrecondition (EBUSY) while tables exist.
+  // mlx5dv_dr_aso_other_domain_link: links ASO connection-tracking object `object` of `peer`'s NIC (the
+  // domain its CT actions were made in) to this domain, whose rules may then use those actions. Through
+  // the link each CT context serves one rule at a time (FailedPrecondition, EBUSY, for a second, and for
+  // an FDB rule in both pipes). A rule on another device than the action's (another function) tracks
+  // with the link's direction (`flags`: exactly one of MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR /
+  // _RESPONDER) and writes the packet state to reg_c[`return_reg_c`]; on the action's device, the
+  // action's own apply. The link holds both domains and the object (their destroy is EBUSY until
+  // unlinked). Errors: Unimplemented (EOPNOTSUPP) for an object that is not a CT object; InvalidArgument
+  // for an empty handle, an unknown object, bad flags, return_reg_c other than 1, 3 or 5, or a domain on
+  // another NIC than the object; AlreadyExists (EEXIST) while the object is linked (rdma-core 44 would
+  // overwrite the first link).
+  absl::Status LinkAsoCt(const Domain& peer, uint32_t object, uint32_t flags, uint8_t return_reg_c) const;
+  // mlx5dv_dr_aso_other_domain_unlink: ends the link of `object` to this domain. InvalidArgument when the
+  // object is not linked, or linked to another domain; FailedPrecondition (EBUSY) while rules of this
+  // domain use its contexts through the link.
+  absl::Status UnlinkAsoCt(uint32_t object) const;
+  // FailedPrecondition (EBUSY) while tables, domain-bound actions or ASO CT links reference it.
   absl::Status Destroy();
 
   mlx5dv_dr_domain_type type() const;
@@ -266,9 +282,9 @@ class Action {
   // tracking object (flags: exactly one of MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR/_RESPONDER, the
   // side whose segments the rule sees) tracks the outer TCP segment in CT context `offset` and writes the
   // packet state to the low byte of reg_c[`return_reg_c`] (sim/conntrack.h: CtResultMatch gives the value
-  // and mask a later matcher uses). A CT action serves rules of its own domain only (rdma-core's
-  // cross-domain link is not modelled), on non-root tables. InvalidArgument for return_reg_c other than
-  // 1, 3 or 5, bad flags, or an unknown object or offset.
+  // and mask a later matcher uses). A CT action serves rules of its own domain, on non-root tables, and
+  // those of a domain its object is linked to (Domain::LinkAsoCt; InvalidArgument in any other domain).
+  // InvalidArgument for return_reg_c other than 1, 3 or 5, bad flags, or an unknown object or offset.
   static absl::StatusOr<Action> Aso(const Domain& domain, uint32_t object, uint32_t offset, uint32_t flags,
                                     uint8_t return_reg_c);
   // mlx5dv_dr_action_modify_aso: new offset, flags and register (checked as Aso checks them; a CT action

@@ -14,6 +14,7 @@ namespace {
 // may still run them for rules just deleted.
 void FreeIfUnused(const DomainObj& domain, ProgramsObj* programs) {
   if (programs->rules != 0 || programs->offers != 0) return;
+  programs->linked_ct_claims.clear();  // at once: the link serves its next rule from now
   hw::Retire(domain.device->reclaimer(), [programs] { delete programs; });
 }
 
@@ -63,6 +64,7 @@ void UsePrograms(ProgramsObj* programs, RuleObj* rule) {
 }
 
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
+  if (!programs->linked_ct_claims.empty()) return;  // they serve their one rule (ProgramsObj)
   const DomainObj& domain = *matcher->table->domain;
   Offer(domain, &matcher->last_compiled, programs);
   Offer(domain, &matcher->table->last_compiled, programs);

@@ -23,6 +23,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/inlined_vector.h"
 #include "actions/action_compiler.h"
+#include "dr/aso_link.h"
 #include "hw/device.h"
 #include "hw/flow_table.h"
 #include "hw/lookup_memory.h"
@@ -46,7 +47,8 @@ struct DomainObj {
   hw::Device* device = nullptr;
   mlx5dv_dr_domain_type type = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
   std::recursive_mutex mu;
-  int refs = 1;  // the handle, each table, each domain-bound action (modify, reformat); guarded by mu
+  int refs = 1;       // the handle, each table, each domain-bound action, each ASO CT link; guarded by mu
+  int aso_links = 0;  // ASO CT links it is the peer or the linked domain of (dr/aso_link.h); guarded by mu
   bool allow_duplicates = true;
   std::list<TableObj*> tables;  // creation order
   // The domain's rules, packed in huge-page slabs, as a million of them are made in a row; guarded by mu.
@@ -113,6 +115,9 @@ struct ProgramsObj {
   absl::InlinedVector<std::pair<uint32_t, uint32_t>, 4> action_versions;
   bool skip_rx = false;  // FDB: the pipes its rules are not in (actions::RuleContext)
   bool skip_tx = false;
+  // The CT contexts it reaches through links to the domain (dr/aso_link.h). Programs with any serve one
+  // rule and are never offered to others; the claims go with that rule.
+  std::vector<LinkedCtClaim> linked_ct_claims;
   size_t rules = 0;  // rules using it
   int offers = 0;    // matchers and tables whose last_compiled it is, and calls holding it (HoldPrograms)
 };
@@ -162,6 +167,10 @@ class DomainLock {
   std::lock_guard<std::recursive_mutex> lock_;
 };
 
+// rdma-core's checks of an aso action's parameters for an object of `kind` (InvalidArgument);
+// Domain::LinkAsoCt checks a link's with them too.
+absl::Status CheckAsoParameters(hw::AsoKind kind, uint32_t flags, uint8_t return_reg_c);
+
 // Drop one reference; the last finalises and frees the object (a rule has only its handle's). Table,
 // matcher and rule: the domain lock must be held. Action: takes the lock of a referenced table's domain
 // itself.
@@ -187,7 +196,8 @@ void UnindexMatcher(MatcherObj* matcher);
 // they gain their first rule; Unref(RuleObj*) gives them back with the last).
 void UsePrograms(ProgramsObj* programs, RuleObj* rule);
 // Makes `programs` the ones `matcher` and its table offer to their next rules; the ones they replace are
-// freed if unused.
+// freed if unused. Programs holding linked CT contexts are not offered: the rule or call using them owns
+// them.
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs);
 // The domain lock must be held. HoldPrograms keeps `programs` while a call that chose them for rules it has
 // yet to install runs (rules it removes meanwhile may have been their last); ReleasePrograms ends a hold,

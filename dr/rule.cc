@@ -96,14 +96,32 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status ActionObjects(absl::Span<const 
 
 // New programs of `objs` in `context`, left in `*compiled` (which owns them until Install's caller caches
 // them); errors name the action.
-absl::StatusOr<ProgramsObj*> CompilePrograms(const actions::RuleContext& context,
+absl::StatusOr<ProgramsObj*> CompilePrograms(const DomainObj& d, const actions::RuleContext& context,
                                              absl::Span<ActionObj* const> objs,
                                              std::unique_ptr<ProgramsObj>* compiled) {
   absl::InlinedVector<const actions::ActionSpec*, 8> specs;
-  for (const ActionObj* a : objs) specs.push_back(&a->spec);
+  // CT actions of another domain compile as the rule's domain's link to their object says.
+  std::vector<actions::ActionSpec> linked;
+  linked.reserve(objs.size());  // (specs point into it)
+  for (const ActionObj* a : objs) {
+    if (internal::IsLinkedCt(*a, d)) {
+      linked.push_back(internal::LinkedCtSpec(*a, d));
+      specs.push_back(&linked.back());
+    } else {
+      specs.push_back(&a->spec);
+    }
+  }
   DRSIM_ASSIGN_OR_RETURN(hw::PipePrograms result, actions::CompileActions(context, specs));
   *compiled = std::make_unique<ProgramsObj>();
   ProgramsObj& p = **compiled;
+  if (!linked.empty()) {
+    const int pipes = d.type == MLX5DV_DR_DOMAIN_TYPE_FDB && !context.skip_rx && !context.skip_tx ? 2 : 1;
+    for (size_t i = 0; i < objs.size(); ++i) {
+      if (!internal::IsLinkedCt(*objs[i], d)) continue;
+      DRSIM_ASSIGN_OR_RETURN(internal::LinkedCtClaim claim, internal::ClaimLinkedCt(*objs[i], d, i, pipes));
+      p.linked_ct_claims.push_back(std::move(claim));
+    }
+  }
   p.programs = std::move(result);
   p.record = hw::RuleRecord::Of(&p.programs, 0);
   p.actions.assign(objs.begin(), objs.end());
@@ -127,8 +145,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::StatusOr<ProgramsObj*> ProgramsFor(
   context.table_level = m.table->ft.level;
   context.skip_rx = pipes == kTxOnly;
   context.skip_tx = pipes == kRxOnly;
+  // (Programs holding linked CT contexts are never offered: they are never found here.)
   if (ProgramsObj* cached = CachedPrograms(m, context, objs)) return cached;
-  return CompilePrograms(context, objs, compiled);
+  return CompilePrograms(d, context, objs, compiled);
 }
 
 // Whether `m`'s rules must have distinct values: the domain refuses duplicates, and the table is not a
@@ -341,12 +360,17 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   // from this pass: a million of them would be fresh memory to fault in, dearer than reading them again.
   const size_t n = values.size();
   const size_t words = m->hw.table.key_words();
-  std::array<size_t, kPipeChoices> first_in{n, n, n};  // the first value in each pipe choice
+  std::array<size_t, kPipeChoices> first_in{n, n, n};   // the first value in each pipe choice
+  std::array<size_t, kPipeChoices> second_in{n, n, n};  // and the second
   for (size_t i = 0; i < n; ++i) {
     uint32_t key[hw::kMatchParamBytes / 4];
     absl::StatusOr<ValueKey> read = ReadValue(*m, *d, values[i], key);
     if (!read.ok()) return At("value", i, read.status());
-    if (first_in[read->pipes] == n) first_in[read->pipes] = i;
+    if (first_in[read->pipes] == n) {
+      first_in[read->pipes] = i;
+    } else if (second_in[read->pipes] == n) {
+      second_in[read->pipes] = i;
+    }
   }
 
   absl::InlinedVector<ActionObj*, 8> objs;
@@ -361,6 +385,13 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
     absl::StatusOr<ProgramsObj*> made = ProgramsFor(*m, *d, static_cast<Pipes>(p), objs, &compiled[p]);
     if (!made.ok()) return At("value", first_in[p], made.status());
     programs[p] = *made;
+    if (!programs[p]->linked_ct_claims.empty() && second_in[p] != n) {
+      return At("value", second_in[p],
+                absl::FailedPreconditionError(absl::StrFormat(
+                    "the actions reach a CT context through a link, which serves one rule per context, "
+                    "and value[%d] takes it",
+                    first_in[p])));
+    }
   }
 
   if (RefusesDuplicates(*m)) {

@@ -116,6 +116,10 @@ class Device {
   // action (NotFound for an unknown object, InvalidArgument for an offset outside it).
   virtual absl::StatusOr<AsoContext> RetainAso(uint32_t object, uint32_t offset) = 0;
   virtual void ReleaseAso(uint32_t object) = 0;
+  // The space ASO object ids and context ids live in: devices that return the same one (the functions of
+  // one NIC) reach each other's ASO contexts, as a domain linked to another's CT object does
+  // (mlx5dv_dr_aso_other_domain_link). By default, the device's own.
+  virtual const void* aso_space() const { return this; }
 
   // A matcher reading the GENEVE option 0 fields (misc.geneve_tlv_option_0_exist,
   // misc3.geneve_tlv_option_0_data) was created or destroyed: the device's GENEVE TLV option parser

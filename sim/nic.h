@@ -212,6 +212,8 @@ class Function : public hw::Device {
   void DestroySampler(uint32_t sampler) override;
   absl::StatusOr<hw::AsoContext> RetainAso(uint32_t object, uint32_t offset) override;
   void ReleaseAso(uint32_t object) override;
+  // The NIC's: its functions share one bank of ASO objects (sim/aso.h).
+  const void* aso_space() const override { return nic_; }
   void RetainGeneveOptionMatch() override;
   void ReleaseGeneveOptionMatch() override;
 
@@ -459,7 +461,7 @@ class Nic {
   std::unique_ptr<Objects> objects_;  // under control_mu_
   std::atomic<uint64_t> now_ns_{0};
   std::atomic<uint32_t> geneve_option_{0};  // GeneveOptionSelector::packed() of objects_->geneve_options
-  std::mutex wire_mu_;  // wire_out_, wire_spare_
+  std::mutex wire_mu_;                      // wire_out_, wire_spare_
   std::deque<std::vector<uint8_t>> wire_out_;
   std::vector<std::vector<uint8_t>> wire_spare_;  // RecycleWireBuffers' buffers, reused by ToWire
   uint64_t wire_out_discarded_ = 0;
@@ -498,7 +500,7 @@ class Worker {
   Nic& nic_;
   hw::Reclaimer::Reader reader_;
   std::unique_ptr<ActionExecutor> executor_;  // (a pointer: this header need not include its type)
-  std::unique_ptr<Nic::Burst> burst_;  // reused from one call to the next
+  std::unique_ptr<Nic::Burst> burst_;         // reused from one call to the next
   // Written only by the worker's thread, read by Nic::stats() from any.
   std::atomic<uint64_t> frames_{0};
   std::atomic<uint64_t> fates_[static_cast<int>(Fate::kPort) + 1] = {};  // by Fate (kPort is the last)

@@ -394,8 +394,8 @@ TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
   dr::Table other_t1 = *dr::Table::Create(other, 1);
   dr::Matcher other_all = *dr::Matcher::Create(other_t1, 0, 0, nullptr);
   EXPECT_EQ(std::string(dr::Rule::Create(other_all, MatchParams(), {&ct}).status().message()),
-            "action[0] (aso(ct)): the ASO CT action was made for another domain (cross-domain CT needs "
-            "mlx5dv_dr_aso_other_domain_link, which drsim does not model)");
+            "action[0] (aso(ct)): the ASO CT action was made for another domain, and its object is not "
+            "linked to this one (mlx5dv_dr_aso_other_domain_link)");
   // NIC_TX: CT may come before an encap, not after it.
   dr::Domain tx = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
   dr::Table tx_t1 = *dr::Table::Create(tx, 1), tx_t2 = *dr::Table::Create(tx, 2);
@@ -444,6 +444,229 @@ TEST_F(AsoConnTrackTest, TheActionsDirectionPicksTheSender) {
   r = *dr::Rule::Create(t1_all_, MatchParams(), {&ct, &to_t2});
   EXPECT_EQ(nic_.ReceiveFromWire(frame).qp_num, invalid_q);
   EXPECT_EQ(nic_.QueryAsoConnTrack(cts, 0)->reply.sent_end, 5000u);
+}
+
+// mlx5dv_dr_aso_other_domain_link: a NIC with one VF; the PF's NIC_RX domain makes the CT action, and
+// the VF's NIC_TX domain (another function: another GVMI) or the PF's own NIC_TX and FDB domains use it.
+class AsoConnTrackLinkTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kInit = MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR;
+  static constexpr uint32_t kResp = MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_RESPONDER;
+
+  // A TX domain on `fn`: root -> table 1 (the CT rule's) -> table 2, where a VALID packet state in
+  // reg_c[`reg`] goes on to the wire and anything else drops.
+  struct TxSteering {
+    TxSteering(sim::Function& fn, uint8_t reg)
+        : domain(*dr::Domain::Create(fn, MLX5DV_DR_DOMAIN_TYPE_NIC_TX)),
+          root(*dr::Table::Create(domain, 0)),
+          t1(*dr::Table::Create(domain, 1)),
+          t2(*dr::Table::Create(domain, 2)),
+          to_t1(*dr::Action::DestTable(t1)),
+          to_t2(*dr::Action::DestTable(t2)),
+          wire(*dr::Action::DefaultMiss()),
+          drop(*dr::Action::Drop()),
+          root_all(*dr::Matcher::Create(root, 0, 0, nullptr)),
+          jump(*dr::Rule::Create(root_all, MatchParams(), {&to_t1})),
+          t1_all(*dr::Matcher::Create(t1, 0, 0, nullptr)),
+          by_state(*dr::Matcher::Create(
+              t2, 0,
+              *MatchBuilder()
+                   .RegC(reg, sim::CtResultMatch(sim::kCtPktValid, sim::kCtPktValid)->mask)
+                   .Build())),
+          t2_all(*dr::Matcher::Create(t2, 1, 0, nullptr)),
+          valid(
+              *dr::Rule::Create(by_state,
+                                *MatchBuilder()
+                                     .RegC(reg, sim::CtResultMatch(sim::kCtPktValid, sim::kCtPktValid)->value)
+                                     .Build(),
+                                {&wire})),
+          rest(*dr::Rule::Create(t2_all, MatchParams(), {&drop})) {}
+    dr::Domain domain;
+    dr::Table root, t1, t2;
+    dr::Action to_t1, to_t2, wire, drop;
+    dr::Matcher root_all;
+    dr::Rule jump;
+    dr::Matcher t1_all, by_state, t2_all;
+    dr::Rule valid, rest;
+  };
+
+  AsoConnTrackLinkTest() : pf_rx_(*dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)) {
+    sim::CtContext c;
+    c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
+    c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
+    EXPECT_TRUE(nic_.ConfigureAsoConnTrack(cts_, 0, c).ok());
+    EXPECT_TRUE(nic_.ConfigureAsoConnTrack(cts_, 1, c).ok());
+  }
+
+  // A TCP segment with `seq` and `ack` and 10 bytes of payload.
+  static std::vector<uint8_t> Segment(uint32_t seq, uint32_t ack) {
+    sim::FrameSpec f;
+    f.protocol = sim::kIpProtoTcp;
+    f.seq = seq;
+    f.ack = ack;
+    f.payload_len = 10;
+    return sim::BuildFrame(f);
+  }
+
+  sim::Nic nic_{1};
+  const uint32_t cts_ = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 1);  // 2 contexts
+  dr::Domain pf_rx_;
+  // The PF's CT action: the initiator's side, its state to reg_c_3.
+  dr::Action ct_ = *dr::Action::Aso(pf_rx_, cts_, 0, kInit, 3);
+};
+
+// On another function, the link's direction and register apply: the VF's rule tracks the responder's
+// segments into reg_c_5, and the context the PF programmed moves.
+TEST_F(AsoConnTrackLinkTest, AnotherFunctionTracksWithTheLinksDirection) {
+  TxSteering vf(*nic_.function(1), 5);
+  EXPECT_EQ(std::string(dr::Rule::Create(vf.t1_all, MatchParams(), {&ct_, &vf.to_t2}).status().message()),
+            "action[0] (aso(ct)): the ASO CT action was made for another domain, and its object is not "
+            "linked to this one (mlx5dv_dr_aso_other_domain_link)");
+  ASSERT_TRUE(vf.domain.LinkAsoCt(pf_rx_, cts_, kResp, 5).ok());
+  dr::Rule r = *dr::Rule::Create(vf.t1_all, MatchParams(), {&ct_, &vf.to_t2});
+  // The responder's next bytes: VALID, and its sent_end moves on.
+  EXPECT_EQ(nic_.function(1)->Send(Segment(5000, 1000)).fate, sim::Fate::kWire);
+  sim::CtContext after = *nic_.QueryAsoConnTrack(cts_, 0);
+  EXPECT_EQ(after.reply.sent_end, 5010u);
+  EXPECT_EQ(after.original.sent_end, 1000u);
+  EXPECT_FALSE(after.last_direction_original);
+  // The initiator's next bytes seen as the responder's: far outside its window, INVALID.
+  EXPECT_EQ(nic_.function(1)->Send(Segment(1000, 5000)).fate, sim::Fate::kDropped);
+  EXPECT_EQ(nic_.QueryAsoConnTrack(cts_, 0)->reply.sent_end, 5010u);
+
+  ASSERT_TRUE(r.Destroy().ok());
+  ASSERT_TRUE(vf.domain.UnlinkAsoCt(cts_).ok());
+  EXPECT_EQ(dr::Rule::Create(vf.t1_all, MatchParams(), {&ct_, &vf.to_t2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// On the action's own device (the PF's NIC_TX domain), the action's direction and register apply, whatever
+// the link says.
+TEST_F(AsoConnTrackLinkTest, TheActionsOwnDeviceTracksWithTheActionsDirection) {
+  TxSteering pf(nic_.pf(), 3);
+  ASSERT_TRUE(pf.domain.LinkAsoCt(pf_rx_, cts_, kResp, 5).ok());
+  dr::Rule r = *dr::Rule::Create(pf.t1_all, MatchParams(), {&ct_, &pf.to_t2});
+  EXPECT_EQ(nic_.pf().Send(Segment(1000, 5000)).fate, sim::Fate::kWire);
+  EXPECT_EQ(nic_.QueryAsoConnTrack(cts_, 0)->original.sent_end, 1010u);
+  // An ack of bytes the responder never sent: INVALID.
+  EXPECT_EQ(nic_.pf().Send(Segment(1010, 9000)).fate, sim::Fate::kDropped);
+  EXPECT_EQ(nic_.QueryAsoConnTrack(cts_, 0)->reply.sent_end, 5000u);
+  ASSERT_TRUE(r.Destroy().ok());
+  EXPECT_TRUE(pf.domain.UnlinkAsoCt(cts_).ok());
+}
+
+TEST_F(AsoConnTrackLinkTest, RejectsWhatRdmaCoreRejects) {
+  TxSteering vf(*nic_.function(1), 5);
+  auto link = [&](uint32_t object, uint32_t flags, uint8_t reg) {
+    return vf.domain.LinkAsoCt(pf_rx_, object, flags, reg);
+  };
+  const uint32_t meters = *nic_.CreateAsoObject(hw::AsoKind::kFlowMeter, 0);
+  EXPECT_EQ(link(meters, kInit, 1).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(std::string(link(meters, kInit, 1).message()),
+            "aso link: ASO object " + std::to_string(meters) +
+                " is not a connection-tracking object; only those link to other domains");
+  EXPECT_EQ(std::string(link(9999, kInit, 1).message()), "aso link: no ASO object 9999");
+  EXPECT_EQ(std::string(link(cts_, 0, 1).message()),
+            "aso link: aso ct: flags 0x0; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
+  EXPECT_EQ(std::string(link(cts_, 3, 1).message()),
+            "aso link: aso ct: flags 0x3; exactly one direction, INITIATOR (0x1) or RESPONDER (0x2)");
+  EXPECT_EQ(std::string(link(cts_, kInit, 2).message()),
+            "aso link: aso: return_reg_c 2; it must be 1, 3 or 5 (a register pair)");
+  sim::Nic other_nic;
+  dr::Domain elsewhere = *dr::Domain::Create(other_nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  absl::Status across = elsewhere.LinkAsoCt(pf_rx_, cts_, kInit, 1);
+  EXPECT_EQ(across.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(across.message()).find("is on another NIC than ASO object"), std::string::npos);
+  EXPECT_EQ(std::string(vf.domain.UnlinkAsoCt(cts_).message()),
+            "aso unlink: ASO object " + std::to_string(cts_) + " is not linked to any domain");
+  EXPECT_TRUE(nic_.DestroyAsoObject(meters).ok());  // the failed links left no reference
+
+  ASSERT_TRUE(link(cts_, kResp, 5).ok());
+  EXPECT_EQ(link(cts_, kInit, 1).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(std::string(link(cts_, kInit, 1).message()),
+            "aso link: ASO object " + std::to_string(cts_) + " is linked to domain " +
+                std::to_string(vf.domain.id()) + " already; unlink it first");
+  // One rule per context through the link, whichever action names the context.
+  dr::Rule r = *dr::Rule::Create(vf.t1_all, MatchParams(), {&ct_, &vf.to_t2});
+  dr::Action same_context = *dr::Action::Aso(pf_rx_, cts_, 0, kResp, 1);
+  dr::Matcher by_port = *dr::Matcher::Create(vf.t1, 1, *MatchBuilder().IpVersion(kOuter, 6).Build());
+  absl::Status busy =
+      dr::Rule::Create(by_port, *MatchBuilder().IpVersion(kOuter, 6).Build(), {&same_context, &vf.to_t2})
+          .status();
+  EXPECT_EQ(busy.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(busy.message()),
+            "action[0] (aso(ct)): its CT context (ASO object " + std::to_string(cts_) +
+                ") is in use by another rule of this domain through the link, which serves one rule per "
+                "context");
+  dr::Action context1 = *dr::Action::Aso(pf_rx_, cts_, 1, kResp, 1);
+  dr::Rule r1 =
+      *dr::Rule::Create(by_port, *MatchBuilder().IpVersion(kOuter, 6).Build(), {&context1, &vf.to_t2});
+  // Many rules at once: the second value would take the context again.
+  std::vector<MatchParams> values;
+  for (uint32_t port : {1, 2})
+    values.push_back(*MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, port).Build());
+  const mlx5dv_flow_match_parameters* many[] = {values[0].get(), values[1].get()};
+  std::vector<dr::Rule> made(2);
+  ASSERT_TRUE(r1.Destroy().ok());
+  dr::Matcher by_dport =
+      *dr::Matcher::Create(vf.t1, 2, *MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 0xffff).Build());
+  absl::Status twice = dr::Rule::CreateMany(by_dport, many, {&context1, &vf.to_t2}, absl::MakeSpan(made));
+  EXPECT_EQ(twice.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(twice.message()),
+            "value[1]: the actions reach a CT context through a link, which serves one rule per context, "
+            "and value[0] takes it");
+  EXPECT_FALSE(made[0].valid());
+
+  // A third domain's rule may not use the action; unlink names the domain linked; linked domains and
+  // the object stay while linked; unlink waits for the rules.
+  TxSteering pf(nic_.pf(), 3);
+  EXPECT_EQ(std::string(dr::Rule::Create(pf.t1_all, MatchParams(), {&ct_, &pf.to_t2}).status().message()),
+            "action[0] (aso(ct)): the ASO CT action was made for another domain, and its object is linked "
+            "to a third domain, not this one");
+  EXPECT_EQ(std::string(pf.domain.UnlinkAsoCt(cts_).message()),
+            "aso unlink: ASO object " + std::to_string(cts_) + " is linked to domain " +
+                std::to_string(vf.domain.id()) + ", not to this one (domain " +
+                std::to_string(pf.domain.id()) + ")");
+  EXPECT_EQ(nic_.DestroyAsoObject(cts_).code(), absl::StatusCode::kFailedPrecondition);
+  dr::Domain lone_peer = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  dr::Domain lone = *dr::Domain::Create(*nic_.function(1), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+  const uint32_t other_cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
+  ASSERT_TRUE(lone.LinkAsoCt(lone_peer, other_cts, kInit, 1).ok());
+  EXPECT_EQ(std::string(lone.Destroy().message()),
+            "domain is still the peer or the linked domain of 1 ASO CT link(s); unlink them first");
+  EXPECT_EQ(lone_peer.Destroy().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(lone.UnlinkAsoCt(other_cts).ok());
+  EXPECT_TRUE(lone.Destroy().ok());
+  EXPECT_TRUE(lone_peer.Destroy().ok());
+  EXPECT_TRUE(nic_.DestroyAsoObject(other_cts).ok());
+
+  absl::Status in_use = vf.domain.UnlinkAsoCt(cts_);
+  EXPECT_EQ(in_use.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(in_use.message()), "aso unlink: 1 rule(s) of domain " +
+                                               std::to_string(vf.domain.id()) +
+                                               " use CT contexts of ASO object " + std::to_string(cts_) +
+                                               " through the link; destroy them first");
+  ASSERT_TRUE(r.Destroy().ok());
+  EXPECT_TRUE(vf.domain.UnlinkAsoCt(cts_).ok());
+}
+
+// FDB: a rule lives in both pipes unless its source_port puts it in one, and rdma-core takes a linked
+// context once per pipe, so only a one-pipe rule may use it.
+TEST_F(AsoConnTrackLinkTest, AnFdbRuleMustLiveInOnePipe) {
+  dr::Domain fdb = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_FDB);
+  dr::Table t1 = *dr::Table::Create(fdb, 1), t2 = *dr::Table::Create(fdb, 2);
+  dr::Action to_t2 = *dr::Action::DestTable(t2);
+  ASSERT_TRUE(fdb.LinkAsoCt(pf_rx_, cts_, kInit, 1).ok());
+  dr::Matcher all = *dr::Matcher::Create(t1, 0, 0, nullptr);
+  absl::Status both = dr::Rule::Create(all, MatchParams(), {&ct_, &to_t2}).status();
+  EXPECT_EQ(both.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(both.message()),
+            "action[0] (aso(ct)): an FDB rule in both pipes takes its linked CT context once per pipe, and a "
+            "linked context serves one at a time; match source_port to put the rule in one pipe");
+  dr::Matcher by_port = *dr::Matcher::Create(t1, 1, *MatchBuilder().SourcePort(0xffff).Build());
+  dr::Rule from_wire = *dr::Rule::Create(by_port, *MatchBuilder().SourcePort(0xffff).Build(), {&ct_, &to_t2});
+  ASSERT_TRUE(from_wire.Destroy().ok());
+  EXPECT_TRUE(fdb.UnlinkAsoCt(cts_).ok());
 }
 
 }  // namespace
