@@ -17,6 +17,7 @@
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
 #include "tests/flow_meter.h"
+#include "tests/kept_dr_objects.h"
 #include "tests/udp_frame.h"
 
 namespace drsim {
@@ -34,61 +35,35 @@ mlx5dv_flow_match_parameters* P(MatchParams& p) { return p.get(); }
 mlx5dv_flow_match_parameters* P(MatchParams&& p) = delete;
 
 // A NIC with one VF, a NIC_RX domain with root -> table 1 -> table 2 on the PF, and a QP.
-class CApiTest : public ::testing::Test {
+class CApiTest : public ::testing::Test, protected tests::KeptDrObjects {
  protected:
   void SetUp() override {
     ctx_ = drsim_open(1);
     ASSERT_NE(ctx_, nullptr);
     qp_ = drsim_create_qp(ctx_, 0);
     rx_ = mlx5dv_dr_domain_create(ctx_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-    root_ = mlx5dv_dr_table_create(rx_, 0);
-    t1_ = mlx5dv_dr_table_create(rx_, 1);
-    t2_ = mlx5dv_dr_table_create(rx_, 2);
+    root_ = Keep(mlx5dv_dr_table_create(rx_, 0));
+    t1_ = Keep(mlx5dv_dr_table_create(rx_, 1));
+    t2_ = Keep(mlx5dv_dr_table_create(rx_, 2));
     ASSERT_TRUE(qp_ && rx_ && root_ && t1_ && t2_);
-    root_all_ = mlx5dv_dr_matcher_create(root_, 0, 0, P(empty_));
-    t1_all_ = mlx5dv_dr_matcher_create(t1_, 0, 0, P(empty_));
-    to_t1_ = mlx5dv_dr_action_create_dest_table(t1_);
-    to_qp_ = mlx5dv_dr_action_create_dest_ibv_qp(qp_);
-    mlx5dv_dr_action* jump[] = {to_t1_};
-    jump_ = mlx5dv_dr_rule_create(root_all_, P(empty_), 1, jump);
+    root_all_ = Keep(mlx5dv_dr_matcher_create(root_, 0, 0, P(empty_)));
+    t1_all_ = Keep(mlx5dv_dr_matcher_create(t1_, 0, 0, P(empty_)));
+    to_t1_ = Keep(mlx5dv_dr_action_create_dest_table(t1_));
+    to_qp_ = Keep(mlx5dv_dr_action_create_dest_ibv_qp(qp_));
+    jump_ = Rule(root_all_, MatchParams(), {to_t1_});
     ASSERT_TRUE(root_all_ && t1_all_ && to_t1_ && to_qp_ && jump_);
   }
 
   // Everything is destroyed in dependency order; each destroy must succeed.
   void TearDown() override {
-    for (auto it = rules_.rbegin(); it != rules_.rend(); ++it) EXPECT_EQ(mlx5dv_dr_rule_destroy(*it), 0);
-    EXPECT_EQ(mlx5dv_dr_rule_destroy(jump_), 0);
-    for (mlx5dv_dr_matcher* m : matchers_) EXPECT_EQ(mlx5dv_dr_matcher_destroy(m), 0);
-    EXPECT_EQ(mlx5dv_dr_matcher_destroy(t1_all_), 0);
-    EXPECT_EQ(mlx5dv_dr_matcher_destroy(root_all_), 0);
-    for (auto it = actions_.rbegin(); it != actions_.rend(); ++it)
-      EXPECT_EQ(mlx5dv_dr_action_destroy(*it), 0);
-    EXPECT_EQ(mlx5dv_dr_action_destroy(to_t1_), 0);
-    EXPECT_EQ(mlx5dv_dr_action_destroy(to_qp_), 0);
-    for (mlx5dv_dr_table* t : {t2_, t1_, root_}) EXPECT_EQ(mlx5dv_dr_table_destroy(t), 0);
+    DestroyDrObjects();
     EXPECT_EQ(mlx5dv_dr_domain_destroy(rx_), 0);
-    for (mlx5dv_devx_obj* o : devx_) EXPECT_EQ(mlx5dv_devx_obj_destroy(o), 0);
+    DestroyDevxObjects();
     for (ibv_qp* q : qps_) EXPECT_EQ(drsim_destroy_qp(q), 0);
     EXPECT_EQ(drsim_destroy_qp(qp_), 0);
     EXPECT_EQ(drsim_close(ctx_), 0) << drsim_last_error();
   }
 
-  mlx5dv_dr_action* Keep(mlx5dv_dr_action* a) {
-    EXPECT_NE(a, nullptr) << drsim_last_error();
-    actions_.push_back(a);
-    return a;
-  }
-  mlx5dv_dr_matcher* Keep(mlx5dv_dr_matcher* m) {
-    EXPECT_NE(m, nullptr) << drsim_last_error();
-    matchers_.push_back(m);
-    return m;
-  }
-  mlx5dv_dr_rule* Rule(mlx5dv_dr_matcher* m, MatchParams value, std::vector<mlx5dv_dr_action*> actions) {
-    mlx5dv_dr_rule* r = mlx5dv_dr_rule_create(m, value.get(), actions.size(), actions.data());
-    EXPECT_NE(r, nullptr) << drsim_last_error();
-    if (r != nullptr) rules_.push_back(r);
-    return r;
-  }
   uint64_t Packets(mlx5dv_devx_obj* counters, uint32_t offset) {
     uint64_t packets = 0, bytes = 0;
     EXPECT_EQ(drsim_counter_query(counters, offset, &packets, &bytes), 0) << drsim_last_error();
@@ -111,10 +86,6 @@ class CApiTest : public ::testing::Test {
   mlx5dv_dr_matcher *root_all_ = nullptr, *t1_all_ = nullptr;
   mlx5dv_dr_action *to_t1_ = nullptr, *to_qp_ = nullptr;
   mlx5dv_dr_rule* jump_ = nullptr;
-  std::vector<mlx5dv_dr_rule*> rules_;
-  std::vector<mlx5dv_dr_matcher*> matchers_;
-  std::vector<mlx5dv_dr_action*> actions_;
-  std::vector<mlx5dv_devx_obj*> devx_;
   std::vector<ibv_qp*> qps_;
 };
 
@@ -124,7 +95,7 @@ TEST_F(CApiTest, FlowMeterColoursAndModifyTakesABigEndianSelect) {
   mlx5dv_dr_action* meter = Keep(mlx5dv_dr_action_create_flow_meter(&attr));
   Rule(t1_all_, MatchParams(), {meter});
   mlx5dv_devx_obj* counters = drsim_counter_alloc(ctx_, 2);
-  devx_.push_back(counters);
+  Keep(counters);
   mlx5dv_dr_action* green = Keep(mlx5dv_dr_action_create_flow_counter(counters, 0));
   mlx5dv_dr_action* red = Keep(mlx5dv_dr_action_create_flow_counter(counters, 1));
   mlx5dv_dr_action* drop = Keep(mlx5dv_dr_action_create_drop());
@@ -159,8 +130,8 @@ TEST_F(CApiTest, AsoFlowMeterAndFirstHit) {
   mlx5dv_devx_obj* meters = drsim_aso_flow_meter_alloc(ctx_, 0);
   mlx5dv_devx_obj* hits = drsim_aso_first_hit_alloc(ctx_, 0);
   ASSERT_TRUE(meters && hits) << drsim_last_error();
-  devx_.push_back(meters);
-  devx_.push_back(hits);
+  Keep(meters);
+  Keep(hits);
   std::vector<uint8_t> prm = tests::MeterPrm();
   ASSERT_EQ(drsim_aso_flow_meter_configure(meters, 1, prm.data(), prm.size()), 0) << drsim_last_error();
   EXPECT_EQ(drsim_aso_flow_meter_configure(meters, 2, prm.data(), prm.size()), EINVAL);  // 2 meters
@@ -293,14 +264,14 @@ TEST_F(CApiTest, AsoCtLinkedToAVfDomainTracksItsSegments) {
   EXPECT_EQ(mlx5dv_dr_domain_destroy(tx), EBUSY);
   EXPECT_EQ(mlx5dv_dr_aso_other_domain_unlink(cts, tx), 0) << drsim_last_error();
   EXPECT_EQ(mlx5dv_dr_domain_destroy(tx), 0);
-  devx_.push_back(cts);
-  devx_.push_back(counters);
+  Keep(cts);
+  Keep(counters);
 }
 
 TEST_F(CApiTest, FlowCounterOffsetMustLieInTheBulk) {
   mlx5dv_devx_obj* counters = drsim_counter_alloc(ctx_, 2);
   ASSERT_NE(counters, nullptr);
-  devx_.push_back(counters);
+  Keep(counters);
   Keep(mlx5dv_dr_action_create_flow_counter(counters, 1));
   errno = 0;
   EXPECT_EQ(mlx5dv_dr_action_create_flow_counter(counters, 2), nullptr);
@@ -310,7 +281,7 @@ TEST_F(CApiTest, FlowCounterOffsetMustLieInTheBulk) {
 
 TEST_F(CApiTest, SamplerAndDestArrayAndTir) {
   mlx5dv_devx_obj* counters = drsim_counter_alloc(ctx_, 2);
-  devx_.push_back(counters);
+  Keep(counters);
   mlx5dv_dr_action* sampled = Keep(mlx5dv_dr_action_create_flow_counter(counters, 0));
   mlx5dv_dr_action* sample_list[] = {sampled, to_qp_};
   mlx5dv_dr_flow_sampler_attr sattr{};
@@ -362,11 +333,10 @@ TEST_F(CApiTest, SamplerAndDestArrayAndTir) {
   EXPECT_EQ(Packets(counters, 0), 2u);
   EXPECT_EQ(mlx5dv_devx_obj_destroy(tir), EBUSY);
   // After the action goes, the TIR can go; the test's teardown destroys the rest.
-  ASSERT_EQ(mlx5dv_dr_rule_destroy(rules_.back()), 0);
-  rules_.pop_back();
-  actions_.erase(std::find(actions_.begin(), actions_.end(), both));
+  DestroyLastRule();
+  Forget(both);
   ASSERT_EQ(mlx5dv_dr_action_destroy(both), 0);
-  actions_.erase(std::find(actions_.begin(), actions_.end(), rss));
+  Forget(rss);
   ASSERT_EQ(mlx5dv_dr_action_destroy(rss), 0);
   EXPECT_EQ(mlx5dv_devx_obj_destroy(tir), 0);
 }

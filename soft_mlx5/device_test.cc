@@ -13,6 +13,7 @@
 #include "capi/drsim.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
+#include "tests/kept_dr_objects.h"
 #include "tests/udp_frame.h"
 
 namespace drsim {
@@ -35,7 +36,7 @@ MatchParams UdpDport(uint16_t port) {
   return *b.Build();
 }
 
-class DeviceTest : public ::testing::Test {
+class DeviceTest : public ::testing::Test, protected tests::KeptDrObjects {
  protected:
   void SetUp() override {
     int n = 0;
@@ -61,18 +62,15 @@ class DeviceTest : public ::testing::Test {
     receiver_ = RawQp();
     rx_ = mlx5dv_dr_domain_create(ctx_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
     ASSERT_NE(rx_, nullptr) << drsim_last_error();
-    root_ = mlx5dv_dr_table_create(rx_, 0);
+    root_ = Keep(mlx5dv_dr_table_create(rx_, 0));
     ASSERT_NE(root_, nullptr);
     MatchParams mask = UdpDportMask();
-    matcher_ = mlx5dv_dr_matcher_create(root_, 0, mask.criteria(), mask.get());
-    ASSERT_NE(matcher_, nullptr) << drsim_last_error();
+    matcher_ = Keep(mlx5dv_dr_matcher_create(root_, 0, mask.criteria(), mask.get()));
+    ASSERT_NE(matcher_, nullptr);
   }
 
   void TearDown() override {
-    for (mlx5dv_dr_rule* r : rules_) EXPECT_EQ(mlx5dv_dr_rule_destroy(r), 0);
-    for (mlx5dv_dr_action* a : actions_) EXPECT_EQ(mlx5dv_dr_action_destroy(a), 0);
-    EXPECT_EQ(mlx5dv_dr_matcher_destroy(matcher_), 0);
-    EXPECT_EQ(mlx5dv_dr_table_destroy(root_), 0);
+    DestroyDrObjects();
     EXPECT_EQ(mlx5dv_dr_domain_destroy(rx_), 0);
     for (ibv_qp* q : qps_) EXPECT_EQ(ibv_destroy_qp(q), 0) << drsim_last_error();
     EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq_)), 0) << drsim_last_error();
@@ -109,15 +107,7 @@ class DeviceTest : public ::testing::Test {
     std::vector<mlx5dv_dr_action*> list;
     if (tag != 0) list.push_back(Keep(mlx5dv_dr_action_create_tag(tag)));
     list.push_back(Keep(mlx5dv_dr_action_create_dest_ibv_qp(qp)));
-    MatchParams value = UdpDport(port);
-    mlx5dv_dr_rule* r = mlx5dv_dr_rule_create(matcher_, value.get(), list.size(), list.data());
-    ASSERT_NE(r, nullptr) << drsim_last_error();
-    rules_.push_back(r);
-  }
-  mlx5dv_dr_action* Keep(mlx5dv_dr_action* a) {
-    EXPECT_NE(a, nullptr) << drsim_last_error();
-    actions_.push_back(a);
-    return a;
+    ASSERT_NE(Rule(matcher_, UdpDport(port), list), nullptr);
   }
 
   int PostRecv(ibv_qp* qp, size_t slot, uint32_t length = kSlot, uint32_t lkey = 0) {
@@ -175,8 +165,6 @@ class DeviceTest : public ::testing::Test {
   mlx5dv_dr_domain* rx_ = nullptr;
   mlx5dv_dr_table* root_ = nullptr;
   mlx5dv_dr_matcher* matcher_ = nullptr;
-  std::vector<mlx5dv_dr_rule*> rules_;
-  std::vector<mlx5dv_dr_action*> actions_;
 };
 
 TEST_F(DeviceTest, DescribesAConnectX6Dx) {
@@ -361,10 +349,7 @@ TEST_F(DeviceTest, RssQpSpreadsOverItsWqs) {
   EXPECT_GT(per_wq[0], 0);
   EXPECT_GT(per_wq[1], 0);
   // Rules go before the QP they send to.
-  for (mlx5dv_dr_rule* r : rules_) EXPECT_EQ(mlx5dv_dr_rule_destroy(r), 0);
-  rules_.clear();
-  for (mlx5dv_dr_action* a : actions_) EXPECT_EQ(mlx5dv_dr_action_destroy(a), 0);
-  actions_.clear();
+  DestroyDrObjects();
   EXPECT_EQ(ibv_destroy_qp(rss_qp), 0);
   EXPECT_EQ(ibv_destroy_rwq_ind_table(table), 0);
   for (ibv_wq* wq : wqs) EXPECT_EQ(ibv_destroy_wq(wq), 0);

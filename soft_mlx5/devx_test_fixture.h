@@ -8,7 +8,6 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "capi/drsim.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
+#include "tests/kept_dr_objects.h"
 
 namespace drsim::devx_testing {
 
@@ -56,31 +56,24 @@ inline Bytes GeneralObjectIn(uint16_t opcode, uint16_t type, uint32_t id = 0, ui
   return in;
 }
 // A software NIC with one VF, and on the PF a NIC_RX domain whose root has a catch-all matcher.
-class DevxTest : public ::testing::Test {
+class DevxTest : public ::testing::Test, protected tests::KeptDrObjects {
  protected:
   void SetUp() override {
     ctx_ = drsim_open(1);
     ASSERT_NE(ctx_, nullptr);
     rx_ = mlx5dv_dr_domain_create(ctx_, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
     ASSERT_NE(rx_, nullptr) << drsim_last_error();
-    root_ = mlx5dv_dr_table_create(rx_, 0);
-    ASSERT_NE(root_, nullptr) << drsim_last_error();
-    all_ = mlx5dv_dr_matcher_create(root_, 0, 0, empty_.get());
-    ASSERT_NE(all_, nullptr) << drsim_last_error();
+    root_ = Keep(mlx5dv_dr_table_create(rx_, 0));
+    ASSERT_NE(root_, nullptr);
+    all_ = Keep(mlx5dv_dr_matcher_create(root_, 0, 0, empty_.get()));
+    ASSERT_NE(all_, nullptr);
   }
 
   void TearDown() override {
-    for (auto it = rules_.rbegin(); it != rules_.rend(); ++it) EXPECT_EQ(mlx5dv_dr_rule_destroy(*it), 0);
-    for (auto it = matchers_.rbegin(); it != matchers_.rend(); ++it)
-      EXPECT_EQ(mlx5dv_dr_matcher_destroy(*it), 0);
-    EXPECT_EQ(mlx5dv_dr_matcher_destroy(all_), 0);
-    for (auto it = actions_.rbegin(); it != actions_.rend(); ++it)
-      EXPECT_EQ(mlx5dv_dr_action_destroy(*it), 0);
-    for (auto it = tables_.rbegin(); it != tables_.rend(); ++it) EXPECT_EQ(mlx5dv_dr_table_destroy(*it), 0);
-    EXPECT_EQ(mlx5dv_dr_table_destroy(root_), 0);
+    DestroyDrObjects();
     EXPECT_EQ(mlx5dv_dr_domain_destroy(rx_), 0);
     // TIRs before the tables and queues they use.
-    for (auto it = devx_.rbegin(); it != devx_.rend(); ++it) EXPECT_EQ(mlx5dv_devx_obj_destroy(*it), 0);
+    DestroyDevxObjects();
     for (ibv_qp* q : qps_) EXPECT_EQ(drsim_destroy_qp(q), 0);
     EXPECT_EQ(drsim_close(ctx_), 0) << drsim_last_error();
   }
@@ -100,10 +93,7 @@ class DevxTest : public ::testing::Test {
   // Creates a DEVX object, kept for the teardown to destroy.
   mlx5dv_devx_obj* Create(const Bytes& in, Bytes* out, size_t outlen = 16) {
     out->assign(outlen, 0);
-    mlx5dv_devx_obj* obj = mlx5dv_devx_obj_create(ctx_, in.data(), in.size(), out->data(), out->size());
-    EXPECT_NE(obj, nullptr) << drsim_last_error();
-    if (obj != nullptr) devx_.push_back(obj);
-    return obj;
+    return Keep(mlx5dv_devx_obj_create(ctx_, in.data(), in.size(), out->data(), out->size()));
   }
   int Query(mlx5dv_devx_obj* obj, const Bytes& in, Bytes* out, size_t outlen) {
     out->assign(outlen, 0xee);
@@ -117,9 +107,6 @@ class DevxTest : public ::testing::Test {
     EXPECT_EQ(errno, err) << drsim_last_error();
     EXPECT_EQ(out[0], status) << drsim_last_error();
   }
-  // Forgets a kept object the test destroyed itself.
-  void Forget(mlx5dv_devx_obj* obj) { devx_.erase(std::find(devx_.begin(), devx_.end(), obj)); }
-  void Forget(mlx5dv_dr_action* a) { actions_.erase(std::find(actions_.begin(), actions_.end(), a)); }
 
   ibv_qp* Qp() {
     ibv_qp* q = drsim_create_qp(ctx_, 0);
@@ -127,28 +114,9 @@ class DevxTest : public ::testing::Test {
     qps_.push_back(q);
     return q;
   }
-  mlx5dv_dr_action* Keep(mlx5dv_dr_action* a) {
-    EXPECT_NE(a, nullptr) << drsim_last_error();
-    if (a != nullptr) actions_.push_back(a);
-    return a;
-  }
-  mlx5dv_dr_rule* Rule(mlx5dv_dr_matcher* m, MatchParams value, std::vector<mlx5dv_dr_action*> actions) {
-    mlx5dv_dr_rule* r = mlx5dv_dr_rule_create(m, value.get(), actions.size(), actions.data());
-    EXPECT_NE(r, nullptr) << drsim_last_error();
-    if (r != nullptr) rules_.push_back(r);
-    return r;
-  }
-  mlx5dv_dr_table* Table(uint32_t level) {
-    mlx5dv_dr_table* t = mlx5dv_dr_table_create(rx_, level);
-    EXPECT_NE(t, nullptr) << drsim_last_error();
-    if (t != nullptr) tables_.push_back(t);
-    return t;
-  }
+  mlx5dv_dr_table* Table(uint32_t level) { return Keep(mlx5dv_dr_table_create(rx_, level)); }
   mlx5dv_dr_matcher* Matcher(mlx5dv_dr_table* t, uint8_t criteria, MatchParams mask) {
-    mlx5dv_dr_matcher* m = mlx5dv_dr_matcher_create(t, 0, criteria, mask.get());
-    EXPECT_NE(m, nullptr) << drsim_last_error();
-    if (m != nullptr) matchers_.push_back(m);
-    return m;
+    return Keep(mlx5dv_dr_matcher_create(t, 0, criteria, mask.get()));
   }
   // A catch-all matcher in a level-1 table every frame jumps to (aso actions are not for root tables).
   mlx5dv_dr_matcher* Level1() {
@@ -156,10 +124,6 @@ class DevxTest : public ::testing::Test {
     mlx5dv_dr_matcher* all = Matcher(t1, 0, empty_);
     Rule(all_, MatchParams(), {Keep(mlx5dv_dr_action_create_dest_table(t1))});
     return all;
-  }
-  void DestroyLastRule() {
-    ASSERT_EQ(mlx5dv_dr_rule_destroy(rules_.back()), 0);
-    rules_.pop_back();
   }
   void Send(const Bytes& frame) {
     ASSERT_EQ(drsim_send(ctx_, -1, frame.data(), frame.size()), 0) << drsim_last_error();
@@ -177,11 +141,6 @@ class DevxTest : public ::testing::Test {
   mlx5dv_dr_domain* rx_ = nullptr;
   mlx5dv_dr_table* root_ = nullptr;
   mlx5dv_dr_matcher* all_ = nullptr;
-  std::vector<mlx5dv_dr_table*> tables_;
-  std::vector<mlx5dv_dr_matcher*> matchers_;
-  std::vector<mlx5dv_dr_rule*> rules_;
-  std::vector<mlx5dv_dr_action*> actions_;
-  std::vector<mlx5dv_devx_obj*> devx_;
   std::vector<ibv_qp*> qps_;
 };
 
