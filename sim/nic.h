@@ -329,6 +329,10 @@ class Nic {
   absl::Status ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
   absl::StatusOr<std::optional<MeterParams>> QueryAsoFlowMeter(uint32_t object, uint32_t offset);
   absl::StatusOr<bool> QueryAsoFirstHit(uint32_t object, uint32_t offset);
+  // A first-hit context's sets as a hit history on the NIC's clock (from its object's creation or its last
+  // clear), and clearing it (its flag to 0, its history starting now): what flow aging reads and resets.
+  absl::StatusOr<hw::CounterActivity> QueryAsoFirstHitActivity(uint32_t object, uint32_t offset);
+  absl::Status ClearAsoFirstHit(uint32_t object, uint32_t offset);
   absl::Status ConfigureAsoConnTrack(uint32_t object, uint32_t offset, const CtContext& context);
   absl::StatusOr<CtContext> QueryAsoConnTrack(uint32_t object, uint32_t offset);
   absl::Status DestroyAsoObject(uint32_t object);

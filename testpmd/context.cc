@@ -11,6 +11,7 @@ EngineContext::EngineContext(sim::Nic& nic, const EngineOptions& options)
       options(options),
       objects(nic, options.fdb_default_rule),
       geneve_option(nic),
+      flow_hits(nic),
       vxlan(DefaultVxlanConf()),
       nvgre(DefaultNvgreConf()) {}
 
