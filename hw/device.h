@@ -105,6 +105,11 @@ class Device {
   virtual absl::StatusOr<CounterActivity> QueryCounterActivity(uint32_t /*counter_id*/) {
     return absl::UnimplementedError("this device keeps no hit history of its flow counters");
   }
+  // The sets of ASO first-hit context `aso_context` (the id RetainAso returned) as a hit history, from
+  // when the context was made or last cleared. Devices without a clock say Unimplemented.
+  virtual absl::StatusOr<CounterActivity> QueryFirstHitActivity(uint32_t /*aso_context*/) {
+    return absl::UnimplementedError("this device keeps no hit history of its ASO first-hit contexts");
+  }
 
   // eSwitch: only the eSwitch manager (the PF) may create FDB domains; dest_vport actions name an
   // existing vport (0 = the PF, 1..N the VFs, 0xffff the uplink).

@@ -124,7 +124,19 @@ absl::StatusOr<hw::CounterActivity> AsoBank::FirstHitActivity(uint32_t object, u
   std::lock_guard<std::mutex> lock(mu_);
   absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
   if (!context.ok()) return context.status();
-  const FirstHitContext& c = hits_[*context];
+  return FirstHitHistory(*context, now_ns);
+}
+
+absl::StatusOr<hw::CounterActivity> AsoBank::FirstHitActivity(uint32_t context, uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (context >= hits_.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("ASO context %d is not a first-hit context", context));
+  }
+  return FirstHitHistory(context, now_ns);
+}
+
+hw::CounterActivity AsoBank::FirstHitHistory(uint32_t context, uint64_t now_ns) const {
+  const FirstHitContext& c = hits_[context];
   return hw::CounterActivity::At(now_ns, c.since_ns, c.hit, c.last_ns, c.longest_idle_ns);
 }
 

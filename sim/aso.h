@@ -50,6 +50,9 @@ class AsoBank {
   // and the history starts again at `now_ns` (what mlx5's poller does with an ASO WQE, and what a context
   // handed to a new age needs). Errors as FirstHitFlag.
   absl::StatusOr<hw::CounterActivity> FirstHitActivity(uint32_t object, uint32_t offset, uint64_t now_ns);
+  // The same for the context id an aso action retained (Retain); InvalidArgument for an id that is not a
+  // first-hit context's.
+  absl::StatusOr<hw::CounterActivity> FirstHitActivity(uint32_t context, uint64_t now_ns);
   absl::Status ClearFirstHit(uint32_t object, uint32_t offset, uint64_t now_ns);
   // Programs CT context `offset` of a connection-tracking object (InvalidArgument for a field out of
   // range: CheckCtContext), and reads one back. A context never programmed reads back with valid unset.
@@ -78,6 +81,8 @@ class AsoBank {
     uint32_t count;  // contexts
     int references = 0;
   };
+  // First-hit context `context`'s history seen at `now_ns`.
+  hw::CounterActivity FirstHitHistory(uint32_t context, uint64_t now_ns) const;
   // The object `object` of `kind` with `offset` inside it: the index of that context, or the error.
   absl::StatusOr<uint32_t> ContextOf(uint32_t object, hw::AsoKind kind, uint32_t offset) const;
 

@@ -200,6 +200,7 @@ class Function : public hw::Device {
   absl::Status RetainCounter(uint32_t counter_id) override;
   void ReleaseCounter(uint32_t counter_id) override;
   absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id) override;
+  absl::StatusOr<hw::CounterActivity> QueryFirstHitActivity(uint32_t aso_context) override;
   bool IsEswitchManager() const override { return vport_ == 0; }
   bool HasVport(uint32_t vport) const override;
   absl::Status RetainTir(uint32_t tir) override;

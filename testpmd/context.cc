@@ -11,9 +11,9 @@ EngineContext::EngineContext(sim::Nic& nic, const EngineOptions& options)
       options(options),
       objects(nic, options.fdb_default_rule),
       geneve_option(nic),
-      flow_hits(nic),
       vxlan(DefaultVxlanConf()),
-      nvgre(DefaultNvgreConf()) {}
+      nvgre(DefaultNvgreConf()),
+      flow_hits(nic) {}
 
 EngineContext::~EngineContext() {
   flows.clear();

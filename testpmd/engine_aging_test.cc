@@ -332,6 +332,13 @@ TEST_F(AgingTest, OneAsoActionARule) {
       "represented_port ethdev_port_id 1 / end");
   EXPECT_EQ(engine_.counts().flows, before.flows + 3);
   EXPECT_EQ(engine_.counts().flow_hit_contexts, 2);  // the mirror's age (the others are counter-aged)
+  // mlx5's translation still ages these two by ASO (its counter is the indirect one): a rule with two ASO
+  // actions, which DR takes.
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions age timeout 3 / indirect 1 / meter "
+      "mtr_id 5 / queue index 0 / end");
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions indirect 3 / age timeout 3 / "
+      "indirect 1 / queue index 0 / end");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 4);
 }
 
 TEST_F(AgingTest, IndirectRejections) {
