@@ -3,13 +3,14 @@
 //
 // rte_flow actions are a set; DR checks an ordered list against a per-domain state machine. A rule's DR
 // actions are emitted in one order the state machine accepts in every domain — decapsulation, VLAN pops,
-// one modify-header (every rewrite merged, as mlx5 merges them), VLAN pushes, tag, counter,
+// one modify-header (every rewrite merged, as mlx5 merges them), VLAN pushes, tag, ASO actions, counter,
 // encapsulation, then the destination — and DR checks the rest; its errors naming "action[N]" are tied back
 // to the testpmd action behind entry N.
 //
 //   drop -> drop; queue -> dest QP; rss -> dest TIR, or a jump into an engine table dispatching by
 //   ip_version/ip_protocol to one TIR per hash-field set (rss.h); jump -> dest_table; port_id /
-//   represented_port -> dest_vport; mark/flag -> tag; count -> a flow counter; vxlan/nvgre/raw
+//   represented_port -> dest_vport; mark/flag -> tag; count -> a flow counter; age -> that counter or an
+//   aso action setting an ASO flow-hit context (AddCounting); vxlan/nvgre/raw
 //   encap/decap -> packet reformats (the raw sizes choose L2 or L3 types as mlx5 does); of_push/pop_vlan ->
 //   push/pop VLAN; rewrites -> one modify header (modify.h).
 //
