@@ -567,10 +567,10 @@ absl::StatusOr<hw::CounterActivity> Rule::QueryActivity() const {
   // (The rule's handle keeps its programs and so the action, and the action's device outlives it.)
   if (counter != nullptr) return counter->device->QueryCounterActivity(counter->spec.counter_id);
   if (first_hit != nullptr) return first_hit->device->QueryFirstHitActivity(first_hit->spec.aso_context);
-  return absl::FailedPreconditionError(
-      absl::StrFormat("rule %d has no flow_counter action and no aso first-hit action setting its context: its "
-                      "hits are recorded nowhere",
-                      internal::RuleId(*rule)));
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "rule %d has no flow_counter action and no aso first-hit action setting its context: its "
+      "hits are recorded nowhere",
+      internal::RuleId(*rule)));
 }
 
 uint32_t Rule::id() const { return handle_.get() ? internal::RuleId(*handle_.get()) : 0; }

@@ -120,7 +120,7 @@ absl::StatusOr<bool> AsoBank::FirstHitFlag(uint32_t object, uint32_t offset) {
 }
 
 absl::StatusOr<hw::CounterActivity> AsoBank::FirstHitActivity(uint32_t object, uint32_t offset,
-                                                                uint64_t now_ns) {
+                                                              uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
   if (!context.ok()) return context.status();

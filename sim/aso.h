@@ -93,8 +93,8 @@ class AsoBank {
   std::vector<bool> meter_configured_;
   struct FirstHitContext {
     bool hit = false;
-    uint64_t since_ns = 0;  // when it was made or last cleared
-    uint64_t last_ns = 0;   // its last set, or since_ns before one
+    uint64_t since_ns = 0;         // when it was made or last cleared
+    uint64_t last_ns = 0;          // its last set, or since_ns before one
     uint64_t longest_idle_ns = 0;  // between sets (and from since_ns to the first)
   };
   std::vector<FirstHitContext> hits_;

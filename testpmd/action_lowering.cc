@@ -297,7 +297,9 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
       count_seen = a;
     } else if (a == c.age) {
       DRSIM_ASSIGN_OR_RETURN(age_timeout, AgeTimeout(*a));
-      if (age_seen != nullptr) return ActionError(*a, StatusCode::kInvalidArgument, "duplicate age actions set");
+      if (age_seen != nullptr) {
+        return ActionError(*a, StatusCode::kInvalidArgument, "duplicate age actions set");
+      }
       if (root && count_seen != nullptr && count_seen == flow.indirect_count) {
         return ActionError(*a, StatusCode::kInvalidArgument, kOldAge);
       }
@@ -307,7 +309,9 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
         return ActionError(*a, StatusCode::kUnimplemented,
                            "Shared ASO age action is not supported for group 0 (the root table)");
       }
-      if (age_seen != nullptr) return ActionError(*a, StatusCode::kInvalidArgument, "duplicate age actions set");
+      if (age_seen != nullptr) {
+        return ActionError(*a, StatusCode::kInvalidArgument, "duplicate age actions set");
+      }
       age_seen = a;
     } else {
       auto other = std::find_if(others.begin(), others.end(), [a](const auto& o) { return o.first == a; });
@@ -368,8 +372,8 @@ absl::Status ActionLowering::CheckAsoActions(const Classified& flow, bool root) 
   const Action* age = flow.age != nullptr ? flow.age : flow.indirect_age;
   const Action* ct = flow.indirect_conntrack;
   // As mlx5's flow_dv_validate counts them: an age of its own beside any count is counter-aged there.
-  const bool age_is_aso =
-      age != nullptr && !root && !(flow.age != nullptr && (flow.count != nullptr || flow.indirect_count != nullptr));
+  const bool age_is_aso = age != nullptr && !root &&
+                          !(flow.age != nullptr && (flow.count != nullptr || flow.indirect_count != nullptr));
   const int aso = (age_is_aso ? 1 : 0) + (flow.meter != nullptr ? 1 : 0) + (ct != nullptr ? 1 : 0);
   if (aso > 1) {
     return ActionError(age_is_aso ? *age : *ct, StatusCode::kUnimplemented,

@@ -223,7 +223,7 @@ TEST_F(AgingTest, AgeBesideAnIndirectCountAgesByAFlowHitContext) {
   nic_.set_time_ns(static_cast<uint64_t>(4.3 * kSecond));
   EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d age", flow)).text,
             "AGE:\n aged: 0\n sec_since_last_hit_valid: 1\n sec_since_last_hit: 2\n");
-  HitAt(5, 81);  // the other rule's hits count, but do not keep this rule alive
+  HitAt(5, 81);                         // the other rule's hits count, but do not keep this rule alive
   EXPECT_FALSE(AgeAt(6.1, flow).aged);  // 3.9 s idle: 3 whole seconds
   EXPECT_TRUE(AgeAt(6.3, flow).aged);
   EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d age", flow)).text,
@@ -282,16 +282,20 @@ TEST_F(AgingTest, AFreedFlowHitContextStartsAfreshForItsNextAge) {
 // Transfer group 0 is not the root table under fdb_def_rule, so it ages by ASO too, as in mlx5.
 TEST_F(AgingTest, TransferGroup0TakesAnIndirectAge) {
   Run("flow indirect_action 0 create action_id 2 action age timeout 5 / end");
-  Run("flow create 0 transfer pattern eth / end actions indirect 2 / represented_port ethdev_port_id 1 / end");
+  Run("flow create 0 transfer pattern eth / end actions indirect 2 / represented_port ethdev_port_id 1 / "
+      "end");
   EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);
 }
 
 // mlx5 takes one ASO action (an ASO age, a meter, a conntrack) in a rule, and none after a transfer mirror.
 TEST_F(AgingTest, OneAsoActionARule) {
-  const auto create = [&](const std::string& actions) { return Error(absl::StrFormat(
-      "flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions %s / queue index 0 / end", actions));
+  const auto create = [&](const std::string& actions) {
+    return Error(absl::StrFormat(
+        "flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions %s / queue index 0 / end",
+        actions));
   };
-  constexpr absl::string_view kCombining = "unsupported combining AGE, METER, CT ASO actions in a single rule";
+  constexpr absl::string_view kCombining =
+      "unsupported combining AGE, METER, CT ASO actions in a single rule";
   Run("add port meter profile srtcm_rfc2697 0 1 1000 3 0 1");
   Run("add port meter policy 0 1 g_actions end y_actions end r_actions drop / end");
   Run("create port meter 0 5 1 1 yes 0xffff 0 0");
@@ -316,8 +320,9 @@ TEST_F(AgingTest, OneAsoActionARule) {
   EXPECT_THAT(s.message(), HasSubstr("Only one ASO action is supported ('indirect' at 1:"));
   // A transfer mirror before an ASO age.
   Run("set sample_actions 1 represented_port ethdev_port_id 2 / end");
-  s = Error("flow create 0 transfer group 1 pattern eth / end actions sample ratio 1 index 1 / age timeout 3 / "
-            "represented_port ethdev_port_id 1 / end");
+  s = Error(
+      "flow create 0 transfer group 1 pattern eth / end actions sample ratio 1 index 1 / age timeout 3 / "
+      "represented_port ethdev_port_id 1 / end");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("age: sample before ASO action is not supported"));
   EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);  // the indirect age's only
@@ -326,16 +331,16 @@ TEST_F(AgingTest, OneAsoActionARule) {
   const EngineCounts before = engine_.counts();
   Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions count / age timeout 3 / meter "
       "mtr_id 5 / queue index 0 / end");
-  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions indirect 3 / age timeout 3 / count / "
-      "queue index 0 / end");
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions indirect 3 / age timeout 3 / "
+      "count / queue index 0 / end");
   Run("flow create 0 transfer group 1 pattern eth / end actions age timeout 3 / sample ratio 1 index 1 / "
       "represented_port ethdev_port_id 1 / end");
   EXPECT_EQ(engine_.counts().flows, before.flows + 3);
   EXPECT_EQ(engine_.counts().flow_hit_contexts, 2);  // the mirror's age (the others are counter-aged)
   // mlx5's translation still ages these two by ASO (its counter is the indirect one): a rule with two ASO
   // actions, which DR takes.
-  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions age timeout 3 / indirect 1 / meter "
-      "mtr_id 5 / queue index 0 / end");
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions age timeout 3 / indirect 1 / "
+      "meter mtr_id 5 / queue index 0 / end");
   Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions indirect 3 / age timeout 3 / "
       "indirect 1 / queue index 0 / end");
   EXPECT_EQ(engine_.counts().flow_hit_contexts, 4);

@@ -90,7 +90,7 @@ TEST_F(RuleActivityTest, ASharedCounterReportsEveryRuleUsingIt) {
 TEST_F(RuleActivityTest, AnAsoFirstHitContextKeepsTheSameHistory) {
   nic_.set_time_ns(1 * kSecond);
   const uint32_t object = *nic_.CreateAsoObject(hw::AsoKind::kFirstHit, 0);  // made at 1 s
-  dr::Table table = *dr::Table::Create(domain_, 1);  // ASO is for non-root tables
+  dr::Table table = *dr::Table::Create(domain_, 1);                          // ASO is for non-root tables
   dr::Matcher matcher = *dr::Matcher::Create(table, 0, *UdpPort(0xffff).Build());
   dr::Action hit = *dr::Action::Aso(domain_, object, 7, MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, 5);
   dr::Rule rule = *dr::Rule::Create(matcher, Port(53), {&hit, &drop_});
