@@ -359,9 +359,10 @@ class Rule {
   // counter began counting (its bulk's allocation: allocate it with the rule to age the rule from its
   // creation), its last hit, how long it has been idle now (`idle_ns()`: the rule's age) and the longest
   // stretch it went without a hit. A counter several rules share reports the hits of them all. Counters
-  // in a sampler's or dest array's actions are not the rule's. FailedPrecondition when the rule has no
-  // flow_counter action; Unimplemented on a device that keeps no hit history; InvalidArgument for an empty
-  // handle.
+  // in a sampler's or dest array's actions are not the rule's. Without a counter, from its aso action
+  // that sets an ASO first-hit context (MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET), counted from when the
+  // context was made or last cleared (sim::Nic::ClearAsoFirstHit). FailedPrecondition when the rule has
+  // neither; Unimplemented on a device that keeps no hit history; InvalidArgument for an empty handle.
   absl::StatusOr<hw::CounterActivity> QueryActivity() const;
 
   absl::Status Destroy();

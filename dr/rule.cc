@@ -587,18 +587,21 @@ absl::StatusOr<hw::CounterActivity> Rule::QueryActivity() const {
   const RuleObj* rule = handle_.get();
   if (rule == nullptr) return absl::InvalidArgumentError("rule handle is empty");
   const ActionObj* counter = nullptr;
+  const ActionObj* first_hit = nullptr;
   {
     std::lock_guard<std::recursive_mutex> lock(rule->matcher->table->domain->mu);
     for (const ActionObj* a : rule->programs->actions) {
       if (a->spec.type == actions::ActionType::kCtr) counter = a;
+      if (a->spec.type == actions::ActionType::kAsoFirstHit && a->spec.aso_set) first_hit = a;
     }
   }
-  if (counter == nullptr) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "rule %d has no flow_counter action: its hits are counted nowhere", internal::RuleId(*rule)));
-  }
   // (The rule's handle keeps its programs and so the action, and the action's device outlives it.)
-  return counter->device->QueryCounterActivity(counter->spec.counter_id);
+  if (counter != nullptr) return counter->device->QueryCounterActivity(counter->spec.counter_id);
+  if (first_hit != nullptr) return first_hit->device->QueryFirstHitActivity(first_hit->spec.aso_context);
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "rule %d has no flow_counter action and no aso first-hit action setting its context: its "
+      "hits are recorded nowhere",
+      internal::RuleId(*rule)));
 }
 
 uint32_t Rule::id() const { return handle_.get() ? internal::RuleId(*handle_.get()) : 0; }

@@ -35,7 +35,8 @@ struct AsoContext {
 // What a flow counter's hits say about time, on the device's clock (ns of simulated time): when it began
 // counting (its bulk's allocation), its last hit, and the longest stretch it went without one — from
 // `since_ns` to the first hit, between two hits, or from the last hit (or `since_ns`) to `now_ns`. Flow
-// aging reads it: a counter idle for longer than a timeout at any moment has aged, even if hit since.
+// aging reads it: a counter idle for longer than a timeout at any moment has aged, even if hit since. An
+// ASO flow-hit (first-hit) context reports its sets the same way, from when it was last cleared.
 struct CounterActivity {
   uint64_t now_ns = 0;
   uint64_t since_ns = 0;
@@ -44,6 +45,19 @@ struct CounterActivity {
   uint64_t longest_idle_ns = 0;
   // How long it has been idle now: since the last hit, or since it began counting.
   uint64_t idle_ns() const { return now_ns - (hit ? last_hit_ns : since_ns); }
+
+  // The history seen at `now_ns` of a record that began at `since_ns`, was last hit (or began) at
+  // `last_ns` and went at most `longest_idle_ns` between hits before that: the stretch up to now counts.
+  static CounterActivity At(uint64_t now_ns, uint64_t since_ns, bool hit, uint64_t last_ns,
+                            uint64_t longest_idle_ns) {
+    CounterActivity a;
+    a.since_ns = since_ns;
+    a.hit = hit;
+    if (hit) a.last_hit_ns = last_ns;
+    a.now_ns = now_ns > last_ns ? now_ns : last_ns;
+    a.longest_idle_ns = longest_idle_ns > a.now_ns - last_ns ? longest_idle_ns : a.now_ns - last_ns;
+    return a;
+  }
 };
 
 // What a device says about itself (ibv_query_device and its HCA capabilities); dumps report it.
@@ -90,6 +104,11 @@ class Device {
   // Unimplemented.
   virtual absl::StatusOr<CounterActivity> QueryCounterActivity(uint32_t /*counter_id*/) {
     return absl::UnimplementedError("this device keeps no hit history of its flow counters");
+  }
+  // The sets of ASO first-hit context `aso_context` (the id RetainAso returned) as a hit history, from
+  // when the context was made or last cleared. Devices without a clock say Unimplemented.
+  virtual absl::StatusOr<CounterActivity> QueryFirstHitActivity(uint32_t /*aso_context*/) {
+    return absl::UnimplementedError("this device keeps no hit history of its ASO first-hit contexts");
   }
 
   // eSwitch: only the eSwitch manager (the PF) may create FDB domains; dest_vport actions name an

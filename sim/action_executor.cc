@@ -394,7 +394,7 @@ bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, Pac
         break;
       }
       case hw::OpCode::kAsoFirstHit:
-        meta.reg_c[op.reg] = aso_->FirstHit(op.arg, op.set) ? 1 : 0;
+        meta.reg_c[op.reg] = aso_->FirstHit(op.arg, op.set, now_ns) ? 1 : 0;
         changed = true;
         break;
       case hw::OpCode::kAsoConnTrack: {

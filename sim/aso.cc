@@ -37,7 +37,7 @@ uint32_t AsoBank::ContextsPerLine(hw::AsoKind kind) {
   return 1;
 }
 
-absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
+absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range, uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   if (log_range > 16) {
     return absl::InvalidArgumentError(absl::StrFormat("ASO object log_range %d: at most 16", log_range));
@@ -52,7 +52,9 @@ absl::StatusOr<uint32_t> AsoBank::Create(hw::AsoKind kind, uint32_t log_range) {
   } else if (kind == hw::AsoKind::kFirstHit) {
     o.base = static_cast<uint32_t>(hits_.size());
     o.count = lines * kFirstHitsPerLine;
-    hits_.resize(hits_.size() + o.count, false);
+    FirstHitContext fresh;
+    fresh.since_ns = fresh.last_ns = now_ns;
+    hits_.resize(hits_.size() + o.count, fresh);
   } else {
     o.base = static_cast<uint32_t>(conn_tracks_.size());
     o.count = lines * kConnTracksPerLine;
@@ -114,7 +116,38 @@ absl::StatusOr<bool> AsoBank::FirstHitFlag(uint32_t object, uint32_t offset) {
   std::lock_guard<std::mutex> lock(mu_);
   absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
   if (!context.ok()) return context.status();
-  return static_cast<bool>(hits_[*context]);
+  return hits_[*context].hit;
+}
+
+absl::StatusOr<hw::CounterActivity> AsoBank::FirstHitActivity(uint32_t object, uint32_t offset,
+                                                              uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
+  if (!context.ok()) return context.status();
+  return FirstHitHistory(*context, now_ns);
+}
+
+absl::StatusOr<hw::CounterActivity> AsoBank::FirstHitActivity(uint32_t context, uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (context >= hits_.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("ASO context %d is not a first-hit context", context));
+  }
+  return FirstHitHistory(context, now_ns);
+}
+
+hw::CounterActivity AsoBank::FirstHitHistory(uint32_t context, uint64_t now_ns) const {
+  const FirstHitContext& c = hits_[context];
+  return hw::CounterActivity::At(now_ns, c.since_ns, c.hit, c.last_ns, c.longest_idle_ns);
+}
+
+absl::Status AsoBank::ClearFirstHit(uint32_t object, uint32_t offset, uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<uint32_t> context = ContextOf(object, hw::AsoKind::kFirstHit, offset);
+  if (!context.ok()) return context.status();
+  FirstHitContext& c = hits_[*context];
+  c = FirstHitContext();
+  c.since_ns = c.last_ns = now_ns;
+  return absl::OkStatus();
 }
 
 absl::Status AsoBank::ConfigureConnTrack(uint32_t object, uint32_t offset, const CtContext& context) {
@@ -158,10 +191,16 @@ MeterColor AsoBank::MarkFlowMeter(uint32_t context, MeterColor initial, uint64_t
   return meters_[context].Mark(now_ns, l2_bytes, ip_bytes, initial);
 }
 
-bool AsoBank::FirstHit(uint32_t context, bool set) {
+bool AsoBank::FirstHit(uint32_t context, bool set, uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool was = hits_[context];
-  if (set) hits_[context] = true;
+  FirstHitContext& c = hits_[context];
+  const bool was = c.hit;
+  if (!set) return was;
+  c.hit = true;
+  if (now_ns > c.last_ns) {
+    if (now_ns - c.last_ns > c.longest_idle_ns) c.longest_idle_ns = now_ns - c.last_ns;
+    c.last_ns = now_ns;
+  }
   return was;
 }
 

@@ -1,7 +1,5 @@
 #include "sim/counters.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_format.h"
 
 namespace drsim::sim {
@@ -84,14 +82,9 @@ absl::StatusOr<hw::CounterActivity> CounterBank::Activity(uint32_t id, uint64_t 
   const std::optional<uint32_t> base = BulkOf(id);
   if (!base) return absl::NotFoundError(absl::StrFormat("no flow counter with id %d", id));
   const Counter& c = CounterAt(id);
-  hw::CounterActivity a;
-  a.since_ns = bulks_.at(*base).since_ns;
-  a.hit = c.hit.load(std::memory_order_relaxed);
-  const uint64_t last = c.last_ns.load(std::memory_order_relaxed);
-  if (a.hit) a.last_hit_ns = last;
-  a.now_ns = std::max(now_ns, last);
-  a.longest_idle_ns = std::max(c.longest_idle_ns.load(std::memory_order_relaxed), a.now_ns - last);
-  return a;
+  return hw::CounterActivity::At(now_ns, bulks_.at(*base).since_ns, c.hit.load(std::memory_order_relaxed),
+                                 c.last_ns.load(std::memory_order_relaxed),
+                                 c.longest_idle_ns.load(std::memory_order_relaxed));
 }
 
 }  // namespace drsim::sim

@@ -155,7 +155,7 @@ absl::Status Nic::FreeCounters(uint32_t base) {
 
 absl::StatusOr<uint32_t> Nic::CreateAsoObject(hw::AsoKind kind, uint32_t log_range) {
   std::lock_guard<std::mutex> lock(control_mu_);
-  return objects_->aso.Create(kind, log_range);
+  return objects_->aso.Create(kind, log_range, time_ns());
 }
 
 absl::Status Nic::ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params) {
@@ -171,6 +171,16 @@ absl::StatusOr<std::optional<MeterParams>> Nic::QueryAsoFlowMeter(uint32_t objec
 absl::StatusOr<bool> Nic::QueryAsoFirstHit(uint32_t object, uint32_t offset) {
   std::lock_guard<std::mutex> lock(control_mu_);
   return objects_->aso.FirstHitFlag(object, offset);
+}
+
+absl::StatusOr<hw::CounterActivity> Nic::QueryAsoFirstHitActivity(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->aso.FirstHitActivity(object, offset, time_ns());
+}
+
+absl::Status Nic::ClearAsoFirstHit(uint32_t object, uint32_t offset) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return objects_->aso.ClearFirstHit(object, offset, time_ns());
 }
 
 absl::Status Nic::ConfigureAsoConnTrack(uint32_t object, uint32_t offset, const CtContext& context) {

@@ -200,6 +200,7 @@ class Function : public hw::Device {
   absl::Status RetainCounter(uint32_t counter_id) override;
   void ReleaseCounter(uint32_t counter_id) override;
   absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id) override;
+  absl::StatusOr<hw::CounterActivity> QueryFirstHitActivity(uint32_t aso_context) override;
   bool IsEswitchManager() const override { return vport_ == 0; }
   bool HasVport(uint32_t vport) const override;
   absl::Status RetainTir(uint32_t tir) override;
@@ -331,6 +332,10 @@ class Nic {
   absl::Status ConfigureAsoFlowMeter(uint32_t object, uint32_t offset, const MeterParams& params);
   absl::StatusOr<std::optional<MeterParams>> QueryAsoFlowMeter(uint32_t object, uint32_t offset);
   absl::StatusOr<bool> QueryAsoFirstHit(uint32_t object, uint32_t offset);
+  // A first-hit context's sets as a hit history on the NIC's clock (from its object's creation or its last
+  // clear), and clearing it (its flag to 0, its history starting now): what flow aging reads and resets.
+  absl::StatusOr<hw::CounterActivity> QueryAsoFirstHitActivity(uint32_t object, uint32_t offset);
+  absl::Status ClearAsoFirstHit(uint32_t object, uint32_t offset);
   absl::Status ConfigureAsoConnTrack(uint32_t object, uint32_t offset, const CtContext& context);
   absl::StatusOr<CtContext> QueryAsoConnTrack(uint32_t object, uint32_t offset);
   absl::Status DestroyAsoObject(uint32_t object);

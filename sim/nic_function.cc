@@ -100,6 +100,11 @@ absl::StatusOr<hw::CounterActivity> Function::QueryCounterActivity(uint32_t coun
   return nic_->QueryCounterActivity(counter_id);
 }
 
+absl::StatusOr<hw::CounterActivity> Function::QueryFirstHitActivity(uint32_t aso_context) {
+  std::lock_guard<std::mutex> lock(nic_->control_mu_);
+  return nic_->objects_->aso.FirstHitActivity(aso_context, nic_->time_ns());
+}
+
 uint64_t Function::NextMatcherSequence() { return ++nic_->matcher_sequence_; }
 
 absl::StatusOr<uint32_t> Function::CreateTir(std::vector<uint32_t> queues, uint64_t hash_fields,

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -11,7 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "testpmd/encap.h"
+#include "testpmd/indirect_actions.h"
 #include "testpmd/modify.h"
+#include "testpmd/registers.h"
 
 namespace drsim::testpmd {
 namespace {
@@ -50,6 +53,10 @@ absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback
 }
 
 }  // namespace
+
+bool WrittenBefore(SourcePos a, SourcePos b) {
+  return a.line < b.line || (a.line == b.line && a.column < b.column);
+}
 
 absl::Status ActionError(const Action& a, StatusCode code, absl::string_view message) {
   return ErrorAt(a.pos, code, absl::StrCat(a.def->name, ": ", message));
@@ -246,81 +253,141 @@ absl::StatusOr<const dr::Action*> ActionLowering::Counter(const Action& count, s
 }
 
 absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList* list) {
-  // The indirect actions, by kind.
-  const Action* shared_count = nullptr;
-  const Action* shared_age = nullptr;
-  std::optional<uint32_t> shared_count_id, shared_age_id;
-  std::shared_ptr<AgeState> indirect_age;
-  auto duplicate = [](const Action& a, absl::string_view what) {
-    return ActionError(a, StatusCode::kInvalidArgument, absl::StrFormat("duplicate %s actions set", what));
-  };
+  // The indirect actions, looked up; count and age ones by kind.
+  Classified flow = flow_ != nullptr ? *flow_ : c;  // what mlx5 validates: the whole flow's actions
+  std::shared_ptr<IndirectObject> shared_count, shared_age;
+  std::vector<std::pair<const Action*, std::shared_ptr<IndirectObject>>> others;
   for (const Action* a : c.indirects) {
-    const uint32_t id = ActionParam(*a, "action_id");
-    absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, id);
+    absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, ActionParam(*a, "action_id"));
     if (!entry.ok()) return Fail(entry.status(), a);
     const std::shared_ptr<IndirectObject>& object = (*entry)->object;
     out_->holds.push_back(object);
-    switch (object->def().type) {
-      case ActionType::kCount:
-        if (c.count != nullptr || shared_count != nullptr) return duplicate(*a, "count");
-        shared_count = a;
-        shared_count_id = object->counter();
-        break;
-      case ActionType::kAge:
-        if (root) {
-          return ActionError(*a, StatusCode::kUnimplemented,
-                             "Shared ASO age action is not supported for group 0 (the root table)");
-        }
-        if (c.age != nullptr || shared_age != nullptr) return duplicate(*a, "age");
-        shared_age = a;
-        shared_age_id = object->counter();
-        indirect_age = object->age();
-        break;
-      default:
-        DRSIM_RETURN_IF_ERROR(object->AddToRule(*this, c, root, *a, list));
-        break;
+    const ActionType kind = object->def().type;
+    if (kind == ActionType::kCount && flow.indirect_count == nullptr) {
+      flow.indirect_count = a;
+      shared_count = object;
+    } else if (kind == ActionType::kAge && flow.indirect_age == nullptr) {
+      flow.indirect_age = a;
+      shared_age = object;
+    } else {
+      if (kind == ActionType::kConntrack) flow.indirect_conntrack = a;
+      others.emplace_back(a, object);
     }
   }
+  // mlx5's checks, action by action in the order written.
+  std::vector<const Action*> ordered(c.indirects.begin(), c.indirects.end());
+  if (c.count != nullptr) ordered.push_back(c.count);
+  if (c.age != nullptr) ordered.push_back(c.age);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Action* a, const Action* b) { return WrittenBefore(a->pos, b->pos); });
+  constexpr absl::string_view kOldAge =
+      "old age and indirect count combination is not supported (in the root table, mlx5 ages a rule by its "
+      "own counter)";
+  const Action* count_seen = nullptr;
+  const Action* age_seen = nullptr;
   std::optional<uint32_t> age_timeout;
-  if (c.age != nullptr) {
-    DRSIM_ASSIGN_OR_RETURN(age_timeout, AgeTimeout(*c.age));
-    if (root && shared_count != nullptr) {
-      return ActionError(*c.age, StatusCode::kInvalidArgument,
-                         "old age and indirect count combination is not supported (in the root table, mlx5 "
-                         "ages a rule by its own counter)");
+  for (const Action* a : ordered) {
+    if (a == c.count || a == flow.indirect_count) {
+      if (count_seen != nullptr) {
+        return ActionError(*a, StatusCode::kInvalidArgument, "duplicate count actions set");
+      }
+      if (a == flow.indirect_count && root && age_seen != nullptr) {
+        return ActionError(*a, StatusCode::kInvalidArgument, kOldAge);
+      }
+      count_seen = a;
+    } else if (a == c.age) {
+      DRSIM_ASSIGN_OR_RETURN(age_timeout, AgeTimeout(*a));
+      if (age_seen != nullptr) {
+        return ActionError(*a, StatusCode::kInvalidArgument, "duplicate age actions set");
+      }
+      if (root && count_seen != nullptr && count_seen == flow.indirect_count) {
+        return ActionError(*a, StatusCode::kInvalidArgument, kOldAge);
+      }
+      age_seen = a;
+    } else if (a == flow.indirect_age) {
+      if (root) {
+        return ActionError(*a, StatusCode::kUnimplemented,
+                           "Shared ASO age action is not supported for group 0 (the root table)");
+      }
+      if (age_seen != nullptr) {
+        return ActionError(*a, StatusCode::kInvalidArgument, "duplicate age actions set");
+      }
+      age_seen = a;
+    } else {
+      auto other = std::find_if(others.begin(), others.end(), [a](const auto& o) { return o.first == a; });
+      const ActionType kind = other->second->def().type;
+      if (kind == ActionType::kCount || kind == ActionType::kAge) {
+        return ActionError(
+            *a, StatusCode::kInvalidArgument,
+            absl::StrFormat("duplicate %s actions set", kind == ActionType::kCount ? "count" : "age"));
+      }
+      DRSIM_RETURN_IF_ERROR(other->second->AddToRule(*this, flow, root, *a, list));
     }
   }
-  const Action* counting = c.count != nullptr ? c.count : shared_count;
-  const Action* aging = c.age != nullptr ? c.age : shared_age;
-  if (counting != nullptr && aging != nullptr && (shared_count != nullptr || shared_age != nullptr)) {
-    return ActionError(*(shared_age != nullptr ? shared_age : aging), StatusCode::kUnimplemented,
-                       absl::StrFormat("a DR rule takes one flow counter, and '%s' at %d:%d needs its own: an "
-                                       "indirect count or age beside another count or age is not modelled "
-                                       "(mlx5 ages with an ASO flow-hit object there)",
-                                       counting->def->name, counting->pos.line, counting->pos.column));
-  }
-  if (counting == nullptr && aging == nullptr) return absl::OkStatus();
-  const std::optional<uint32_t> shared = shared_count_id ? shared_count_id : shared_age_id;
-  if (shared) {
-    const Action* origin = shared_count != nullptr ? shared_count : shared_age;
-    absl::StatusOr<dr::Action> action = dr::Action::FlowCounter(domain_->function(), *shared, 0);
-    if (!action.ok()) return Fail(action.status(), origin);
-    list->Add(Own(*std::move(action)), origin);
-    if (shared_count != nullptr) out_->counter = shared;
-    out_->age = indirect_age;
-    out_->indirect_age = indirect_age != nullptr;
-    return absl::OkStatus();
-  }
-  // Its own count and age share a new counter.
-  std::optional<uint32_t> id;
-  const Action* origin = c.count != nullptr ? c.count : c.age;
-  DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*origin, &id));
-  list->Add(counter, origin);
-  if (c.count != nullptr) out_->counter = id;
-  if (c.age != nullptr) {
+  DRSIM_RETURN_IF_ERROR(CheckAsoActions(flow, root));
+  // Counter-aged: in root tables, and an age of its own beside a count of its own (one counter for both).
+  const Action* age = age_seen;
+  if (age != nullptr && (root || c.count != nullptr) && age == c.age) {
+    std::optional<uint32_t> id;
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*age, &id));
+    list->Add(counter, c.count != nullptr ? c.count : age);
+    if (c.count != nullptr) out_->counter = id;
     out_->age = std::make_shared<AgeState>();
     out_->age->timeout_s = *age_timeout;
     out_->age->counter = *id;
+    return absl::OkStatus();
+  }
+  // Aged by an ASO flow-hit context: its own, or the indirect age's.
+  if (age != nullptr) {
+    std::shared_ptr<AgeState> state;
+    if (age == c.age) {
+      DRSIM_ASSIGN_OR_RETURN(state, NewFlowHitAge(ctx_.flow_hits, *age_timeout, *age));
+    } else {
+      state = shared_age->age();
+    }
+    absl::StatusOr<dr::Action> aso =
+        dr::Action::Aso(domain_->domain(), state->flow_hit->object(), state->flow_hit->offset(),
+                        MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, kMeterRegC);
+    if (!aso.ok()) return Fail(aso.status(), age);
+    list->Add(Own(*std::move(aso)), age);
+    out_->age = std::move(state);
+    out_->indirect_age = age != c.age;
+  }
+  if (c.count != nullptr) {
+    std::optional<uint32_t> id;
+    DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*c.count, &id));
+    list->Add(counter, c.count);
+    out_->counter = id;
+  } else if (shared_count != nullptr) {
+    const uint32_t id = *shared_count->counter();
+    absl::StatusOr<dr::Action> action = dr::Action::FlowCounter(domain_->function(), id, 0);
+    if (!action.ok()) return Fail(action.status(), flow.indirect_count);
+    list->Add(Own(*std::move(action)), flow.indirect_count);
+    out_->counter = id;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ActionLowering::CheckAsoActions(const Classified& flow, bool root) const {
+  const Action* age = flow.age != nullptr ? flow.age : flow.indirect_age;
+  const Action* ct = flow.indirect_conntrack;
+  // As mlx5's flow_dv_validate counts them: an age of its own beside any count is counter-aged there.
+  const bool age_is_aso = age != nullptr && !root &&
+                          !(flow.age != nullptr && (flow.count != nullptr || flow.indirect_count != nullptr));
+  const int aso = (age_is_aso ? 1 : 0) + (flow.meter != nullptr ? 1 : 0) + (ct != nullptr ? 1 : 0);
+  if (aso > 1) {
+    return ActionError(age_is_aso ? *age : *ct, StatusCode::kUnimplemented,
+                       "unsupported combining AGE, METER, CT ASO actions in a single rule (each is an ASO "
+                       "object on a ConnectX-6 Dx, and a rule takes one)");
+  }
+  // A transfer mirror (sample ratio 1) before an ASO action.
+  if (aso > 0 && flow.sample != nullptr && type() == MLX5DV_DR_DOMAIN_TYPE_FDB &&
+      ActionParam(*flow.sample, "ratio") == 1) {
+    for (const Action* a : {root ? nullptr : age, ct}) {
+      if (a != nullptr && WrittenBefore(flow.sample->pos, a->pos)) {
+        return ActionError(*a, StatusCode::kUnimplemented, "sample before ASO action is not supported");
+      }
+    }
   }
   return absl::OkStatus();
 }

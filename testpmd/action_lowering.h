@@ -3,13 +3,14 @@
 //
 // rte_flow actions are a set; DR checks an ordered list against a per-domain state machine. A rule's DR
 // actions are emitted in one order the state machine accepts in every domain — decapsulation, VLAN pops,
-// one modify-header (every rewrite merged, as mlx5 merges them), VLAN pushes, tag, counter,
+// one modify-header (every rewrite merged, as mlx5 merges them), VLAN pushes, tag, ASO actions, counter,
 // encapsulation, then the destination — and DR checks the rest; its errors naming "action[N]" are tied back
 // to the testpmd action behind entry N.
 //
 //   drop -> drop; queue -> dest QP; rss -> dest TIR, or a jump into an engine table dispatching by
 //   ip_version/ip_protocol to one TIR per hash-field set (rss.h); jump -> dest_table; port_id /
-//   represented_port -> dest_vport; mark/flag -> tag; count -> a flow counter; vxlan/nvgre/raw
+//   represented_port -> dest_vport; mark/flag -> tag; count -> a flow counter; age -> that counter or an
+//   aso action setting an ASO flow-hit context (AddCounting); vxlan/nvgre/raw
 //   encap/decap -> packet reformats (the raw sizes choose L2 or L3 types as mlx5 does); of_push/pop_vlan ->
 //   push/pop VLAN; rewrites -> one modify header (modify.h).
 //
@@ -37,6 +38,9 @@
 #include "testpmd/rss.h"
 
 namespace drsim::testpmd {
+
+// Whether `a` was written before `b` on the command line.
+bool WrittenBefore(SourcePos a, SourcePos b);
 
 // An error at action `a`, its message prefixed with the action's name.
 absl::Status ActionError(const Action& a, absl::StatusCode code, absl::string_view message);
@@ -70,6 +74,11 @@ struct Classified {
   const Action* count = nullptr;
   const Action* age = nullptr;
   std::vector<const Action*> indirects;  // `indirect ID`: kinds known once looked up (AddCounting)
+  // The first `indirect ID` of a count, an age and a conntrack kind: filled by AddCounting for the checks
+  // that look at the whole flow (it hands them to IndirectObject::AddToRule).
+  const Action* indirect_count = nullptr;
+  const Action* indirect_age = nullptr;
+  const Action* indirect_conntrack = nullptr;
   const Action* decap = nullptr;  // vxlan_decap, nvgre_decap, raw_decap
   const Action* encap = nullptr;  // vxlan_encap, nvgre_encap, raw_encap
   std::vector<PushVlan> pushes;
@@ -93,6 +102,9 @@ class ActionLowering {
   const dr::Domain& dr_domain() const { return domain_->domain(); }
   // What the rule's pattern matches.
   const PatternInfo& info() const { return info_; }
+  // The whole flow's actions, when the rules made are parts of it (a meter's or sampler's prefix): what
+  // mlx5's checks look at. Without it, each call's own actions.
+  void set_flow(const Classified* flow) { flow_ = flow; }
 
   // Adds decap, pops, the merged rewrites (plus `extra_words`), pushes, tag, the counting (when
   // `with_count`: AddCounting) and encap to `list`, for a rule in a root table when `root`.
@@ -106,12 +118,14 @@ class ActionLowering {
   // A counter for `count`; its id goes to `id` when given.
   absl::StatusOr<const dr::Action*> Counter(const Action& count, std::optional<uint32_t>* id);
 
-  // What the rule counts and ages with, as one flow counter (a DR rule takes one): its own count and age
-  // share a new counter; an indirect count's or age's counter is shared with other rules. Also adds what
-  // other indirect kinds add (IndirectObject::AddToRule). Errors as mlx5's: a second count or age
-  // (InvalidArgument), an indirect age in a root table (Unimplemented), an age with an indirect count in a
-  // root table (InvalidArgument); and Unimplemented where mlx5 would count and age with two objects (an
-  // indirect count or age beside another count or age).
+  // What the rule counts and ages with, as mlx5 chooses (aging.h): in a root table, or for an age of its
+  // own beside a count of its own, one new flow counter serves both; otherwise an age sets an ASO
+  // flow-hit context (its own, or the indirect age's) through an aso action writing reg_c_5, and a count
+  // is a counter of its own or the indirect count's shared one. Also adds what other indirect kinds add
+  // (IndirectObject::AddToRule), in the order written. Errors as mlx5's flow_dv_validate, checked action
+  // by action: a second count or age (InvalidArgument, `duplicate ... actions set`), an indirect age in a
+  // root table (Unimplemented), an age and an indirect count in a root table (InvalidArgument, `old age
+  // and indirect count combination`), then CheckAsoActions.
   absl::Status AddCounting(const Classified& c, bool root, DrList* list);
 
   // Inserts a rule of `list`'s actions; a DR error naming an action index points at its testpmd action,
@@ -151,6 +165,11 @@ class ActionLowering {
 
   absl::Status AddReformat(const Reformat& r, uint32_t flags, DrList* list);
 
+  // mlx5's one-ASO-action rule over the whole flow `flow` (Unimplemented): of an ASO-aged age (as mlx5's
+  // validation counts it: not root, not an age of its own beside any count), a meter (mlx5 meters with
+  // ASO on a ConnectX-6 Dx) and a conntrack, at most one; and none after a transfer mirror (sample ratio 1).
+  absl::Status CheckAsoActions(const Classified& flow, bool root) const;
+
   absl::Status AddPush(const PushVlan& p, DrList* list);
 
   absl::Status AddMark(const Action& mark, DrList* list);
@@ -164,6 +183,7 @@ class ActionLowering {
   uint16_t port_;
   const PatternInfo& info_;
   FlowObjects* out_;
+  const Classified* flow_ = nullptr;
 };
 
 }  // namespace drsim::testpmd

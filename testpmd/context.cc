@@ -12,7 +12,8 @@ EngineContext::EngineContext(sim::Nic& nic, const EngineOptions& options)
       objects(nic, options.fdb_default_rule),
       geneve_option(nic),
       vxlan(DefaultVxlanConf()),
-      nvgre(DefaultNvgreConf()) {}
+      nvgre(DefaultNvgreConf()),
+      flow_hits(nic) {}
 
 EngineContext::~EngineContext() {
   flows.clear();

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "sim/nic.h"
+#include "testpmd/aging.h"
 #include "testpmd/ast.h"
 #include "testpmd/dr_objects.h"
 #include "testpmd/engine.h"
@@ -43,6 +44,7 @@ class EngineContext {
   SetTunnelCmd vxlan, nvgre;
   ConntrackProfile conntrack;  // set conntrack com|orig|rply: what `action conntrack` creates
   std::map<uint32_t, std::vector<Action>> sample_actions;
+  FlowHitPool flow_hits;   // ASO flow-hit contexts of ages outside root tables (aging.h)
   IndirectTable indirect;  // flow indirect_action (flows hold what they use)
   std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id
 

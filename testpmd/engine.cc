@@ -214,6 +214,7 @@ EngineCounts FlowEngine::counts() const {
   const ObjectCounts& c = context_->objects.counts();
   EngineCounts out{c.domains, c.tables, c.matchers, c.rules, 0};
   for (const auto& [port, flows] : context_->flows) out.flows += static_cast<int>(flows.size());
+  out.flow_hit_contexts = context_->flow_hits.in_use();
   return out;
 }
 

@@ -116,6 +116,7 @@ struct EngineCounts {
   int matchers = 0;
   int rules = 0;
   int flows = 0;
+  int flow_hit_contexts = 0;  // ASO flow-hit contexts ages hold (taken from the engine's pools)
 };
 
 class EngineContext;

@@ -2,6 +2,7 @@
 // indirect actions (shared counters, indirect ages) with every rejection mlx5 makes.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -70,6 +71,7 @@ TEST_F(AgingTest, AnIdleStretchAgesTheRuleForGoodEvenIfHitLater) {
 
 TEST_F(AgingTest, RootTablesAgeByCounterAndShareItWithCount) {
   const uint32_t flow = Create(80, "count / age timeout 2", /*group=*/0);
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 0);
   HitAt(1);
   HitAt(1.5);
   const CommandResult count = Run(absl::StrFormat("flow query 0 %d count", flow));
@@ -101,10 +103,9 @@ TEST_F(AgingTest, FlowAgedReportsEachAgedRuleOnceAndDestroyFreesIt) {
   EXPECT_EQ(engine_.counts().flows, before.flows - 1);
   EXPECT_EQ(engine_.counts().rules, before.rules - 1);
   EXPECT_FALSE(Try(absl::StrFormat("flow query 0 %d age", busy)).ok());
-  // Its counter (the second one allocated on this NIC) is freed; the first flow's is not.
-  uint64_t packets, bytes;
-  EXPECT_TRUE(nic_.QueryCounter(0, &packets, &bytes).ok());
-  EXPECT_EQ(nic_.QueryCounter(1, &packets, &bytes).code(), absl::StatusCode::kNotFound);
+  // Its flow-hit context went back to the pool; the first flow keeps its own.
+  EXPECT_EQ(before.flow_hit_contexts, 2);
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);
   EXPECT_EQ(HitAt(17, 81).fate, sim::Fate::kDomainDefault);
 }
 
@@ -199,6 +200,150 @@ TEST_F(AgingTest, IndirectAgeIsKeptAliveByEveryRuleUsingIt) {
   // mlx5 lets an indirect age go while rules use it; they keep working.
   EXPECT_EQ(Run("flow indirect_action 0 destroy action_id 3").text, "Indirect action #3 destroyed\n");
   EXPECT_EQ(HitAt(14, 80).fate, sim::Fate::kQueued);
+  // One flow-hit context for the action and both rules; it goes back to the pool with the last rule.
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);
+  Run("flow flush 0");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 0);
+}
+
+// Outside root tables an age sets an ASO flow-hit context, and the count stays the indirect count's.
+TEST_F(AgingTest, AgeBesideAnIndirectCountAgesByAFlowHitContext) {
+  Run("flow indirect_action 0 create action_id 7 ingress action count / end");
+  const uint32_t flow = Create(80, "age timeout 3 / indirect 7");
+  Create(81, "indirect 7");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);
+  // The engine's first ASO object on this NIC (id 1), context 0: the rule's aso action sets it.
+  EXPECT_FALSE(*nic_.QueryAsoFirstHit(1, 0));
+  HitAt(1);
+  HitAt(2.2);
+  EXPECT_TRUE(*nic_.QueryAsoFirstHit(1, 0));
+  HitAt(2.5, 81);
+  EXPECT_EQ(Run("flow indirect_action 0 query 7").count->hits, 3u);
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d count", flow)).count->hits, 3u);  // the shared counter
+  nic_.set_time_ns(static_cast<uint64_t>(4.3 * kSecond));
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d age", flow)).text,
+            "AGE:\n aged: 0\n sec_since_last_hit_valid: 1\n sec_since_last_hit: 2\n");
+  HitAt(5, 81);                         // the other rule's hits count, but do not keep this rule alive
+  EXPECT_FALSE(AgeAt(6.1, flow).aged);  // 3.9 s idle: 3 whole seconds
+  EXPECT_TRUE(AgeAt(6.3, flow).aged);
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d age", flow)).text,
+            "AGE:\n aged: 1\n sec_since_last_hit_valid: 0\n sec_since_last_hit: 0\n");
+  HitAt(7);  // final: a hit after aging does not bring it back
+  EXPECT_TRUE(AgeAt(7, flow).aged);
+  const CommandResult r = Run("flow aged 0 destroy");
+  ASSERT_EQ(r.aged->flows.size(), 1u);
+  EXPECT_EQ(r.aged->flows[0].id, flow);
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 0);
+  EXPECT_EQ(Run("flow aged 0").text, "Port 0 total aged flows: 0\n");
+  // The shared counter lives on with the other rule.
+  HitAt(8, 81);
+  EXPECT_EQ(Run("flow indirect_action 0 query 7").count->hits, 6u);
+}
+
+TEST_F(AgingTest, IndirectAgeBesideACountOfItsOwn) {
+  Run("flow indirect_action 0 create action_id 4 action age timeout 2 / end");
+  const uint32_t a = Create(80, "indirect 4 / count");
+  const uint32_t b = Create(81, "count / indirect 4");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);
+  HitAt(1, 80);
+  HitAt(2, 81);
+  HitAt(2.5, 81);
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d count", a)).count->hits, 1u);
+  EXPECT_EQ(Run(absl::StrFormat("flow query 0 %d count", b)).count->hits, 2u);
+  nic_.set_time_ns(static_cast<uint64_t>(3.9 * kSecond));
+  EXPECT_EQ(Run("flow indirect_action 0 query 4").text,
+            "Indirect AGE action:\n aged: 0\n sec_since_last_hit_valid: 1\n sec_since_last_hit: 1\n");
+  EXPECT_EQ(AgeAt(3.9, a).sec_since_last_hit, 1u);  // the rule's query reads the indirect age
+  nic_.set_time_ns(static_cast<uint64_t>(5.6 * kSecond));
+  EXPECT_TRUE(Run("flow indirect_action 0 query 4").age->aged);
+  EXPECT_EQ(Run("flow aged 0").text,
+            "Port 0 total aged flows: 1\nType                \tID\tGroup\tPrio\tAttr\n"
+            "Indirect action     \t4\n\n0 flows destroyed\n");
+  EXPECT_EQ(Run("flow aged 0").text, "Port 0 total aged flows: 0\n");
+  Run(absl::StrFormat("flow destroy 0 rule %d rule %d", a, b));
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);  // the indirect action holds it
+  Run("flow indirect_action 0 destroy action_id 4");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 0);
+}
+
+TEST_F(AgingTest, AFreedFlowHitContextStartsAfreshForItsNextAge) {
+  const uint32_t old_flow = Create(80, "age timeout 2");
+  HitAt(1);
+  nic_.set_time_ns(10 * kSecond);
+  Run(absl::StrFormat("flow destroy 0 rule %d", old_flow));
+  const uint32_t flow = Create(81, "age timeout 2");  // takes the same context (first object, context 0)
+  EXPECT_FALSE(*nic_.QueryAsoFirstHit(1, 0));
+  const AgeResult r = AgeAt(10.5, flow);
+  EXPECT_FALSE(r.aged);
+  EXPECT_EQ(r.sec_since_last_hit, 0u);
+  EXPECT_TRUE(AgeAt(13, flow).aged);
+}
+
+// Transfer group 0 is not the root table under fdb_def_rule, so it ages by ASO too, as in mlx5.
+TEST_F(AgingTest, TransferGroup0TakesAnIndirectAge) {
+  Run("flow indirect_action 0 create action_id 2 action age timeout 5 / end");
+  Run("flow create 0 transfer pattern eth / end actions indirect 2 / represented_port ethdev_port_id 1 / "
+      "end");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);
+}
+
+// mlx5 takes one ASO action (an ASO age, a meter, a conntrack) in a rule, and none after a transfer mirror.
+TEST_F(AgingTest, OneAsoActionARule) {
+  const auto create = [&](const std::string& actions) {
+    return Error(absl::StrFormat(
+        "flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions %s / queue index 0 / end",
+        actions));
+  };
+  constexpr absl::string_view kCombining =
+      "unsupported combining AGE, METER, CT ASO actions in a single rule";
+  Run("add port meter profile srtcm_rfc2697 0 1 1000 3 0 1");
+  Run("add port meter policy 0 1 g_actions end y_actions end r_actions drop / end");
+  Run("create port meter 0 5 1 1 yes 0xffff 0 0");
+  Run("flow indirect_action 0 create action_id 1 action count / end");
+  Run("flow indirect_action 0 create action_id 2 action age timeout 5 / end");
+  Run("flow indirect_action 0 create action_id 3 action conntrack / end");
+  absl::Status s = create("meter mtr_id 5 / age timeout 3");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("age: ", kCombining)));
+  s = create("indirect 2 / meter mtr_id 5");
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("indirect: ", kCombining)));
+  s = create("indirect 3 / age timeout 3");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("age: ", kCombining)));
+  s = create("indirect 3 / indirect 2");
+  EXPECT_THAT(s.message(), HasSubstr(kCombining));
+  // An age before the conntrack fails at the conntrack, as mlx5 checks it.
+  s = create("age timeout 3 / indirect 3");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("indirect: Only one ASO action is supported ('age' at 1:"));
+  s = create("indirect 2 / indirect 3");
+  EXPECT_THAT(s.message(), HasSubstr("Only one ASO action is supported ('indirect' at 1:"));
+  // A transfer mirror before an ASO age.
+  Run("set sample_actions 1 represented_port ethdev_port_id 2 / end");
+  s = Error(
+      "flow create 0 transfer group 1 pattern eth / end actions sample ratio 1 index 1 / age timeout 3 / "
+      "represented_port ethdev_port_id 1 / end");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("age: sample before ASO action is not supported"));
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 1);  // the indirect age's only
+  // An age of its own beside a count (its own, or in mlx5's validation an indirect one) is not counted as
+  // an ASO action: these are accepted.
+  const EngineCounts before = engine_.counts();
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions count / age timeout 3 / meter "
+      "mtr_id 5 / queue index 0 / end");
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions indirect 3 / age timeout 3 / "
+      "count / queue index 0 / end");
+  Run("flow create 0 transfer group 1 pattern eth / end actions age timeout 3 / sample ratio 1 index 1 / "
+      "represented_port ethdev_port_id 1 / end");
+  EXPECT_EQ(engine_.counts().flows, before.flows + 3);
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 2);  // the mirror's age (the others are counter-aged)
+  // mlx5's translation still ages these two by ASO (its counter is the indirect one): a rule with two ASO
+  // actions, which DR takes.
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions age timeout 3 / indirect 1 / "
+      "meter mtr_id 5 / queue index 0 / end");
+  Run("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions indirect 3 / age timeout 3 / "
+      "indirect 1 / queue index 0 / end");
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 4);
 }
 
 TEST_F(AgingTest, IndirectRejections) {
@@ -214,15 +359,22 @@ TEST_F(AgingTest, IndirectRejections) {
   s = create("indirect 1 / age timeout 3", 0);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("old age and indirect count combination is not supported"));
-  s = create("indirect 1 / age timeout 3", 1);
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(s.message(), HasSubstr("a DR rule takes one flow counter"));
-  s = create("indirect 2 / count", 1);
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  s = create("age timeout 3 / indirect 1", 0);  // either order
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("indirect: old age and indirect count combination is not supported"));
+  // The second of two counts or ages, in the order written, is the duplicate.
   s = create("indirect 1 / count", 1);
+  EXPECT_THAT(s.message(), HasSubstr("count: duplicate count actions set"));
+  s = create("count / indirect 1", 1);
   EXPECT_THAT(s.message(), HasSubstr("indirect: duplicate count actions set"));
   s = create("indirect 2 / age timeout 3", 1);
+  EXPECT_THAT(s.message(), HasSubstr("age: duplicate age actions set"));
+  s = create("age timeout 3 / indirect 2", 1);
   EXPECT_THAT(s.message(), HasSubstr("indirect: duplicate age actions set"));
+  Run("flow indirect_action 0 create action_id 3 action age timeout 6 / end");
+  s = create("indirect 2 / indirect 3", 1);
+  EXPECT_THAT(s.message(), HasSubstr("indirect: duplicate age actions set"));
+  EXPECT_EQ(engine_.counts().flow_hit_contexts, 2);  // the two indirect ages: refusals leave none behind
   s = create("indirect 9", 1);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(s.message(), HasSubstr("indirect: Failed to find indirect action #9 on port 0"));

@@ -41,10 +41,11 @@ class OwnedAction {
 struct FlowObjects {
   // Declared in reverse order of destruction.
   std::vector<std::shared_ptr<const void>> holds;  // tables jumped to, engine tables, meter instances, ids
+  std::shared_ptr<AgeState> age;  // its age action's (its own, or an indirect one's); its flow-hit context
+                                  // goes back to the pool once the aso actions using it are gone
   std::vector<std::unique_ptr<OwnedAction>> actions;
   std::vector<std::unique_ptr<InstalledRule>> rules;
   std::optional<uint32_t> counter;  // the id of the count action's counter (its own or an indirect one)
-  std::shared_ptr<AgeState> age;    // its age action's (its own, or an indirect one's)
   bool indirect_age = false;        // `age` is an indirect action's (flow aged reports that instead)
 };
 

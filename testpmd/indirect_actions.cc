@@ -61,16 +61,12 @@ class IndirectCount : public IndirectObject {
   std::unique_ptr<OwnedCounter> counter_;
 };
 
-// age: an age that rules using it keep alive. mlx5 lets it go with its last rule.
+// age: an age that rules using it keep alive, through one ASO flow-hit context (mlx5 allocates it when
+// the action is made). mlx5 lets it go with its last rule.
 class IndirectAge : public IndirectObject {
  public:
-  IndirectAge(const ActionDef& def, std::unique_ptr<OwnedCounter> counter, uint32_t timeout_s)
-      : def_(def), counter_(std::move(counter)), age_(std::make_shared<AgeState>()) {
-    age_->timeout_s = timeout_s;
-    age_->counter = counter_->id();
-  }
+  IndirectAge(const ActionDef& def, std::shared_ptr<AgeState> age) : def_(def), age_(std::move(age)) {}
   const ActionDef& def() const override { return def_; }
-  std::optional<uint32_t> counter() const override { return counter_->id(); }
   std::shared_ptr<AgeState> age() const override { return age_; }
   absl::Status Query(sim::Nic& nic, CommandResult* result) const override {
     DRSIM_ASSIGN_OR_RETURN(const AgeResult r, QueryAge(nic, *age_));
@@ -81,7 +77,6 @@ class IndirectAge : public IndirectObject {
 
  private:
   const ActionDef& def_;
-  std::unique_ptr<OwnedCounter> counter_;
   std::shared_ptr<AgeState> age_;
 };
 
@@ -94,8 +89,8 @@ absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectObject(EngineContext
     }
     case ActionType::kAge: {
       DRSIM_ASSIGN_OR_RETURN(const uint32_t timeout, AgeTimeout(action));
-      DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<OwnedCounter> counter, NewCounter(ctx.nic, action));
-      return std::make_shared<IndirectAge>(*action.def, std::move(counter), timeout);
+      DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<AgeState> age, NewFlowHitAge(ctx.flow_hits, timeout, action));
+      return std::make_shared<IndirectAge>(*action.def, std::move(age));
     }
     case ActionType::kConntrack:
       return MakeIndirectConntrack(ctx, action);

@@ -3,8 +3,8 @@
 //
 // What. Each port has a table of indirect actions by id. An entry holds its object, one per kind:
 //   count  a flow counter every rule using it counts into (a shared counter): a query reads the sum;
-//   age    an age every rule using it keeps alive (mlx5 needs its ASO flow-hit objects: not in root
-//          tables); `flow aged` reports it as an indirect action once it has aged;
+//   age    an age every rule using it keeps alive: one ASO flow-hit context (aging.h) every rule's aso
+//          action sets (not in root tables); `flow aged` reports it as an indirect action once it has aged;
 //   conntrack  a CT context rules track TCP segments through (indirect_conntrack.h).
 // Ids are testpmd's: the one asked for, else the highest in use plus one (0 first).
 //
@@ -12,8 +12,8 @@
 // its kind. To add a kind (conntrack, say): write an IndirectObject subclass — its query text, its update,
 // whether it may go while rules use it, and what it adds to a rule (AddToRule: DR actions into the rule's
 // list, through the ActionLowering of the rule) — and add its case to MakeIndirectObject. The counter and
-// age kinds add nothing in AddToRule: the rule's one flow counter is chosen in ActionLowering::AddCounting
-// from counter() and age(), as a DR rule takes one flow_counter action.
+// age kinds add nothing in AddToRule: ActionLowering::AddCounting chooses the rule's flow counter and
+// flow-hit context from counter() and age(), as mlx5 combines them.
 //
 // Lifetimes. The table holds a reference on each object and every flow using it another: destroying the
 // entry drops the table's; the object (and its counter) goes with the last flow. mlx5 refuses to destroy
@@ -54,7 +54,8 @@ class IndirectObject {
   // The age rules using it keep alive, if it is one.
   virtual std::shared_ptr<AgeState> age() const { return nullptr; }
   // Adds what a rule using it (through `origin`, its `indirect` action) does, to the rule's DR list.
-  // `c` is the rule's actions by role, `root` whether it goes to a root table.
+  // `c` is the whole flow's actions by role (with its indirect count and age), `root` whether it goes to a
+  // root table.
   virtual absl::Status AddToRule(ActionLowering& lowering, const Classified& c, bool root, const Action& origin,
                                  DrList* list);
   // flow indirect_action ... query: fills `result` (its text as testpmd prints it).

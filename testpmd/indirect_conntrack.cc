@@ -16,9 +16,6 @@ namespace {
 
 using absl::StatusCode;
 
-// Whether `a` was written before `b` on the command line.
-bool Before(SourcePos a, SourcePos b) { return a.line < b.line || (a.line == b.line && a.column < b.column); }
-
 // mlx5_validate_action_ct's checks, then the PRM's field widths.
 absl::Status CheckProfile(const ConntrackProfile& p, const Action& origin) {
   if (static_cast<uint8_t>(p.context.state) >= sim::kCtStateCount) {
@@ -61,15 +58,18 @@ class IndirectConntrack : public IndirectObject {
       return ActionError(origin, StatusCode::kUnimplemented,
                          "Only support non-root table (conntrack needs a group above 0)");
     }
-    if (c.fate != nullptr && Before(c.fate->pos, origin.pos)) {
+    if (c.fate != nullptr && WrittenBefore(c.fate->pos, origin.pos)) {
       return ActionError(origin, StatusCode::kUnimplemented, "CT cannot follow a fate action");
     }
-    if (c.meter != nullptr || c.age != nullptr) {
-      return ActionError(origin, StatusCode::kInvalidArgument,
-                         absl::StrFormat("Only one ASO action is supported ('%s' is one too)",
-                                         (c.meter != nullptr ? c.meter : c.age)->def->name));
+    // A meter or an age written before it (mlx5 checks what came first; CheckAsoActions the rest).
+    for (const Action* aso : {c.meter, c.age, c.indirect_age}) {
+      if (aso != nullptr && WrittenBefore(aso->pos, origin.pos)) {
+        return ActionError(origin, StatusCode::kInvalidArgument,
+                           absl::StrFormat("Only one ASO action is supported ('%s' at %d:%d is one too)",
+                                           aso->def->name, aso->pos.line, aso->pos.column));
+      }
     }
-    if (c.encap != nullptr && Before(c.encap->pos, origin.pos)) {
+    if (c.encap != nullptr && WrittenBefore(c.encap->pos, origin.pos)) {
       return ActionError(origin, StatusCode::kInvalidArgument, "Encap cannot exist before CT");
     }
     if (lowering.info().outer.l4 != L4::kTcp) {

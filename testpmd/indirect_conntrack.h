@@ -11,8 +11,9 @@
 //   query: reads the context back and prints it as testpmd's port_action_handle_query.
 //
 // How. Restrictions are mlx5's (flow_dv_validate_action_aso_ct, mlx5_validate_action_ct), each error
-// naming its reason: not in root tables (group 0), not after a fate action, not with a meter or an age
-// (one ASO action per flow), not after an encap, only on outer TCP; a context with an unknown state or
+// naming its reason: not in root tables (group 0), not after a fate action, not after a meter or an age
+// (one ASO action per flow; ActionLowering::CheckAsoActions refuses those written after it), not after an
+// encap, only on outer TCP; a context with an unknown state or
 // last_index is refused at create and update.
 //
 // Not thread-safe.

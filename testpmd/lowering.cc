@@ -92,6 +92,7 @@ class FlowLowering {
 
   absl::Status Run() {
     DRSIM_ASSIGN_OR_RETURN(c_, Classify(rule_.actions));
+    lowering_.set_flow(&c_);
     const bool rx = target_.domain->type() == MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
     const MeterPolicy* policy = nullptr;
     if (c_.meter != nullptr) {

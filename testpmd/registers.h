@@ -7,6 +7,7 @@
 //   meter colour and meter flow id         reg_c_5: colour in bits 0..7 (written by the DR flow meter:
 //                                          red 0, yellow 1, green 2), the flow id in bits 8..31
 //   the CT result (conntrack)              reg_c_5's low byte (mlx5's ASO register; one ASO action a rule)
+//   the flow-hit result (an ASO-aged age)  reg_c_5 (the same register, as mlx5 shares it: aging.h)
 //
 // reg_c_0 is left alone (mlx5 keeps vport metadata there in the FDB); reg_c_6/7 cannot be modified by
 // SW steering.

@@ -1,5 +1,5 @@
 // dr::Rule::QueryActivity on the software NIC: a rule's last hit and age on the NIC's clock, from its flow
-// counter's hit history — what flow aging (testpmd's age action) reads.
+// counter's hit history or its ASO first-hit context's — what flow aging (testpmd's age action) reads.
 #include <vector>
 
 #include "dr/dr.h"
@@ -87,11 +87,47 @@ TEST_F(RuleActivityTest, ASharedCounterReportsEveryRuleUsingIt) {
   EXPECT_EQ(ntp.QueryActivity()->last_hit_ns, 4 * kSecond);
 }
 
+TEST_F(RuleActivityTest, AnAsoFirstHitContextKeepsTheSameHistory) {
+  nic_.set_time_ns(1 * kSecond);
+  const uint32_t object = *nic_.CreateAsoObject(hw::AsoKind::kFirstHit, 0);  // made at 1 s
+  dr::Table table = *dr::Table::Create(domain_, 1);                          // ASO is for non-root tables
+  dr::Matcher matcher = *dr::Matcher::Create(table, 0, *UdpPort(0xffff).Build());
+  dr::Action hit = *dr::Action::Aso(domain_, object, 7, MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, 5);
+  dr::Rule rule = *dr::Rule::Create(matcher, Port(53), {&hit, &drop_});
+  dr::Action jump = *dr::Action::DestTable(table);
+  dr::Rule root = *dr::Rule::Create(by_port_, Port(53), {&jump});
+  FrameAt(2 * kSecond, 53);
+  FrameAt(8 * kSecond, 53);  // 6 s without a set before this one
+  nic_.set_time_ns(9 * kSecond);
+  absl::StatusOr<hw::CounterActivity> a = rule.QueryActivity();
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->hit);
+  EXPECT_EQ(a->since_ns, 1 * kSecond);
+  EXPECT_EQ(a->last_hit_ns, 8 * kSecond);
+  EXPECT_EQ(a->idle_ns(), 1 * kSecond);
+  EXPECT_EQ(a->longest_idle_ns, 6 * kSecond);
+  EXPECT_EQ(nic_.QueryAsoFirstHitActivity(object, 7)->longest_idle_ns, 6 * kSecond);
+  EXPECT_TRUE(*nic_.QueryAsoFirstHit(object, 7));
+  EXPECT_FALSE(*nic_.QueryAsoFirstHit(object, 6));
+  // Clearing puts the flag down and starts the history again.
+  ASSERT_TRUE(nic_.ClearAsoFirstHit(object, 7).ok());
+  EXPECT_FALSE(*nic_.QueryAsoFirstHit(object, 7));
+  nic_.set_time_ns(10 * kSecond);
+  a = rule.QueryActivity();
+  EXPECT_FALSE(a->hit);
+  EXPECT_EQ(a->since_ns, 9 * kSecond);
+  EXPECT_EQ(a->longest_idle_ns, 1 * kSecond);
+  EXPECT_EQ(nic_.QueryAsoFirstHitActivity(object, 512).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(nic_.ClearAsoFirstHit(object + 1, 0).code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(RuleActivityTest, Errors) {
   dr::Rule uncounted = *dr::Rule::Create(by_port_, Port(53), {&drop_});
   absl::StatusOr<hw::CounterActivity> a = uncounted.QueryActivity();
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(a.status().message().find("has no flow_counter action"), std::string::npos) << a.status();
+  EXPECT_NE(a.status().message().find("has no flow_counter action and no aso first-hit action"),
+            std::string::npos)
+      << a.status();
   EXPECT_EQ(dr::Rule().QueryActivity().status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(nic_.QueryCounterActivity(12345).status().code(), absl::StatusCode::kNotFound);
 }
