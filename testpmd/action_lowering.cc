@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -32,9 +33,19 @@ std::string WithPipeHint(absl::string_view msg) {
                       "traffic from the wire is port 0's, as in mlx5 switchdev)");
 }
 
+// mlx5 makes a CT object's DR actions in the port's NIC_RX domain and links them to no other
+// (flow_dv_aso_ct_alloc; no mlx5dv_dr_aso_other_domain_link), so DR refuses them in egress and transfer
+// rules; say so when DR does.
+std::string WithCtDomainHint(absl::string_view msg) {
+  if (!absl::StrContains(msg, "the ASO CT action was made for another domain")) return std::string(msg);
+  return absl::StrCat("hardware refuses to create flow: ", msg,
+                      " (CT works in ingress rules only: mlx5 makes CT actions in the port's NIC_RX domain, "
+                      "flow_dv_aso_ct_alloc, and links them to no egress or transfer domain)");
+}
+
 // DR names the culprit of a rule error as "action[N]"; point at the testpmd action behind entry N.
 absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback) {
-  const std::string msg = WithPipeHint(s.message());
+  const std::string msg = WithCtDomainHint(WithPipeHint(s.message()));
   const size_t at = msg.find("action[");
   size_t index = 0;
   if (at != std::string::npos) {
@@ -47,6 +58,27 @@ absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback
     }
   }
   return ErrorAt(fallback, s.code(), absl::StrCat("DR rejects the rule: ", msg));
+}
+
+// mlx5 runs one ASO object per rule (flow_dv_validate's aso_mask): a meter, a CT, and an age unless it
+// ages by a counter (in the root table, or an age of its own beside a count). ENOTSUP at the later one.
+absl::Status CheckOneAso(const Classified& c, bool root, bool counted, const Action* shared_age,
+                         const Action* conntrack) {
+  std::vector<const Action*> aso;
+  for (const Action* a : {c.meter, conntrack}) {
+    if (a != nullptr) aso.push_back(a);
+  }
+  const Action* age = shared_age != nullptr ? shared_age : c.age;
+  if (age != nullptr && !root && (shared_age != nullptr || !counted)) aso.push_back(age);
+  if (aso.size() < 2) return absl::OkStatus();
+  std::sort(aso.begin(), aso.end());  // into the same action list: written order
+  const Action& first = *aso.front();
+  return ErrorAt(
+      aso.back()->pos, StatusCode::kUnimplemented,
+      absl::StrFormat("%s: unsupported combining AGE, METER, CT ASO actions in a single rule ('%s' at "
+                      "%d:%d is one too: mlx5 runs one ASO object per rule; an age beside a count ages "
+                      "by the counter instead)",
+                      aso.back()->def->name, first.def->name, first.pos.line, first.pos.column));
 }
 
 }  // namespace
@@ -62,6 +94,7 @@ uint32_t ActionParam(const Action& a, absl::string_view name, uint32_t fallback)
 
 absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
   Classified c;
+  c.all = actions;
   auto once = [](const Action*& slot, const Action& a, absl::string_view what) -> absl::Status {
     if (slot != nullptr) {
       return ErrorAt(a.pos, StatusCode::kInvalidArgument,
@@ -254,11 +287,9 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
   auto duplicate = [](const Action& a, absl::string_view what) {
     return ActionError(a, StatusCode::kInvalidArgument, absl::StrFormat("duplicate %s actions set", what));
   };
+  const Action* conntrack = nullptr;
   for (const Action* a : c.indirects) {
-    const uint32_t id = ActionParam(*a, "action_id");
-    absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, id);
-    if (!entry.ok()) return Fail(entry.status(), a);
-    const std::shared_ptr<IndirectObject>& object = (*entry)->object;
+    DRSIM_ASSIGN_OR_RETURN(const std::shared_ptr<IndirectObject> object, Indirect(*a));
     out_->holds.push_back(object);
     switch (object->def().type) {
       case ActionType::kCount:
@@ -277,10 +308,13 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
         indirect_age = object->age();
         break;
       default:
+        if (object->def().type == ActionType::kConntrack) conntrack = a;
         DRSIM_RETURN_IF_ERROR(object->AddToRule(*this, c, root, *a, list));
         break;
     }
   }
+  DRSIM_RETURN_IF_ERROR(
+      CheckOneAso(c, root, c.count != nullptr || shared_count != nullptr, shared_age, conntrack));
   std::optional<uint32_t> age_timeout;
   if (c.age != nullptr) {
     DRSIM_ASSIGN_OR_RETURN(age_timeout, AgeTimeout(*c.age));
@@ -323,6 +357,20 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
     out_->age->counter = *id;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<IndirectObject>> ActionLowering::Indirect(const Action& a) {
+  absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, ActionParam(a, "action_id"));
+  if (!entry.ok()) return Fail(entry.status(), &a);
+  return (*entry)->object;
+}
+
+absl::StatusOr<const dr::Domain*> ActionLowering::PortDomain(mlx5dv_dr_domain_type type) {
+  if (type == domain_->type()) return &domain_->domain();
+  absl::StatusOr<std::shared_ptr<DomainRes>> domain = ctx_.objects.Domain(type, port_);
+  if (!domain.ok()) return domain.status();
+  out_->holds.push_back(*domain);
+  return &(*domain)->domain();
 }
 
 absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,

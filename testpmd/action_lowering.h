@@ -76,6 +76,7 @@ struct Classified {
   std::vector<const Action*> pops;
   std::vector<const Action*> rewrites;  // modify-header actions
   const Action* last = nullptr;         // the last action that is not void
+  absl::Span<const Action> all;         // every action of the flow, in order (for mlx5's order checks)
 };
 
 // Sorts `actions` by role. InvalidArgument (at the action) for a second fate, meter, sample, mark/flag,
@@ -110,9 +111,18 @@ class ActionLowering {
   // share a new counter; an indirect count's or age's counter is shared with other rules. Also adds what
   // other indirect kinds add (IndirectObject::AddToRule). Errors as mlx5's: a second count or age
   // (InvalidArgument), an indirect age in a root table (Unimplemented), an age with an indirect count in a
-  // root table (InvalidArgument); and Unimplemented where mlx5 would count and age with two objects (an
-  // indirect count or age beside another count or age).
+  // root table (InvalidArgument), two ASO actions in one rule (Unimplemented, CheckOneAso); and
+  // Unimplemented where mlx5 would count and age with two objects (an indirect count or age beside another
+  // count or age).
   absl::Status AddCounting(const Classified& c, bool root, DrList* list);
+
+  // The object of `indirect` action `a` on the rule's port (testpmd looks ids up in the rule's port);
+  // NotFound at `a` naming both.
+  absl::StatusOr<std::shared_ptr<IndirectObject>> Indirect(const Action& a);
+
+  // The domain of `type` of the rule's port, held by the flow: for an action made in another domain than
+  // the rule's (mlx5 makes CT actions in the NIC_RX domain whatever the rule's).
+  absl::StatusOr<const dr::Domain*> PortDomain(mlx5dv_dr_domain_type type);
 
   // Inserts a rule of `list`'s actions; a DR error naming an action index points at its testpmd action,
   // others at `fallback`.
