@@ -134,7 +134,10 @@ TEST_F(ConntrackTest, RefusesWhatMlx5Refuses) {
          "Not a outer TCP packet");
   expect("flow create 0 group 1 ingress pattern eth / ipv4 / tcp / end actions conntrack / jump group 2 / end",
          "as an indirect action only");
-  expect("flow create 0 group 2 ingress pattern conntrack is 5 / end actions drop / end", "VALID");
+  expect("flow create 0 group 2 ingress pattern conntrack is 5 / end actions drop / end",
+         "Conflict status bits (conntrack flags 0x5: VALID conflicts with INVALID, DISABLED and BAD)");
+  expect("flow create 0 group 2 ingress pattern conntrack is 0x20 / end actions drop / end",
+         "Invalid CT item flags (conntrack flags 0x20: only VALID 0x1");
   expect("flow create 0 group 2 ingress pattern conntrack is 1 / conntrack is 4 / end actions drop / end",
          "Only one CT is supported");
   expect("flow indirect_action 0 update 0 action count / end", "conntrack_update");
