@@ -64,15 +64,18 @@ class Firewall {
   }
 
   // The pipeline before any connection: TCP goes to the CT table, where everything misses to software
-  // until a connection is committed; table 2 drops what CT finds invalid.
+  // until a connection is committed; table 2 passes VALID segments that change the state (a FIN) and
+  // drops what CT finds invalid.
   void Start() {
     Run("flow create 0 ingress pattern eth / ipv4 / tcp / end actions jump group 1 / end");
     Run("flow create 0 ingress group 1 priority 1 pattern eth / ipv4 / tcp / end actions queue index 1 / end");
+    Run("flow create 0 ingress group 2 pattern conntrack is 3 / end actions count / queue index 0 / end");
     Run("flow create 0 ingress group 2 priority 1 pattern conntrack is 4 / end actions count / drop / end");
   }
 
   // Software's commit once the handshake is through: the CT context from the handshake (no window
-  // scaling), the CT rule of each direction, and per direction an aging rule passing VALID packets.
+  // scaling), the CT rule of each direction, and per direction an aging rule passing VALID packets that
+  // leave the state as it is (testpmd's item compares every state bit).
   void Commit(uint32_t client_next, uint32_t server_next, uint16_t client_win, uint16_t server_win) {
     auto common = [&](int is_orig) {
       return absl::StrFormat(
@@ -95,7 +98,7 @@ class Firewall {
     Run(absl::StrFormat("flow indirect_action 0 update %d action conntrack_update dir / end", ct_));
     rules_.push_back(CtRule(reply));
     for (const char* dir : {orig, reply}) {
-      Run(absl::StrFormat("flow create 0 ingress group 2 pattern eth / %s / conntrack spec 1 mask 1 / end "
+      Run(absl::StrFormat("flow create 0 ingress group 2 pattern eth / %s / conntrack is 1 / end "
                           "actions age timeout 10 / count / queue index 0 / end",
                           dir));
     }

@@ -35,9 +35,19 @@ std::string WithPipeHint(absl::string_view msg) {
                       "traffic from the wire is port 0's, as in mlx5 switchdev)");
 }
 
+// mlx5 makes a CT object's DR actions in the port's NIC_RX domain and links them to no other
+// (flow_dv_aso_ct_alloc; no mlx5dv_dr_aso_other_domain_link), so DR refuses them in egress and transfer
+// rules; say so when DR does.
+std::string WithCtDomainHint(absl::string_view msg) {
+  if (!absl::StrContains(msg, "the ASO CT action was made for another domain")) return std::string(msg);
+  return absl::StrCat("hardware refuses to create flow: ", msg,
+                      " (CT works in ingress rules only: mlx5 makes CT actions in the port's NIC_RX domain, "
+                      "flow_dv_aso_ct_alloc, and links them to no egress or transfer domain)");
+}
+
 // DR names the culprit of a rule error as "action[N]"; point at the testpmd action behind entry N.
 absl::Status Blame(const absl::Status& s, const DrList& list, SourcePos fallback) {
-  const std::string msg = WithPipeHint(s.message());
+  const std::string msg = WithCtDomainHint(WithPipeHint(s.message()));
   const size_t at = msg.find("action[");
   size_t index = 0;
   if (at != std::string::npos) {
@@ -69,6 +79,7 @@ uint32_t ActionParam(const Action& a, absl::string_view name, uint32_t fallback)
 
 absl::StatusOr<Classified> Classify(absl::Span<const Action> actions) {
   Classified c;
+  c.all = actions;
   auto once = [](const Action*& slot, const Action& a, absl::string_view what) -> absl::Status {
     if (slot != nullptr) {
       return ErrorAt(a.pos, StatusCode::kInvalidArgument,
@@ -258,9 +269,7 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
   std::shared_ptr<IndirectObject> shared_count, shared_age;
   std::vector<std::pair<const Action*, std::shared_ptr<IndirectObject>>> others;
   for (const Action* a : c.indirects) {
-    absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, ActionParam(*a, "action_id"));
-    if (!entry.ok()) return Fail(entry.status(), a);
-    const std::shared_ptr<IndirectObject>& object = (*entry)->object;
+    DRSIM_ASSIGN_OR_RETURN(const std::shared_ptr<IndirectObject> object, Indirect(*a));
     out_->holds.push_back(object);
     const ActionType kind = object->def().type;
     if (kind == ActionType::kCount && flow.indirect_count == nullptr) {
@@ -374,14 +383,24 @@ absl::Status ActionLowering::CheckAsoActions(const Classified& flow, bool root) 
   // As mlx5's flow_dv_validate counts them: an age of its own beside any count is counter-aged there.
   const bool age_is_aso = age != nullptr && !root &&
                           !(flow.age != nullptr && (flow.count != nullptr || flow.indirect_count != nullptr));
-  const int aso = (age_is_aso ? 1 : 0) + (flow.meter != nullptr ? 1 : 0) + (ct != nullptr ? 1 : 0);
-  if (aso > 1) {
-    return ActionError(age_is_aso ? *age : *ct, StatusCode::kUnimplemented,
-                       "unsupported combining AGE, METER, CT ASO actions in a single rule (each is an ASO "
-                       "object on a ConnectX-6 Dx, and a rule takes one)");
+  std::vector<const Action*> aso;
+  for (const Action* a : {age_is_aso ? age : nullptr, flow.meter, ct}) {
+    if (a != nullptr) aso.push_back(a);
+  }
+  if (aso.size() > 1) {
+    // Blamed on the one written last, where mlx5's action-by-action validation stops.
+    std::sort(aso.begin(), aso.end(),
+              [](const Action* a, const Action* b) { return WrittenBefore(a->pos, b->pos); });
+    const Action& first = *aso.front();
+    return ActionError(
+        *aso.back(), StatusCode::kUnimplemented,
+        absl::StrFormat("unsupported combining AGE, METER, CT ASO actions in a single rule ('%s' "
+                        "at %d:%d is one too: each is an ASO object on a ConnectX-6 Dx, and a "
+                        "rule takes one)",
+                        first.def->name, first.pos.line, first.pos.column));
   }
   // A transfer mirror (sample ratio 1) before an ASO action.
-  if (aso > 0 && flow.sample != nullptr && type() == MLX5DV_DR_DOMAIN_TYPE_FDB &&
+  if (!aso.empty() && flow.sample != nullptr && type() == MLX5DV_DR_DOMAIN_TYPE_FDB &&
       ActionParam(*flow.sample, "ratio") == 1) {
     for (const Action* a : {root ? nullptr : age, ct}) {
       if (a != nullptr && WrittenBefore(flow.sample->pos, a->pos)) {
@@ -390,6 +409,20 @@ absl::Status ActionLowering::CheckAsoActions(const Classified& flow, bool root) 
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<IndirectObject>> ActionLowering::Indirect(const Action& a) {
+  absl::StatusOr<IndirectEntry*> entry = ctx_.indirect.Find(port_, ActionParam(a, "action_id"));
+  if (!entry.ok()) return Fail(entry.status(), &a);
+  return (*entry)->object;
+}
+
+absl::StatusOr<const dr::Domain*> ActionLowering::PortDomain(mlx5dv_dr_domain_type type) {
+  if (type == domain_->type()) return &domain_->domain();
+  absl::StatusOr<std::shared_ptr<DomainRes>> domain = ctx_.objects.Domain(type, port_);
+  if (!domain.ok()) return domain.status();
+  out_->holds.push_back(*domain);
+  return &(*domain)->domain();
 }
 
 absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,

@@ -85,10 +85,12 @@ struct Classified {
   std::vector<const Action*> pops;
   std::vector<const Action*> rewrites;  // modify-header actions
   const Action* last = nullptr;         // the last action that is not void
+  absl::Span<const Action> all;         // every action of the flow, in order (for mlx5's order checks)
 };
 
 // Sorts `actions` by role. InvalidArgument (at the action) for a second fate, meter, sample, mark/flag,
-// count, age, decap or encap, or a third VLAN push/pop, as mlx5 rejects them; Unimplemented for meter with sample.
+// count, age, decap or encap, or a third VLAN push/pop, as mlx5 rejects them; Unimplemented for meter with
+// sample.
 absl::StatusOr<Classified> Classify(absl::Span<const Action> actions);
 
 // Makes the DR actions and rules of one flow (or meter policy) in one domain; everything goes to `out`.
@@ -127,6 +129,14 @@ class ActionLowering {
   // root table (Unimplemented), an age and an indirect count in a root table (InvalidArgument, `old age
   // and indirect count combination`), then CheckAsoActions.
   absl::Status AddCounting(const Classified& c, bool root, DrList* list);
+
+  // The object of `indirect` action `a` on the rule's port (testpmd looks ids up in the rule's port);
+  // NotFound at `a` naming both.
+  absl::StatusOr<std::shared_ptr<IndirectObject>> Indirect(const Action& a);
+
+  // The domain of `type` of the rule's port, held by the flow: for an action made in another domain than
+  // the rule's (mlx5 makes CT actions in the NIC_RX domain whatever the rule's).
+  absl::StatusOr<const dr::Domain*> PortDomain(mlx5dv_dr_domain_type type);
 
   // Inserts a rule of `list`'s actions; a DR error naming an action index points at its testpmd action,
   // others at `fallback`.

@@ -120,6 +120,7 @@ struct EngineCounts {
 };
 
 class EngineContext;
+class IndirectObject;
 
 class FlowEngine {
  public:
@@ -184,6 +185,8 @@ class FlowEngine {
  private:
   // Destroys the flows of `port` whose ids are in `ids`, newest first (testpmd's order); returns them.
   std::vector<uint32_t> EraseFlows(uint16_t port, absl::Span<const uint32_t> ids);
+  // The ids of the flows of `port` that hold indirect object `object`.
+  std::vector<uint32_t> FlowsUsing(uint16_t port, const IndirectObject& object) const;
   // The flow id `c` names (by id or by user_id), checked to exist.
   absl::StatusOr<uint32_t> QueriedFlow(const FlowQueryCmd& c) const;
 

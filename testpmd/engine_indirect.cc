@@ -1,7 +1,9 @@
 // FlowEngine's indirect actions: flow indirect_action create|update|destroy|query (indirect_actions.h).
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "testpmd/context.h"
 #include "testpmd/engine.h"
@@ -28,9 +30,19 @@ absl::StatusOr<CommandResult> FlowEngine::RunIndirectAction(const IndirectAction
       break;
     }
     case IndirectActionCmd::Op::kDestroy: {
-      absl::StatusOr<std::vector<uint32_t>> destroyed = table.Destroy(cmd.port, cmd.ids);
-      if (!destroyed.ok()) return WithPos(destroyed.status(), cmd.id_pos);
-      result.destroyed = *std::move(destroyed);
+      IndirectTable::DestroyOutcome out =
+          table.Destroy(cmd.port, cmd.ids, [&](const IndirectObject& o) { return FlowsUsing(cmd.port, o); });
+      if (!out.refused.ok()) {
+        // testpmd went on past the refusal: what went is gone, and replaying the history must do the same.
+        if (out.destroyed.empty()) return WithPos(out.refused, cmd.id_pos);
+        IndirectActionCmd done = cmd;
+        done.ids = out.destroyed;
+        history_.push_back(Command{SourcePos{}, std::move(done)});
+        return ErrorAt(cmd.id_pos, out.refused.code(),
+                       absl::StrFormat("%s; the others were destroyed: #%s (testpmd goes on past a refusal)",
+                                       out.refused.message(), absl::StrJoin(out.destroyed, ", #")));
+      }
+      result.destroyed = std::move(out.destroyed);
       for (const uint32_t id : result.destroyed) {
         absl::StrAppendFormat(&result.text, "Indirect action #%d destroyed\n", id);
       }
@@ -44,6 +56,21 @@ absl::StatusOr<CommandResult> FlowEngine::RunIndirectAction(const IndirectAction
     }
   }
   return result;
+}
+
+std::vector<uint32_t> FlowEngine::FlowsUsing(uint16_t port, const IndirectObject& object) const {
+  std::vector<uint32_t> users;
+  auto flows = context_->flows.find(port);
+  if (flows == context_->flows.end()) return users;
+  for (const auto& [id, flow] : flows->second) {
+    for (const std::shared_ptr<const void>& hold : flow->objects.holds) {
+      if (hold.get() == static_cast<const void*>(&object)) {
+        users.push_back(id);
+        break;
+      }
+    }
+  }
+  return users;
 }
 
 }  // namespace drsim::testpmd

@@ -1,9 +1,11 @@
 #include "testpmd/indirect_actions.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "testpmd/action_lowering.h"
 #include "testpmd/context.h"
@@ -49,11 +51,12 @@ class IndirectCount : public IndirectObject {
                                    r.hits, r.bytes);
     return absl::OkStatus();
   }
-  absl::Status CheckDestroy(uint32_t id, long users) const override {
-    if (users == 0) return absl::OkStatus();
+  absl::Status CheckDestroy(uint32_t id, const std::vector<uint32_t>& users) const override {
+    if (users.empty()) return absl::OkStatus();
     return absl::FailedPreconditionError(absl::StrFormat(
-        "Indirect count action #%d has references: %d flow(s) use it (destroy them first; mlx5: EBUSY)", id,
-        users));
+        "Indirect count action #%d has references: %d flow(s) use it (flow #%s; destroy them first; mlx5: "
+        "EBUSY)",
+        id, users.size(), absl::StrJoin(users, ", #")));
   }
 
  private:
@@ -81,7 +84,8 @@ class IndirectAge : public IndirectObject {
 };
 
 // The object of `action`: the one place where kinds are told apart (see the header to add one).
-absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectObject(EngineContext& ctx, const Action& action) {
+absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectObject(EngineContext& ctx, uint16_t port,
+                                                                   const Action& action) {
   switch (action.def->type) {
     case ActionType::kCount: {
       DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<OwnedCounter> counter, NewCounter(ctx.nic, action));
@@ -93,7 +97,7 @@ absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectObject(EngineContext
       return std::make_shared<IndirectAge>(*action.def, std::move(age));
     }
     case ActionType::kConntrack:
-      return MakeIndirectConntrack(ctx, action);
+      return MakeIndirectConntrack(ctx, port, action);
     default:
       return ActionError(action, StatusCode::kUnimplemented,
                          "cannot be an indirect action here (indirect kinds: count, age, conntrack)");
@@ -113,7 +117,9 @@ absl::Status IndirectObject::Update(EngineContext&, const Action& action) {
                                      def().name));
 }
 
-absl::Status IndirectObject::CheckDestroy(uint32_t, long) const { return absl::OkStatus(); }
+absl::Status IndirectObject::CheckDestroy(uint32_t, const std::vector<uint32_t>&) const {
+  return absl::OkStatus();
+}
 
 absl::StatusOr<uint32_t> IndirectTable::Create(EngineContext& ctx, const IndirectActionCmd& cmd) {
   std::map<uint32_t, IndirectEntry>& entries = by_port_[cmd.port];
@@ -131,7 +137,8 @@ absl::StatusOr<uint32_t> IndirectTable::Create(EngineContext& ctx, const Indirec
     }
     id = entries.rbegin()->first + 1;  // testpmd: the highest id in use plus one
   }
-  DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<IndirectObject> object, MakeIndirectObject(ctx, cmd.actions.front()));
+  DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<IndirectObject> object,
+                         MakeIndirectObject(ctx, cmd.port, cmd.actions.front()));
   entries[id] = IndirectEntry{cmd.ingress, cmd.egress, cmd.transfer, std::move(object)};
   return id;
 }
@@ -145,16 +152,25 @@ absl::StatusOr<IndirectEntry*> IndirectTable::Find(uint16_t port, uint32_t id) {
   return absl::NotFoundError(absl::StrFormat("Failed to find indirect action #%d on port %d", id, port));
 }
 
-absl::StatusOr<std::vector<uint32_t>> IndirectTable::Destroy(uint16_t port, const std::vector<uint32_t>& ids) {
+IndirectTable::DestroyOutcome IndirectTable::Destroy(
+    uint16_t port, const std::vector<uint32_t>& ids,
+    absl::FunctionRef<std::vector<uint32_t>(const IndirectObject&)> users) {
   std::map<uint32_t, IndirectEntry>& entries = by_port_[port];
-  std::vector<uint32_t> destroyed;
+  DestroyOutcome out;
+  std::vector<std::string> reasons;
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     if (std::find(ids.begin(), ids.end(), it->first) == ids.end()) continue;
-    DRSIM_RETURN_IF_ERROR(it->second.object->CheckDestroy(it->first, it->second.object.use_count() - 1));
-    destroyed.push_back(it->first);
+    const absl::Status s = it->second.object->CheckDestroy(it->first, users(*it->second.object));
+    if (s.ok()) {
+      out.destroyed.push_back(it->first);
+    } else {
+      if (out.refused.ok()) out.refused = s;
+      reasons.emplace_back(s.message());
+    }
   }
-  for (uint32_t id : destroyed) entries.erase(id);
-  return destroyed;
+  if (!out.refused.ok()) out.refused = absl::Status(out.refused.code(), absl::StrJoin(reasons, "; "));
+  for (uint32_t id : out.destroyed) entries.erase(id);
+  return out;
 }
 
 std::vector<std::pair<uint32_t, std::shared_ptr<AgeState>>> IndirectTable::Ages(uint16_t port) const {

@@ -17,7 +17,8 @@
 //
 // Lifetimes. The table holds a reference on each object and every flow using it another: destroying the
 // entry drops the table's; the object (and its counter) goes with the last flow. mlx5 refuses to destroy
-// a shared counter still in use (EBUSY) and lets an age go with its last rule; CheckDestroy says which.
+// a shared counter still in use (EBUSY) and lets an age or a CT go with its last rule; CheckDestroy says
+// which.
 //
 // Not thread-safe.
 #ifndef DRSIM_TESTPMD_INDIRECT_ACTIONS_H_
@@ -29,6 +30,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "testpmd/aging.h"
@@ -63,8 +65,8 @@ class IndirectObject {
   // flow indirect_action ... update with `action`. mlx5's DV flow engine updates RSS and conntrack only:
   // Unimplemented (action type update not supported) unless a kind says otherwise.
   virtual absl::Status Update(EngineContext& ctx, const Action& action);
-  // Whether the entry may be destroyed while `users` flows use the object.
-  virtual absl::Status CheckDestroy(uint32_t id, long users) const;
+  // Whether the entry `id` may be destroyed while the flows `users` (ids) use the object.
+  virtual absl::Status CheckDestroy(uint32_t id, const std::vector<uint32_t>& users) const;
 };
 
 struct IndirectEntry {
@@ -78,9 +80,16 @@ class IndirectTable {
   absl::StatusOr<uint32_t> Create(EngineContext& ctx, const IndirectActionCmd& cmd);
   // The entry `id` of `port`; NotFound naming both.
   absl::StatusOr<IndirectEntry*> Find(uint16_t port, uint32_t id);
-  // Destroys the entries of `ids` that exist, highest id first (testpmd's order); returns their ids. All
-  // or nothing: the first that may not go fails the call.
-  absl::StatusOr<std::vector<uint32_t>> Destroy(uint16_t port, const std::vector<uint32_t>& ids);
+  // What Destroy did: the ids destroyed, in order, and why the others of those asked for stayed.
+  struct DestroyOutcome {
+    std::vector<uint32_t> destroyed;
+    absl::Status refused;  // each entry that may not go (CheckDestroy), its reasons joined; OK if none
+  };
+  // Destroys the entries of `ids` that exist, highest id first (testpmd's order). As testpmd's
+  // port_action_handle_destroy, one that may not go stays and the others still go. `users` gives the ids of
+  // the flows of `port` using an object.
+  DestroyOutcome Destroy(uint16_t port, const std::vector<uint32_t>& ids,
+                         absl::FunctionRef<std::vector<uint32_t>(const IndirectObject&)> users);
   // The ages of `port`'s indirect actions, by id.
   std::vector<std::pair<uint32_t, std::shared_ptr<AgeState>>> Ages(uint16_t port) const;
   void Clear() { by_port_.clear(); }

@@ -16,6 +16,57 @@ namespace {
 
 using absl::StatusCode;
 
+// Ports that may own a CT object (MLX5_INDIRECT_ACT_CT_MAX_PORT).
+constexpr uint16_t kMaxCtOwnerPort = 16;
+
+// What the flow writes around its CT action that mlx5 refuses there: before it
+// (flow_dv_validate_action_aso_ct's action_flags) a fate action (drop, queue, rss, jump:
+// MLX5_FLOW_FATE_ACTIONS, which port_id and represented_port are not), an ASO action (meter, age, an indirect
+// age) or an encap; after it a sample (flow_dv_validate_action_sample).
+struct AroundCt {
+  const Action* fate = nullptr;
+  const Action* aso = nullptr;
+  const Action* encap = nullptr;
+  const Action* sample_after = nullptr;
+};
+
+absl::StatusOr<AroundCt> ActionsAround(ActionLowering& lowering, const Classified& c, const Action& ct) {
+  AroundCt b;
+  bool after = false;
+  for (const Action& a : c.all) {
+    if (&a == &ct) after = true;
+    if (after) {
+      if (a.def->type == ActionType::kSample && b.sample_after == nullptr) b.sample_after = &a;
+      continue;
+    }
+    switch (a.def->type) {
+      case ActionType::kDrop:
+      case ActionType::kQueue:
+      case ActionType::kRss:
+      case ActionType::kJump:
+        if (b.fate == nullptr) b.fate = &a;
+        break;
+      case ActionType::kMeter:
+      case ActionType::kAge:
+        if (b.aso == nullptr) b.aso = &a;
+        break;
+      case ActionType::kIndirect: {
+        DRSIM_ASSIGN_OR_RETURN(const std::shared_ptr<IndirectObject> object, lowering.Indirect(a));
+        if (object->def().type == ActionType::kAge && b.aso == nullptr) b.aso = &a;
+        break;
+      }
+      case ActionType::kVxlanEncap:
+      case ActionType::kNvgreEncap:
+      case ActionType::kRawEncap:
+        if (b.encap == nullptr) b.encap = &a;
+        break;
+      default:
+        break;
+    }
+  }
+  return b;
+}
+
 // mlx5_validate_action_ct's checks, then the PRM's field widths.
 absl::Status CheckProfile(const ConntrackProfile& p, const Action& origin) {
   if (static_cast<uint8_t>(p.context.state) >= sim::kCtStateCount) {
@@ -45,40 +96,55 @@ std::string FormatDirection(absl::string_view name, const sim::CtDirection& d) {
 class IndirectConntrack : public IndirectObject {
  public:
   IndirectConntrack(const ActionDef& def, sim::Nic& nic, uint32_t object, const ConntrackProfile& profile)
-      : def_(def), nic_(nic), object_(object), peer_port_(profile.peer_port), original_(profile.is_original) {}
+      : def_(def),
+        nic_(nic),
+        object_(object),
+        peer_port_(profile.peer_port),
+        original_(profile.is_original) {}
   ~IndirectConntrack() override { nic_.DestroyAsoObject(object_).IgnoreError(); }
   IndirectConntrack(const IndirectConntrack&) = delete;
   IndirectConntrack& operator=(const IndirectConntrack&) = delete;
 
   const ActionDef& def() const override { return def_; }
 
+  // flow_dv_validate_action_aso_ct's checks, in its order, on the actions written before CT; then a sample
+  // after CT (flow_dv_validate_action_sample). The DR action is made in the port's NIC_RX domain, as
+  // flow_dv_aso_ct_alloc does, so DR refuses it in egress and transfer rules (Blame says why).
   absl::Status AddToRule(ActionLowering& lowering, const Classified& c, bool root, const Action& origin,
                          DrList* list) override {
     if (root) {
       return ActionError(origin, StatusCode::kUnimplemented,
                          "Only support non-root table (conntrack needs a group above 0)");
     }
-    if (c.fate != nullptr && WrittenBefore(c.fate->pos, origin.pos)) {
-      return ActionError(origin, StatusCode::kUnimplemented, "CT cannot follow a fate action");
+    DRSIM_ASSIGN_OR_RETURN(const AroundCt around, ActionsAround(lowering, c, origin));
+    if (around.fate != nullptr) {
+      return ActionError(
+          origin, StatusCode::kUnimplemented,
+          absl::StrFormat("CT cannot follow a fate action ('%s' at %d:%d)", around.fate->def->name,
+                          around.fate->pos.line, around.fate->pos.column));
     }
-    // A meter or an age written before it (mlx5 checks what came first; CheckAsoActions the rest).
-    for (const Action* aso : {c.meter, c.age, c.indirect_age}) {
-      if (aso != nullptr && WrittenBefore(aso->pos, origin.pos)) {
-        return ActionError(origin, StatusCode::kInvalidArgument,
-                           absl::StrFormat("Only one ASO action is supported ('%s' at %d:%d is one too)",
-                                           aso->def->name, aso->pos.line, aso->pos.column));
-      }
+    if (around.aso != nullptr) {
+      return ActionError(
+          origin, StatusCode::kInvalidArgument,
+          absl::StrFormat("Only one ASO action is supported ('%s' at %d:%d, before CT, is one too)",
+                          around.aso->def->name, around.aso->pos.line, around.aso->pos.column));
     }
-    if (c.encap != nullptr && WrittenBefore(c.encap->pos, origin.pos)) {
+    if (around.encap != nullptr) {
       return ActionError(origin, StatusCode::kInvalidArgument, "Encap cannot exist before CT");
     }
     if (lowering.info().outer.l4 != L4::kTcp) {
       return ActionError(origin, StatusCode::kInvalidArgument,
                          "Not a outer TCP packet (the pattern must match outer tcp)");
     }
+    if (around.sample_after != nullptr) {
+      return ActionError(*around.sample_after, StatusCode::kInvalidArgument,
+                         absl::StrFormat("Sample after CT not supported (CT is at %d:%d)", origin.pos.line,
+                                         origin.pos.column));
+    }
+    DRSIM_ASSIGN_OR_RETURN(const dr::Domain* rx, lowering.PortDomain(MLX5DV_DR_DOMAIN_TYPE_NIC_RX));
     const uint32_t flags = original_ ? MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR
                                      : MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_RESPONDER;
-    absl::StatusOr<dr::Action> aso = dr::Action::Aso(lowering.dr_domain(), object_, 0, flags, kMeterRegC);
+    absl::StatusOr<dr::Action> aso = dr::Action::Aso(*rx, object_, 0, flags, kMeterRegC);
     if (!aso.ok()) return lowering.Fail(aso.status(), &origin);
     list->Add(lowering.Own(*std::move(aso)), &origin);
     return absl::OkStatus();
@@ -125,7 +191,17 @@ class IndirectConntrack : public IndirectObject {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectConntrack(EngineContext& ctx, const Action& action) {
+absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectConntrack(EngineContext& ctx, uint16_t port,
+                                                                      const Action& action) {
+  // mlx5 keeps the owner port in 4 bits of a CT handle (flow_dv_translate_create_conntrack).
+  if (port >= kMaxCtOwnerPort) {
+    return ActionError(
+        action, StatusCode::kInvalidArgument,
+        absl::StrFormat("CT supports port indexes up to MLX5_ACTION_CTX_CT_MAX_PORT (port %d: mlx5 "
+                        "creates CT objects on ports 0..%d only, as a CT handle keeps its owner port "
+                        "in 4 bits)",
+                        port, kMaxCtOwnerPort - 1));
+  }
   const ConntrackProfile& profile = ctx.conntrack;
   DRSIM_RETURN_IF_ERROR(CheckProfile(profile, action));
   absl::StatusOr<uint32_t> object = ctx.nic.CreateAsoObject(hw::AsoKind::kConnTrack, 0);

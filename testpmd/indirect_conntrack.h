@@ -10,11 +10,13 @@
 //   update ... conntrack_update ctx: reprograms the context from the profile;
 //   query: reads the context back and prints it as testpmd's port_action_handle_query.
 //
-// How. Restrictions are mlx5's (flow_dv_validate_action_aso_ct, mlx5_validate_action_ct), each error
-// naming its reason: not in root tables (group 0), not after a fate action, not after a meter or an age
-// (one ASO action per flow; ActionLowering::CheckAsoActions refuses those written after it), not after an
-// encap, only on outer TCP; a context with an unknown state or
-// last_index is refused at create and update.
+// How. Restrictions are mlx5's, each error naming its reason. flow_dv_validate_action_aso_ct: not in root
+// tables (group 0), not after drop, queue, rss or jump, not after a meter or an age (own or indirect), not
+// after an encap, only on outer TCP; flow_dv_validate_action_sample: no sample after it; a meter or an ASO
+// age after it is flow_dv_validate's one-ASO check (ActionLowering::CheckAsoActions). The DR action is made
+// in the port's NIC_RX domain, as flow_dv_aso_ct_alloc makes it, so DR refuses it in egress and transfer
+// rules. mlx5_validate_action_ct: a context with an unknown state or last_index is refused at create and
+// update; flow_dv_translate_create_conntrack: only ports 0..15 own a CT. The peer port is kept for queries.
 //
 // Not thread-safe.
 #ifndef DRSIM_TESTPMD_INDIRECT_CONNTRACK_H_
@@ -27,8 +29,9 @@
 
 namespace drsim::testpmd {
 
-// The CT object of `action` (a conntrack action), from ctx.conntrack.
-absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectConntrack(EngineContext& ctx, const Action& action);
+// The CT object of `action` (a conntrack action) on `port`, from ctx.conntrack.
+absl::StatusOr<std::shared_ptr<IndirectObject>> MakeIndirectConntrack(EngineContext& ctx, uint16_t port,
+                                                                      const Action& action);
 
 }  // namespace drsim::testpmd
 

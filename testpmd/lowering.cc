@@ -117,6 +117,18 @@ class FlowLowering {
   }
 
  private:
+  // The flow's counting, aging and indirect actions, for the part of a split flow that runs them (the
+  // meter or the sampler's), with what the flow's order and ASO checks read (meter, all).
+  Classified CountingOnly() const {
+    Classified c;
+    c.count = c_.count;
+    c.age = c_.age;
+    c.indirects = c_.indirects;
+    c.meter = c_.meter;
+    c.all = c_.all;
+    return c;
+  }
+
   absl::Status AddFate(DrList* list) {
     if (c_.fate == nullptr) return absl::OkStatus();
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* fate, lowering_.Fate(*c_.fate, target_.label, false));
@@ -161,10 +173,7 @@ class FlowLowering {
     out_->holds.push_back(*hold);
     const std::vector<uint64_t> tag_words =
         SetRegisterWords(kMeterRegC, flow_id << kMeterFlowIdShift, 0xffffff00);
-    Classified prefix_actions;
-    prefix_actions.count = c_.count;
-    prefix_actions.age = c_.age;
-    prefix_actions.indirects = c_.indirects;
+    Classified prefix_actions = CountingOnly();
     DRSIM_RETURN_IF_ERROR(
         lowering_.AddModifiers(prefix_actions, true, target_.table->root(), tag_words, &prefix));
     prefix.Add(&(*instance)->meter, &meter);
@@ -277,10 +286,7 @@ class FlowLowering {
       splitter = *std::move(sampler);
     }
     DrList prefix;
-    Classified prefix_actions;
-    prefix_actions.count = c_.count;
-    prefix_actions.age = c_.age;
-    prefix_actions.indirects = c_.indirects;
+    Classified prefix_actions = CountingOnly();
     DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(prefix_actions, true, target_.table->root(), {}, &prefix));
     prefix.Add(lowering_.Own(std::move(splitter)), &sample);
     return lowering_.Insert(matcher, pattern_.value, prefix, target_.label, target_.actions_pos);

@@ -23,6 +23,14 @@ std::string ParamNames(const ActionDef& def) {
   return absl::StrJoin(names, ", ");
 }
 
+// Whether an op (is, spec, last, mask, prefix) has set a word of `item`.
+bool HasOp(const Item& item) {
+  for (const ItemWord& w : item.words) {
+    if (w.spec_set || w.last_set || w.mask_set) return true;
+  }
+  return false;
+}
+
 void ApplyFieldOp(Item& item, const FieldDef& field, absl::string_view op, absl::uint128 value,
                   SourcePos pos) {
   ItemWord& w = item.words[field.storage];
@@ -201,9 +209,19 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
   item.def = def;
   item.pos = name->pos;
   item.words.resize(def->storage.size());
+  // testpmd writes the conntrack item's one field bare and once: `conntrack OP FLAGS /` (ITEM_CONNTRACK: the
+  // op stands where a name would, and '/' must follow the value).
+  const bool bare = def->type == ItemType::kConntrack;
   while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
-    // testpmd writes the conntrack item's one field bare: `conntrack is 1` (the op stands where a name would).
-    const bool bare = def->type == ItemType::kConntrack && c.PeekIsAny({"is", "spec", "last", "mask", "prefix"});
+    if (bare && (HasOp(item) || !c.PeekIsAny({"is", "spec", "last", "mask", "prefix"}))) {
+      const std::string expected =
+          HasOp(item) ? "'/' after the conntrack flags" : "is, spec, last, mask or prefix after 'conntrack'";
+      return ErrorAt(
+          c.Peek().pos, StatusCode::kInvalidArgument,
+          absl::StrFormat("expected %s, found '%s' (testpmd's item is 'conntrack is|spec|last|mask|"
+                          "prefix FLAGS': one op, no field name)",
+                          expected, c.Peek().text));
+    }
     const Token& fname = bare ? c.Peek() : c.Take();
     const FieldDef* field = bare ? &def->fields.front() : FindField(*def, fname.text);
     if (field == nullptr) {

@@ -708,7 +708,12 @@ class PatternBuilder {
     const Word flags = W(item, 0);
     absl::StatusOr<sim::CtRegisterMatch> match = sim::CtResultMatch(
         static_cast<uint32_t>(word.spec), flags.mask_bits(0, 32) & sim::kCtPktAll);
-    if (!match.ok()) return WithPos(match.status(), flags.pos);
+    if (!match.ok()) {  // flow_dv_validate_item_aso_ct's words, then sim's detail
+      const bool unknown = (word.spec & ~absl::uint128(sim::kCtPktAll)) != 0;
+      return ErrorAt(flags.pos, match.status().code(),
+                     absl::StrFormat("%s (%s)", unknown ? "Invalid CT item flags" : "Conflict status bits",
+                                     match.status().message()));
+    }
     return Put(RegCMatchField(kMeterRegC), match->mask, match->value, flags.pos);
   }
 
