@@ -362,7 +362,19 @@ TEST_F(AdvancedActionsTest, ModifyAsoReachesLaterRulesOfTheSameMatcher) {
 }
 
 // ASO connection tracking: every rejection of the aso ct action, with its message, and modify_aso.
-class AsoConnTrackTest : public AdvancedActionsTest {};
+class AsoConnTrackTest : public AdvancedActionsTest {
+ protected:
+  // A CT object of one context, an established connection from seq 1000 (client) and 5000 (server) with
+  // unscaled 65535-byte windows.
+  uint32_t Established() {
+    const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
+    sim::CtContext c;
+    c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
+    c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
+    EXPECT_TRUE(nic_.ConfigureAsoConnTrack(cts, 0, c).ok());
+    return cts;
+  }
+};
 
 TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
   const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 1);  // 2 contexts
@@ -416,11 +428,7 @@ TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
 
 // Direction comes from the action: the same segment is the initiator's or the responder's.
 TEST_F(AsoConnTrackTest, TheActionsDirectionPicksTheSender) {
-  const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
-  sim::CtContext c;
-  c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
-  c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
-  ASSERT_TRUE(nic_.ConfigureAsoConnTrack(cts, 0, c).ok());
+  const uint32_t cts = Established();
   dr::Action ct = *dr::Action::Aso(domain_, cts, 0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
   dr::Action to_t2 = *dr::Action::DestTable(t2_);
   dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&ct, &to_t2});
@@ -450,11 +458,7 @@ TEST_F(AsoConnTrackTest, TheActionsDirectionPicksTheSender) {
 // A register a lookup before the CT action read (so the frame was parsed whole) reads its new value after
 // it: the low byte the action writes, zero (VALID) over what a modify header had set.
 TEST_F(AsoConnTrackTest, ALaterLookupReadsTheRegisterTheActionWrote) {
-  const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
-  sim::CtContext c;
-  c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
-  c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
-  ASSERT_TRUE(nic_.ConfigureAsoConnTrack(cts, 0, c).ok());
+  const uint32_t cts = Established();
   const sim::CtRegisterMatch valid = *sim::CtResultMatch(sim::kCtPktValid, sim::kCtPktValid);
   const sim::CtRegisterMatch invalid = *sim::CtResultMatch(sim::kCtPktInvalid, sim::kCtPktInvalid);
   ASSERT_EQ(valid.value, 0u);
