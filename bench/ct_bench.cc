@@ -1,12 +1,14 @@
 // ASO connection tracking in the software NIC:
-//   BM_CtTrackedRule        TCP segments through a rule whose actions are an aso ct action and a jump
-//                           (the CT result matched in the next table, which drops), bursts of 32
+//   BM_CtTrackedRule        TCP segments through a rule whose actions are an aso ct action and a jump to
+//                           the next table, whose catch-all rule drops; bursts of 32
 //   BM_SameRuleWithoutCt    the same rule and frames without the aso ct action: the peer of the ratio
 //   BM_CtContextsCreated    CT objects of one context created and programmed (sim::Nic), contexts/s
 //   BM_CtContextsProgrammed contexts of one 2^16-context object programmed in turn (a PMD's pool), /s
-// bench/README.md's ratio is BM_CtTrackedRule over BM_SameRuleWithoutCt from one run of this process.
+// bench/README.md's ratio is BM_CtTrackedRule over BM_SameRuleWithoutCt from one run of this process
+// (target: 0.5).
 //
-//   bazel run --config=opt //bench:ct_bench -- --benchmark_repetitions=3
+//   bazel run --config=opt //bench:ct_bench -- --benchmark_repetitions=3 \
+//     --benchmark_report_aggregates_only=true
 #include <infiniband/mlx5dv.h>
 
 #include <cstdint>

@@ -63,7 +63,10 @@ struct alignas(64) CompiledMatcher {
   // Starts loading the first line of the matcher kWalkAhead places later in the lookup order, which a walk
   // passing this one will soon reach: the walk through thousands of matchers (an ACL's, larger than the
   // caches) then waits on one miss per kWalkAhead matchers instead of one per matcher.
-  void PrefetchAhead() const { __builtin_prefetch(ahead.load(std::memory_order_relaxed)); }
+  // (Not a null hint: a prefetch of an unmapped address can cost a page walk.)
+  void PrefetchAhead() const {
+    if (const CompiledMatcher* a = ahead.load(std::memory_order_relaxed)) __builtin_prefetch(a);
+  }
 
   // False when no rule of this matcher can match the header vector `input` (448 bytes, PRM layout), judged
   // on its table's summary word alone; true when one may (then extract the key and Find it). A walk through

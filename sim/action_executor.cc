@@ -1,7 +1,8 @@
 #include "sim/action_executor.h"
 
+#include <algorithm>
 #include <cstring>
-#include <optional>
+#include <new>
 
 #include "hw/byte_order.h"
 #include "sim/checksum.h"
@@ -226,10 +227,16 @@ void FixIpv4HeaderChecksum(uint8_t* ip) {
 
 }  // namespace
 
-void ActionExecutor::EnsureParsed(const PacketBuffer& packet, const PacketMeta& meta) {
-  if (parsed_) return;
-  layers_ = ParsePacket(packet.data(), packet.size(), meta.source_port, &hv_);
-  parsed_ = true;
+void ActionExecutor::Parse(const PacketBuffer& packet, const PacketMeta& meta, bool whole) {
+  // Built in place: assigning the returned struct would reload wide what the parser just stored narrow.
+  if (whole) {
+    new (&own_layers_) PacketLayers(ParsePacket(packet.data(), packet.size(), meta.source_port, &own_hv_));
+  } else {
+    new (&own_layers_)
+        PacketLayers(ParseOuterHeaders(packet.data(), packet.size(), meta.source_port, &own_hv_));
+  }
+  known_ = nullptr;
+  parsed_ = whole ? Parsed::kWhole : Parsed::kOuter;
 }
 
 void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, PacketBuffer& packet,
@@ -238,10 +245,10 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
   uint8_t* frame = packet.mutable_data();  // before `h` points into it: a borrowed frame is copied in here
   const Headers h{frame,
                   packet.size(),
-                  layers_.l3,
-                  layers_.l4,
-                  hw::GetField(hv_.bytes, hw::Field::kOuterIpVersion),
-                  hw::GetField(hv_.bytes, hw::Field::kOuterIpProtocol)};
+                  layers().l3,
+                  layers().l4,
+                  hw::GetField(hv().bytes, hw::Field::kOuterIpVersion),
+                  hw::GetField(hv().bytes, hw::Field::kOuterIpProtocol)};
   const bool l4_checksum = h.l4 && (h.ip_protocol == kTcp || (h.ip_protocol == kUdp && h.l4 + 8 <= h.len)) &&
                            h.l4 + (h.ip_protocol == kTcp ? 20u : 8u) <= h.len;
   const size_t checksum_at = h.ip_protocol == kTcp ? 16 : 6;
@@ -278,7 +285,7 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
       hw::StoreBe16(field, updated);
     }
   }
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
 }
 
 void ActionExecutor::PushVlan(uint32_t vlan_header, PacketBuffer& packet) {
@@ -286,25 +293,25 @@ void ActionExecutor::PushVlan(uint32_t vlan_header, PacketBuffer& packet) {
   uint8_t tag[4];
   hw::StoreBe32(tag, vlan_header);
   packet.Insert(12, tag, 4);
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
 }
 
 bool ActionExecutor::PopVlan(PacketBuffer& packet) {
   if (packet.size() < 18 || !IsVlanTpid(hw::LoadBe16(packet.data() + 12))) return false;
   packet.Erase(12, 4);
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
   return true;
 }
 
 bool ActionExecutor::Decap(const std::vector<uint8_t>* l2_header, PacketBuffer& packet,
                            const PacketMeta& meta) {
-  EnsureParsed(packet, meta);
+  EnsureParsed(packet, meta, /*whole=*/true);
   // L2 decap keeps the inner Ethernet frame; L3 decap keeps the inner IP packet and gives it `l2_header`.
-  const size_t keep_from = l2_header != nullptr ? layers_.inner_l3 : layers_.inner_l2;
+  const size_t keep_from = l2_header != nullptr ? layers().inner_l3 : layers().inner_l2;
   if (keep_from == 0) return false;  // no such inner header: nothing to decapsulate
   packet.Erase(0, keep_from);
   if (l2_header != nullptr) packet.Insert(0, l2_header->data(), l2_header->size());
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
   return true;
 }
 
@@ -313,20 +320,20 @@ void ActionExecutor::Encap(const std::vector<uint8_t>& headers, bool l3, PacketB
   if (l3) {
     // L2 to L3 tunnel: the inner packet keeps only its IP header onwards.
     EnsureParsed(packet, meta);
-    if (layers_.l3 == 0) return;  // no IP header to anchor on: nothing to encapsulate
-    packet.Erase(0, layers_.l3);
+    if (layers().l3 == 0) return;  // no IP header to anchor on: nothing to encapsulate
+    packet.Erase(0, layers().l3);
   }
   packet.Insert(0, headers.data(), headers.size());
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
   FixOuterLengths(packet, meta);
 }
 
 void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& meta) {
   EnsureParsed(packet, meta);
   const size_t len = packet.size();
-  const size_t l3 = layers_.l3;
+  const size_t l3 = layers().l3;
   if (l3 == 0) return;
-  const uint32_t ip_version = hw::GetField(hv_.bytes, hw::Field::kOuterIpVersion);
+  const uint32_t ip_version = hw::GetField(hv().bytes, hw::Field::kOuterIpVersion);
   uint8_t* ip = packet.mutable_data() + l3;
   if (ip_version == 4) {
     hw::StoreBe16(ip + 2, static_cast<uint16_t>(len - l3));
@@ -335,11 +342,11 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
     hw::StoreBe16(ip + 4, static_cast<uint16_t>(len - l3 - 40));
   }
   // Parse again: the parser bounds what follows the IP header by its (now right) length.
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
   EnsureParsed(packet, meta);
-  if (layers_.l4 == 0 || hw::GetField(hv_.bytes, hw::Field::kOuterIpProtocol) != kUdp) return;
-  uint8_t* udp = packet.mutable_data() + layers_.l4;
-  const size_t udp_len = len - layers_.l4;
+  if (layers().l4 == 0 || hw::GetField(hv().bytes, hw::Field::kOuterIpProtocol) != kUdp) return;
+  uint8_t* udp = packet.mutable_data() + layers().l4;
+  const size_t udp_len = len - layers().l4;
   hw::StoreBe16(udp + 4, static_cast<uint16_t>(udp_len));
   if (hw::LoadBe16(udp + 6) == 0 && ip_version == 4) return;  // "no checksum" stays so
   hw::StoreBe16(udp + 6, 0);
@@ -347,13 +354,15 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
   sum += kUdp + static_cast<uint32_t>(udp_len);
   uint16_t checksum = ChecksumFinish(ChecksumAdd(udp, udp_len, sum));
   hw::StoreBe16(udp + 6, checksum == 0 ? 0xffff : checksum);
-  parsed_ = false;
+  parsed_ = Parsed::kNo;
 }
 
-bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta,
-                         uint64_t now_ns) {
-  parsed_ = false;
-  bool changed = false;
+ActionExecutor::Change ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet,
+                                           PacketMeta& meta, uint64_t now_ns, const KnownParse& known) {
+  known_ = known.hv == nullptr ? nullptr : &known;
+  parsed_ = known.hv == nullptr ? Parsed::kNo : known.whole ? Parsed::kWhole : Parsed::kOuter;
+  Change change = Change::kNothing;
+  auto changed = [&change](Change c) { change = std::max(change, c); };
   for (const hw::Op& op : ops) {
     switch (op.code) {
       case hw::OpCode::kTag:
@@ -365,51 +374,51 @@ bool ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, Pac
         break;
       case hw::OpCode::kModifyHeader:
         Modify(*op.modify, packet, meta);
-        changed = true;
+        changed(Change::kHeaders);
         break;
       case hw::OpCode::kPushVlan:
         PushVlan(op.arg, packet);
-        changed = true;
+        changed(Change::kHeaders);
         break;
       case hw::OpCode::kPopVlan:
-        changed |= PopVlan(packet);
+        if (PopVlan(packet)) changed(Change::kHeaders);
         break;
       case hw::OpCode::kEncapL2:
       case hw::OpCode::kEncapL3:
         Encap(*op.bytes, op.code == hw::OpCode::kEncapL3, packet, meta);
-        changed = true;
+        changed(Change::kHeaders);
         break;
       case hw::OpCode::kDecapL2:
       case hw::OpCode::kDecapL3:
-        changed |= Decap(op.code == hw::OpCode::kDecapL3 ? op.bytes : nullptr, packet, meta);
+        if (Decap(op.code == hw::OpCode::kDecapL3 ? op.bytes : nullptr, packet, meta))
+          changed(Change::kHeaders);
         break;
       case hw::OpCode::kAsoFlowMeter: {
         EnsureParsed(packet, meta);
-        const size_t ip_bytes = layers_.l3 ? packet.size() - layers_.l3 : packet.size();
+        const size_t ip_bytes = layers().l3 ? packet.size() - layers().l3 : packet.size();
         const MeterColor c =
             aso_->MarkFlowMeter(op.arg, static_cast<MeterColor>(op.initial_color), now_ns,
                                 static_cast<uint32_t>(packet.size()), static_cast<uint32_t>(ip_bytes));
         meta.reg_c[op.reg] = (meta.reg_c[op.reg] & ~0xffu) | static_cast<uint32_t>(c);
-        changed = true;  // a register the next lookup may match
+        changed(Change::kMetadata);  // a register the next lookup may match
         break;
       }
       case hw::OpCode::kAsoFirstHit:
         meta.reg_c[op.reg] = aso_->FirstHit(op.arg, op.set, now_ns) ? 1 : 0;
-        changed = true;
+        changed(Change::kMetadata);
         break;
       case hw::OpCode::kAsoConnTrack: {
         EnsureParsed(packet, meta);
-        const std::optional<CtSegment> segment =
-            ReadCtSegment(absl::MakeConstSpan(packet.data(), packet.size()), layers_.l3, layers_.l4,
-                          static_cast<uint8_t>(hw::GetField(hv_.bytes, hw::Field::kOuterIpProtocol)));
-        const uint32_t state = aso_->TrackConnTrack(op.arg, op.set, segment ? &*segment : nullptr);
+        const uint32_t state = aso_->TrackConnTrack(
+            op.arg, op.set, absl::MakeConstSpan(packet.data(), packet.size()), layers().l3, layers().l4,
+            static_cast<uint8_t>(hw::GetField(hv().bytes, hw::Field::kOuterIpProtocol)));
         meta.reg_c[op.reg] = (meta.reg_c[op.reg] & ~0xffu) | CtRegisterByte(state);
-        changed = true;
+        changed(Change::kMetadata);
         break;
       }
     }
   }
-  return changed;
+  return change;
 }
 
 }  // namespace drsim::sim

@@ -18,6 +18,9 @@
 //    aso connection tracking: the outer TCP segment goes through the CT context in the action's direction
 //    and the packet state (sim/conntrack.h CtRegisterByte) replaces the low 8 bits of reg_c[return_reg_c].
 //
+// The parse the operations read (the outer layers, and the whole packet for decapsulation) is the caller's
+// when the caller has one (KnownParse), until an operation changes the headers; else the executor's own.
+//
 // Not thread-safe (keeps a scratch parse); use one executor per processing thread.
 #ifndef DRSIM_SIM_ACTION_EXECUTOR_H_
 #define DRSIM_SIM_ACTION_EXECUTOR_H_
@@ -32,17 +35,38 @@
 
 namespace drsim::sim {
 
+// A parse of the packet as ActionExecutor::Run finds it, which the caller made and Run starts from instead
+// of parsing again: ParsePacket's header vector and layers (`whole`), or what ParseOuterHeaders gives (the
+// outer words of `hv`, the outer layers). `hv` null: none.
+struct KnownParse {
+  const hw::HeaderVector* hv = nullptr;
+  const PacketLayers* layers = nullptr;
+  bool whole = false;
+};
+
 class ActionExecutor {
  public:
+  // What Run changed: nothing, only metadata (registers a later lookup may match), or headers (and
+  // perhaps metadata).
+  enum class Change : uint8_t { kNothing, kMetadata, kHeaders };
+
   ActionExecutor(CounterBank* counters, AsoBank* aso) : counters_(counters), aso_(aso) {}
 
-  // Runs `ops` on the packet at time `now_ns`. Returns true when headers changed, so the next lookup
-  // must parse again.
-  bool Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta, uint64_t now_ns = 0);
+  // Runs `ops` on the packet at time `now_ns`, from the parse `known` if any. Returns what changed, so
+  // the next lookup knows what it must parse again.
+  Change Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta, uint64_t now_ns = 0,
+             const KnownParse& known = {});
 
  private:
-  // Parses the packet again if an operation changed it since the last parse.
-  void EnsureParsed(const PacketBuffer& packet, const PacketMeta& meta);
+  enum class Parsed : uint8_t { kNo, kOuter, kWhole };
+  // Makes hv() and layers() describe the packet as it is now: its outer headers (the outer words of hv(), the
+  // outer layers), or with `whole` all of it; parses it into the executor's own only when they do not.
+  void EnsureParsed(const PacketBuffer& packet, const PacketMeta& meta, bool whole = false) {
+    if (parsed_ == Parsed::kWhole || (parsed_ == Parsed::kOuter && !whole)) return;
+    Parse(packet, meta, whole);
+  }
+  // Parses into the executor's own: the outer headers, or with `whole` all of it.
+  void Parse(const PacketBuffer& packet, const PacketMeta& meta, bool whole);
   void Modify(const std::vector<hw::ModifyAction>& actions, PacketBuffer& packet, PacketMeta& meta);
   void PushVlan(uint32_t vlan_header, PacketBuffer& packet);
   bool PopVlan(PacketBuffer& packet);
@@ -53,9 +77,15 @@ class ActionExecutor {
 
   CounterBank* counters_;
   AsoBank* aso_;
-  hw::HeaderVector hv_;
-  PacketLayers layers_;
-  bool parsed_ = false;
+  // The parse the operations read (as far as parsed_ says): the caller's while it holds, else the own.
+  // (Read through known_, not copied out of it: the caller has just stored it field by field.)
+  const hw::HeaderVector& hv() const { return known_ != nullptr ? *known_->hv : own_hv_; }
+  const PacketLayers& layers() const { return known_ != nullptr ? *known_->layers : own_layers_; }
+
+  const KnownParse* known_ = nullptr;  // the caller's parse, during Run and until the headers change
+  Parsed parsed_ = Parsed::kNo;
+  hw::HeaderVector own_hv_;
+  PacketLayers own_layers_;
 };
 
 }  // namespace drsim::sim

@@ -1,11 +1,13 @@
 // The action engine on real frames, byte for byte, with checksums verified from scratch.
 #include "sim/action_executor.h"
 
+#include <deque>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hw/byte_order.h"
 #include "sim/checksum.h"
+#include "sim/conntrack.h"
 #include "sim/frame_builder.h"
 
 namespace drsim::sim {
@@ -294,6 +296,66 @@ TEST_F(ExecutorTest, TagSetsTheFlowTag) {
   Run(BuildFrame(Udp4()), {{hw::OpCode::kTag, 0xabcdef}});
   EXPECT_TRUE(meta_.has_flow_tag);
   EXPECT_EQ(meta_.flow_tag, 0xabcdefu);
+}
+
+// Run says what it changed: the headers, only metadata (an aso action's register), or nothing.
+TEST_F(ExecutorTest, RunSaysWhatChanged) {
+  const std::vector<uint8_t> in = BuildFrame(Udp4());
+  const uint32_t first_hit = aso_.Retain(*aso_.Create(hw::AsoKind::kFirstHit, 0), 0)->id;
+  auto change = [&](const std::vector<hw::Op>& ops) {
+    packet_.Assign(in.data(), in.size());
+    return executor_.Run(ops, packet_, meta_);
+  };
+  using Change = ActionExecutor::Change;
+  EXPECT_EQ(change({}), Change::kNothing);
+  EXPECT_EQ(change({{hw::OpCode::kTag, 7}}), Change::kNothing);
+  EXPECT_EQ(change({{hw::OpCode::kPopVlan}}), Change::kNothing);  // untagged: nothing popped
+  hw::Op hit{hw::OpCode::kAsoFirstHit, first_hit};
+  hit.reg = 2;
+  EXPECT_EQ(change({{hw::OpCode::kTag, 7}, hit}), Change::kMetadata);
+  EXPECT_EQ(change({hit, {hw::OpCode::kPushVlan, 0x81000001}}), Change::kHeaders);
+  EXPECT_EQ(change({Modify({hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 1)}), hit}),
+            Change::kHeaders);
+}
+
+// The aso ct action reads the TCP segment where the caller's parse (KnownParse) says it is, until an action
+// changes the headers; then where its own parse finds it.
+TEST_F(ExecutorTest, ConnTrackStartsFromTheCallersParse) {
+  FrameSpec f = Udp4();
+  f.protocol = kIpProtoTcp;
+  f.seq = 1000;
+  f.ack = 5000;
+  const std::vector<uint8_t> in = BuildFrame(f);
+  const uint32_t object = *aso_.Create(hw::AsoKind::kConnTrack, 0);
+  CtContext c;
+  const uint32_t window = 65535u << 14;
+  c.original = {14, false, true, false, false, 1000, 1000 + window, window, 5000};
+  c.reply = {14, false, true, false, false, 5000, 5000 + window, window, 1000};
+  ASSERT_TRUE(aso_.ConfigureConnTrack(object, 0, c).ok());
+  hw::Op ct{hw::OpCode::kAsoConnTrack, aso_.Retain(object, 0)->id};
+  ct.reg = 3;
+  ct.set = true;  // the initiator's side
+
+  hw::HeaderVector hv;
+  const PacketLayers layers = ParseOuterHeaders(in.data(), in.size(), meta_.source_port, &hv);
+  PacketLayers no_l4 = layers;
+  no_l4.l4 = 0;  // a parse that found no TCP header
+  auto ct_byte = [&](const std::vector<hw::Op>& ops, const PacketLayers* known) {
+    packet_.Assign(in.data(), in.size());
+    meta_.reg_c[3] = 0xffffff00;
+    EXPECT_EQ(executor_.Run(ops, packet_, meta_, 0, {&hv, known, /*whole=*/false}),
+              ops.size() == 1 ? ActionExecutor::Change::kMetadata : ActionExecutor::Change::kHeaders);
+    EXPECT_EQ(meta_.reg_c[3] >> 8, 0xffffffu);  // the low byte only
+    return meta_.reg_c[3] & 0xff;
+  };
+  EXPECT_EQ(ct_byte({ct}, &layers), CtRegisterByte(kCtPktValid));
+  EXPECT_EQ(ct_byte({ct}, &no_l4), CtRegisterByte(kCtPktInvalid | kCtPktBad));
+  // A VLAN push moves the headers: the executor parses the tagged frame itself.
+  EXPECT_EQ(ct_byte({{hw::OpCode::kPushVlan, 0x81000001}, ct}, &no_l4), CtRegisterByte(kCtPktValid));
+  // No parse from the caller: its own.
+  packet_.Assign(in.data(), in.size());
+  EXPECT_EQ(executor_.Run({ct}, packet_, meta_), ActionExecutor::Change::kMetadata);
+  EXPECT_EQ(meta_.reg_c[3] & 0xff, CtRegisterByte(kCtPktValid));
 }
 
 }  // namespace

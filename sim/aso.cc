@@ -204,9 +204,10 @@ bool AsoBank::FirstHit(uint32_t context, bool set, uint64_t now_ns) {
   return was;
 }
 
-uint32_t AsoBank::TrackConnTrack(uint32_t context, bool original, const CtSegment* segment) {
+uint32_t AsoBank::TrackConnTrack(uint32_t context, bool original, absl::Span<const uint8_t> frame, size_t l3,
+                                 size_t l4, uint8_t ip_protocol) {
   std::lock_guard<std::mutex> lock(mu_);
-  return TrackCtSegment(conn_tracks_[context], original, segment);
+  return TrackCtFrame(conn_tracks_[context], original, frame, l3, l4, ip_protocol);
 }
 
 }  // namespace drsim::sim

@@ -13,6 +13,7 @@
 #ifndef DRSIM_SIM_ASO_H_
 #define DRSIM_SIM_ASO_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -21,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "hw/device.h"
 #include "sim/conntrack.h"
 #include "sim/meter.h"
@@ -70,9 +72,10 @@ class AsoBank {
                            uint32_t ip_bytes);
   // Returns whether first-hit context `context` had been hit; `set` marks it hit at `now_ns`.
   bool FirstHit(uint32_t context, bool set, uint64_t now_ns = 0);
-  // Tracks a segment (null: not a whole TCP segment) of the original or reply direction through CT
-  // context `context`; returns the kCtPkt* packet state.
-  uint32_t TrackConnTrack(uint32_t context, bool original, const CtSegment* segment);
+  // Tracks the TCP segment of `frame` (TrackCtFrame: outer L3 at `l3`, L4 at `l4`, as the parser found
+  // them) of the original or reply direction through CT context `context`; returns the kCtPkt* packet state.
+  uint32_t TrackConnTrack(uint32_t context, bool original, absl::Span<const uint8_t> frame, size_t l3,
+                          size_t l4, uint8_t ip_protocol);
 
  private:
   struct Object {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_format.h"
 #include "hw/byte_order.h"
 
@@ -98,7 +99,8 @@ uint32_t AckWindow(const CtDirection& sender, uint8_t max_ack_window) {
 // Linux tcp_in_window on a programmed context: initialises a sender never seen, checks the segment
 // against both windows, and on success updates both directions and the retransmission record. Returns
 // whether the segment is in the window (or the sender is liberal).
-bool InWindow(CtContext& c, bool original, const CtSegment& s, uint8_t index) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool InWindow(CtContext& c, bool original, const CtSegment& s,
+                                                  uint8_t index) {
   CtDirection& sender = original ? c.original : c.reply;
   CtDirection& receiver = original ? c.reply : c.original;
   const bool syn = s.flags & kSyn, ack_flag = s.flags & kAck;
@@ -232,8 +234,12 @@ absl::Status CheckCtContext(const CtContext& c) {
   return absl::OkStatus();
 }
 
-std::optional<CtSegment> ReadCtSegment(absl::Span<const uint8_t> frame, size_t l3, size_t l4,
-                                       uint8_t ip_protocol) {
+namespace {
+
+// ReadCtSegment's body and TrackCtSegment's, inlined into both the public functions and TrackCtFrame.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline std::optional<CtSegment> ReadSegment(absl::Span<const uint8_t> frame,
+                                                                         size_t l3, size_t l4,
+                                                                         uint8_t ip_protocol) {
   if (ip_protocol != 6 || l3 == 0 || l4 <= l3 || l4 + 20 > frame.size()) return std::nullopt;
   const uint8_t* ip = frame.data() + l3;
   size_t ip_end = 0;
@@ -256,7 +262,8 @@ std::optional<CtSegment> ReadCtSegment(absl::Span<const uint8_t> frame, size_t l
   return s;
 }
 
-uint32_t TrackCtSegment(CtContext& c, bool original, const CtSegment* segment) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t TrackSegment(CtContext& c, bool original,
+                                                          const CtSegment* segment) {
   if (!c.valid || !c.enable) return kCtPktDisabled;
   if (segment == nullptr || !ValidFlagCombination(segment->flags)) return kCtPktInvalid | kCtPktBad;
   const uint8_t index = SegmentIndex(segment->flags);
@@ -278,13 +285,21 @@ uint32_t TrackCtSegment(CtContext& c, bool original, const CtSegment* segment) {
   return kCtPktValid | (changed ? kCtPktChanged : 0);
 }
 
-uint8_t CtRegisterByte(uint32_t pkt_state) {
-  uint8_t b = 0;
-  if (pkt_state & kCtPktInvalid) b |= 1u << 6;
-  if (pkt_state & kCtPktDisabled) b = 2u << 6;
-  if (pkt_state & kCtPktChanged) b |= 1u << 1;
-  if (pkt_state & kCtPktBad) b |= 1u << 0;
-  return b;
+}  // namespace
+
+std::optional<CtSegment> ReadCtSegment(absl::Span<const uint8_t> frame, size_t l3, size_t l4,
+                                       uint8_t ip_protocol) {
+  return ReadSegment(frame, l3, l4, ip_protocol);
+}
+
+uint32_t TrackCtSegment(CtContext& c, bool original, const CtSegment* segment) {
+  return TrackSegment(c, original, segment);
+}
+
+uint32_t TrackCtFrame(CtContext& c, bool original, absl::Span<const uint8_t> frame, size_t l3, size_t l4,
+                      uint8_t ip_protocol) {
+  const std::optional<CtSegment> segment = ReadSegment(frame, l3, l4, ip_protocol);
+  return TrackSegment(c, original, segment ? &*segment : nullptr);
 }
 
 absl::StatusOr<CtRegisterMatch> CtResultMatch(uint32_t spec_flags, uint32_t mask_flags) {

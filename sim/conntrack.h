@@ -113,8 +113,20 @@ std::optional<CtSegment> ReadCtSegment(absl::Span<const uint8_t> frame, size_t l
 // is not a whole TCP segment. Returns kCtPkt* bits; only VALID packets (and liberal ones) update `c`.
 uint32_t TrackCtSegment(CtContext& c, bool original, const CtSegment* segment);
 
-// The low byte the aso action writes for packet state `pkt_state`.
-uint8_t CtRegisterByte(uint32_t pkt_state);
+// ReadCtSegment and TrackCtSegment in one call: tracks the segment of `frame` (or its absence) through `c`.
+// The data path's: the segment stays in registers, never stored narrow and read back wide.
+uint32_t TrackCtFrame(CtContext& c, bool original, absl::Span<const uint8_t> frame, size_t l3, size_t l4,
+                      uint8_t ip_protocol);
+
+// The low byte the aso action writes for packet state `pkt_state` (inline: the data path's, per packet).
+inline uint8_t CtRegisterByte(uint32_t pkt_state) {
+  uint8_t b = 0;
+  if (pkt_state & kCtPktInvalid) b |= 1u << 6;
+  if (pkt_state & kCtPktDisabled) b = 2u << 6;
+  if (pkt_state & kCtPktChanged) b |= 1u << 1;
+  if (pkt_state & kCtPktBad) b |= 1u << 0;
+  return b;
+}
 
 // The reg_c value and mask that match rte_flow_item_conntrack {spec_flags} under mask_flags, as the mlx5
 // PMD builds them. InvalidArgument for unknown bits or VALID together with INVALID, DISABLED or BAD.

@@ -94,8 +94,8 @@ struct Nic::InFlight {
   PacketMeta meta;
   hw::HeaderVector hv;
   PacketLayers layers;
-  // What `hv` holds of the frame as it is now: nothing, the words ParseOuterHeaders fills
-  // (FilledByOuterParse) or all of it (with `layers`).
+  // What `hv` and `layers` hold of the frame as it is now: nothing, what ParseOuterHeaders gives (the words
+  // FilledByOuterParse accepts, the outer layers) or all of it.
   enum class Parsed : uint8_t { kNo, kOuter, kWhole };
   Parsed parsed = Parsed::kNo;
   Verdict* verdict = nullptr;  // the original frame's
@@ -116,10 +116,10 @@ struct Nic::InFlight {
     by_burst.matcher = nullptr;
   }
   // Fills only the words of `hv` that ParseOuterHeaders fills (FilledByOuterParse: the outer headers and
-  // the source port), for lookups that read nothing else; metadata and registers are not among them, so a
-  // read of those parses the frame whole.
+  // the source port), and the outer layers, for lookups and actions that read nothing else; metadata and
+  // registers are not among them, so a read of those parses the frame whole.
   void ParseOuter() {
-    ParseOuterHeaders(buffer.data(), buffer.size(), meta.source_port, &hv);
+    new (&layers) PacketLayers(ParseOuterHeaders(buffer.data(), buffer.size(), meta.source_port, &hv));
     parsed = Parsed::kOuter;
   }
   void EnsureParsed() {
@@ -140,6 +140,19 @@ struct Nic::InFlight {
   }
   // The frame changed (a rewrite, new metadata): what `hv` holds is stale.
   void Unparse() { parsed = Parsed::kNo; }
+  // What `executor_` changed: the headers (then `hv` is stale), only metadata (then the headers' words
+  // still hold, and a whole parse takes the new metadata), or nothing.
+  void Changed(ActionExecutor::Change change) {
+    if (change == ActionExecutor::Change::kHeaders) return Unparse();
+    if (change == ActionExecutor::Change::kNothing) return;
+    if (parsed == Parsed::kWhole) StoreMetadata(meta, &hv);
+    by_burst.matcher = nullptr;  // a lookup made ahead saw the old metadata
+  }
+  // What the executor may start from instead of parsing again.
+  KnownParse Known() const {
+    if (parsed == Parsed::kNo) return {};
+    return {&hv, &layers, parsed == Parsed::kWhole};
+  }
   // The frame's hit in `m`, or nullptr; `key` is scratch for its key. Most matchers of a long walk (an
   // ACL's) refuse the frame on their summary word alone, read from the outer headers if that is where it
   // lies and the frame is parsed that far; the key is extracted, and the frame parsed as far as it needs,

@@ -114,7 +114,7 @@ void Nic::Forward(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tra
 }
 
 void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace) {
-  if (p.worker->executor_->Run(r.ops, p.buffer, p.meta, time_ns())) p.Unparse();
+  p.Changed(p.worker->executor_->Run(r.ops, p.buffer, p.meta, time_ns(), p.Known()));
   switch (r.destination) {
     case hw::Destination::kQueue:
       // A queue leg on NIC_TX comes only from a kernel sniffer entry: a copy of a sent frame.
@@ -257,9 +257,8 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     if (hit == nullptr) return {};
 
     const hw::ActionProgram& program = hit->program(pipe);
-    if (!program.ops.empty() && p.worker->executor_->Run(program.ops, p.buffer, p.meta, time_ns())) {
-      p.Unparse();
-    }
+    if (!program.ops.empty())
+      p.Changed(p.worker->executor_->Run(program.ops, p.buffer, p.meta, time_ns(), p.Known()));
     if (DomainExit e; TerminalExit(program, &e)) return e;
     switch (program.destination) {
       case hw::Destination::kReplicate:

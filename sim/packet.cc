@@ -20,21 +20,32 @@ void PacketBuffer::Erase(size_t offset, size_t n) {
   begin_ += n;
 }
 
-void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv) {
+namespace {
+
+// Writes the metadata fields of `meta` into `hv`; with `zeros` false, only those that are not zero.
+void WriteMetadata(const PacketMeta& meta, hw::HeaderVector* hv, bool zeros) {
   using hw::Field;
-  // The parser has cleared `hv` and written source_port; zero fields need no write (most frames have no
-  // metadata at all).
-  if (meta.source_sqn != 0) hw::SetField(hv->bytes, Field::kSourceSqn, meta.source_sqn);
-  if (meta.reg_a != 0) hw::SetField(hv->bytes, Field::kMetadataRegA, meta.reg_a);
+  if (zeros || meta.source_sqn != 0) hw::SetField(hv->bytes, Field::kSourceSqn, meta.source_sqn);
+  if (zeros || meta.reg_a != 0) hw::SetField(hv->bytes, Field::kMetadataRegA, meta.reg_a);
   uint32_t any_reg_c = 0;
   for (uint32_t r : meta.reg_c) any_reg_c |= r;
-  if (any_reg_c == 0) return;
+  if (!zeros && any_reg_c == 0) return;
   for (int i = 0; i < 8; ++i) {
     // reg_c_7 comes first in the layout, reg_c_0 last.
-    if (meta.reg_c[i] != 0) {
+    if (zeros || meta.reg_c[i] != 0) {
       hw::SetField(hv->bytes, static_cast<Field>(static_cast<int>(Field::kMetadataRegC0) - i), meta.reg_c[i]);
     }
   }
 }
+
+}  // namespace
+
+void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv) {
+  // The parser has cleared `hv` and written source_port; zero fields need no write (most frames have no
+  // metadata at all).
+  WriteMetadata(meta, hv, /*zeros=*/false);
+}
+
+void StoreMetadata(const PacketMeta& meta, hw::HeaderVector* hv) { WriteMetadata(meta, hv, /*zeros=*/true); }
 
 }  // namespace drsim::sim

@@ -73,6 +73,8 @@ struct PacketMeta {
 // ParsePacket(..., meta.source_port, hv) has just filled: source_port is written, and the fields not
 // written here, for zero values, are zero already.
 void LoadMetadata(const PacketMeta& meta, hw::HeaderVector* hv);
+// Writes the same fields over what `hv` held of them (zeros too): for metadata that changed after a parse.
+void StoreMetadata(const PacketMeta& meta, hw::HeaderVector* hv);
 
 }  // namespace drsim::sim
 

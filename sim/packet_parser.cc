@@ -493,6 +493,13 @@ OuterHeaders ParseOuterStack(const Ctx& c) {
   return o;
 }
 
+// The outer IP packet's layers (all 0 when there is none).
+void SetOuterLayers(const IpLayers& ip, PacketLayers* layers) {
+  layers->l3 = static_cast<uint16_t>(ip.l3);
+  layers->l4 = static_cast<uint16_t>(ip.l4);
+  layers->payload = static_cast<uint16_t>(ip.payload);
+}
+
 static_assert(hw::Info(Field::kSourceEswitchOwnerVhcaId).word_offset() == kSourcePortWord);
 
 // The outer headers section of a plain IPv4 frame, cleared first, as ParseOuterStack fills it: whole words,
@@ -524,9 +531,7 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   }
   const IpLayers& ip = outer.ip;
   if (ip.l3 == 0) return layers;
-  layers.l3 = static_cast<uint16_t>(ip.l3);
-  layers.l4 = static_cast<uint16_t>(ip.l4);
-  layers.payload = static_cast<uint16_t>(ip.payload);
+  SetOuterLayers(ip, &layers);
   if (ip.fragmented) return layers;       // no tunnel in a fragment
   const Ctx datagram = c.Within(ip.end);  // what follows lies inside the outer datagram, not the padding
   if (ip.protocol == kProtoUdp && ip.payload != 0) ParseUdpPayload(datagram, ip.l4, ip.payload);
@@ -534,13 +539,22 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
   return layers;
 }
 
-void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
+PacketLayers ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv) {
   std::memset(hv->bytes + hw::SectionOffset(hw::Section::kOuter), 0, hw::kSectionBytes);
   hw::StoreBe32(hv->bytes + kSourcePortWord, source_port);
-  if (IsPlainIpv4Frame(frame, len)) return FillPlainIpv4(frame, hv->bytes);
-  if (frame == nullptr) return;
-  PacketLayers unused;
-  ParseOuterStack({frame, len, hv, &unused, {}});
+  PacketLayers layers;
+  if (IsPlainIpv4Frame(frame, len)) {
+    FillPlainIpv4(frame, hv->bytes);
+    layers.l3 = kPlainL3;
+    layers.l4 = kPlainL4;
+    layers.payload =
+        frame[kPlainL3 + 9] == kPlainTcp ? kPlainL4 + (frame[kPlainL4 + 12] >> 4) * 4 : kPlainL4 + 8;
+    return layers;
+  }
+  if (frame == nullptr) return layers;
+  const OuterHeaders outer = ParseOuterStack({frame, len, hv, &layers, {}});
+  SetOuterLayers(outer.ip, &layers);
+  return layers;
 }
 
 }  // namespace drsim::sim

@@ -108,8 +108,9 @@ PacketLayers ParsePacket(const uint8_t* frame, size_t len, uint16_t source_port,
 // lookup whose key lies in those words, without clearing the whole vector or parsing tunnels. Plain IPv4
 // frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, a TCP or UDP header
 // inside the datagram: most traffic — have their headers at fixed places, and their words are copied
-// straight from them.
-void ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
+// straight from them. Returns the outer layers (l3, l4, payload) as ParsePacket finds them; the tunnel and
+// inner fields stay 0 (not parsed).
+PacketLayers ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source_port, hw::HeaderVector* hv);
 
 // The word holding misc.source_port (misc.source_eswitch_owner_vhca_id, which no parse sets, is the rest).
 inline constexpr size_t kSourcePortWord = hw::Info(hw::Field::kSourcePort).word_offset();

@@ -520,8 +520,8 @@ TEST(PacketParserTunnelTest, TruncatedGtpuAndGeneve) {
   for (size_t len = 0; len <= full.size(); ++len) {
     std::vector<uint8_t> cut(full.begin(), full.begin() + len);
     hw::HeaderVector hv;
-    PacketLayers l = ParsePacket(len ? cut.data() : nullptr, len, 0xffff, &hv,
-                                 GeneveOptionSelector::For(0x0102, 0x80));
+    PacketLayers l =
+        ParsePacket(len ? cut.data() : nullptr, len, 0xffff, &hv, GeneveOptionSelector::For(0x0102, 0x80));
     EXPECT_EQ(Get(hv, Field::kGeneveOptLen), len >= 42 + 8 ? 2u : 0u) << len;
     EXPECT_EQ(Get(hv, Field::kGeneveTlvOption0Data), len >= 42 + 16 ? 0x5a5a5a5au : 0u) << len;
     EXPECT_EQ(l.inner_l2, len >= 42 + 16 + 14 ? 42 + 16 : 0) << len;
@@ -621,7 +621,8 @@ std::vector<std::vector<uint8_t>> OuterParseFrames() {
 }
 
 // ParseOuterHeaders fills the words FilledByOuterParse names exactly as ParsePacket does, whatever the
-// vector held before: on tunnels, VLAN tags, IPv6 extensions, fragments, every truncation and damage.
+// vector held before, and finds the same outer layers: on tunnels, VLAN tags, IPv6 extensions, fragments,
+// every truncation and damage.
 TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
   const std::vector<std::vector<uint8_t>> frames = OuterParseFrames();
   size_t words = 0;
@@ -629,9 +630,14 @@ TEST(PacketParserTunnelTest, OuterParseFillsItsWordsAsTheFullParse) {
     const std::vector<uint8_t> exact(f);  // exactly its size on the heap: ASan sees any read past it
     const uint8_t* data = exact.empty() ? nullptr : exact.data();
     hw::HeaderVector full, outer;
-    ParsePacket(data, exact.size(), 3, &full);
+    const PacketLayers full_layers = ParsePacket(data, exact.size(), 3, &full);
     std::memset(outer.bytes, 0xa5, sizeof outer.bytes);
-    ParseOuterHeaders(data, exact.size(), 3, &outer);
+    const PacketLayers outer_layers = ParseOuterHeaders(data, exact.size(), 3, &outer);
+    EXPECT_EQ(outer_layers.l3, full_layers.l3) << exact.size() << "-byte frame";
+    EXPECT_EQ(outer_layers.l4, full_layers.l4) << exact.size() << "-byte frame";
+    EXPECT_EQ(outer_layers.payload, full_layers.payload) << exact.size() << "-byte frame";
+    EXPECT_EQ(outer_layers.tunnel_type, TunnelType::kNone);
+    EXPECT_EQ(outer_layers.inner_l2 | outer_layers.inner_l3 | outer_layers.inner_l4, 0);
     for (size_t w = 0; w < hw::kMatchParamBytes; w += 4) {
       if (!FilledByOuterParse(w)) continue;
       ++words;

@@ -9,6 +9,7 @@
 #include "dr/dr.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
+#include "hw/modify_header.h"
 #include "sim/conntrack.h"
 #include "sim/frame_builder.h"
 #include "sim/meter.h"
@@ -361,7 +362,19 @@ TEST_F(AdvancedActionsTest, ModifyAsoReachesLaterRulesOfTheSameMatcher) {
 }
 
 // ASO connection tracking: every rejection of the aso ct action, with its message, and modify_aso.
-class AsoConnTrackTest : public AdvancedActionsTest {};
+class AsoConnTrackTest : public AdvancedActionsTest {
+ protected:
+  // A CT object of one context, an established connection from seq 1000 (client) and 5000 (server) with
+  // unscaled 65535-byte windows.
+  uint32_t Established() {
+    const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
+    sim::CtContext c;
+    c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
+    c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
+    EXPECT_TRUE(nic_.ConfigureAsoConnTrack(cts, 0, c).ok());
+    return cts;
+  }
+};
 
 TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
   const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 1);  // 2 contexts
@@ -415,11 +428,7 @@ TEST_F(AsoConnTrackTest, RejectsWhatRdmaCoreRejects) {
 
 // Direction comes from the action: the same segment is the initiator's or the responder's.
 TEST_F(AsoConnTrackTest, TheActionsDirectionPicksTheSender) {
-  const uint32_t cts = *nic_.CreateAsoObject(hw::AsoKind::kConnTrack, 0);
-  sim::CtContext c;
-  c.original = {15, false, true, false, false, 1000, 1000 + 65535, 65535, 5000};
-  c.reply = {15, false, true, false, false, 5000, 5000 + 65535, 65535, 1000};
-  ASSERT_TRUE(nic_.ConfigureAsoConnTrack(cts, 0, c).ok());
+  const uint32_t cts = Established();
   dr::Action ct = *dr::Action::Aso(domain_, cts, 0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
   dr::Action to_t2 = *dr::Action::DestTable(t2_);
   dr::Rule r = *dr::Rule::Create(t1_all_, MatchParams(), {&ct, &to_t2});
@@ -667,6 +676,46 @@ TEST_F(AsoConnTrackLinkTest, AnFdbRuleMustLiveInOnePipe) {
   dr::Rule from_wire = *dr::Rule::Create(by_port, *MatchBuilder().SourcePort(0xffff).Build(), {&ct_, &to_t2});
   ASSERT_TRUE(from_wire.Destroy().ok());
   EXPECT_TRUE(fdb.UnlinkAsoCt(cts_).ok());
+}
+
+// A register a lookup before the CT action read (so the frame was parsed whole) reads its new value after
+// it: the low byte the action writes, zero (VALID) over what a modify header had set.
+TEST_F(AsoConnTrackTest, ALaterLookupReadsTheRegisterTheActionWrote) {
+  const uint32_t cts = Established();
+  const sim::CtRegisterMatch valid = *sim::CtResultMatch(sim::kCtPktValid, sim::kCtPktValid);
+  const sim::CtRegisterMatch invalid = *sim::CtResultMatch(sim::kCtPktInvalid, sim::kCtPktInvalid);
+  ASSERT_EQ(valid.value, 0u);
+  // t1 sets reg_c_3 to INVALID's byte; t2 matches it there and tracks; t3 tells the CT results apart.
+  dr::Table t3 = *dr::Table::Create(domain_, 3);
+  const uint64_t set_invalid[] = {hw::ModifySetWord(hw::ModifyField::kMetadataRegC3, 0, 0, invalid.value)};
+  dr::Action preset = *dr::Action::ModifyHeader(domain_, 0, set_invalid);
+  dr::Action to_t2 = *dr::Action::DestTable(t2_), to_t3 = *dr::Action::DestTable(t3);
+  dr::Rule r1 = *dr::Rule::Create(t1_all_, MatchParams(), {&preset, &to_t2});
+  dr::Action ct = *dr::Action::Aso(domain_, cts, 0, MLX5DV_DR_ACTION_FLAGS_ASO_CT_DIRECTION_INITIATOR, 3);
+  dr::Matcher t2_by_reg = *dr::Matcher::Create(t2_, 0, *MatchBuilder().RegC(3, valid.mask).Build());
+  dr::Rule r2 = *dr::Rule::Create(t2_by_reg, *MatchBuilder().RegC(3, invalid.value).Build(), {&ct, &to_t3});
+  const uint32_t valid_q = nic_.pf().CreateQueue(), invalid_q = nic_.pf().CreateQueue();
+  dr::Action to_valid = *dr::Action::DestQp(nic_.pf(), valid_q),
+             to_invalid = *dr::Action::DestQp(nic_.pf(), invalid_q);
+  dr::Matcher t3_by_reg = *dr::Matcher::Create(t3, 0, *MatchBuilder().RegC(3, valid.mask).Build());
+  dr::Rule rv = *dr::Rule::Create(t3_by_reg, *MatchBuilder().RegC(3, valid.value).Build(), {&to_valid});
+  dr::Rule ri = *dr::Rule::Create(t3_by_reg, *MatchBuilder().RegC(3, invalid.value).Build(), {&to_invalid});
+  sim::FrameSpec f;
+  f.protocol = sim::kIpProtoTcp;
+  f.seq = 1000;
+  f.ack = 5000;
+  f.payload_len = 10;
+  const std::vector<uint8_t> in_window = sim::BuildFrame(f);
+  f.seq = 900000;  // far past the window
+  const std::vector<uint8_t> out_of_window = sim::BuildFrame(f);
+  // One burst: each frame's verdict is its own.
+  const std::vector<sim::Frame> frames = {in_window, out_of_window, in_window};
+  std::vector<sim::Verdict> verdicts(frames.size());
+  ASSERT_TRUE(nic_.ReceiveFromWire(frames, absl::MakeSpan(verdicts)).ok());
+  EXPECT_EQ(verdicts[0].qp_num, valid_q);
+  EXPECT_EQ(verdicts[1].qp_num, invalid_q);
+  EXPECT_EQ(verdicts[2].qp_num, valid_q);
+  EXPECT_EQ(nic_.QueryAsoConnTrack(cts, 0)->original.sent_end, 1010u);
 }
 
 }  // namespace
