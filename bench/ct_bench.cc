@@ -7,8 +7,8 @@
 // bench/README.md's ratio is BM_CtTrackedRule over BM_SameRuleWithoutCt from one run of this process
 // (target: 0.5).
 //
-//   bazel run --config=opt //bench:ct_bench -- --benchmark_repetitions=3 \
-//     --benchmark_report_aggregates_only=true
+//   bazel run --config=opt //bench:ct_bench -- --benchmark_repetitions=3
+// (with --benchmark_report_aggregates_only=true for the medians alone)
 #include <infiniband/mlx5dv.h>
 
 #include <cstdint>
