@@ -4,6 +4,7 @@
 // one process to the next, far less within one. On the sets of bench/acl_sets.h:
 //   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
 //   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
+//   BM_DrAclLookupDescent/N/D  the same, the compiled trees descended the D way (hw::TableIndex::TreeDescent)
 //   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
 //                         an iteration); every trace frame is checked against FirstMatch afterwards
 //   BM_DrAclRuleMove/N    the same, each rule put back with a key it did not have (a changed match)
@@ -108,7 +109,8 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
 // frames in bursts).
 constexpr std::chrono::milliseconds kWarmUpAfterQuiet{600};
 
-void BM_DrAclLookup(benchmark::State& state) {
+// BM_DrAclLookup's body.
+void TimeAclLookups(benchmark::State& state) {
   const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
   if (set.empty()) return;
   std::unique_ptr<DrSetup> s = InstallDr(set, state);
@@ -143,7 +145,23 @@ void BM_DrAclLookup(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kBurst);
 }
+
+void BM_DrAclLookup(benchmark::State& state) { TimeAclLookups(state); }
 BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
+
+// The same with the compiled trees' descent forced (second argument, hw::TableIndex::TreeDescent: 0
+// scalar, 1 AVX2, 2 AVX-512); skipped when the CPU lacks it.
+void BM_DrAclLookupDescent(benchmark::State& state) {
+  using hw::TableIndex;
+  const TableIndex::TreeDescent chosen = TableIndex::tree_descent();
+  if (!TableIndex::SetTreeDescent(static_cast<TableIndex::TreeDescent>(state.range(1)))) {
+    state.SkipWithError("the CPU lacks this descent");
+    return;
+  }
+  TimeAclLookups(state);
+  TableIndex::SetTreeDescent(chosen);
+}
+BENCHMARK(BM_DrAclLookupDescent)->ArgsProduct({{10000}, {0, 1, 2}});
 
 // Deletes rule `r` of `acl` and puts it back with `actions` and its value (acl.value_of_rule[r]). Not
 // inlined, so that a profiler can count the updates apart from the set's install (valgrind --tool=callgrind

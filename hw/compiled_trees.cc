@@ -2,6 +2,10 @@
 // decision trees of them, compiling on a thread of the index's own, and looking packets up in the trees.
 #include "hw/compiled_trees.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -19,6 +23,187 @@
 #include "hw/table_index_tries.h"
 
 namespace drsim::hw {
+namespace {
+
+// The packets a descent takes down a tree at most (a lookup's burst of walks), and their keys: packet j's
+// word w at keys[j * kWords + w], as trie keys.
+constexpr size_t kDescentPackets = 32;
+using DescentKeys = std::array<uint32_t, kDescentPackets * TableIndex::kWords>;
+
+// The descents of packets [0, n) of the `going` ones (bit j: packet j) down the tree rooted at nodes[root]:
+// at[j] becomes the leaf packet j reaches; the others' at[] are left as they were. Each takes the packets a
+// level at a time, so that their loads overlap. (Templates of the compiled form's type: it is private to the index.)
+template <typename Trees, typename Node = typename Trees::TreeNode>
+void DescendScalar(const Node* nodes, uint32_t root, const DescentKeys& keys, size_t n, uint32_t going,
+                   uint32_t* at) {
+  // (The packets still going down, packed: a packet at a leaf leaves the list.)
+  std::array<uint8_t, kDescentPackets> down;
+  size_t left = 0;
+  for (size_t j = 0; j < n; ++j) {
+    at[j] = (going >> j & 1) != 0 ? root : at[j];
+    down[left] = static_cast<uint8_t>(j);
+    left += going >> j & 1;
+  }
+  while (left > 0) {
+    for (size_t g = 0; g < left;) {
+      const size_t j = down[g];
+      const Node node = nodes[at[j]];
+      if (node.word == Trees::kLeaf) {
+        down[g] = down[--left];
+        continue;
+      }
+      at[j] = node.next + (keys[j * TableIndex::kWords + node.word] >> node.shift & node.bits);
+      __builtin_prefetch(&nodes[at[j]]);
+      ++g;
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// A node as two 32-bit halves: `next`, and word | shift << 8 | bits << 16 (TreeNode's layout, little-endian).
+// The vector descents load each lane's node whole (a 64-bit gather), take the halves apart, and gather the
+// lane's key word; a lane at a leaf (or not going) is masked off, and a group of lanes is done when all are.
+template <typename Trees, typename Node = typename Trees::TreeNode>
+__attribute__((target("avx2"))) void DescendAvx2(const Node* nodes, uint32_t root, const DescentKeys& keys,
+                                                 size_t n, uint32_t going, uint32_t* at) {
+  constexpr size_t kLanes = 8;
+  const auto* node_words = reinterpret_cast<const long long*>(nodes);
+  const auto* key_words = reinterpret_cast<const int*>(keys.data());
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i halves_apart = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const __m256i byte = _mm256_set1_epi32(0xff);
+  const __m256i leaf = _mm256_set1_epi32(Trees::kLeaf);
+  const __m256i last_word = _mm256_set1_epi32(TableIndex::kWords - 1);
+  const size_t groups = (n + kLanes - 1) / kLanes;
+  __m256i node[kDescentPackets / kLanes], down[kDescentPackets / kLanes], goes[kDescentPackets / kLanes];
+  for (size_t g = 0; g < groups; ++g) {
+    node[g] = _mm256_set1_epi32(static_cast<int>(root));
+    const __m256i bits =
+        _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(going >> (g * kLanes))), lane_bit);
+    goes[g] = down[g] = _mm256_cmpeq_epi32(bits, lane_bit);
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t g = 0; g < groups; ++g) {
+      if (_mm256_testz_si256(down[g], down[g])) continue;
+      any = true;
+      const __m256i low =
+          _mm256_mask_i32gather_epi64(_mm256_setzero_si256(), node_words, _mm256_castsi256_si128(node[g]),
+                                      _mm256_cvtepi32_epi64(_mm256_castsi256_si128(down[g])), 8);
+      const __m256i high = _mm256_mask_i32gather_epi64(
+          _mm256_setzero_si256(), node_words, _mm256_extracti128_si256(node[g], 1),
+          _mm256_cvtepi32_epi64(_mm256_extracti128_si256(down[g], 1)), 8);
+      const __m256i low_apart = _mm256_permutevar8x32_epi32(low, halves_apart);
+      const __m256i high_apart = _mm256_permutevar8x32_epi32(high, halves_apart);
+      const __m256i next = _mm256_permute2x128_si256(low_apart, high_apart, 0x20);
+      const __m256i meta = _mm256_permute2x128_si256(low_apart, high_apart, 0x31);
+      const __m256i word = _mm256_and_si256(meta, byte);
+      const __m256i inner = _mm256_andnot_si256(_mm256_cmpeq_epi32(word, leaf), down[g]);
+      const __m256i packet = _mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(g * kLanes)));
+      const __m256i key_at =
+          _mm256_add_epi32(_mm256_slli_epi32(packet, 2), _mm256_and_si256(word, last_word));
+      const __m256i key = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), key_words, key_at, inner, 4);
+      const __m256i shift = _mm256_and_si256(_mm256_srli_epi32(meta, 8), byte);
+      const __m256i child = _mm256_add_epi32(
+          next, _mm256_and_si256(_mm256_srlv_epi32(key, shift), _mm256_srli_epi32(meta, 16)));
+      node[g] = _mm256_blendv_epi8(node[g], child, inner);
+      down[g] = inner;
+    }
+  }
+  for (size_t g = 0; g < groups; ++g)
+    _mm256_maskstore_epi32(reinterpret_cast<int*>(at + g * kLanes), goes[g], node[g]);
+}
+
+template <typename Trees, typename Node = typename Trees::TreeNode>
+__attribute__((target("avx512f"))) void DescendAvx512(const Node* nodes, uint32_t root,
+                                                      const DescentKeys& keys, size_t n, uint32_t going,
+                                                      uint32_t* at) {
+  constexpr size_t kLanes = 16;
+  const auto* node_words = reinterpret_cast<const long long*>(nodes);
+  const auto* key_words = reinterpret_cast<const int*>(keys.data());
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i nexts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i metas = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i byte = _mm512_set1_epi32(0xff);
+  const __m512i leaf = _mm512_set1_epi32(Trees::kLeaf);
+  const __m512i last_word = _mm512_set1_epi32(TableIndex::kWords - 1);
+  const size_t groups = (n + kLanes - 1) / kLanes;
+  __m512i node[kDescentPackets / kLanes];
+  __mmask16 down[kDescentPackets / kLanes], goes[kDescentPackets / kLanes];
+  for (size_t g = 0; g < groups; ++g) {
+    node[g] = _mm512_set1_epi32(static_cast<int>(root));
+    goes[g] = down[g] = static_cast<__mmask16>(going >> (g * kLanes));
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t g = 0; g < groups; ++g) {
+      if (down[g] == 0) continue;
+      any = true;
+      const __m512i low = _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), static_cast<__mmask8>(down[g]),
+                                                      _mm512_castsi512_si256(node[g]), node_words, 8);
+      const __m512i high =
+          _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), static_cast<__mmask8>(down[g] >> 8),
+                                      _mm512_extracti64x4_epi64(node[g], 1), node_words, 8);
+      const __m512i next = _mm512_permutex2var_epi32(low, nexts, high);
+      const __m512i meta = _mm512_permutex2var_epi32(low, metas, high);
+      const __m512i word = _mm512_and_si512(meta, byte);
+      const __mmask16 inner = _mm512_mask_cmpneq_epi32_mask(down[g], word, leaf);
+      const __m512i packet = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(g * kLanes)));
+      const __m512i key_at =
+          _mm512_add_epi32(_mm512_slli_epi32(packet, 2), _mm512_and_si512(word, last_word));
+      const __m512i key = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), inner, key_at, key_words, 4);
+      const __m512i shift = _mm512_and_si512(_mm512_srli_epi32(meta, 8), byte);
+      const __m512i child = _mm512_add_epi32(
+          next, _mm512_and_si512(_mm512_srlv_epi32(key, shift), _mm512_srli_epi32(meta, 16)));
+      node[g] = _mm512_mask_mov_epi32(node[g], inner, child);
+      down[g] = inner;
+    }
+  }
+  for (size_t g = 0; g < groups; ++g) _mm512_mask_storeu_epi32(at + g * kLanes, goes[g], node[g]);
+}
+#endif
+
+// The descent lookups take: at first, the fastest the CPU has.
+std::atomic<int>& ChosenDescent() {
+  using TreeDescent = TableIndex::TreeDescent;
+  static std::atomic<int> chosen{static_cast<int>([] {
+    for (const TreeDescent fastest : {TreeDescent::kAvx512, TreeDescent::kAvx2}) {
+      if (TableIndex::CpuHas(fastest)) return fastest;
+    }
+    return TreeDescent::kScalar;
+  }())};
+  return chosen;
+}
+
+}  // namespace
+
+bool TableIndex::CpuHas(TreeDescent descent) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  switch (descent) {
+    case TreeDescent::kAvx512:
+      return __builtin_cpu_supports("avx512f");
+    case TreeDescent::kAvx2:
+      return __builtin_cpu_supports("avx2");
+    case TreeDescent::kScalar:
+      return true;
+  }
+  return false;
+#else
+  return descent == TreeDescent::kScalar;
+#endif
+}
+
+TableIndex::TreeDescent TableIndex::tree_descent() {
+  return static_cast<TreeDescent>(ChosenDescent().load(std::memory_order_relaxed));
+}
+
+bool TableIndex::SetTreeDescent(TreeDescent descent) {
+  if (!CpuHas(descent)) return false;
+  ChosenDescent().store(static_cast<int>(descent), std::memory_order_relaxed);
+  return true;
+}
 
 // Grows a compiled form's trees, node by node from their roots.
 class TableIndex::CompiledTrees::Builder {
@@ -329,48 +514,45 @@ void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64
 }
 
 void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled, Walk* walks, size_t n) {
-  constexpr uint32_t kNoTree = ~uint32_t{0};
+  static_assert(sizeof(CompiledTrees::TreeNode) == 8 && offsetof(CompiledTrees::TreeNode, word) == 4 &&
+                    offsetof(CompiledTrees::TreeNode, shift) == 5 &&
+                    offsetof(CompiledTrees::TreeNode, bits) == 6,
+                "the vector descents read a node as next, then word | shift << 8 | bits << 16");
   // Tree by tree in order of their least ranks (a packet whose exact candidate ranks below a tree's least
-  // skips it); down each, a level of each packet in turn.
-  std::array<uint32_t, 32> at;
-  std::array<std::array<uint32_t, kWords>, 32> key;  // the packets' words as trie keys, together
-  for (size_t j = 0; j < n; ++j) key[j] = walks[j].key;
+  // skips it): down each, the packets together, then each packet's leaf.
+  const TreeDescent descent = tree_descent();
+  std::array<uint32_t, kDescentPackets> at;
+  DescentKeys key;  // the packets' words as trie keys, together
+  for (size_t j = 0; j < n; ++j) std::copy(walks[j].key.begin(), walks[j].key.end(), &key[j * kWords]);
   for (const CompiledTrees::Tree& tree : compiled.trees) {
-    // (The packets still going down, packed: a packet at a leaf leaves the list.)
-    std::array<uint8_t, 32> going;
-    size_t left = 0;
-    for (size_t j = 0; j < n; ++j) {
-      const bool skips = walks[j].bound < tree.least;
-      at[j] = skips ? kNoTree : tree.root;
-      going[left] = static_cast<uint8_t>(j);
-      left += !skips;
-    }
-    while (left > 0) {
-      for (size_t g = 0; g < left;) {
-        const size_t j = going[g];
-        const CompiledTrees::TreeNode node = compiled.nodes[at[j]];
-        if (node.word == CompiledTrees::kLeaf) {
-          going[g] = going[--left];
-          continue;
-        }
-        at[j] = node.next + (key[j][node.word] >> node.shift & node.bits);
-        __builtin_prefetch(&compiled.nodes[at[j]]);
-        ++g;
-      }
+    uint32_t going = 0;
+    for (size_t j = 0; j < n; ++j) going |= uint32_t{walks[j].bound >= tree.least} << j;
+    if (going == 0) continue;
+    switch (descent) {
+#if defined(__x86_64__)
+      case TreeDescent::kAvx512:
+        DescendAvx512<CompiledTrees>(compiled.nodes.data(), tree.root, key, n, going, at.data());
+        break;
+      case TreeDescent::kAvx2:
+        DescendAvx2<CompiledTrees>(compiled.nodes.data(), tree.root, key, n, going, at.data());
+        break;
+#endif
+      default:
+        DescendScalar<CompiledTrees>(compiled.nodes.data(), tree.root, key, n, going, at.data());
     }
     for (size_t j = 0; j < n; ++j) {
-      if (at[j] != kNoTree) __builtin_prefetch(&compiled.entries[compiled.nodes[at[j]].next]);
+      if ((going >> j & 1) != 0) __builtin_prefetch(&compiled.entries[compiled.nodes[at[j]].next]);
     }
     // The leaves' entries up to the bound that the packet matches.
     for (size_t j = 0; j < n; ++j) {
-      if (at[j] == kNoTree) continue;
+      if ((going >> j & 1) == 0) continue;
       Walk& q = walks[j];
       const CompiledTrees::TreeNode leaf = compiled.nodes[at[j]];
       for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
         const CompiledTrees::LeafEntry& e = compiled.entries[i];
         if (e.rank > q.bound) break;
         uint32_t differ = 0;
-        for (int k = 0; k < kWords; ++k) differ |= (key[j][k] & e.mask[k]) ^ e.value[k];
+        for (int k = 0; k < kWords; ++k) differ |= (key[j * kWords + k] & e.mask[k]) ^ e.value[k];
         if (differ == 0 && e.rank >= q.query->from_rank && !q.TakeCandidate(e.rank, e.matcher, e.hit)) break;
       }
     }

@@ -26,7 +26,9 @@ namespace drsim::hw {
 // values of those bits): the bit that parts its entries best, widened a bit at a time while that makes its
 // largest child smaller and its children together hold at most kCutCopies times its entries (as HiCuts
 // does). A lookup goes down the trees in order of their least ranks and skips those whose least is past its
-// exact candidate's rank.
+// exact candidate's rank. Its packets (a burst's, up to 32) go down each tree together, a level at a time:
+// 16 or 8 a vector step in AVX-512 or AVX2 lanes, or one at a time (TableIndex::TreeDescent, chosen at run
+// time); a lane at a leaf waits, masked off, for the others. Then each packet scans its leaf.
 //
 // Why: a walk's step through the tries costs a hundred instructions or so (its pending steps, bounds and
 // interleaving), even with every line in the caches; a tree's step is a load, a shift and a mask. On sets
@@ -39,6 +41,7 @@ struct TableIndex::CompiledTrees {
   static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
   static constexpr int kMaxCut = 12;
   static constexpr uint8_t kLeaf = 0xff;
+  // (Eight bytes, in this order: the vector descents load a node whole.)
   struct TreeNode {
     uint32_t next;  // an inner node's children, nodes[next + the packet's bits]; a leaf's entries[next, ...)
     uint8_t word;   // an inner node's word; kLeaf: a leaf
@@ -127,7 +130,7 @@ class TableIndex::TreeCompiler {
   // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
   // compiling (quiet_needed_), and retires it.
   static void RetireTrees(TableIndex* index);
-  // The candidates of the queries of walks[0, n) (set up: query and words), from `compiled`.
+  // The candidates of the queries of walks[0, n) (n <= 32; set up: query and words), from `compiled`.
   static void CandidatesFromTrees(const CompiledTrees& compiled, Walk* walks, size_t n);
 };
 

@@ -290,6 +290,14 @@ class TableIndex {
   static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
   bool Compile() const;
   bool IsCompiled() const;
+  // How lookups go down the compiled trees: a packet at a time (kScalar), or 8 or 16 packets together in
+  // AVX2 or AVX-512 lanes; each reaches the same leaves. The process takes the fastest its CPU has, once.
+  // SetTreeDescent (tests and benches) takes another, and returns false, changing nothing, when the CPU lacks
+  // it. Process-wide; relaxed atomics (a lookup under way may go either way).
+  enum class TreeDescent : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+  static bool CpuHas(TreeDescent descent);
+  static TreeDescent tree_descent();
+  static bool SetTreeDescent(TreeDescent descent);
 
  private:
   // The tries' types (hw/table_index_tries.h): a node's slot array, the memory nodes come from, the prefix
