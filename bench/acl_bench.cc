@@ -10,7 +10,8 @@
 // Before timing, both classifiers' verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
 //
-//   bazel run --config=opt //bench:acl_bench -- [--filters=PATH] [--trace=PATH] [--benchmark_format=json]
+//   bazel run --config=opt //bench:acl_bench -- [--filters=PATH | --profile=acl|fw|ipc] [--trace=PATH]
+//       [--benchmark_format=json]
 #include <arpa/inet.h>
 #include <rte_acl.h>
 #include <rte_errno.h>

@@ -19,6 +19,11 @@ std::string* FiltersPath() {
   return path;
 }
 
+std::string* ProfileName() {
+  static auto* name = new std::string("acl");
+  return name;
+}
+
 std::string* TracePath() {
   static auto* path = new std::string();
   return path;
@@ -31,6 +36,8 @@ void TakeAclFlags(int* argc, char** argv) {
   for (int i = 0; i < *argc; ++i) {
     if (std::strncmp(argv[i], "--filters=", 10) == 0) {
       *FiltersPath() = argv[i] + 10;
+    } else if (std::strncmp(argv[i], "--profile=", 10) == 0) {
+      *ProfileName() = argv[i] + 10;
     } else if (std::strncmp(argv[i], "--trace=", 8) == 0) {
       *TracePath() = argv[i] + 8;
     } else {
@@ -45,7 +52,12 @@ const std::vector<classbench::Filter>& AclFilterSet(size_t n, benchmark::State& 
   std::vector<classbench::Filter>& set = (*cache)[n];
   if (set.empty()) {
     if (FiltersPath()->empty()) {
-      set = classbench::Generate(classbench::Profile::kAcl, n, 1);
+      const absl::StatusOr<classbench::Profile> profile = classbench::ParseProfile(*ProfileName());
+      if (!profile.ok()) {
+        state.SkipWithError(absl::StrFormat("--profile: %s", profile.status().message()).c_str());
+        return set;
+      }
+      set = classbench::Generate(*profile, n, 1);
     } else {
       absl::StatusOr<std::vector<classbench::Filter>> read = classbench::ReadFilterFile(*FiltersPath());
       if (!read.ok()) {

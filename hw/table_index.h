@@ -291,9 +291,10 @@ class TableIndex {
   bool Compile() const;
   bool IsCompiled() const;
   // How lookups go down the compiled trees: a packet at a time (kScalar), or 8 or 16 packets together in
-  // AVX2 or AVX-512 lanes; each reaches the same leaves. The process takes the fastest its CPU has, once.
-  // SetTreeDescent (tests and benches) takes another, and returns false, changing nothing, when the CPU lacks
-  // it. Process-wide; relaxed atomics (a lookup under way may go either way).
+  // AVX2 or AVX-512 lanes; each reaches the same leaves. The process takes the fastest its CPU has, once
+  // (AVX2 before AVX-512: see hw/compiled_trees.cc). SetTreeDescent (tests and benches) takes another, and
+  // returns false, changing nothing, when the CPU lacks it. Process-wide; relaxed atomics (a lookup under way
+  // may go either way).
   enum class TreeDescent : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
   static bool CpuHas(TreeDescent descent);
   static TreeDescent tree_descent();

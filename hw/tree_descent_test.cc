@@ -45,8 +45,8 @@ class TreeDescentTest : public ::testing::Test {
   const TreeDescent chosen_ = TableIndex::tree_descent();
 };
 
-// The process takes the fastest descent its CPU has (as the kernel lists its flags, where it does), and no
-// descent the CPU lacks can be forced.
+// The process takes the fastest descent its CPU has, AVX2 before AVX-512 (as the kernel lists its flags,
+// where it does), and no descent the CPU lacks can be forced.
 TEST_F(TreeDescentTest, TakesTheFastestTheCpuHasAndRefusesWhatItLacks) {
   EXPECT_TRUE(TableIndex::CpuHas(TreeDescent::kScalar));
   const std::set<std::string> flags = KernelCpuFlags();
@@ -54,9 +54,9 @@ TEST_F(TreeDescentTest, TakesTheFastestTheCpuHasAndRefusesWhatItLacks) {
     EXPECT_EQ(TableIndex::CpuHas(TreeDescent::kAvx2), flags.count("avx2") == 1);
     EXPECT_EQ(TableIndex::CpuHas(TreeDescent::kAvx512), flags.count("avx512f") == 1);
   }
-  const TreeDescent fastest = TableIndex::CpuHas(TreeDescent::kAvx512) ? TreeDescent::kAvx512
-                              : TableIndex::CpuHas(TreeDescent::kAvx2) ? TreeDescent::kAvx2
-                                                                       : TreeDescent::kScalar;
+  const TreeDescent fastest = TableIndex::CpuHas(TreeDescent::kAvx2)     ? TreeDescent::kAvx2
+                              : TableIndex::CpuHas(TreeDescent::kAvx512) ? TreeDescent::kAvx512
+                                                                         : TreeDescent::kScalar;
   EXPECT_EQ(chosen_, fastest);
   for (const TreeDescent d : kDescents) {
     EXPECT_EQ(TableIndex::SetTreeDescent(d), TableIndex::CpuHas(d)) << DescentName(d);
