@@ -139,41 +139,63 @@ void CountCompiled(const DrSetup& s, benchmark::State& state) {
   state.counters["compiled"] = index != nullptr && index->IsCompiled() ? 1 : 0;
 }
 
+// What a lookup bench runs on: its set, installed on a NIC, and its trace; `dr` nullptr (the bench skipped)
+// when they cannot be had.
+struct LookupBed {
+  const std::vector<Filter>* set = nullptr;
+  std::unique_ptr<DrSetup> dr;
+  std::vector<Header> trace;
+};
+
+LookupBed SetUpLookups(benchmark::State& state) {
+  LookupBed bed;
+  bed.set = &AclFilterSet(state.range(0), state);
+  if (bed.set->empty()) return bed;
+  bed.dr = InstallDr(*bed.set, state);
+  if (bed.dr == nullptr) return bed;
+  bed.trace = AclTrace(*bed.set, state);
+  if (bed.trace.empty()) bed.dr.reset();
+  return bed;
+}
+
+// Untimed, as rte_acl's build is: `burst()` (the next burst of the trace through the lookup a bench times;
+// false when it failed) until the ACL's table has been found unchanged (hw::TableIndex::kQuietLookups), then
+// long enough for it to be compiled and its compiled form's trial over. False when a burst failed.
+template <typename SendBurst>
+bool WarmUp(SendBurst burst) {
+  for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups; sent += kBurst) {
+    if (!burst()) return false;
+  }
+  for (const auto quiet = std::chrono::steady_clock::now();
+       std::chrono::steady_clock::now() - quiet < kWarmUpAfterQuiet;) {
+    if (!burst()) return false;
+  }
+  return true;
+}
+
 void BM_DrAclLookup(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  std::unique_ptr<DrSetup> s = InstallDr(set, state);
-  if (s == nullptr) return;
-  const std::vector<Header> trace = AclTrace(set, state);
-  if (trace.empty() || !CheckVerdicts(*s, set, trace, 256, state)) return;
+  LookupBed bed = SetUpLookups(state);
+  if (bed.dr == nullptr || !CheckVerdicts(*bed.dr, *bed.set, bed.trace, 256, state)) return;
+  DrSetup& s = *bed.dr;
   std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
+  for (const Header& h : bed.trace) frames.push_back(classbench::FrameOf(h));
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   size_t at = 0;
   // The next burst of the trace through the NIC; false (the bench skipped) when it is rejected.
   auto send_burst = [&] {
-    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
+    if (!s.nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
       state.SkipWithError("burst rejected");
       return false;
     }
     at = (at + kBurst) % views.size();
     return true;
   };
-  // Untimed, as rte_acl's build is: enough of the trace for the ACL's table to be found unchanged
-  // (hw::TableIndex::kQuietLookups), then long enough for it to be compiled and its compiled form's trial
-  // over.
-  for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups; sent += kBurst) {
-    if (!send_burst()) return;
-  }
-  for (const auto quiet = std::chrono::steady_clock::now();
-       std::chrono::steady_clock::now() - quiet < kWarmUpAfterQuiet;) {
-    if (!send_burst()) return;
-  }
+  if (!WarmUp(send_burst)) return;
   for (auto _ : state) {
     if (!send_burst()) break;
   }
   state.SetItemsProcessed(state.iterations() * kBurst);
-  CountCompiled(*s, state);
+  CountCompiled(s, state);
 }
 BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);
 
@@ -238,18 +260,16 @@ class TableLookup {
 };
 
 void BM_DrAclTupleLookup(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  std::unique_ptr<DrSetup> s = InstallDr(set, state);
-  if (s == nullptr) return;
-  const std::vector<Header> trace = AclTrace(set, state);
-  if (trace.empty()) return;
-  auto lookup = std::make_unique<TableLookup>(*dr::CompiledTableOf(s->net.acl), s->nic.pf().reclaimer());
+  LookupBed bed = SetUpLookups(state);
+  if (bed.dr == nullptr) return;
+  DrSetup& s = *bed.dr;
+  const std::vector<Header>& trace = bed.trace;
+  auto lookup = std::make_unique<TableLookup>(*dr::CompiledTableOf(s.net.acl), s.nic.pf().reclaimer());
   if (!lookup->valid()) {
     state.SkipWithError("no reader slot left in the NIC's reclaimer");
     return;
   }
-  const FirstMatchJudge judge(s->installed, set);
+  const FirstMatchJudge judge(s.installed, *bed.set);
   // A burst's input, each packet's 5-tuple written into its header vector as it comes (timed, as rte_acl
   // reads its input from the 5-tuple), and its hits.
   std::vector<hw::HeaderVector> hv(kBurst, hw::HeaderVector{});
@@ -259,6 +279,7 @@ void BM_DrAclTupleLookup(benchmark::State& state) {
     for (size_t i = 0; i < kBurst; ++i) classbench::FillHeaderVector(trace[at + i], hv[i].bytes);
     lookup->LookUpBurst(hv.data(), kBurst, hits);
     at = (at + kBurst) % trace.size();
+    return true;
   };
   // Every packet of the trace must hit a rule of the first filter it fits (false, with the bench skipped,
   // when one does not): on the index's walk first, then once it is compiled, right before timing.
@@ -273,20 +294,14 @@ void BM_DrAclTupleLookup(benchmark::State& state) {
     return true;
   };
   if (!check_verdicts()) return;
-  // Untimed, as in BM_DrAclLookup: until the index has been quiet for long enough to compile, and its
-  // compiled form's trial is over.
-  for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups; sent += kBurst) look_up_burst();
-  for (const auto quiet = std::chrono::steady_clock::now();
-       std::chrono::steady_clock::now() - quiet < kWarmUpAfterQuiet;) {
-    look_up_burst();
-  }
+  WarmUp(look_up_burst);
   if (!check_verdicts()) return;
   for (auto _ : state) {
     look_up_burst();
     benchmark::DoNotOptimize(hits);
   }
   state.SetItemsProcessed(state.iterations() * kBurst);
-  CountCompiled(*s, state);
+  CountCompiled(s, state);
 }
 BENCHMARK(BM_DrAclTupleLookup)->Arg(1000)->Arg(10000);
 
