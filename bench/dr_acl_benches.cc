@@ -125,18 +125,20 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
   return true;
 }
 
-// How long a lookup bench sends frames, untimed, past the quiet lookups after which the ACL's table compiles:
-// its trees are built on the index's compiler thread (well within this time on the ClassBench sets;
-// bench/README.md has the times), the next lookup publishes them, and their trial takes 2,048 calls (65,536
-// frames in bursts).
-constexpr std::chrono::milliseconds kWarmUpAfterQuiet{600};
+// How long a lookup bench goes on, untimed, once the ACL's table is compiled: its compiled form's trial
+// takes 2,048 calls (a burst each), well within this time.
+constexpr std::chrono::milliseconds kWarmUpAfterCompiled{600};
+// How long a lookup bench waits, untimed, for the ACL's table to compile after its quiet lookups: the trees
+// are built on the index's compiler thread (bench/README.md has the times), and the next lookup publishes
+// them. A table that does not compile by then (too large, or its frames hit before the index) is timed
+// walking.
+constexpr std::chrono::seconds kCompileWait{5};
 
-// Sets the bench's "compiled" counter: 1 when the ACL table's index has a compiled form of its present
-// version (hw/table_index.h; it serves lookups by its trees, or by the walk when its trial found that
-// faster), else 0.
-void CountCompiled(const DrSetup& s, benchmark::State& state) {
+// Whether the ACL table's index has a compiled form of its present version (hw/table_index.h; it serves
+// lookups by its trees, or by the walk when its trial found that faster).
+bool AclCompiled(const DrSetup& s) {
   const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
-  state.counters["compiled"] = index != nullptr && index->IsCompiled() ? 1 : 0;
+  return index != nullptr && index->IsCompiled();
 }
 
 // What a lookup bench runs on: its set, installed on a NIC, and its trace; `dr` nullptr (the bench skipped)
@@ -159,19 +161,26 @@ LookupBed SetUpLookups(benchmark::State& state) {
 }
 
 // Untimed, as rte_acl's build is: `burst()` (the next burst of the trace through the lookup a bench times;
-// false when it failed) until the ACL's table has been found unchanged (hw::TableIndex::kQuietLookups), then
-// long enough for it to be compiled and its compiled form's trial over. False when a burst failed.
+// false when it failed) until the ACL's table on `s` has been found unchanged (hw::TableIndex::kQuietLookups),
+// then until it is compiled (up to kCompileWait), then for kWarmUpAfterCompiled, its compiled form's trial.
+// False when a burst failed.
 template <typename SendBurst>
-bool WarmUp(SendBurst burst) {
+bool WarmUp(const DrSetup& s, SendBurst burst) {
+  using Clock = std::chrono::steady_clock;
   for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups; sent += kBurst) {
     if (!burst()) return false;
   }
-  for (const auto quiet = std::chrono::steady_clock::now();
-       std::chrono::steady_clock::now() - quiet < kWarmUpAfterQuiet;) {
+  for (const auto quiet = Clock::now(); !AclCompiled(s) && Clock::now() - quiet < kCompileWait;) {
+    if (!burst()) return false;
+  }
+  for (const auto compiled = Clock::now(); Clock::now() - compiled < kWarmUpAfterCompiled;) {
     if (!burst()) return false;
   }
   return true;
 }
+
+// Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0.
+void CountCompiled(const DrSetup& s, benchmark::State& state) { state.counters["compiled"] = AclCompiled(s); }
 
 void BM_DrAclLookup(benchmark::State& state) {
   LookupBed bed = SetUpLookups(state);
@@ -190,7 +199,7 @@ void BM_DrAclLookup(benchmark::State& state) {
     at = (at + kBurst) % views.size();
     return true;
   };
-  if (!WarmUp(send_burst)) return;
+  if (!WarmUp(s, send_burst)) return;
   for (auto _ : state) {
     if (!send_burst()) break;
   }
@@ -294,7 +303,7 @@ void BM_DrAclTupleLookup(benchmark::State& state) {
     return true;
   };
   if (!check_verdicts()) return;
-  WarmUp(look_up_burst);
+  WarmUp(s, look_up_burst);
   if (!check_verdicts()) return;
   for (auto _ : state) {
     look_up_burst();
