@@ -5,6 +5,9 @@
 //   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
 //   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
 //   BM_DrAclLookupDescent/N/D  the same, the compiled trees descended the D way (hw::TableIndex::TreeDescent)
+//   BM_DrAclTupleLookup/N the trace's bare 5-tuples looked up in the ACL table's index in bursts of 32, as
+//                         the NIC looks a burst up there, with no frame, parse or actions (packets/s): the
+//                         like-for-like peer of rte_acl's classify
 //   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set and putting it back (updates/s, two
 //                         an iteration); every trace frame is checked against FirstMatch afterwards
 //   BM_DrAclRuleMove/N    the same, each rule put back with a key it did not have (a changed match)
@@ -33,7 +36,13 @@
 #include "classbench/dr_acl.h"
 #include "classbench/filter.h"
 #include "classbench/header_frame.h"
+#include "dr/compiled_table.h"
 #include "dr/dr.h"
+#include "hw/action_program.h"
+#include "hw/flow_table.h"
+#include "hw/match_layout.h"
+#include "hw/match_table.h"
+#include "hw/reclaimer.h"
 #include "hw/table_index.h"
 #include "sim/nic.h"
 
@@ -82,68 +91,122 @@ void BM_DrAclInsert(benchmark::State& state) {
 }
 BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
-// Checks the first `count` frames of `trace` through `s`: the rule each hits must belong to the first
-// filter the header fits (classbench::FirstMatch). False, with the bench skipped, on a mismatch.
+// Judges drsim's verdicts on an installed set: the rule a packet hits must belong to the first filter its
+// header fits (classbench::FirstMatch).
+class FirstMatchJudge {
+ public:
+  FirstMatchJudge(const classbench::DrAcl& acl, const std::vector<Filter>& set) : set_(set) {
+    for (size_t r = 0; r < acl.rules.size(); ++r) filter_of_rule_id_[acl.rules[r].id()] = acl.filter_of_rule[r];
+  }
+  // Whether the rule `rule_id` (0: none) that packet `i` of the trace (`h`) hit is right; false, with the
+  // bench skipped naming the packet, when it is not.
+  bool Check(size_t i, const Header& h, uint32_t rule_id, benchmark::State& state) const {
+    auto it = filter_of_rule_id_.find(rule_id);
+    const size_t hit = it == filter_of_rule_id_.end() ? set_.size() : it->second;
+    const size_t want = classbench::FirstMatch(set_, classbench::AsParsed(h)).value_or(set_.size());
+    if (hit == want) return true;
+    state.SkipWithError(absl::StrFormat("packet %d: filter %d, expected %d", i, hit, want).c_str());
+    return false;
+  }
+
+ private:
+  const std::vector<Filter>& set_;
+  absl::flat_hash_map<uint32_t, size_t> filter_of_rule_id_;
+};
+
+// Checks the first `count` frames of `trace` through `s` (FirstMatchJudge). False, with the bench skipped,
+// on a mismatch.
 bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector<Header>& trace, size_t count,
                    benchmark::State& state) {
-  absl::flat_hash_map<uint32_t, size_t> filter_of_rule_id;
-  for (size_t r = 0; r < s.installed.rules.size(); ++r) {
-    filter_of_rule_id[s.installed.rules[r].id()] = s.installed.filter_of_rule[r];
-  }
+  const FirstMatchJudge judge(s.installed, set);
   for (size_t i = 0; i < count && i < trace.size(); ++i) {
     const sim::Verdict v = s.nic.ReceiveFromWire(classbench::FrameOf(trace[i]));
-    auto it = filter_of_rule_id.find(v.path.empty() ? 0 : v.path.back().rule_id);
-    const size_t hit = it == filter_of_rule_id.end() ? set.size() : it->second;
-    const size_t want = classbench::FirstMatch(set, classbench::AsParsed(trace[i])).value_or(set.size());
-    if (hit != want) {
-      state.SkipWithError(absl::StrFormat("frame %d: filter %d, expected %d", i, hit, want).c_str());
-      return false;
-    }
+    if (!judge.Check(i, trace[i], v.path.empty() ? 0 : v.path.back().rule_id, state)) return false;
   }
   return true;
 }
 
-// How long a lookup bench sends frames, untimed, past the quiet lookups after which the ACL's table compiles:
-// its trees are built on the index's compiler thread (well within this time on the ClassBench sets;
-// bench/README.md has the times), the next lookup publishes them, and their trial takes 2,048 calls (65,536
-// frames in bursts).
-constexpr std::chrono::milliseconds kWarmUpAfterQuiet{600};
+// How long a lookup bench goes on, untimed, once the ACL's table is compiled: its compiled form's trial
+// takes 2,048 calls (a burst each), well within this time.
+constexpr std::chrono::milliseconds kWarmUpAfterCompiled{600};
+// How long a lookup bench waits, untimed, for the ACL's table to compile after its quiet lookups: the trees
+// are built on the index's compiler thread (bench/README.md has the times), and the next lookup publishes
+// them. A table that does not compile by then (too large, or its frames hit before the index) is timed
+// walking.
+constexpr std::chrono::seconds kCompileWait{5};
+
+// Whether the ACL table's index has a compiled form of its present version (hw/table_index.h; it serves
+// lookups by its trees, or by the walk when its trial found that faster).
+bool AclCompiled(const DrSetup& s) {
+  const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
+  return index != nullptr && index->IsCompiled();
+}
+
+// What a lookup bench runs on: its set, installed on a NIC, and its trace; `dr` nullptr (the bench skipped)
+// when they cannot be had.
+struct LookupBed {
+  const std::vector<Filter>* set = nullptr;
+  std::unique_ptr<DrSetup> dr;
+  std::vector<Header> trace;
+};
+
+LookupBed SetUpLookups(benchmark::State& state) {
+  LookupBed bed;
+  bed.set = &AclFilterSet(state.range(0), state);
+  if (bed.set->empty()) return bed;
+  bed.dr = InstallDr(*bed.set, state);
+  if (bed.dr == nullptr) return bed;
+  bed.trace = AclTrace(*bed.set, state);
+  if (bed.trace.empty()) bed.dr.reset();
+  return bed;
+}
+
+// Untimed, as rte_acl's build is: `burst()` (the next burst of the trace through the lookup a bench times;
+// false when it failed) until the ACL's table on `s` has been found unchanged (hw::TableIndex::kQuietLookups),
+// then until it is compiled (up to kCompileWait), then for kWarmUpAfterCompiled, its compiled form's trial.
+// False when a burst failed.
+template <typename SendBurst>
+bool WarmUp(const DrSetup& s, SendBurst burst) {
+  using Clock = std::chrono::steady_clock;
+  for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups; sent += kBurst) {
+    if (!burst()) return false;
+  }
+  for (const auto quiet = Clock::now(); !AclCompiled(s) && Clock::now() - quiet < kCompileWait;) {
+    if (!burst()) return false;
+  }
+  for (const auto compiled = Clock::now(); Clock::now() - compiled < kWarmUpAfterCompiled;) {
+    if (!burst()) return false;
+  }
+  return true;
+}
+
+// Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0.
+void CountCompiled(const DrSetup& s, benchmark::State& state) { state.counters["compiled"] = AclCompiled(s); }
 
 // BM_DrAclLookup's body.
 void TimeAclLookups(benchmark::State& state) {
-  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
-  if (set.empty()) return;
-  std::unique_ptr<DrSetup> s = InstallDr(set, state);
-  if (s == nullptr) return;
-  const std::vector<Header> trace = AclTrace(set, state);
-  if (trace.empty() || !CheckVerdicts(*s, set, trace, 256, state)) return;
+  LookupBed bed = SetUpLookups(state);
+  if (bed.dr == nullptr || !CheckVerdicts(*bed.dr, *bed.set, bed.trace, 256, state)) return;
+  DrSetup& s = *bed.dr;
   std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
+  for (const Header& h : bed.trace) frames.push_back(classbench::FrameOf(h));
   std::vector<sim::Frame> views(frames.begin(), frames.end());
   size_t at = 0;
   // The next burst of the trace through the NIC; false (the bench skipped) when it is rejected.
   auto send_burst = [&] {
-    if (!s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
+    if (!s.nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
       state.SkipWithError("burst rejected");
       return false;
     }
     at = (at + kBurst) % views.size();
     return true;
   };
-  // Untimed, as rte_acl's build is: enough of the trace for the ACL's table to be found unchanged
-  // (hw::TableIndex::kQuietLookups), then long enough for it to be compiled and its compiled form's trial
-  // over.
-  for (size_t sent = 0; sent < hw::TableIndex::kQuietLookups; sent += kBurst) {
-    if (!send_burst()) return;
-  }
-  for (const auto quiet = std::chrono::steady_clock::now();
-       std::chrono::steady_clock::now() - quiet < kWarmUpAfterQuiet;) {
-    if (!send_burst()) return;
-  }
+  if (!WarmUp(s, send_burst)) return;
   for (auto _ : state) {
     if (!send_burst()) break;
   }
   state.SetItemsProcessed(state.iterations() * kBurst);
+  CountCompiled(s, state);
 }
 
 void BM_DrAclLookup(benchmark::State& state) { TimeAclLookups(state); }
@@ -162,6 +225,112 @@ void BM_DrAclLookupDescent(benchmark::State& state) {
   TableIndex::SetTreeDescent(chosen);
 }
 BENCHMARK(BM_DrAclLookupDescent)->ArgsProduct({{10000}, {0, 1, 2}});
+
+// The rule (nullptr: none) each header vector of a burst hits in an ACL's table, looked up as the NIC looks a
+// burst up in an indexed table (sim/nic_burst.cc, LookUpIndexedTogether): the index's candidates of all the
+// burst's packets together, from the table's first matcher on; then each packet's first hit among its
+// candidates in lookup order, the rule the index names or one looked up in the candidate's match table;
+// asked again past an exact candidate that missed (its rule was leaving), and the table's chain walked
+// when the index had too many candidates (or the table has no index). What the NIC adds around this for a
+// frame: the parse, the jump from its root table into the ACL's, and the actions.
+class TableLookup {
+ public:
+  // `reclaimer`: the device's, whose read sections the lookups take.
+  TableLookup(const hw::FlowTable& table, hw::Reclaimer* reclaimer) : table_(table), reader_(reclaimer) {}
+  bool valid() const { return reader_.valid(); }
+
+  // The hits of `hv[0, n)` (n <= kBurst) in `hits`.
+  void LookUpBurst(const hw::HeaderVector* hv, size_t n, const hw::RuleRecord** hits) {
+    reader_.Enter();
+    const hw::TableIndex* index = table_.index.load(std::memory_order_acquire);
+    if (index == nullptr) {
+      for (size_t i = 0; i < n; ++i) hits[i] = WalkChain(hv[i].bytes);
+    } else {
+      for (size_t i = 0; i < n; ++i) queries_[i] = {hv[i].bytes, 0, candidates_[i], 0};
+      index->CandidatesOf(queries_, n);
+      for (size_t i = 0; i < n; ++i) hits[i] = FirstHit(*index, queries_[i]);
+    }
+    reader_.Leave();
+  }
+
+ private:
+  // The first hit among query `q`'s candidates, asking the index again as LookUpBurst says.
+  const hw::RuleRecord* FirstHit(const hw::TableIndex& index, const hw::TableIndex::Query& q) {
+    size_t n = q.count;
+    for (;;) {
+      if (n > hw::TableIndex::kMaxCandidates) return WalkChain(q.hv);
+      for (size_t i = 0; i < n; ++i) {
+        const hw::TableIndex::Candidate& c = q.out[i];
+        if (const hw::RuleRecord* hit = c.hit != nullptr ? c.hit : LookUpIn(*c.matcher, q.hv)) return hit;
+      }
+      if (n == 0 || !q.out[n - 1].exact) return nullptr;
+      n = index.Candidates(q.hv, q.out[n - 1].rank + 1, q.out);
+    }
+  }
+  const hw::RuleRecord* WalkChain(const uint8_t* hv) {
+    for (const hw::CompiledMatcher* m = table_.first_matcher(); m != nullptr; m = m->next_matcher()) {
+      if (const hw::RuleRecord* hit = LookUpIn(*m, hv)) return hit;
+    }
+    return nullptr;
+  }
+  const hw::RuleRecord* LookUpIn(const hw::CompiledMatcher& m, const uint8_t* hv) {
+    if (!m.MayMatch(hv)) return nullptr;
+    m.definer.Extract(hv, key_);
+    return m.table.Find(key_);
+  }
+
+  const hw::FlowTable& table_;
+  hw::Reclaimer::Reader reader_;
+  hw::TableIndex::Query queries_[kBurst];
+  hw::TableIndex::Candidate candidates_[kBurst][hw::TableIndex::kMaxCandidates];
+  uint32_t key_[hw::kMatchParamBytes / 4];
+};
+
+void BM_DrAclTupleLookup(benchmark::State& state) {
+  LookupBed bed = SetUpLookups(state);
+  if (bed.dr == nullptr) return;
+  DrSetup& s = *bed.dr;
+  const std::vector<Header>& trace = bed.trace;
+  auto lookup = std::make_unique<TableLookup>(*dr::CompiledTableOf(s.net.acl), s.nic.pf().reclaimer());
+  if (!lookup->valid()) {
+    state.SkipWithError("no reader slot left in the NIC's reclaimer");
+    return;
+  }
+  const FirstMatchJudge judge(s.installed, *bed.set);
+  // A burst's input, each packet's 5-tuple written into its header vector as it comes (timed, as rte_acl
+  // reads its input from the 5-tuple), and its hits.
+  std::vector<hw::HeaderVector> hv(kBurst, hw::HeaderVector{});
+  const hw::RuleRecord* hits[kBurst];
+  size_t at = 0;
+  auto look_up_burst = [&] {
+    for (size_t i = 0; i < kBurst; ++i) classbench::FillHeaderVector(trace[at + i], hv[i].bytes);
+    lookup->LookUpBurst(hv.data(), kBurst, hits);
+    at = (at + kBurst) % trace.size();
+    return true;
+  };
+  // Every packet of the trace must hit a rule of the first filter it fits (false, with the bench skipped,
+  // when one does not): on the index's walk first, then once it is compiled, right before timing.
+  auto check_verdicts = [&] {
+    at = 0;
+    for (size_t b = 0; b < trace.size(); b += kBurst) {
+      look_up_burst();
+      for (size_t i = 0; i < kBurst; ++i) {
+        if (!judge.Check(b + i, trace[b + i], hits[i] == nullptr ? 0 : hits[i]->rule_id, state)) return false;
+      }
+    }
+    return true;
+  };
+  if (!check_verdicts()) return;
+  WarmUp(s, look_up_burst);
+  if (!check_verdicts()) return;
+  for (auto _ : state) {
+    look_up_burst();
+    benchmark::DoNotOptimize(hits);
+  }
+  state.SetItemsProcessed(state.iterations() * kBurst);
+  CountCompiled(s, state);
+}
+BENCHMARK(BM_DrAclTupleLookup)->Arg(1000)->Arg(10000);
 
 // Deletes rule `r` of `acl` and puts it back with `actions` and its value (acl.value_of_rule[r]). Not
 // inlined, so that a profiler can count the updates apart from the set's install (valgrind --tool=callgrind

@@ -1,5 +1,6 @@
 #include "classbench/header_frame.h"
 
+#include "hw/match_layout.h"
 #include "sim/frame_builder.h"
 
 namespace drsim::classbench {
@@ -18,6 +19,20 @@ std::vector<uint8_t> FrameOf(const Header& header) {
   f.sport = h.sport;
   f.dport = h.dport;
   return sim::BuildFrame(f);
+}
+
+void FillHeaderVector(const Header& header, uint8_t* hv) {
+  using hw::Field;
+  const Header h = AsParsed(header);
+  const bool udp = h.proto == sim::kIpProtoUdp;
+  hw::SetField(hv, Field::kOuterIpVersion, 4);
+  hw::SetField(hv, Field::kOuterSrcIp31_0, h.src);
+  hw::SetField(hv, Field::kOuterDstIp31_0, h.dst);
+  hw::SetField(hv, Field::kOuterIpProtocol, h.proto);
+  hw::SetField(hv, Field::kOuterTcpSport, udp ? 0 : h.sport);
+  hw::SetField(hv, Field::kOuterTcpDport, udp ? 0 : h.dport);
+  hw::SetField(hv, Field::kOuterUdpSport, udp ? h.sport : 0);
+  hw::SetField(hv, Field::kOuterUdpDport, udp ? h.dport : 0);
 }
 
 }  // namespace drsim::classbench

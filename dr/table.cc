@@ -1,4 +1,5 @@
 #include "absl/strings/str_format.h"
+#include "dr/compiled_table.h"
 #include "dr/dr.h"
 #include "dr/objects.h"
 
@@ -38,5 +39,9 @@ absl::Status Table::Destroy() {
 
 uint32_t Table::level() const { return handle_.get() ? handle_.get()->ft.level : 0; }
 uint32_t Table::id() const { return handle_.get() ? handle_.get()->ft.id : 0; }
+
+const hw::FlowTable* CompiledTableOf(const Table& table) {
+  return table.obj() != nullptr ? &table.obj()->ft : nullptr;
+}
 
 }  // namespace drsim::dr
