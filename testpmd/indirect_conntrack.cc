@@ -30,7 +30,8 @@ struct AroundCt {
   const Action* sample_after = nullptr;
 };
 
-absl::StatusOr<AroundCt> ActionsAround(ActionLowering& lowering, const Classified& c, const Action& ct) {
+// `c` is the flow as ActionLowering::AddCounting classified it, its indirect actions resolved by kind.
+AroundCt ActionsAround(const Classified& c, const Action& ct) {
   AroundCt b;
   bool after = false;
   for (const Action& a : c.all) {
@@ -50,11 +51,9 @@ absl::StatusOr<AroundCt> ActionsAround(ActionLowering& lowering, const Classifie
       case ActionType::kAge:
         if (b.aso == nullptr) b.aso = &a;
         break;
-      case ActionType::kIndirect: {
-        DRSIM_ASSIGN_OR_RETURN(const std::shared_ptr<IndirectObject> object, lowering.Indirect(a));
-        if (object->def().type == ActionType::kAge && b.aso == nullptr) b.aso = &a;
+      case ActionType::kIndirect:
+        if (&a == c.indirect_age && b.aso == nullptr) b.aso = &a;
         break;
-      }
       case ActionType::kVxlanEncap:
       case ActionType::kNvgreEncap:
       case ActionType::kRawEncap:
@@ -116,7 +115,7 @@ class IndirectConntrack : public IndirectObject {
       return ActionError(origin, StatusCode::kUnimplemented,
                          "Only support non-root table (conntrack needs a group above 0)");
     }
-    DRSIM_ASSIGN_OR_RETURN(const AroundCt around, ActionsAround(lowering, c, origin));
+    const AroundCt around = ActionsAround(c, origin);
     if (around.fate != nullptr) {
       return ActionError(
           origin, StatusCode::kUnimplemented,
