@@ -13,15 +13,23 @@
 //   BM_DrAclRuleMove/N    the same, each rule put back with a key it did not have (a changed match)
 //   BM_DrAclRuleUpdateMany/N/B, BM_DrAclRuleMoveMany/N/B  the same B rules at a time, in one
 //                         dr::Rule::UpdateMany call (updates/s, two a rule)
+//   BM_DrAclLookupUnderChurn/N/R  BM_DrAclLookup's lookups, on a sim::Worker, while a control thread moves
+//                         rules as BM_DrAclRuleMove does at R updates/s (two a move; 0: no churn, the quiet
+//                         rate to compare with); counters: updates_per_second achieved, and the compiled
+//                         form's folds and overflows (hw::TableIndex::tree_upkeep)
 // Before a lookup is timed, drsim's verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/attributes.h"
@@ -96,7 +104,8 @@ BENCHMARK(BM_DrAclInsert)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 class FirstMatchJudge {
  public:
   FirstMatchJudge(const classbench::DrAcl& acl, const std::vector<Filter>& set) : set_(set) {
-    for (size_t r = 0; r < acl.rules.size(); ++r) filter_of_rule_id_[acl.rules[r].id()] = acl.filter_of_rule[r];
+    for (size_t r = 0; r < acl.rules.size(); ++r)
+      filter_of_rule_id_[acl.rules[r].id()] = acl.filter_of_rule[r];
   }
   // Whether the rule `rule_id` (0: none) that packet `i` of the trace (`h`) hit is right; false, with the
   // bench skipped naming the packet, when it is not.
@@ -162,9 +171,9 @@ LookupBed SetUpLookups(benchmark::State& state) {
 }
 
 // Untimed, as rte_acl's build is: `burst()` (the next burst of the trace through the lookup a bench times;
-// false when it failed) until the ACL's table on `s` has been found unchanged (hw::TableIndex::kQuietLookups),
-// then until it is compiled (up to kCompileWait), then for kWarmUpAfterCompiled, its compiled form's trial.
-// False when a burst failed.
+// false when it failed) until the ACL's table on `s` has been found unchanged
+// (hw::TableIndex::kQuietLookups), then until it is compiled (up to kCompileWait), then for
+// kWarmUpAfterCompiled, its compiled form's trial. False when a burst failed.
 template <typename SendBurst>
 bool WarmUp(const DrSetup& s, SendBurst burst) {
   using Clock = std::chrono::steady_clock;
@@ -344,11 +353,56 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status UpdateOneRule(classbench::DrAcl& acl,
   return absl::OkStatus();
 }
 
+// Moves the rules of an installed set to keys they did not have and back: the first classbench::kMoveBits
+// bits of a rule's source address changed (of its destination address when its source prefix is shorter; a
+// rule on neither keeps its key) to the next of their other values in turn, so that every insert files a key
+// its matcher does not hold, as an update that changes a rule's match does. It changes the values in
+// DrAcl::value_of_rule; the caller puts the rules back with them (UpdateOneRule).
+class RuleMover {
+ public:
+  RuleMover(classbench::DrAcl* acl, const std::vector<Filter>& set)
+      : acl_(acl), move_(acl->rules.size()), moved_(acl->rules.size(), 0) {
+    for (size_t r = 0; r < acl->rules.size(); ++r)
+      move_[r] = classbench::MoveOf(set[acl->filter_of_rule[r]], 0);
+  }
+  // Rule r's value to its next key: one of the others, then its own again.
+  void MoveNext(size_t r) { MoveTo(r, moved_[r] % classbench::kMoveValues + 1); }
+  // Rule r's value to its own key; false when it had it already.
+  bool MoveBack(size_t r) {
+    if (moved_[r] == 0) return false;
+    MoveTo(r, 0);
+    return true;
+  }
+
+ private:
+  // (The value its first bits are XORed with now is moved_[r]; 0: the rule's own key.)
+  void MoveTo(size_t r, uint32_t to) {
+    if (!move_[r].has_value()) return;
+    constexpr uint32_t kShift = 32 - classbench::kMoveBits;
+    classbench::MoveValue({move_[r]->source, (moved_[r] ^ to) << kShift}, &acl_->value_of_rule[r]);
+    moved_[r] = to;
+  }
+
+  classbench::DrAcl* acl_;
+  std::vector<std::optional<classbench::FilterMove>> move_;
+  std::vector<uint32_t> moved_;
+};
+
+// Puts every rule that `mover` moved back with its own key. False, with the bench skipped, on an error.
+bool PutRulesBack(classbench::DrAcl& acl, const std::vector<const dr::Action*>& actions, RuleMover& mover,
+                  benchmark::State& state) {
+  for (size_t r = 0; r < acl.rules.size(); ++r) {
+    if (!mover.MoveBack(r)) continue;
+    if (absl::Status u = UpdateOneRule(acl, actions, r); !u.ok()) {
+      state.SkipWithError(std::string(u.message()).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 // The update benches: each iteration deletes one DR rule of the installed set and puts it back (two updates;
-// the rule's matcher stays), with its own key, or with `change_keys` a key it did not have: the first
-// classbench::kMoveBits bits of its source address changed (of its destination address when its source
-// prefix is shorter; a rule on neither keeps its key) to the next of their other values in turn, so that
-// every insert files a key its matcher does not hold, as an update that changes a rule's match does.
+// the rule's matcher stays), with its own key, or with `change_keys` a key it did not have (RuleMover).
 // With `batch` (the bench's second argument), an iteration does the same to that many rules in one
 // dr::Rule::UpdateMany call. Afterwards every rule has its own key again, and every trace frame must still
 // hit its first filter.
@@ -359,18 +413,7 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys, size_t batch = 0)
   if (s == nullptr) return;
   classbench::DrAcl& acl = s->installed;
   const std::vector<const dr::Action*> actions = {&s->drop};
-  constexpr uint32_t kShift = 32 - classbench::kMoveBits;
-  // The address each rule's key moves in (none: it keeps its key; classbench::MoveOf), and the value its
-  // first bits are XORed with now (0: the rule's own key).
-  std::vector<std::optional<classbench::FilterMove>> move(acl.rules.size());
-  for (size_t r = 0; r < acl.rules.size() && change_keys; ++r)
-    move[r] = classbench::MoveOf(set[acl.filter_of_rule[r]], 0);
-  std::vector<uint32_t> moved(acl.rules.size(), 0);
-  auto move_to = [&](size_t r, uint32_t to) {
-    if (!move[r].has_value()) return;
-    classbench::MoveValue({move[r]->source, (moved[r] ^ to) << kShift}, &acl.value_of_rule[r]);
-    moved[r] = to;
-  };
+  RuleMover mover(&acl, set);
   size_t r = 0;
   // A prime stride: every rule in turn, not in table order.
   auto next = [&] { r = (r + 7919) % acl.rules.size(); };
@@ -378,13 +421,13 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys, size_t batch = 0)
   for (auto _ : state) {
     absl::Status u;
     if (batch == 0) {
-      if (change_keys) move_to(r, moved[r] % classbench::kMoveValues + 1);
+      if (change_keys) mover.MoveNext(r);
       u = UpdateOneRule(acl, actions, r);
       next();
     } else {
       updates.clear();
       for (size_t i = 0; i < batch; ++i, next()) {
-        if (change_keys) move_to(r, moved[r] % classbench::kMoveValues + 1);
+        if (change_keys) mover.MoveNext(r);
         updates.push_back({&acl.rules[r], acl.value_of_rule[r].get(), actions});
       }
       u = dr::Rule::UpdateMany(updates);
@@ -395,14 +438,7 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys, size_t batch = 0)
     }
   }
   state.SetItemsProcessed(state.iterations() * 2 * std::max<size_t>(batch, 1));
-  for (size_t i = 0; i < acl.rules.size(); ++i) {
-    if (moved[i] == 0) continue;
-    move_to(i, 0);
-    if (absl::Status u = UpdateOneRule(acl, actions, i); !u.ok()) {
-      state.SkipWithError(std::string(u.message()).c_str());
-      return;
-    }
-  }
+  if (!PutRulesBack(acl, actions, mover, state)) return;
   const std::vector<Header> trace = AclTrace(set, state);
   if (!trace.empty()) CheckVerdicts(*s, set, trace, kTraceLength, state);
 }
@@ -418,6 +454,93 @@ BENCHMARK(BM_DrAclRuleUpdateMany)->Args({1000, 64})->Args({10000, 64});
 
 void BM_DrAclRuleMoveMany(benchmark::State& state) { RunRuleUpdates(state, true, state.range(1)); }
 BENCHMARK(BM_DrAclRuleMoveMany)->Args({1000, 64})->Args({10000, 16})->Args({10000, 64})->Args({10000, 256});
+
+// BM_DrAclLookupUnderChurn's control thread: until `stop`, moves the set's rules in turn (RuleMover, then
+// UpdateOneRule: two updates a move) at `rate` updates a second, counting them in `updates`. The first error
+// stops it, in `error`.
+void ChurnRules(classbench::DrAcl& acl, const std::vector<const dr::Action*>& actions, RuleMover& mover,
+                double rate, const std::atomic<bool>& stop, std::atomic<uint64_t>& updates,
+                absl::Status& error) {
+  const auto start = std::chrono::steady_clock::now();
+  size_t r = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (updates.load(std::memory_order_relaxed) >= elapsed * rate) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
+    mover.MoveNext(r);
+    error = UpdateOneRule(acl, actions, r);
+    if (!error.ok()) return;
+    r = (r + 7919) % acl.rules.size();
+    updates.fetch_add(2, std::memory_order_relaxed);
+  }
+}
+
+void BM_DrAclLookupUnderChurn(benchmark::State& state) {
+  LookupBed bed = SetUpLookups(state);
+  if (bed.dr == nullptr || !CheckVerdicts(*bed.dr, *bed.set, bed.trace, 256, state)) return;
+  DrSetup& s = *bed.dr;
+  absl::StatusOr<std::unique_ptr<sim::Worker>> worker = sim::Worker::Create(s.nic);
+  if (!worker.ok()) {
+    state.SkipWithError(std::string(worker.status().message()).c_str());
+    return;
+  }
+  std::vector<std::vector<uint8_t>> frames;
+  for (const Header& h : bed.trace) frames.push_back(classbench::FrameOf(h));
+  std::vector<sim::Frame> views(frames.begin(), frames.end());
+  size_t at = 0;
+  auto send_burst = [&] {
+    if (!(*worker)->ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
+      state.SkipWithError("burst rejected");
+      return false;
+    }
+    at = (at + kBurst) % views.size();
+    return true;
+  };
+  if (!WarmUp(s, send_burst)) return;
+  const std::vector<const dr::Action*> actions = {&s.drop};
+  RuleMover mover(&s.installed, *bed.set);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> updates{0};
+  absl::Status churn_error;
+  std::thread control;
+  double control_cpu = 0;  // seconds of CPU the control thread took
+  if (state.range(1) > 0) {
+    control = std::thread([&] {
+      ChurnRules(s.installed, actions, mover, static_cast<double>(state.range(1)), stop, updates,
+                 churn_error);
+      timespec cpu;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+      control_cpu = static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec);
+    });
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    if (!send_burst()) break;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stop = true;
+  if (control.joinable()) control.join();
+  state.SetItemsProcessed(state.iterations() * kBurst);
+  state.counters["updates_per_second"] = static_cast<double>(updates.load()) / seconds;
+  state.counters["control_cpu"] = control_cpu / seconds;
+  CountCompiled(s, state);
+  const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
+  if (index != nullptr) {
+    state.counters["folds"] = static_cast<double>(index->tree_upkeep().folds);
+    state.counters["overflows"] = static_cast<double>(index->tree_upkeep().overflows);
+    state.counters["fold_cpu"] = index->tree_upkeep().fold_seconds / seconds;
+  }
+  if (!churn_error.ok()) {
+    state.SkipWithError(std::string(churn_error.message()).c_str());
+    return;
+  }
+  // Every rule back with its own key, every verdict its first filter's again.
+  if (PutRulesBack(s.installed, actions, mover, state))
+    CheckVerdicts(s, *bed.set, bed.trace, kTraceLength, state);
+}
+BENCHMARK(BM_DrAclLookupUnderChurn)->ArgsProduct({{10000}, {0, 100000, 200000}})->UseRealTime();
 
 }  // namespace
 }  // namespace drsim::bench

@@ -18,8 +18,8 @@
 //   BM_VerbsOverDirect/R/B  the four, alternated a trace (4096 frames) at a time in one run: counters
 //                           verbs_fps, direct_fps, to_buffers_fps and round_trip_fps (frames a second of the
 //                           thread's CPU time), ratio (verbs/direct: bench/README.md's target is at least
-//                           0.5), ratio_to_buffers (verbs/direct to buffers) and ratio_round_trip (verbs/round
-//                           trip)
+//                           0.5), ratio_to_buffers (verbs/direct to buffers) and ratio_round_trip
+//                           (verbs/round trip)
 // The rules: a root table whose one rule jumps to a level-1 table, as an application's tables sit behind
 // the kernel's root, holding one matcher on UDP over IPv4 and both ports with R rules. Every frame of the
 // trace (bench/flows.h: 4096 frames drawn from the R flows) hits one; a frame that does not arrive, or

@@ -108,13 +108,17 @@ int main(int argc, char** argv) {
   if (!report.ok()) return Usage(std::string(report.status().message()));
   std::printf(
       "%zu filters, %zu trace headers, %d workers, %.1f s: %llu verdicts checked (%llu unbounded, not "
-      "checked), %llu filters churned (%llu rule deletes and inserts, %llu quiet spells), %llu mismatches\n",
+      "checked), %llu filters churned (%llu rule deletes and inserts, %llu quiet spells), %llu mismatches\n"
+      "compiled trees: %llu folds, %llu retired by a change too wide or too large, %s at the end\n",
       filters.size(), trace.size(), options.workers, options.seconds,
       static_cast<unsigned long long>(report->frames), static_cast<unsigned long long>(report->unchecked),
       static_cast<unsigned long long>(report->filter_churns),
       static_cast<unsigned long long>(report->rule_updates),
       static_cast<unsigned long long>(report->quiet_spells),
-      static_cast<unsigned long long>(report->mismatches));
+      static_cast<unsigned long long>(report->mismatches),
+      static_cast<unsigned long long>(report->tree_folds),
+      static_cast<unsigned long long>(report->tree_overflows),
+      report->compiled_at_end ? "serving" : "not serving");
   for (const std::string& e : report->examples) std::printf("  %s\n", e.c_str());
   return report->mismatches == 0 ? 0 : 1;
 }

@@ -16,9 +16,11 @@
 #include "classbench/acl_nic.h"
 #include "classbench/dr_acl.h"
 #include "classbench/header_frame.h"
+#include "dr/compiled_table.h"
 #include "dr/dr.h"
 #include "hw/match_params.h"
 #include "hw/reclaimer.h"
+#include "hw/table_index.h"
 #include "sim/nic.h"
 
 namespace drsim::classbench {
@@ -275,6 +277,11 @@ absl::StatusOr<ChurnCheckReport> RunChurnCheck(const std::vector<Filter>& filter
   for (int w = 0; w < options.workers; ++w) {
     report.frames += frames[w];
     report.unchecked += unchecked[w];
+  }
+  if (const hw::TableIndex* index = dr::CompiledTableOf(setup.acl)->index.load(std::memory_order_acquire)) {
+    report.tree_folds = index->tree_upkeep().folds;
+    report.tree_overflows = index->tree_upkeep().overflows;
+    report.compiled_at_end = index->IsCompiled();
   }
   DRSIM_RETURN_IF_ERROR(checker.FinalPass(nic, &report.frames));
   report.mismatches = checker.mismatches();

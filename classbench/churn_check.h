@@ -58,6 +58,11 @@ struct ChurnCheckReport {
   uint64_t rule_updates = 0;   // DR rule deletes plus inserts
   uint64_t quiet_spells = 0;   // times the control thread stopped (quiet_every)
   uint64_t mismatches = 0;
+  // How the ACL table's compiled trees kept up with the churn (hw::TableIndex::tree_upkeep): folds
+  // published, forms retired because a change did not fit, and whether trees served at the end.
+  uint64_t tree_folds = 0;
+  uint64_t tree_overflows = 0;
+  bool compiled_at_end = false;
   std::vector<std::string> examples;  // the first mismatches, described
 };
 

@@ -48,7 +48,8 @@ void DescendScalar(const Node* nodes, uint32_t root, const DescentKeys& keys, si
   while (left > 0) {
     for (size_t g = 0; g < left;) {
       const size_t j = down[g];
-      const Node node = nodes[at[j]];
+      Node node;  // (a leaf's may be replaced meanwhile: its word stays kLeaf)
+      __atomic_load(&nodes[at[j]], &node, __ATOMIC_RELAXED);
       if (node.word == Trees::kLeaf) {
         down[g] = down[--left];
         continue;
@@ -297,11 +298,13 @@ class TableIndex::CompiledTrees::Builder {
       }
     }
     if (best < 0) {  // a leaf
-      if (size > budget_ || size > 0xffff) return false;
+      if (size > budget_ || size + kBuiltLeafRoom > 0xffff) return false;
       budget_ -= size;
-      compiled_->nodes[at] = {static_cast<uint32_t>(compiled_->entries.size()), kLeaf, 0,
+      compiled_->nodes[at] = {static_cast<uint32_t>(compiled_->entries.size()), kLeaf, kBuiltLeafRoom,
                               static_cast<uint16_t>(size)};
       for (size_t i = from; i < subsets->size(); ++i) compiled_->entries.push_back(filed_[(*subsets)[i]]);
+      compiled_->entries.resize(compiled_->entries.size() +
+                                kBuiltLeafRoom);  // (the writer's, for entries to come)
       return true;
     }
     // The cut: the best bit, and the bits next to it that the path has not tested, one at a time, while
@@ -376,14 +379,8 @@ bool TableIndex::CompiledTrees::CollectEntries(const TableIndex& index, std::vec
       for (uint32_t i = 0; i < count; ++i) {
         const Entry& e = slots->entries()[i];
         const uint32_t generation = e.generation.load(std::memory_order_acquire);
-        const uintptr_t tagged = e.matcher.load(std::memory_order_relaxed);
-        LeafEntry f{e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed), tagged,
-                    e.hit.load(std::memory_order_acquire)};
-        if (tagged == 0 || !e.UnchangedSince(generation)) continue;
-        for (int w = 0; w < kWords; ++w) {
-          f.value[w] = index.TrieKey(w, f.value[w]);
-          f.mask[w] = index.TrieKey(w, f.mask[w]);
-        }
+        const LeafEntry f = LeafEntryOf(index, e);
+        if (f.matcher == 0 || !e.UnchangedSince(generation)) continue;
         filed->push_back(f);
         if (filed->size() > kMaxEntries) return false;
       }
@@ -396,31 +393,47 @@ bool TableIndex::CompiledTrees::CollectEntries(const TableIndex& index, std::vec
   return true;
 }
 
+TableIndex::CompiledTrees::LeafEntry TableIndex::CompiledTrees::LeafEntryOf(const TableIndex& index,
+                                                                            const Entry& e) {
+  LeafEntry f{e.Values(), e.Masks(), e.rank.load(std::memory_order_relaxed),
+              e.matcher.load(std::memory_order_relaxed), e.hit.load(std::memory_order_acquire)};
+  for (int w = 0; w < kWords; ++w) {
+    f.value[w] = index.TrieKey(w, f.value[w]);
+    f.mask[w] = index.TrieKey(w, f.mask[w]);
+  }
+  return f;
+}
+
 std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std::vector<LeafEntry> filed,
                                                                             uint64_t version) {
   std::stable_sort(filed.begin(), filed.end(),
                    [](const LeafEntry& a, const LeafEntry& b) { return a.rank < b.rank; });
   // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
   // each group a tree of its own, entries are seldom copied.
-  std::array<std::vector<uint32_t>, 1 << kWords> group;
-  for (uint32_t i = 0; i < filed.size(); ++i) {
-    unsigned tested = 0;
-    for (int w = 0; w < kWords; ++w) {
-      if (__builtin_popcount(filed[i].mask[w]) >= kTestedBits) tested |= 1u << w;
-    }
-    group[tested].push_back(i);
-  }
+  std::array<std::vector<uint32_t>, kGroups> group;
+  for (uint32_t i = 0; i < filed.size(); ++i) group[GroupOf(filed[i].mask)].push_back(i);
   auto compiled = std::make_unique<CompiledTrees>();
-  compiled->version = version;
+  compiled->version.store(version, std::memory_order_relaxed);
   Builder builder(filed, compiled.get());
-  for (std::vector<uint32_t>& members : group) {
-    if (members.empty()) continue;
+  std::vector<std::pair<Tree, unsigned>> grown;  // each tree, and its group
+  for (unsigned g = 0; g < kGroups; ++g) {
+    if (group[g].empty()) continue;
     uint32_t root;
-    if (!builder.AddTree(&members, &root)) return nullptr;
-    compiled->trees.push_back({root, filed[members[0]].rank});
+    if (!builder.AddTree(&group[g], &root)) return nullptr;
+    grown.push_back({{root, filed[group[g][0]].rank}, g});
   }
-  std::sort(compiled->trees.begin(), compiled->trees.end(),
-            [](const Tree& a, const Tree& b) { return a.least < b.least; });
+  std::sort(grown.begin(), grown.end(),
+            [](const auto& a, const auto& b) { return a.first.least < b.first.least; });
+  compiled->tree_of_group.fill(-1);
+  for (size_t t = 0; t < grown.size(); ++t) {
+    compiled->trees[t] = grown[t].first;
+    compiled->tree_of_group[grown[t].second] = static_cast<int8_t>(t);
+  }
+  compiled->tree_count.store(static_cast<uint32_t>(grown.size()), std::memory_order_relaxed);
+  // Room for the writer's changes (hw/tree_updates.cc).
+  compiled->built_entries = compiled->entries.size();
+  compiled->entries.reserve(compiled->entries.size() + std::max(2 * compiled->entries.size(), kEntryRoom));
+  compiled->nodes.reserve(compiled->nodes.size() + kNodeRoom);
   return compiled;
 }
 
@@ -429,8 +442,12 @@ void TableIndex::TreeCompiler::PublishTrees(const TableIndex& index, std::unique
   std::atomic_thread_fence(std::memory_order_acquire);
   const bool unchanged = index.version_.load(std::memory_order_relaxed) == version;
   if (fresh != nullptr && unchanged) {
-    const CompiledTrees* old = index.compiled_.exchange(fresh.release(), std::memory_order_acq_rel);
-    if (old != nullptr) Retire(index.reclaimer_, [old] { delete old; });
+    // Only where no form is: the one there may be the writer's to change (it alone retires it).
+    const CompiledTrees* none = nullptr;
+    if (index.compiled_.compare_exchange_strong(none, fresh.get(), std::memory_order_acq_rel)) {
+      fresh.release();
+      index.upkeep_->formless_lookups.store(0, std::memory_order_relaxed);
+    }
   } else if (unchanged) {
     index.quiet_version_.store(version | 1, std::memory_order_relaxed);  // too large: not tried again at it
   }
@@ -494,10 +511,15 @@ bool TableIndex::Compile() const {
 bool TableIndex::IsCompiled() const {
   const uint64_t version = version_.load(std::memory_order_acquire);
   const CompiledTrees* compiled = compiled_.load(std::memory_order_acquire);
-  return compiled != nullptr && compiled->version == version;
+  return compiled != nullptr && compiled->version.load(std::memory_order_acquire) == version;
 }
 
 void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64_t version, size_t n) {
+  // (Changes or not: enough lookups without a form want one folded by the writer, as it changes the index.)
+  TreeUpkeep& upkeep = *index.upkeep_;
+  if (upkeep.formless_lookups.fetch_add(n, std::memory_order_relaxed) + n >=
+      index.quiet_needed_.load(std::memory_order_relaxed))
+    upkeep.fold_wanted.store(true, std::memory_order_relaxed);
   if (index.compiling_.load(std::memory_order_relaxed)) {
     if (index.compile_built_.load(std::memory_order_relaxed)) FinishCompile(index);
     return;
@@ -527,9 +549,13 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
   std::array<uint32_t, kDescentPackets> at;
   DescentKeys key;  // the packets' words as trie keys, together
   for (size_t j = 0; j < n; ++j) std::copy(walks[j].key.begin(), walks[j].key.end(), &key[j * kWords]);
-  for (const CompiledTrees::Tree& tree : compiled.trees) {
+  const uint32_t trees = compiled.tree_count.load(std::memory_order_acquire);
+  std::array<CompiledTrees::TreeNode, kDescentPackets> leaf;
+  for (uint32_t t = 0; t < trees; ++t) {
+    const CompiledTrees::Tree& tree = compiled.trees[t];
+    const uint64_t least = __atomic_load_n(&tree.least, __ATOMIC_RELAXED);
     uint32_t going = 0;
-    for (size_t j = 0; j < n; ++j) going |= uint32_t{walks[j].bound >= tree.least} << j;
+    for (size_t j = 0; j < n; ++j) going |= uint32_t{walks[j].bound >= least} << j;
     if (going == 0) continue;
     switch (descent) {
 #if defined(__x86_64__)
@@ -544,19 +570,27 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
         DescendScalar<CompiledTrees>(compiled.nodes.data(), tree.root, key, n, going, at.data());
     }
     for (size_t j = 0; j < n; ++j) {
-      if ((going >> j & 1) != 0) __builtin_prefetch(&compiled.entries[compiled.nodes[at[j]].next]);
+      if ((going >> j & 1) == 0) continue;
+      leaf[j] = compiled.LoadNode(at[j]);
+      __builtin_prefetch(&compiled.entries[leaf[j].next]);
     }
     // The leaves' entries up to the bound that the packet matches.
     for (size_t j = 0; j < n; ++j) {
       if ((going >> j & 1) == 0) continue;
       Walk& q = walks[j];
-      const CompiledTrees::TreeNode leaf = compiled.nodes[at[j]];
-      for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
+      // (Not in rank order once the writer appended to the leaf: each is taken up to the bound, and the
+      // candidates are ordered after.)
+      for (uint32_t i = leaf[j].next; i < leaf[j].next + leaf[j].bits; ++i) {
         const CompiledTrees::LeafEntry& e = compiled.entries[i];
-        if (e.rank > q.bound) break;
+        if (e.rank > q.bound) continue;
         uint32_t differ = 0;
         for (int k = 0; k < kWords; ++k) differ |= (key[j * kWords + k] & e.mask[k]) ^ e.value[k];
-        if (differ == 0 && e.rank >= q.query->from_rank && !q.TakeCandidate(e.rank, e.matcher, e.hit)) break;
+        if (differ != 0 || e.rank < q.query->from_rank) continue;
+        // (The writer marks an entry gone, or live again, and sets its hit, in place.)
+        const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
+        if ((matcher & CompiledTrees::kGone) == 0 &&
+            !q.TakeCandidate(e.rank, matcher, __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE)))
+          break;
       }
     }
   }

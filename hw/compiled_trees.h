@@ -7,9 +7,11 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "hw/flow_table.h"
@@ -18,11 +20,11 @@
 namespace drsim::hw {
 
 // The compiled form: decision trees over the entries published at one version of the index, read as their
-// tries read them (TrieKey: a prefix is a word's leading bits). The entries are grouped by the words they
-// test (kTestedBits or more of them), a tree a group, so that an entry seldom meets a bit it does not test:
-// it follows both branches of one. A leaf holds the entries that reach it in rank order, as they were
-// published (their named hits too: a DropHit is a change), at most kLeafEntries of them unless no bit parts
-// them. A node cuts on neighbouring bits of one word, up to kMaxCut of them (a stride: its children are the
+// tries read them (TrieKey: a prefix is a word's leading bits), and kept up with the versions after it (see
+// "Changes as they come"). The entries are grouped by the words they test (kTestedBits or more of them), a
+// tree a group, so that an entry seldom meets a bit it does not test: it follows both branches of one. A
+// leaf holds the entries that reach it, in rank order when built, with their named hits, at most
+// kLeafEntries of them unless no bit parts them, and a free slot. A node cuts on neighbouring bits of one word, up to kMaxCut of them (a stride: its children are the
 // values of those bits): the bit that parts its entries best, widened a bit at a time while that makes its
 // largest child smaller and its children together hold at most kCutCopies times its entries (as HiCuts
 // does). A lookup goes down the trees in order of their least ranks and skips those whose least is past its
@@ -34,39 +36,96 @@ namespace drsim::hw {
 // interleaving), even with every line in the caches; a tree's step is a load, a shift and a mask. On sets
 // whose packets meet many groups the trees may be slower than the walk, so each compiled form first times
 // both ways on the lookups it serves (kTrialCalls of them) and keeps the faster. It is built once the index
-// stops changing (kQuietLookups), and any change retires it from use: under churn, lookups walk.
+// stops changing (kQuietLookups).
+//
+// Changes as they come (hw/tree_updates.cc): the writer takes each change of the index into the form that
+// serves, in place, so that lookups under churn stay on the trees. An entry published goes into every leaf
+// its bits reach: into a free slot after the leaf's entries, then counted in by one 8-byte store of the
+// leaf's node; or, when the leaf has none left, into a copy of the leaf with more free slots, made in room
+// kept at the end of `entries`, the node replaced likewise (a reader finds the old leaf or the new). A
+// leaf's entries are thus in rank order only until the writer adds one. An entry removed is marked gone
+// (kGone) where it lies, and one published again with the values it had is marked live again, so a rule
+// deleted and put back leaves nothing behind. A named hit is set in place. The copies and gone
+// entries a form gathers make it slower and fill its room, so once they come to a share of what it was
+// built with the writer folds them: it collects the index's entries, a thread of the index's own builds new
+// trees of them, and the writer takes the changes made meanwhile into the new form before it publishes it.
+// A change the form cannot take (an entry reaching more than kMaxLeavesPerChange leaves, or no room left)
+// retires it, and a fold follows.
 struct TableIndex::CompiledTrees {
   static constexpr size_t kLeafEntries = 4;
   static constexpr size_t kMaxEntries = size_t{1} << 19;  // more published entries than this: not compiled
   static constexpr size_t kLeafCopies = 24;  // leaves may name kLeafCopies times the entries, no more
   static constexpr int kMaxCut = 12;
   static constexpr uint8_t kLeaf = 0xff;
-  // (Eight bytes, in this order: the vector descents load a node whole.)
-  struct TreeNode {
+  // (Eight bytes, in this order: the vector descents load a node whole, and the writer replaces a leaf's
+  // node with one store.)
+  struct alignas(8) TreeNode {
     uint32_t next;  // an inner node's children, nodes[next + the packet's bits]; a leaf's entries[next, ...)
     uint8_t word;   // an inner node's word; kLeaf: a leaf
-    uint8_t shift;  // an inner node's bits, key[word] >> shift & bits
+    uint8_t shift;  // an inner node's bits, key[word] >> shift & bits (a leaf's: the free slots after its
+                    // entries)
     uint16_t bits;  // (a leaf's: how many entries it holds)
   };
-  // A leaf's entry as it was published at the version: what a walk reads of it (value and mask as trie keys).
+  // Free slots a leaf gets after its entries when built, and when the writer copies it (as many as its
+  // entries, at least kCopiedLeafRoom, at most 255).
+  static constexpr uint8_t kBuiltLeafRoom = 1;
+  static constexpr uint8_t kCopiedLeafRoom = 4;
+  // A leaf's entry: what a walk reads of it (value and mask as trie keys). Once its leaf is published, the
+  // writer changes only `matcher` (kGone set or cleared) and `hit`, with atomic stores; readers load them
+  // atomically.
+  static constexpr uintptr_t kGone = 2;  // (TagMatcher uses bit 0; a matcher is aligned wider)
   struct LeafEntry {
     std::array<uint32_t, kWords> value;
     std::array<uint32_t, kWords> mask;
     uint64_t rank;
-    uintptr_t matcher;  // TagMatcher
+    uintptr_t matcher;  // TagMatcher, kGone set while the entry is removed
     const RuleRecord* hit;
+    // Whether `other` is this entry (its matcher, values and masks), gone or not.
+    bool Is(const LeafEntry& other) const {
+      return (matcher & ~kGone) == (other.matcher & ~kGone) && value == other.value && mask == other.mask;
+    }
   };
-  uint64_t version = 0;
+  // The index's version the form stands for: the one it was built at, then each change's that the writer
+  // took into it (readers use the form only at that version, or while the change after it is under way).
+  std::atomic<uint64_t> version{0};
+  // The trees' nodes and leaf entries. Both keep room at their ends (reserved when built) for what the
+  // writer adds: the vectors never grow past it, so readers index them while the writer appends.
   std::vector<TreeNode> nodes;
   std::vector<LeafEntry> entries;
   // A tree for each group of entries that test the same index words (at least kTestedBits bits of each):
   // its root, and the least rank of its entries; in that order.
   static constexpr int kTestedBits = 4;
+  // (`least` is lowered by the writer, with an atomic store, before an entry of lower rank is published.)
   struct Tree {
     uint32_t root;
     uint64_t least;
   };
-  std::vector<Tree> trees;
+  static constexpr size_t kGroups = size_t{1} << kWords;
+  std::array<Tree, kGroups> trees{};
+  std::atomic<uint32_t> tree_count{0};  // trees[0, tree_count) are published
+  // The writer's: each group's tree (-1: none yet), and what the form gathered since it was built.
+  std::array<int8_t, kGroups> tree_of_group{};
+  size_t built_entries = 0;  // leaf entries when built
+  size_t copied = 0;         // leaf entries left behind by copies
+  size_t gone = 0;           // leaf entries marked gone
+  // Room kept for the writer: entries twice the built ones (at least kEntryRoom), nodes kNodeRoom.
+  // (Reserved, not touched: it takes memory only as copies fill it.)
+  static constexpr size_t kEntryRoom = size_t{1} << 17;
+  static constexpr size_t kNodeRoom = kGroups;
+  // An entry that would reach more leaves than this is not taken in: the form is retired.
+  static constexpr size_t kMaxLeavesPerChange = 256;
+  // The group of an entry whose masks are `mask`: the words it tests with kTestedBits bits or more.
+  static unsigned GroupOf(const std::array<uint32_t, kWords>& mask) {
+    unsigned tested = 0;
+    for (int w = 0; w < kWords; ++w) tested |= unsigned{__builtin_popcount(mask[w]) >= kTestedBits} << w;
+    return tested;
+  }
+  // Reads a node that the writer may replace (a leaf's).
+  TreeNode LoadNode(uint32_t at) const {
+    TreeNode node;
+    __atomic_load(&nodes[at], &node, __ATOMIC_ACQUIRE);
+    return node;
+  }
   // The trial: the time lookups took, and the packets they looked up, by the trees (kTrees) and by the walk
   // (kWalk), in turn, kTrialRun calls each; then the method kept. Only the second half of each run is timed,
   // once its method's lines are back in the caches: timed cold, or a call each way in turn, the trees can
@@ -85,6 +144,8 @@ struct TableIndex::CompiledTrees {
   // kMaxEntries. (Reads made while a change is under way may see part of it: the form is then tagged with
   // the version it began at, which the index has left.)
   static bool CollectEntries(const TableIndex& index, std::vector<LeafEntry>* filed);
+  // The leaf entry of the tries' entry `e` as it is published (its matcher word and hit as they are now).
+  static LeafEntry LeafEntryOf(const TableIndex& index, const Entry& e);
   // The compiled form of `filed` (CollectEntries', taken at `version`), or nullptr when its leaves would hold
   // too many entries. Reads nothing else: it runs on the compiler thread.
   static std::unique_ptr<CompiledTrees> Build(std::vector<LeafEntry> filed, uint64_t version);
@@ -109,6 +170,41 @@ struct TableIndex::CompileJob {
   std::vector<CompiledTrees::LeafEntry> filed;
   uint64_t version;
   std::unique_ptr<CompiledTrees> built;
+  std::chrono::steady_clock::duration took{};  // (building it)
+};
+
+// A change of the index, as the compiled form takes it: `entry` published (kAdd, with its hit), removed
+// (kRemove), or its named hit set (kNameHit: entry.hit, nullptr when dropped).
+struct TableIndex::TreeChange {
+  enum Kind : uint8_t { kAdd, kRemove, kNameHit };
+  Kind kind;
+  CompiledTrees::LeafEntry entry;
+};
+
+// The writer's upkeep of the compiled form (hw/tree_updates.cc), under the driver's lock but for the two
+// atomics readers count into.
+struct TableIndex::TreeUpkeep {
+  // The form the change under way takes its changes into (nullptr: none serves, or it was retired).
+  CompiledTrees* maintained = nullptr;
+  // A fold under way: its entries, collected by the writer at `job->version`, are built on `thread`; the
+  // changes made since go into `changes` (up to kMaxFoldChanges: past that, the fold is dropped).
+  static constexpr size_t kMaxFoldChanges = size_t{1} << 20;
+  std::unique_ptr<CompileJob> job;
+  std::thread thread;
+  std::atomic<bool> built{false};
+  std::vector<TreeChange> changes;
+  bool dropped = false;
+  // When the last fold was published, and how long building it took (a fold's pace: FoldDue).
+  std::chrono::steady_clock::time_point last_fold_end{};
+  std::chrono::steady_clock::duration last_fold_took{};
+  // Readers: lookups that found no form to use since one was last published, whatever the index did
+  // meanwhile; once they come to quiet_needed_, a fold is wanted.
+  std::atomic<uint64_t> formless_lookups{0};
+  std::atomic<bool> fold_wanted{false};
+  // For tests and benches: folds published, and forms retired because they could not take a change.
+  uint64_t folds = 0;
+  uint64_t overflows = 0;
+  std::chrono::steady_clock::duration fold_time{};
 };
 
 // Compiling an index, and its lookups through the trees: static functions over the index's members, so that
@@ -130,6 +226,20 @@ class TableIndex::TreeCompiler {
   // The writer's, as a change begins: takes the compiled form out of use, judges whether it was worth
   // compiling (quiet_needed_), and retires it.
   static void RetireTrees(TableIndex* index);
+  // The writer's, in hw/tree_updates.cc. BeginChange, as the change from `version` begins: the form that
+  // serves goes on serving when it stands for `version` and has not kept the walk (upkeep_->maintained),
+  // else it is retired. TakeChange takes one change into the maintained form, and logs it for a fold under
+  // way; a form that cannot take it is retired and a fold wanted. EndChange, before the index moves to
+  // `version` (the change's end): the maintained form stands for it; a fold built is finished (its changes
+  // taken in, then published), or one is started when wanted, or when the form gathered too much.
+  static void BeginChange(TableIndex* index, uint64_t version);
+  static void TakeChange(TableIndex* index, TreeChange::Kind kind, const Entry& e);
+  static void EndChange(TableIndex* index, uint64_t version);
+  // Takes `change` into `form` (published or not); false, having changed nothing, when it cannot.
+  static bool TakeInto(CompiledTrees* form, const TreeChange& change);
+  // Starts a fold at `version` (the writer's, between changes); FinishFold publishes the fold built.
+  static void StartFold(TableIndex* index, uint64_t version);
+  static void FinishFold(TableIndex* index, uint64_t version);
   // The candidates of the queries of walks[0, n) (n <= 32; set up: query and words), from `compiled`.
   static void CandidatesFromTrees(const CompiledTrees& compiled, Walk* walks, size_t n);
 };

@@ -64,17 +64,20 @@ size_t FindFiledItem(const TableIndex::MatcherState& state, const TableIndex::Va
 
 }  // namespace
 
-// A change to the index (one writer): odd version while it lasts (a sequence lock for compilers), and the
-// compiled form, if any, retired.
+// A change to the index (one writer): odd version while it lasts (a sequence lock for compilers), taken into
+// the compiled form that serves, or the form retired (hw/tree_updates.cc).
 class TableIndex::ChangeGuard {
  public:
   explicit ChangeGuard(TableIndex* index)
       : index_(index), version_(index->version_.load(std::memory_order_relaxed)) {
     index_->version_.store(version_ + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    if (index_->compiled_.load(std::memory_order_relaxed) != nullptr) TreeCompiler::RetireTrees(index_);
+    TreeCompiler::BeginChange(index_, version_);
   }
-  ~ChangeGuard() { index_->version_.store(version_ + 2, std::memory_order_release); }
+  ~ChangeGuard() {
+    TreeCompiler::EndChange(index_, version_ + 2);
+    index_->version_.store(version_ + 2, std::memory_order_release);
+  }
   ChangeGuard(const ChangeGuard&) = delete;
   ChangeGuard& operator=(const ChangeGuard&) = delete;
 
@@ -89,12 +92,14 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
       nodes_(std::make_unique<NodeArena>()),
-      prefix_pairs_(std::make_unique<PrefixPairMap>()) {}
+      prefix_pairs_(std::make_unique<PrefixPairMap>()),
+      upkeep_(std::make_unique<TreeUpkeep>()) {}
 
 size_t TableIndex::nodes() const { return nodes_->count; }
 
 TableIndex::~TableIndex() {
   if (compiler_thread_.joinable()) compiler_thread_.join();
+  if (upkeep_->thread.joinable()) upkeep_->thread.join();
   delete shortcuts_.load(std::memory_order_relaxed);
   delete compiled_.load(std::memory_order_relaxed);
   for (const NodeArena::Chunk& c : nodes_->chunks) {
@@ -207,6 +212,7 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
       at.entry->hit.store(nullptr, std::memory_order_relaxed);
       at.entry->matcher.store(TagMatcher(state->matcher, state->exact), std::memory_order_release);
       ++entries_;
+      TreeCompiler::TakeChange(this, TreeChange::kAdd, *at.entry);
     }
     return &at;
   }
@@ -240,6 +246,7 @@ TableIndex::Item* TableIndex::AddRule(MatcherState* state, const uint32_t* key) 
   item->value = value;
   item->rules = 1;
   FileEntry(item, pair, state->mask, state->rank, TagMatcher(state->matcher, state->exact));
+  TreeCompiler::TakeChange(this, TreeChange::kAdd, *item->entry);
   return item;
 }
 
@@ -249,13 +256,17 @@ void TableIndex::RemoveRule(Item* item) {
   // (A broad matcher's items are shed once readers are past them: then none is in the index.)
   if (item == nullptr || item->node == nullptr || --item->rules > 0) return;
   // Dormant: readers skip it as they skip a hole.
+  TreeCompiler::TakeChange(this, TreeChange::kRemove, *item->entry);
   item->entry->matcher.store(0, std::memory_order_release);
   --entries_;
 }
 
 void TableIndex::NameHit(MatcherState* state, const Item* item, const RuleRecord* hit) {
-  if (!state->exact || state->broad || item == nullptr) return;
-  if (item->rules == 1) item->entry->hit.store(hit, std::memory_order_release);
+  if (!state->exact || state->broad || item == nullptr || item->rules != 1) return;
+  // A compiled form names it too: a change.
+  const ChangeGuard change(this);
+  item->entry->hit.store(hit, std::memory_order_release);
+  TreeCompiler::TakeChange(this, TreeChange::kNameHit, *item->entry);
 }
 
 void TableIndex::DropHit(const Item* item, const RuleRecord* hit) {
@@ -265,8 +276,9 @@ void TableIndex::DropHit(const Item* item, const RuleRecord* hit) {
   std::atomic<const RuleRecord*>& named = item->entry->hit;
   if (named.load(std::memory_order_relaxed) != hit) return;
   // A compiled form holds the hits its entries named: a change, so that none serves it past here.
-  ChangeGuard change(this);
+  const ChangeGuard change(this);
   named.store(nullptr, std::memory_order_release);
+  TreeCompiler::TakeChange(this, TreeChange::kNameHit, *item->entry);
 }
 
 void TableIndex::RequestItem(const Item* item) {
@@ -347,6 +359,7 @@ void TableIndex::MakeMatcherBroad(MatcherState* state) {
   state->broad_item = Item{};
   FileEntry(&state->broad_item, PrefixPair::Of(*this, state->broad_item.value, kNone), kNone, state->rank,
             TagMatcher(state->matcher, false));
+  TreeCompiler::TakeChange(this, TreeChange::kAdd, *state->broad_item.entry);
   state->broad = true;
   // Its other entries go once no reader can have passed where the broad entry went before it was there.
   if (reclaimer_ == nullptr) {
@@ -586,7 +599,10 @@ void TableIndex::AddToSlots(Node* node, Item* item, const std::array<uint32_t, k
 void TableIndex::RemoveAt(const Item& item) {
   Slots* slots = Slots::Holding(item);
   Entry& removed = *item.entry;
-  if (removed.matcher.load(std::memory_order_relaxed) != 0) --entries_;  // (not dormant)
+  if (removed.matcher.load(std::memory_order_relaxed) != 0) {  // (not dormant)
+    TreeCompiler::TakeChange(this, TreeChange::kRemove, removed);
+    --entries_;
+  }
   removed.matcher.store(0, std::memory_order_release);
   slots->MakeHole(item.slot);
   if (--slots->live == 0) {
@@ -665,7 +681,9 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   const ShortcutTable* shortcuts = shortcuts_.load(std::memory_order_acquire);
   const uint64_t version = version_.load(std::memory_order_acquire);
   const CompiledTrees* compiled = compiled_.load(std::memory_order_acquire);
-  if (compiled != nullptr && compiled->version != version) compiled = nullptr;
+  // (Its version is the index's, or the one before while a change is under way.)
+  if (compiled != nullptr && compiled->version.load(std::memory_order_acquire) != (version & ~uint64_t{1}))
+    compiled = nullptr;
   // The candidates from the trees, from the walk, or in a compiled form's trial from either, timed.
   int method = CompiledTrees::kWalk;
   bool timed = false;

@@ -48,7 +48,10 @@
 //   node cutting on up to twelve bits of a word at once, whose leaves list, in rank order, the entries a
 //   packet reaching them may match. A lookup then takes a load, a shift and a mask a step rather than a
 //   walk's bookkeeping. The compiled form times the trees against the walk on the lookups it serves first
-//   and keeps the faster; the next change retires it, and lookups walk until the index is quiet again.
+//   and keeps the faster. Once it serves, the writer takes each change into it as the change is made (an
+//   entry copied into the leaves it reaches, or marked gone where it lies), and folds what that leaves
+//   behind into new trees, built on a thread of the index's own, while lookups go on through the old ones.
+//   Under churn, lookups stay on the trees.
 //
 // Thread-safety
 //   One writer (the driver, under its domain lock), lock-free readers inside read sections of the
@@ -75,10 +78,14 @@
 //   thread reads only that), and tagged with the index's version when that reader began. Each change makes
 //   the version odd while it lasts and even after, so a form built while one was under way carries a
 //   version the index has left, and is never used (it is not even published once the version moved).
-//   Readers use a form only when its version is the index's at the start of their lookup, and take its
-//   entries as they were at that version, named hits too (dropping one is a change: a form never names a
-//   record past its DropHit, so a reader holding one is in a read section that keeps it). The writer takes
-//   a form out of use as a change begins; forms are retired through the reclaimer.
+//   Readers use a form only when its version is the index's at the start of their lookup (or the one
+//   before, while a change is under way), and take its entries as they are, named hits too (naming or
+//   dropping one is a change: a form never names a record past its DropHit, so a reader holding one is in a
+//   read section that keeps it). The writer takes each change into the form that serves, in the change,
+//   and then stamps the form with the version the change ends at; a leaf it changes is copied and replaced
+//   whole, or an entry's matcher word or hit set with an atomic store. A form it cannot change, or one
+//   published while a change was under way, is retired (the latter by the next change: its version was
+//   left behind). Forms are retired through the reclaimer.
 #ifndef DRSIM_HW_TABLE_INDEX_H_
 #define DRSIM_HW_TABLE_INDEX_H_
 
@@ -297,6 +304,15 @@ class TableIndex {
   // may go either way).
   enum class TreeDescent : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
   static bool CpuHas(TreeDescent descent);
+  // How the compiled form kept up with changes (tests and benches; the writer's counts, read while no change
+  // is under way): folds published (and the time their trees took to build), and forms retired because a
+  // change did not fit in them.
+  struct TreeUpkeepCounts {
+    uint64_t folds = 0;
+    uint64_t overflows = 0;
+    double fold_seconds = 0;  // building the folds published
+  };
+  TreeUpkeepCounts tree_upkeep() const;
   static TreeDescent tree_descent();
   static bool SetTreeDescent(TreeDescent descent);
 
@@ -310,10 +326,12 @@ class TableIndex {
   struct PrefixPairMap;
   struct ShortcutTable;
   struct Walk;
-  // The compiled form, a compile under way, and the functions that compile and serve the trees
-  // (hw/compiled_trees.h).
+  // The compiled form, a compile under way, a change as the form takes it, the writer's upkeep of the form,
+  // and the functions that compile, keep up and serve the trees (hw/compiled_trees.h).
   struct CompiledTrees;
   struct CompileJob;
+  struct TreeChange;
+  struct TreeUpkeep;
   class TreeCompiler;
   // A change to the index, from its start to its end (hw/table_index.cc).
   class ChangeGuard;
@@ -384,9 +402,10 @@ class TableIndex {
   size_t entries_ = 0;
   std::vector<MatcherState*> broad_with_items_;  // broad matchers with items left, by broad_since
 
-  // Changes (AddRule, RemoveRule, RemoveMatcher, a DropHit that drops a hit) each add one to the version
-  // before they start and one once done: odd while one is under way (ChangeGuard). A compiled form serves
-  // lookups while the version is the one it was built at; a change retires it.
+  // Changes (AddRule, RemoveRule, RemoveMatcher, a NameHit or DropHit that names or drops a hit) each add
+  // one to the version before they start and one once done: odd while one is under way (ChangeGuard). A
+  // compiled form serves lookups while the version is the one it stands for (or that plus one); the writer
+  // takes each change into it, or retires it.
   std::atomic<uint64_t> version_{0};
   mutable std::atomic<const CompiledTrees*> compiled_{nullptr};
   // The version the quiet lookups saw (odd: none; the version plus one: too large to compile, not tried
@@ -400,6 +419,8 @@ class TableIndex {
   mutable std::unique_ptr<CompileJob> compile_job_;
   mutable std::thread compiler_thread_;
   mutable std::atomic<bool> compile_built_{false};
+  // The writer's upkeep of the compiled form through changes, and its folds.
+  std::unique_ptr<TreeUpkeep> upkeep_;
 };
 
 }  // namespace drsim::hw

@@ -49,6 +49,13 @@ std::vector<std::vector<TableIndex::Candidate>> CandidatesOfAll(const TableIndex
   return out;
 }
 
+std::vector<size_t> ExactMatchers(IndexedTable* t, int n) {
+  std::vector<size_t> ms;
+  for (int i = 0; i < n; ++i)
+    ms.push_back(t->AddMatcher(static_cast<uint16_t>(i), Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  return ms;
+}
+
 std::string SameCandidates(const std::vector<std::vector<TableIndex::Candidate>>& got,
                            const std::vector<std::vector<TableIndex::Candidate>>& want, const char* what) {
   if (got.size() != want.size())

@@ -4,12 +4,16 @@
 #ifndef DRSIM_HW_TABLE_INDEX_TESTING_H_
 #define DRSIM_HW_TABLE_INDEX_TESTING_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "hw/definer.h"
@@ -138,6 +142,61 @@ class IndexedTable {
   Reclaimer* reclaimer_;
   std::unique_ptr<TableIndex> index_;
 };
+
+// `n` matchers of `t` over whole addresses, the destination port and the protocol (exact entries), of
+// priorities 0 to n - 1.
+std::vector<size_t> ExactMatchers(IndexedTable* t, int n);
+
+// A thread that, until Stop(), looks the rules of `staying` up in turn (rule i is matcher ms[i]'s) in read
+// sections of `reclaimer`, and counts the lookups whose candidates do not name the rule's matcher.
+class StayingRulesReader {
+ public:
+  StayingRulesReader(const IndexedTable& t, Reclaimer* reclaimer, const std::vector<MatchParams>& staying,
+                     const std::vector<size_t>& ms)
+      : thread_([this, &t, reclaimer, staying, ms] {
+          Reclaimer::Reader r(reclaimer);
+          std::vector<TableIndex::Candidate> out(TableIndex::kMaxCandidates);
+          while (!done_.load(std::memory_order_relaxed)) {
+            for (size_t i = 0; i < staying.size(); ++i) {
+              r.Enter();
+              const size_t n = t.index().Candidates(staying[i].bytes(), 0, out.data());
+              bool found = n > TableIndex::kMaxCandidates;  // (overflow: the chain is walked instead)
+              for (size_t c = 0; c < n && c < out.size(); ++c) found |= out[c].matcher == t.matcher(ms[i]);
+              r.Leave();
+              if (!found) misses_.fetch_add(1, std::memory_order_relaxed);
+            }
+          }
+        }) {}
+  // Stops the thread and returns the lookups that missed.
+  int Stop() {
+    done_ = true;
+    thread_.join();
+    return misses_.load();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<int> misses_{0};
+  std::thread thread_;  // (last: it starts once the counters are there)
+};
+
+// `steps` times, at random: adds a rule `make_rule` makes (its matcher and value) to `t`, or removes one of
+// those it added before (`added`, which holds at most `most`).
+template <typename MakeRule>
+void ChurnRules(IndexedTable* t, std::mt19937* rng, int steps, size_t most, MakeRule make_rule,
+                std::vector<std::pair<size_t, MatchParams>>* added) {
+  for (int step = 0; step < steps; ++step) {
+    if (added->size() < most && (added->empty() || (*rng)() % 2 == 0)) {
+      added->push_back(make_rule());
+      t->AddRule(added->back().first, added->back().second);
+    } else {
+      const size_t k = (*rng)() % added->size();
+      t->RemoveValue((*added)[k].first, (*added)[k].second);
+      (*added)[k] = added->back();
+      added->pop_back();
+    }
+  }
+}
 
 // What is wrong with `candidates`, the candidates `t`'s index named for `packet` (from the first rank), or ""
 // when nothing is: they must come in lookup order, each once, up to the first exact one, which holds a hit;

@@ -1,0 +1,312 @@
+// A TableIndex's compiled form through changes (hw/compiled_trees.h, "Changes as they come"): the writer
+// takes each change of the index into the form that serves, and folds what that leaves behind into new
+// trees built on a thread of the index's own.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "hw/compiled_trees.h"
+#include "hw/reclaimer.h"
+#include "hw/table_index.h"
+#include "hw/table_index_tries.h"
+
+namespace drsim::hw {
+namespace {
+
+// (Templates of the compiled form's type, as in hw/compiled_trees.cc: it is private to the index.)
+template <typename Trees>
+using Leaves = absl::InlinedVector<uint32_t, Trees::kMaxLeavesPerChange>;
+
+// Whether the form that serves should be folded now: half its room is used by copies of leaves; or a
+// quarter is, or it holds as many gone entries as it was built with, and its fold thread has been idle four
+// times as long as the last fold took (so that folds take a fifth of a core at most while there is room).
+template <typename Trees, typename Upkeep>
+bool FoldDue(const Trees& form, const Upkeep& upkeep) {
+  const size_t room = form.entries.capacity() - form.built_entries;
+  const size_t used = form.entries.size() - form.built_entries;
+  if (2 * used >= room) return true;
+  if (4 * used < room && form.gone < form.built_entries) return false;
+  return std::chrono::steady_clock::now() - upkeep.last_fold_end >= 4 * upkeep.last_fold_took;
+}
+
+// The leaves of the tree at `root` that an entry with `value` and `mask` (trie keys) reaches: at each node,
+// every child whose bits it matches (those it does not test take either value). False when there are more
+// than `most`.
+template <typename Trees, typename LeafEntry = typename Trees::LeafEntry>
+bool LeavesReached(const Trees& form, uint32_t root, const LeafEntry& entry, size_t most,
+                   Leaves<Trees>* leaves) {
+  absl::InlinedVector<uint32_t, 64> stack = {root};
+  while (!stack.empty()) {
+    const uint32_t at = stack.back();
+    stack.pop_back();
+    const typename Trees::TreeNode node = form.nodes[at];  // (the writer's own: read plainly)
+    if (node.word == Trees::kLeaf) {
+      if (leaves->size() == most) return false;
+      leaves->push_back(at);
+      continue;
+    }
+    const uint32_t free = node.bits & ~(entry.mask[node.word] >> node.shift);
+    const uint32_t bits = entry.value[node.word] >> node.shift & node.bits & ~free;
+    for (uint32_t sub = free;; sub = (sub - 1) & free) {
+      stack.push_back(node.next + (bits | sub));
+      if (sub == 0) break;
+    }
+  }
+  return true;
+}
+
+// Where `entry` is in the leaf `leaf` (gone or not), or leaf.next + leaf.bits.
+template <typename Trees, typename TreeNode = typename Trees::TreeNode,
+          typename LeafEntry = typename Trees::LeafEntry>
+uint32_t FindInLeaf(const Trees& form, const TreeNode& leaf, const LeafEntry& entry) {
+  uint32_t i = leaf.next;
+  while (i < leaf.next + leaf.bits && !form.entries[i].Is(entry)) ++i;
+  return i;
+}
+
+// Free slots for a copy of a leaf with `live` entries: as many again (so that copies, each twice the last,
+// come to a few entries an entry added), at least kCopiedLeafRoom, at most 255.
+template <typename Trees>
+uint32_t CopyRoom(uint32_t live) {
+  return std::min<uint32_t>(255, std::max<uint32_t>(Trees::kCopiedLeafRoom, live));
+}
+
+// The leaf's entries that are not gone.
+template <typename Trees, typename TreeNode = typename Trees::TreeNode>
+uint32_t LiveIn(const Trees& form, const TreeNode& leaf) {
+  uint32_t live = 0;
+  for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i)
+    live += (form.entries[i].matcher & Trees::kGone) == 0;
+  return live;
+}
+
+// Adds `entry` to the leaf at `at`: in its next free slot, or in a copy with more free slots, its gone
+// entries left out (the room for which was checked). The leaf's node is replaced by one store.
+template <typename Trees, typename TreeNode = typename Trees::TreeNode,
+          typename LeafEntry = typename Trees::LeafEntry>
+void AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
+  const TreeNode old = form->nodes[at];
+  TreeNode fresh;
+  if (old.shift > 0) {
+    // (No reader reads past the leaf's count: the slot is the writer's until the node counts it.)
+    form->entries[old.next + old.bits] = entry;
+    fresh = {old.next, Trees::kLeaf, static_cast<uint8_t>(old.shift - 1),
+             static_cast<uint16_t>(old.bits + 1)};
+  } else {
+    const auto next = static_cast<uint32_t>(form->entries.size());
+    for (uint32_t i = old.next; i < old.next + old.bits; ++i) {
+      const LeafEntry e = form->entries[i];
+      if ((e.matcher & Trees::kGone) != 0) {
+        --form->gone;
+      } else {
+        form->entries.push_back(e);
+      }
+    }
+    form->entries.push_back(entry);
+    const auto count = static_cast<uint32_t>(form->entries.size() - next);
+    const uint32_t room = CopyRoom<Trees>(count);
+    form->entries.resize(form->entries.size() + room);
+    form->copied += old.bits + old.shift;
+    fresh = {next, Trees::kLeaf, static_cast<uint8_t>(room), static_cast<uint16_t>(count)};
+  }
+  __atomic_store(&form->nodes[at], &fresh, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& change) {
+  using TreeNode = CompiledTrees::TreeNode;
+  const CompiledTrees::LeafEntry& entry = change.entry;
+  const unsigned group = CompiledTrees::GroupOf(entry.mask);
+  int tree = form->tree_of_group[group];
+  if (tree < 0) {
+    if (change.kind != TreeChange::kAdd) return true;  // (no entry of its group is in the trees)
+    // A tree for the group: one empty leaf, published by the count.
+    const uint32_t count = form->tree_count.load(std::memory_order_relaxed);
+    if (form->nodes.size() == form->nodes.capacity() || count == CompiledTrees::kGroups) return false;
+    const auto root = static_cast<uint32_t>(form->nodes.size());
+    form->nodes.push_back({static_cast<uint32_t>(form->entries.size()), CompiledTrees::kLeaf, 0, 0});
+    form->trees[count] = {root, entry.rank};
+    tree = static_cast<int>(count);
+    form->tree_of_group[group] = static_cast<int8_t>(tree);
+    form->tree_count.store(count + 1, std::memory_order_release);
+  }
+  CompiledTrees::Tree& into = form->trees[tree];
+  Leaves<CompiledTrees> leaves;
+  const size_t most = change.kind == TreeChange::kAdd ? CompiledTrees::kMaxLeavesPerChange : SIZE_MAX;
+  if (!LeavesReached(*form, into.root, entry, most, &leaves)) return false;
+  if (change.kind != TreeChange::kAdd) {
+    for (const uint32_t at : leaves) {
+      const TreeNode leaf = form->nodes[at];
+      const uint32_t i = FindInLeaf(*form, leaf, entry);
+      if (i == leaf.next + leaf.bits) continue;
+      CompiledTrees::LeafEntry& e = form->entries[i];
+      if (change.kind == TreeChange::kNameHit) {
+        __atomic_store_n(&e.hit, entry.hit, __ATOMIC_RELEASE);
+      } else if ((e.matcher & CompiledTrees::kGone) == 0) {
+        __atomic_store_n(&e.matcher, e.matcher | CompiledTrees::kGone, __ATOMIC_RELEASE);
+        ++form->gone;
+      }
+    }
+    return true;
+  }
+  // An entry published: live again where it lies, else added to the leaves that lack it. First whether
+  // the copies of full leaves fit, so that a form that cannot take it is left as it was.
+  size_t room = 0;
+  for (const uint32_t at : leaves) {
+    const TreeNode leaf = form->nodes[at];
+    if (leaf.shift > 0 || FindInLeaf(*form, leaf, entry) < leaf.next + leaf.bits) continue;
+    const uint32_t live = LiveIn(*form, leaf) + 1;
+    if (live + CopyRoom<CompiledTrees>(live) > 0xffff) return false;
+    room += live + CopyRoom<CompiledTrees>(live);
+  }
+  if (form->entries.capacity() - form->entries.size() < room) return false;
+  if (entry.rank < into.least) __atomic_store_n(&into.least, entry.rank, __ATOMIC_RELAXED);
+  for (const uint32_t at : leaves) {
+    const TreeNode leaf = form->nodes[at];
+    const uint32_t i = FindInLeaf(*form, leaf, entry);
+    if (i == leaf.next + leaf.bits) {
+      AddToLeaf(form, at, entry);
+      continue;
+    }
+    CompiledTrees::LeafEntry& e = form->entries[i];
+    __atomic_store_n(&e.hit, entry.hit, __ATOMIC_RELEASE);  // (before it is live)
+    if ((e.matcher & CompiledTrees::kGone) != 0) {
+      __atomic_store_n(&e.matcher, entry.matcher, __ATOMIC_RELEASE);
+      --form->gone;
+    }
+  }
+  return true;
+}
+
+void TableIndex::TreeCompiler::BeginChange(TableIndex* index, uint64_t version) {
+  TreeUpkeep& upkeep = *index->upkeep_;
+  upkeep.maintained = nullptr;
+  const CompiledTrees* form = index->compiled_.load(std::memory_order_relaxed);
+  if (form == nullptr) return;
+  // (A form that kept the walk is not worth keeping up; one published while a change was under way missed
+  // it.)
+  if (form->version.load(std::memory_order_relaxed) == version &&
+      form->method.load(std::memory_order_relaxed) != CompiledTrees::kWalk) {
+    // Only the writer retires a form that is there (readers publish only where none is): it is the writer's
+    // to change.
+    upkeep.maintained = const_cast<CompiledTrees*>(form);
+    return;
+  }
+  RetireTrees(index);
+}
+
+void TableIndex::TreeCompiler::TakeChange(TableIndex* index, TreeChange::Kind kind, const Entry& e) {
+  TreeUpkeep& upkeep = *index->upkeep_;
+  const bool logged = upkeep.job != nullptr && !upkeep.dropped;
+  if (upkeep.maintained == nullptr && !logged) return;
+  const TreeChange change{kind, CompiledTrees::LeafEntryOf(*index, e)};
+  if (logged) {
+    if (upkeep.changes.size() < TreeUpkeep::kMaxFoldChanges) {
+      upkeep.changes.push_back(change);
+    } else {
+      upkeep.dropped = true;  // (the fold is dropped once built)
+      std::vector<TreeChange>().swap(upkeep.changes);
+    }
+  }
+  if (upkeep.maintained == nullptr || TakeInto(upkeep.maintained, change)) return;
+  // Too wide, or no room: the form goes (judged as nothing: it did not fail at lookups), and a fold is
+  // wanted.
+  ++upkeep.overflows;
+  upkeep.maintained = nullptr;
+  const CompiledTrees* old = index->compiled_.exchange(nullptr, std::memory_order_acq_rel);
+  Retire(index->reclaimer_, [old] { delete old; });
+  upkeep.fold_wanted.store(true, std::memory_order_relaxed);
+}
+
+void TableIndex::TreeCompiler::EndChange(TableIndex* index, uint64_t version) {
+  TreeUpkeep& upkeep = *index->upkeep_;
+  if (upkeep.maintained != nullptr) {
+    upkeep.maintained->version.store(version, std::memory_order_release);
+    upkeep.maintained = nullptr;
+  }
+  if (upkeep.job != nullptr) {
+    if (upkeep.built.load(std::memory_order_acquire)) FinishFold(index, version);
+    return;
+  }
+  const CompiledTrees* form = index->compiled_.load(std::memory_order_relaxed);
+  const bool wanted =
+      form == nullptr ? upkeep.fold_wanted.load(std::memory_order_relaxed)
+                      : form->version.load(std::memory_order_relaxed) == version && FoldDue(*form, upkeep);
+  if (wanted) StartFold(index, version);
+}
+
+void TableIndex::TreeCompiler::StartFold(TableIndex* index, uint64_t version) {
+  TreeUpkeep& upkeep = *index->upkeep_;
+  upkeep.fold_wanted.store(false, std::memory_order_relaxed);
+  upkeep.formless_lookups.store(0, std::memory_order_relaxed);
+  auto job = std::make_unique<CompileJob>();
+  job->version = version;
+  // (The writer's own tries, read between changes: the entries as they are at `version`.)
+  if (!CompiledTrees::CollectEntries(*index, &job->filed)) {
+    // Too large to compile: the next want comes four times later.
+    const uint64_t needed = index->quiet_needed_.load(std::memory_order_relaxed);
+    index->quiet_needed_.store(std::min(4 * needed, kMaxQuietLookups), std::memory_order_relaxed);
+    return;
+  }
+  upkeep.changes.clear();
+  upkeep.dropped = false;
+  upkeep.built.store(false, std::memory_order_relaxed);
+  upkeep.job = std::move(job);
+  auto build = [&upkeep, job = upkeep.job.get()] {
+    const auto start = std::chrono::steady_clock::now();
+    job->built = CompiledTrees::Build(std::move(job->filed), job->version);
+    job->took = std::chrono::steady_clock::now() - start;
+    upkeep.built.store(true, std::memory_order_release);
+  };
+  try {
+    upkeep.thread = std::thread(build);
+    return;
+  } catch (const std::system_error&) {  // (no thread to be had: built here)
+  }
+  build();
+  FinishFold(index, version);
+}
+
+void TableIndex::TreeCompiler::FinishFold(TableIndex* index, uint64_t version) {
+  TreeUpkeep& upkeep = *index->upkeep_;
+  if (upkeep.thread.joinable()) upkeep.thread.join();
+  std::unique_ptr<CompiledTrees> fresh = std::move(upkeep.job->built);
+  upkeep.last_fold_took = upkeep.job->took;
+  upkeep.last_fold_end = std::chrono::steady_clock::now();
+  upkeep.job.reset();
+  bool taken = fresh != nullptr && !upkeep.dropped;
+  for (size_t i = 0; taken && i < upkeep.changes.size(); ++i)
+    taken = TakeInto(fresh.get(), upkeep.changes[i]);
+  upkeep.changes.clear();
+  if (!taken) {
+    // Too large, too wide or too busy to fold: the next want comes four times later.
+    const uint64_t needed = index->quiet_needed_.load(std::memory_order_relaxed);
+    index->quiet_needed_.store(std::min(4 * needed, kMaxQuietLookups), std::memory_order_relaxed);
+    return;
+  }
+  // A fold of a form whose trees won their trial keeps them without a trial of its own.
+  const CompiledTrees* old = index->compiled_.load(std::memory_order_relaxed);
+  if (old != nullptr && old->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees)
+    fresh->method.store(CompiledTrees::kTrees, std::memory_order_relaxed);
+  fresh->version.store(version, std::memory_order_relaxed);
+  old = index->compiled_.exchange(fresh.release(), std::memory_order_acq_rel);
+  if (old != nullptr) Retire(index->reclaimer_, [old] { delete old; });
+  upkeep.formless_lookups.store(0, std::memory_order_relaxed);
+  ++upkeep.folds;
+  upkeep.fold_time += upkeep.last_fold_took;
+}
+
+TableIndex::TreeUpkeepCounts TableIndex::tree_upkeep() const {
+  return {upkeep_->folds, upkeep_->overflows, std::chrono::duration<double>(upkeep_->fold_time).count()};
+}
+
+}  // namespace drsim::hw
