@@ -581,16 +581,22 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
       // (Not in rank order once the writer appended to the leaf: each is taken up to the bound, and the
       // candidates are ordered after.)
       for (uint32_t i = leaf[j].next; i < leaf[j].next + leaf[j].bits; ++i) {
+        // (The writer marks an entry gone, or live again, sets its hit, and fills a gone one with another,
+        // in place: its matcher word is a sequence lock, read before and after the rest.)
         const CompiledTrees::LeafEntry& e = compiled.entries[i];
-        if (e.rank > q.bound) continue;
-        uint32_t differ = 0;
-        for (int k = 0; k < kWords; ++k) differ |= (key[j * kWords + k] & e.mask[k]) ^ e.value[k];
-        if (differ != 0 || e.rank < q.query->from_rank) continue;
-        // (The writer marks an entry gone, or live again, and sets its hit, in place.)
         const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
-        if ((matcher & CompiledTrees::kGone) == 0 &&
-            !q.TakeCandidate(e.rank, matcher, __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE)))
-          break;
+        const uint64_t rank = __atomic_load_n(&e.rank, __ATOMIC_RELAXED);
+        if ((matcher & CompiledTrees::kGone) != 0 || rank > q.bound || rank < q.query->from_rank) continue;
+        uint32_t differ = 0;
+        for (int k = 0; k < kWords; ++k) {
+          differ |= (key[j * kWords + k] & __atomic_load_n(&e.mask[k], __ATOMIC_RELAXED)) ^
+                    __atomic_load_n(&e.value[k], __ATOMIC_RELAXED);
+        }
+        if (differ != 0) continue;
+        const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (__atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher) continue;  // (filled again meanwhile)
+        if (!q.TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit)) break;
       }
     }
   }

@@ -24,13 +24,14 @@ namespace drsim::hw {
 // "Changes as they come"). The entries are grouped by the words they test (kTestedBits or more of them), a
 // tree a group, so that an entry seldom meets a bit it does not test: it follows both branches of one. A
 // leaf holds the entries that reach it, in rank order when built, with their named hits, at most
-// kLeafEntries of them unless no bit parts them, and a free slot. A node cuts on neighbouring bits of one word, up to kMaxCut of them (a stride: its children are the
-// values of those bits): the bit that parts its entries best, widened a bit at a time while that makes its
-// largest child smaller and its children together hold at most kCutCopies times its entries (as HiCuts
-// does). A lookup goes down the trees in order of their least ranks and skips those whose least is past its
-// exact candidate's rank. Its packets (a burst's, up to 32) go down each tree together, a level at a time:
-// 16 or 8 a vector step in AVX-512 or AVX2 lanes, or one at a time (TableIndex::TreeDescent, chosen at run
-// time); a lane at a leaf waits, masked off, for the others. Then each packet scans its leaf.
+// kLeafEntries of them unless no bit parts them, and a free slot. A node cuts on neighbouring bits of one
+// word, up to kMaxCut of them (a stride: its children are the values of those bits): the bit that parts its
+// entries best, widened a bit at a time while that makes its largest child smaller and its children together
+// hold at most kCutCopies times its entries (as HiCuts does). A lookup goes down the trees in order of their
+// least ranks and skips those whose least is past its exact candidate's rank. Its packets (a burst's, up to
+// 32) go down each tree together, a level at a time: 16 or 8 a vector step in AVX-512 or AVX2 lanes, or one
+// at a time (TableIndex::TreeDescent, chosen at run time); a lane at a leaf waits, masked off, for the
+// others. Then each packet scans its leaf.
 //
 // Why: a walk's step through the tries costs a hundred instructions or so (its pending steps, bounds and
 // interleaving), even with every line in the caches; a tree's step is a load, a shift and a mask. On sets
@@ -45,12 +46,12 @@ namespace drsim::hw {
 // kept at the end of `entries`, the node replaced likewise (a reader finds the old leaf or the new). A
 // leaf's entries are thus in rank order only until the writer adds one. An entry removed is marked gone
 // (kGone) where it lies, and one published again with the values it had is marked live again, so a rule
-// deleted and put back leaves nothing behind. A named hit is set in place. The copies and gone
-// entries a form gathers make it slower and fill its room, so once they come to a share of what it was
-// built with the writer folds them: it collects the index's entries, a thread of the index's own builds new
-// trees of them, and the writer takes the changes made meanwhile into the new form before it publishes it.
-// A change the form cannot take (an entry reaching more than kMaxLeavesPerChange leaves, or no room left)
-// retires it, and a fold follows.
+// deleted and put back leaves nothing behind; a new entry takes a gone one's slot before a free one. A named
+// hit is set in place. The copies and gone entries a form gathers make it slower and fill its room, so once
+// they come to a share of what it was built with the writer folds them: it collects the index's entries, a
+// thread of the index's own builds new trees of them, and the writer takes the changes made meanwhile into
+// the new form before it publishes it. A change the form cannot take (an entry reaching more than
+// kMaxLeavesPerChange leaves, or no room left) retires it, and a fold follows.
 struct TableIndex::CompiledTrees {
   static constexpr size_t kLeafEntries = 4;
   static constexpr size_t kMaxEntries = size_t{1} << 19;  // more published entries than this: not compiled
@@ -71,18 +72,22 @@ struct TableIndex::CompiledTrees {
   static constexpr uint8_t kBuiltLeafRoom = 1;
   static constexpr uint8_t kCopiedLeafRoom = 4;
   // A leaf's entry: what a walk reads of it (value and mask as trie keys). Once its leaf is published, the
-  // writer changes only `matcher` (kGone set or cleared) and `hit`, with atomic stores; readers load them
-  // atomically.
-  static constexpr uintptr_t kGone = 2;  // (TagMatcher uses bit 0; a matcher is aligned wider)
+  // writer changes `matcher` (kGone set or cleared) and `hit`, and may fill a gone entry with another
+  // (a new generation in `matcher`'s top byte, a sequence lock for readers), all with atomic stores; readers
+  // load every field atomically.
+  static constexpr uintptr_t kGone = 2;        // (TagMatcher uses bit 0; a matcher is aligned wider)
+  static constexpr int kGenerationShift = 56;  // (user-space addresses have fewer bits)
+  static constexpr uintptr_t kGenerations = ~uintptr_t{0} << kGenerationShift;
+  static constexpr uintptr_t kTagged = ~(kGone | kGenerations);  // TagMatcher's word
   struct LeafEntry {
     std::array<uint32_t, kWords> value;
     std::array<uint32_t, kWords> mask;
     uint64_t rank;
-    uintptr_t matcher;  // TagMatcher, kGone set while the entry is removed
+    uintptr_t matcher;  // TagMatcher, kGone set while the entry is removed, and its generation
     const RuleRecord* hit;
     // Whether `other` is this entry (its matcher, values and masks), gone or not.
     bool Is(const LeafEntry& other) const {
-      return (matcher & ~kGone) == (other.matcher & ~kGone) && value == other.value && mask == other.mask;
+      return (matcher & kTagged) == (other.matcher & kTagged) && value == other.value && mask == other.mask;
     }
   };
   // The index's version the form stands for: the one it was built at, then each change's that the writer

@@ -26,15 +26,16 @@ template <typename Trees>
 using Leaves = absl::InlinedVector<uint32_t, Trees::kMaxLeavesPerChange>;
 
 // Whether the form that serves should be folded now: half its room is used by copies of leaves; or a
-// quarter is, or it holds as many gone entries as it was built with, and its fold thread has been idle four
-// times as long as the last fold took (so that folds take a fifth of a core at most while there is room).
+// quarter is, or half as many entries as it was built with are gone (new entries fill gone ones first, so
+// they gather only as the table shrinks), and its fold thread has been idle sixteen times as long as the
+// last fold took (so that folds take a seventeenth of a core at most while there is room).
 template <typename Trees, typename Upkeep>
 bool FoldDue(const Trees& form, const Upkeep& upkeep) {
   const size_t room = form.entries.capacity() - form.built_entries;
   const size_t used = form.entries.size() - form.built_entries;
   if (2 * used >= room) return true;
-  if (4 * used < room && form.gone < form.built_entries) return false;
-  return std::chrono::steady_clock::now() - upkeep.last_fold_end >= 4 * upkeep.last_fold_took;
+  if (4 * used < room && 2 * form.gone < form.built_entries) return false;
+  return std::chrono::steady_clock::now() - upkeep.last_fold_end >= 16 * upkeep.last_fold_took;
 }
 
 // The leaves of the tree at `root` that an entry with `value` and `mask` (trie keys) reaches: at each node,
@@ -79,21 +80,42 @@ uint32_t CopyRoom(uint32_t live) {
   return std::min<uint32_t>(255, std::max<uint32_t>(Trees::kCopiedLeafRoom, live));
 }
 
-// The leaf's entries that are not gone.
+// The leaf's first gone entry, or leaf.next + leaf.bits.
 template <typename Trees, typename TreeNode = typename Trees::TreeNode>
-uint32_t LiveIn(const Trees& form, const TreeNode& leaf) {
-  uint32_t live = 0;
-  for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i)
-    live += (form.entries[i].matcher & Trees::kGone) == 0;
-  return live;
+uint32_t FirstGoneIn(const Trees& form, const TreeNode& leaf) {
+  uint32_t i = leaf.next;
+  while (i < leaf.next + leaf.bits && (form.entries[i].matcher & Trees::kGone) == 0) ++i;
+  return i;
 }
 
-// Adds `entry` to the leaf at `at`: in its next free slot, or in a copy with more free slots, its gone
-// entries left out (the room for which was checked). The leaf's node is replaced by one store.
+// Fills the gone entry `slot` of a published leaf with `entry`, under a new generation: every field with an
+// atomic store, the matcher word last (readers check it before and after they read the rest).
+template <typename Trees, typename LeafEntry = typename Trees::LeafEntry>
+void FillGone(LeafEntry* slot, const LeafEntry& entry) {
+  const uintptr_t generation = (slot->matcher >> Trees::kGenerationShift) + 1;
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int k = 0; k < TableIndex::kWords; ++k) {
+    __atomic_store_n(&slot->value[k], entry.value[k], __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->mask[k], entry.mask[k], __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&slot->rank, entry.rank, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->hit, entry.hit, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->matcher, (entry.matcher & Trees::kTagged) | generation << Trees::kGenerationShift,
+                   __ATOMIC_RELEASE);
+}
+
+// Adds `entry` to the leaf at `at`: in a gone entry's slot, else its next free slot, else a copy with more
+// free slots, its gone entries left out (the room for which was checked). A leaf's node changes by one
+// store.
 template <typename Trees, typename TreeNode = typename Trees::TreeNode,
           typename LeafEntry = typename Trees::LeafEntry>
 void AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
   const TreeNode old = form->nodes[at];
+  if (const uint32_t gone = FirstGoneIn(*form, old); gone < old.next + old.bits) {
+    FillGone<Trees>(&form->entries[gone], entry);
+    --form->gone;
+    return;
+  }
   TreeNode fresh;
   if (old.shift > 0) {
     // (No reader reads past the leaf's count: the slot is the writer's until the node counts it.)
@@ -102,14 +124,7 @@ void AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
              static_cast<uint16_t>(old.bits + 1)};
   } else {
     const auto next = static_cast<uint32_t>(form->entries.size());
-    for (uint32_t i = old.next; i < old.next + old.bits; ++i) {
-      const LeafEntry e = form->entries[i];
-      if ((e.matcher & Trees::kGone) != 0) {
-        --form->gone;
-      } else {
-        form->entries.push_back(e);
-      }
-    }
+    for (uint32_t i = old.next; i < old.next + old.bits; ++i) form->entries.push_back(form->entries[i]);
     form->entries.push_back(entry);
     const auto count = static_cast<uint32_t>(form->entries.size() - next);
     const uint32_t room = CopyRoom<Trees>(count);
@@ -163,8 +178,10 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
   size_t room = 0;
   for (const uint32_t at : leaves) {
     const TreeNode leaf = form->nodes[at];
-    if (leaf.shift > 0 || FindInLeaf(*form, leaf, entry) < leaf.next + leaf.bits) continue;
-    const uint32_t live = LiveIn(*form, leaf) + 1;
+    if (leaf.shift > 0 || FindInLeaf(*form, leaf, entry) < leaf.next + leaf.bits ||
+        FirstGoneIn(*form, leaf) < leaf.next + leaf.bits)
+      continue;
+    const uint32_t live = leaf.bits + 1;  // (none gone)
     if (live + CopyRoom<CompiledTrees>(live) > 0xffff) return false;
     room += live + CopyRoom<CompiledTrees>(live);
   }
@@ -180,7 +197,7 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
     CompiledTrees::LeafEntry& e = form->entries[i];
     __atomic_store_n(&e.hit, entry.hit, __ATOMIC_RELEASE);  // (before it is live)
     if ((e.matcher & CompiledTrees::kGone) != 0) {
-      __atomic_store_n(&e.matcher, entry.matcher, __ATOMIC_RELEASE);
+      __atomic_store_n(&e.matcher, e.matcher & ~CompiledTrees::kGone, __ATOMIC_RELEASE);
       --form->gone;
     }
   }

@@ -174,10 +174,11 @@ TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) {
   }
 }
 
-// Rules that keep moving to new keys leave copies of leaves behind; once they come to a share of the form's
-// room, the writer folds them into new trees (built on a thread of the index's own, the changes made
-// meanwhile taken in after), and the new trees serve: twice here, the walk's candidates throughout.
-TEST(TreeUpdatesTest, MovesAreFoldedIntoNewTreesThatServe) {
+// Rules removed leave gone entries, which new entries fill, and rules added beyond the leaves' free slots
+// leave copies of leaves behind. Once half the entries the trees were built with are gone, the writer folds
+// them into new trees (built on a thread of the index's own, the changes made meanwhile taken in after),
+// and the new trees serve: twice here, with the walk's candidates throughout.
+TEST(TreeUpdatesTest, RemovedRulesAreFoldedIntoNewTreesThatServe) {
   std::mt19937 rng(7);
   Twins t;
   std::vector<size_t> ms;
@@ -190,21 +191,36 @@ TEST(TreeUpdatesTest, MovesAreFoldedIntoNewTreesThatServe) {
   };
   for (int r = 0; r < 1800; ++r) t.AddRule(ms[r % ms.size()], value());
   ASSERT_TRUE(t.compiled().index().Compile());
-  int moves = 0;
-  for (; moves < 100000 && t.compiled().index().tree_upkeep().folds < 2; ++moves) {
-    const size_t m = ms[rng() % ms.size()];
-    if (t.RemoveRule(m, rng())) t.AddRule(m, value());
-    if (moves % 256 == 0) {
-      std::vector<MatchParams> packets;
-      for (int p = 0; p < 16; ++p) packets.push_back(t.values(ms[p])[0]);
-      ASSERT_EQ(t.Difference(packets, ms[rng() % ms.size()]), "") << "move " << moves;
-      ASSERT_TRUE(t.compiled().index().IsCompiled()) << "move " << moves;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // (the fold's thread builds meanwhile)
+  auto expect_same = [&](const char* when) {
+    std::vector<MatchParams> packets;
+    for (int p = 0; p < 64; ++p) {
+      const size_t m = ms[rng() % ms.size()];
+      packets.push_back(t.values(m).empty() ? value() : t.values(m)[0]);
     }
+    ASSERT_EQ(t.Difference(packets, ms[rng() % ms.size()]), "") << when;
+    ASSERT_TRUE(t.compiled().index().IsCompiled()) << when;
+  };
+  for (uint64_t fold = 1; fold <= 2; ++fold) {
+    // Five sixths of the rules go; the last of them starts a fold.
+    for (int r = 0; r < 1500; ++r) {
+      t.RemoveRule(ms[r % ms.size()], rng());
+      if (r % 100 == 0) expect_same("removing");
+    }
+    // The fold's thread builds; a change once it is done publishes the new trees.
+    for (int wait = 0; wait < 5000 && t.compiled().index().tree_upkeep().folds < fold; ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      t.AddRule(ms[wait % ms.size()], value());
+      if (wait % 64 == 0) expect_same("waiting for the fold");
+    }
+    EXPECT_EQ(t.compiled().index().tree_upkeep().folds, fold);
+    // The rules come back with new keys, into the gone entries, free slots and copies of the new trees.
+    for (int r = 0; r < 1500; ++r) {
+      t.AddRule(ms[r % ms.size()], value());
+      if (r % 100 == 0) expect_same("adding");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // (folds are paced)
   }
-  EXPECT_EQ(t.compiled().index().tree_upkeep().folds, 2u) << moves << " moves";
   EXPECT_EQ(t.compiled().index().tree_upkeep().overflows, 0u);
-  EXPECT_TRUE(t.compiled().index().IsCompiled());
 }
 
 // An entry that would be copied into more than kMaxLeavesPerChange leaves (a short prefix where the tree
