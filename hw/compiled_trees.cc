@@ -576,29 +576,38 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
     }
     // The leaves' entries up to the bound that the packet matches.
     for (size_t j = 0; j < n; ++j) {
-      if ((going >> j & 1) == 0) continue;
-      Walk& q = walks[j];
-      // (Not in rank order once the writer appended to the leaf: each is taken up to the bound, and the
-      // candidates are ordered after.)
-      for (uint32_t i = leaf[j].next; i < leaf[j].next + leaf[j].bits; ++i) {
-        // (The writer marks an entry gone, or live again, sets its hit, and fills a gone one with another,
-        // in place: its matcher word is a sequence lock, read before and after the rest.)
-        const CompiledTrees::LeafEntry& e = compiled.entries[i];
-        const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
-        const uint64_t rank = __atomic_load_n(&e.rank, __ATOMIC_RELAXED);
-        if ((matcher & CompiledTrees::kGone) != 0 || rank > q.bound || rank < q.query->from_rank) continue;
-        uint32_t differ = 0;
-        for (int k = 0; k < kWords; ++k) {
-          differ |= (key[j * kWords + k] & __atomic_load_n(&e.mask[k], __ATOMIC_RELAXED)) ^
-                    __atomic_load_n(&e.value[k], __ATOMIC_RELAXED);
-        }
-        if (differ != 0) continue;
-        const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (__atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher) continue;  // (filled again meanwhile)
-        if (!q.TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit)) break;
-      }
+      if ((going >> j & 1) != 0) ScanLeaf(compiled, leaf[j], &key[j * kWords], &walks[j]);
     }
+  }
+}
+
+void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf,
+                                        const uint32_t* key, Walk* q) {
+  // Entries are not in rank order once the writer added to the leaf: each is taken up to the bound, and
+  // the candidates are ordered after. The writer fills a gone entry's slot with another in place, so the
+  // plain reads that find a match may tear while it does: the entry is then one being removed or added,
+  // which a lookup may miss. A match is confirmed under the entry's sequence lock (its matcher word, read
+  // before and after the rest, all atomically). (The plain reads are what the sequence lock allows, not
+  // races a sanitizer should report: this function is not instrumented.)
+  for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
+    const CompiledTrees::LeafEntry& e = compiled.entries[i];
+    if (e.rank > q->bound || e.rank < q->query->from_rank) continue;
+    uint32_t differ = 0;
+    for (int k = 0; k < kWords; ++k) differ |= (key[k] & e.mask[k]) ^ e.value[k];
+    if (differ != 0) continue;
+    const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
+    if ((matcher & CompiledTrees::kGone) != 0) continue;
+    const uint64_t rank = __atomic_load_n(&e.rank, __ATOMIC_RELAXED);
+    for (int k = 0; k < kWords; ++k) {
+      differ |= (key[k] & __atomic_load_n(&e.mask[k], __ATOMIC_RELAXED)) ^
+                __atomic_load_n(&e.value[k], __ATOMIC_RELAXED);
+    }
+    const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (differ != 0 || rank > q->bound || rank < q->query->from_rank ||
+        __atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher)
+      continue;  // (filled again meanwhile)
+    if (!q->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit)) break;
   }
 }
 
