@@ -199,11 +199,24 @@ struct TableIndex::TreeChange {
   CompiledTrees::LeafEntry entry;
 };
 
+// Where the writer last put an entry in a form, so that the next change of the same entry (a rule's hit
+// named after it came, dropped before it goes, its key put back) finds its slots without a walk: in
+// `form`, every slot holding `entry` in the leaves it reaches (all of them when `complete`). Any other
+// change of the form, and its retirement, end it (form nullptr).
+struct TableIndex::PlacedEntry {
+  const CompiledTrees* form = nullptr;
+  CompiledTrees::LeafEntry entry{};
+  std::vector<uint32_t> slots;
+  bool complete = false;
+};
+
 // The writer's upkeep of the compiled form (hw/tree_updates.cc), under the driver's lock but for the two
 // atomics readers count into.
 struct TableIndex::TreeUpkeep {
-  // The form the change under way takes its changes into (nullptr: none serves, or it was retired).
+  // The form the change under way takes its changes into (nullptr: none serves, or it was retired), and
+  // where its last change put its entry.
   CompiledTrees* maintained = nullptr;
+  PlacedEntry placed;
   // A fold under way: its entries, collected by the writer at `job->version`, are built on `thread`; the
   // changes made since go into `changes` (up to kMaxFoldChanges: past that, the fold is dropped).
   static constexpr size_t kMaxFoldChanges = size_t{1} << 20;
@@ -219,9 +232,18 @@ struct TableIndex::TreeUpkeep {
   // meanwhile; once they come to quiet_needed_, a fold is wanted.
   std::atomic<uint64_t> formless_lookups{0};
   std::atomic<bool> fold_wanted{false};
-  // For tests and benches: folds published, and forms retired because they could not take a change.
+  // The pace of changes: a form is kept up only while they come at most kMaxKeptUpRate a second, measured
+  // over windows of kRateWindow changes (faster, each costs more than the form saves the lookups: a burst
+  // of updates retires it, and a fold follows once lookups have gone without a form for a while).
+  static constexpr uint32_t kRateWindow = 4096;
+  static constexpr double kMaxKeptUpRate = 800e3;
+  std::chrono::steady_clock::time_point window_start{};
+  uint32_t window_changes = 0;
+  // For tests and benches: folds published, forms retired because they could not take a change, and
+  // forms retired because changes came too fast.
   uint64_t folds = 0;
   uint64_t overflows = 0;
+  uint64_t busy_retirements = 0;
   std::chrono::steady_clock::duration fold_time{};
 };
 
@@ -253,8 +275,14 @@ class TableIndex::TreeCompiler {
   static void BeginChange(TableIndex* index, uint64_t version);
   static void TakeChange(TableIndex* index, TreeChange::Kind kind, const Entry& e);
   static void EndChange(TableIndex* index, uint64_t version);
-  // Takes `change` into `form` (published or not); false, having changed nothing, when it cannot.
-  static bool TakeInto(CompiledTrees* form, const TreeChange& change);
+  // Counts a change against the pace (TreeUpkeep::kMaxKeptUpRate); true when the window it ends came too
+  // fast.
+  static bool ChangingTooFast(TreeUpkeep* upkeep);
+  // Takes `change` into `form` (published or not); false, having changed nothing, when it cannot. With
+  // `placed` (the maintained form's), it starts from where the last change put the same entry, and records
+  // where this one leaves it. TakeAt takes it into one slot holding the entry.
+  static bool TakeInto(CompiledTrees* form, const TreeChange& change, PlacedEntry* placed);
+  static void TakeAt(CompiledTrees* form, const TreeChange& change, CompiledTrees::LeafEntry* e);
   // Starts a fold at `version` (the writer's, between changes); FinishFold publishes the fold built.
   static void StartFold(TableIndex* index, uint64_t version);
   static void FinishFold(TableIndex* index, uint64_t version);

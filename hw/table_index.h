@@ -305,12 +305,13 @@ class TableIndex {
   enum class TreeDescent : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
   static bool CpuHas(TreeDescent descent);
   // How the compiled form kept up with changes (tests and benches; the writer's counts, read while no change
-  // is under way): folds published (and the time their trees took to build), and forms retired because a
-  // change did not fit in them.
+  // is under way): folds published (and the time their trees took to build), forms retired because a
+  // change did not fit in them, and forms retired because changes came too fast to keep them up.
   struct TreeUpkeepCounts {
     uint64_t folds = 0;
     uint64_t overflows = 0;
-    double fold_seconds = 0;  // building the folds published
+    uint64_t busy_retirements = 0;  // forms retired because changes came faster than they pay for
+    double fold_seconds = 0;        // building the folds published
   };
   TreeUpkeepCounts tree_upkeep() const;
   static TreeDescent tree_descent();
@@ -331,6 +332,7 @@ class TableIndex {
   struct CompiledTrees;
   struct CompileJob;
   struct TreeChange;
+  struct PlacedEntry;
   struct TreeUpkeep;
   class TreeCompiler;
   // A change to the index, from its start to its end (hw/table_index.cc).

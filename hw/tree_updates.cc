@@ -109,12 +109,12 @@ void FillGone(LeafEntry* slot, const LeafEntry& entry) {
 // store.
 template <typename Trees, typename TreeNode = typename Trees::TreeNode,
           typename LeafEntry = typename Trees::LeafEntry>
-void AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
+uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
   const TreeNode old = form->nodes[at];
   if (const uint32_t gone = FirstGoneIn(*form, old); gone < old.next + old.bits) {
     FillGone<Trees>(&form->entries[gone], entry);
     --form->gone;
-    return;
+    return gone;
   }
   TreeNode fresh;
   if (old.shift > 0) {
@@ -133,13 +133,22 @@ void AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
     fresh = {next, Trees::kLeaf, static_cast<uint8_t>(room), static_cast<uint16_t>(count)};
   }
   __atomic_store(&form->nodes[at], &fresh, __ATOMIC_RELEASE);
+  return fresh.next + fresh.bits - 1;
 }
 
 }  // namespace
 
-bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& change) {
+bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& change, PlacedEntry* placed) {
   using TreeNode = CompiledTrees::TreeNode;
   const CompiledTrees::LeafEntry& entry = change.entry;
+  // The entry's slots, as the change before left them when it was this entry's (a rule's hit dropped
+  // before it goes, named after it came, or its key put back): no walk down the trees.
+  if (placed != nullptr && placed->form == form && placed->entry.Is(entry) &&
+      (placed->complete || change.kind != TreeChange::kAdd)) {
+    for (const uint32_t i : placed->slots) TakeAt(form, change, &form->entries[i]);
+    return true;
+  }
+  if (placed != nullptr) placed->form = nullptr;
   const unsigned group = CompiledTrees::GroupOf(entry.mask);
   int tree = form->tree_of_group[group];
   if (tree < 0) {
@@ -158,50 +167,67 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
   Leaves<CompiledTrees> leaves;
   const size_t most = change.kind == TreeChange::kAdd ? CompiledTrees::kMaxLeavesPerChange : SIZE_MAX;
   if (!LeavesReached(*form, into.root, entry, most, &leaves)) return false;
-  if (change.kind != TreeChange::kAdd) {
-    for (const uint32_t at : leaves) {
-      const TreeNode leaf = form->nodes[at];
-      const uint32_t i = FindInLeaf(*form, leaf, entry);
-      if (i == leaf.next + leaf.bits) continue;
-      CompiledTrees::LeafEntry& e = form->entries[i];
-      if (change.kind == TreeChange::kNameHit) {
-        __atomic_store_n(&e.hit, entry.hit, __ATOMIC_RELEASE);
-      } else if ((e.matcher & CompiledTrees::kGone) == 0) {
-        __atomic_store_n(&e.matcher, e.matcher | CompiledTrees::kGone, __ATOMIC_RELEASE);
+  // Where the entry is in each leaf (gone or not), or the leaf's end.
+  absl::InlinedVector<uint32_t, 8> found;
+  bool everywhere = true;
+  for (const uint32_t at : leaves) {
+    const TreeNode leaf = form->nodes[at];
+    found.push_back(FindInLeaf(*form, leaf, entry));
+    everywhere &= found.back() < leaf.next + leaf.bits;
+  }
+  if (change.kind == TreeChange::kAdd && !everywhere) {
+    // An entry published into leaves that lack it: first whether the copies of full leaves fit, so that a
+    // form that cannot take it is left as it was.
+    size_t room = 0;
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      const TreeNode leaf = form->nodes[leaves[l]];
+      if (found[l] < leaf.next + leaf.bits || leaf.shift > 0 ||
+          FirstGoneIn(*form, leaf) < leaf.next + leaf.bits)
+        continue;
+      const uint32_t live = leaf.bits + 1;  // (none gone)
+      if (live + CopyRoom<CompiledTrees>(live) > 0xffff) return false;
+      room += live + CopyRoom<CompiledTrees>(live);
+    }
+    if (form->entries.capacity() - form->entries.size() < room) return false;
+    if (entry.rank < into.least) __atomic_store_n(&into.least, entry.rank, __ATOMIC_RELAXED);
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      const TreeNode leaf = form->nodes[leaves[l]];
+      if (found[l] == leaf.next + leaf.bits) found[l] = AddToLeaf(form, leaves[l], entry);
+    }
+    everywhere = true;
+  }
+  std::vector<uint32_t> slots;
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    const TreeNode leaf = form->nodes[leaves[l]];
+    if (found[l] >= leaf.next + leaf.bits) continue;
+    TakeAt(form, change, &form->entries[found[l]]);
+    if (placed != nullptr) slots.push_back(found[l]);
+  }
+  if (placed != nullptr) *placed = {form, entry, std::move(slots), everywhere};
+  return true;
+}
+
+void TableIndex::TreeCompiler::TakeAt(CompiledTrees* form, const TreeChange& change,
+                                      CompiledTrees::LeafEntry* e) {
+  switch (change.kind) {
+    case TreeChange::kNameHit:
+      if (e->hit != change.entry.hit) __atomic_store_n(&e->hit, change.entry.hit, __ATOMIC_RELEASE);
+      break;
+    case TreeChange::kRemove:
+      if ((e->matcher & CompiledTrees::kGone) == 0) {
+        __atomic_store_n(&e->matcher, e->matcher | CompiledTrees::kGone, __ATOMIC_RELEASE);
         ++form->gone;
       }
-    }
-    return true;
+      break;
+    case TreeChange::kAdd:
+      // (Its hit before it is live again; one just filled has both.)
+      if (e->hit != change.entry.hit) __atomic_store_n(&e->hit, change.entry.hit, __ATOMIC_RELEASE);
+      if ((e->matcher & CompiledTrees::kGone) != 0) {
+        __atomic_store_n(&e->matcher, e->matcher & ~CompiledTrees::kGone, __ATOMIC_RELEASE);
+        --form->gone;
+      }
+      break;
   }
-  // An entry published: live again where it lies, else added to the leaves that lack it. First whether
-  // the copies of full leaves fit, so that a form that cannot take it is left as it was.
-  size_t room = 0;
-  for (const uint32_t at : leaves) {
-    const TreeNode leaf = form->nodes[at];
-    if (leaf.shift > 0 || FindInLeaf(*form, leaf, entry) < leaf.next + leaf.bits ||
-        FirstGoneIn(*form, leaf) < leaf.next + leaf.bits)
-      continue;
-    const uint32_t live = leaf.bits + 1;  // (none gone)
-    if (live + CopyRoom<CompiledTrees>(live) > 0xffff) return false;
-    room += live + CopyRoom<CompiledTrees>(live);
-  }
-  if (form->entries.capacity() - form->entries.size() < room) return false;
-  if (entry.rank < into.least) __atomic_store_n(&into.least, entry.rank, __ATOMIC_RELAXED);
-  for (const uint32_t at : leaves) {
-    const TreeNode leaf = form->nodes[at];
-    const uint32_t i = FindInLeaf(*form, leaf, entry);
-    if (i == leaf.next + leaf.bits) {
-      AddToLeaf(form, at, entry);
-      continue;
-    }
-    CompiledTrees::LeafEntry& e = form->entries[i];
-    __atomic_store_n(&e.hit, entry.hit, __ATOMIC_RELEASE);  // (before it is live)
-    if ((e.matcher & CompiledTrees::kGone) != 0) {
-      __atomic_store_n(&e.matcher, e.matcher & ~CompiledTrees::kGone, __ATOMIC_RELEASE);
-      --form->gone;
-    }
-  }
-  return true;
 }
 
 void TableIndex::TreeCompiler::BeginChange(TableIndex* index, uint64_t version) {
@@ -212,13 +238,26 @@ void TableIndex::TreeCompiler::BeginChange(TableIndex* index, uint64_t version) 
   // (A form that kept the walk is not worth keeping up; one published while a change was under way missed
   // it.)
   if (form->version.load(std::memory_order_relaxed) == version &&
-      form->method.load(std::memory_order_relaxed) != CompiledTrees::kWalk) {
+      form->method.load(std::memory_order_relaxed) != CompiledTrees::kWalk && !ChangingTooFast(&upkeep)) {
     // Only the writer retires a form that is there (readers publish only where none is): it is the writer's
     // to change.
     upkeep.maintained = const_cast<CompiledTrees*>(form);
     return;
   }
+  upkeep.placed.form = nullptr;
   RetireTrees(index);
+}
+
+bool TableIndex::TreeCompiler::ChangingTooFast(TreeUpkeep* upkeep) {
+  if (++upkeep->window_changes < TreeUpkeep::kRateWindow) return false;
+  const auto now = std::chrono::steady_clock::now();
+  const bool fast =
+      now - upkeep->window_start <
+      std::chrono::duration<double>(double{TreeUpkeep::kRateWindow} / TreeUpkeep::kMaxKeptUpRate);
+  upkeep->window_start = now;
+  upkeep->window_changes = 0;
+  if (fast) ++upkeep->busy_retirements;
+  return fast;
 }
 
 void TableIndex::TreeCompiler::TakeChange(TableIndex* index, TreeChange::Kind kind, const Entry& e) {
@@ -234,11 +273,12 @@ void TableIndex::TreeCompiler::TakeChange(TableIndex* index, TreeChange::Kind ki
       std::vector<TreeChange>().swap(upkeep.changes);
     }
   }
-  if (upkeep.maintained == nullptr || TakeInto(upkeep.maintained, change)) return;
+  if (upkeep.maintained == nullptr || TakeInto(upkeep.maintained, change, &upkeep.placed)) return;
   // Too wide, or no room: the form goes (judged as nothing: it did not fail at lookups), and a fold is
   // wanted.
   ++upkeep.overflows;
   upkeep.maintained = nullptr;
+  upkeep.placed.form = nullptr;
   const CompiledTrees* old = index->compiled_.exchange(nullptr, std::memory_order_acq_rel);
   Retire(index->reclaimer_, [old] { delete old; });
   upkeep.fold_wanted.store(true, std::memory_order_relaxed);
@@ -302,7 +342,7 @@ void TableIndex::TreeCompiler::FinishFold(TableIndex* index, uint64_t version) {
   upkeep.job.reset();
   bool taken = fresh != nullptr && !upkeep.dropped;
   for (size_t i = 0; taken && i < upkeep.changes.size(); ++i)
-    taken = TakeInto(fresh.get(), upkeep.changes[i]);
+    taken = TakeInto(fresh.get(), upkeep.changes[i], nullptr);
   upkeep.changes.clear();
   if (!taken) {
     // Too large, too wide or too busy to fold: the next want comes four times later.
@@ -315,6 +355,7 @@ void TableIndex::TreeCompiler::FinishFold(TableIndex* index, uint64_t version) {
   if (old != nullptr && old->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees)
     fresh->method.store(CompiledTrees::kTrees, std::memory_order_relaxed);
   fresh->version.store(version, std::memory_order_relaxed);
+  upkeep.placed.form = nullptr;  // (the old form's slots; its memory may hold the next form)
   old = index->compiled_.exchange(fresh.release(), std::memory_order_acq_rel);
   if (old != nullptr) Retire(index->reclaimer_, [old] { delete old; });
   upkeep.formless_lookups.store(0, std::memory_order_relaxed);
@@ -323,7 +364,8 @@ void TableIndex::TreeCompiler::FinishFold(TableIndex* index, uint64_t version) {
 }
 
 TableIndex::TreeUpkeepCounts TableIndex::tree_upkeep() const {
-  return {upkeep_->folds, upkeep_->overflows, std::chrono::duration<double>(upkeep_->fold_time).count()};
+  return {upkeep_->folds, upkeep_->overflows, upkeep_->busy_retirements,
+          std::chrono::duration<double>(upkeep_->fold_time).count()};
 }
 
 }  // namespace drsim::hw
