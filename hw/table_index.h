@@ -51,7 +51,8 @@
 //   and keeps the faster. Once it serves, the writer takes each change into it as the change is made (an
 //   entry copied into the leaves it reaches, or marked gone where it lies), and folds what that leaves
 //   behind into new trees, built on a thread of the index's own, while lookups go on through the old ones.
-//   Under churn, lookups stay on the trees.
+//   Under churn, lookups stay on the trees, unless changes come faster than keeping the trees up pays for
+//   (a burst of updates retires them; a fold follows).
 //
 // Thread-safety
 //   One writer (the driver, under its domain lock), lock-free readers inside read sections of the
