@@ -15,6 +15,8 @@
 #include <arpa/inet.h>
 #include <rte_acl.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -122,6 +124,32 @@ void BM_RteAclBuild(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * set.size());
 }
 BENCHMARK(BM_RteAclBuild)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// The bytes a built context takes, a filter (counter bytes_per_filter): the growth of DPDK's heaps (rte_acl
+// allocates its context, rules and run-time tries there) across BuildAcl. drsim's peer is BM_DrAclMemory.
+size_t RteHeapBytesInUse() {
+  size_t bytes = 0;
+  for (unsigned i = 0; i < rte_socket_count(); ++i) {
+    rte_malloc_socket_stats stats;
+    if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &stats) == 0) bytes += stats.heap_allocsz_bytes;
+  }
+  return bytes;
+}
+
+void BM_RteAclMemory(benchmark::State& state) {
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
+  if (set.empty()) return;
+  for (auto _ : state) {
+    const size_t before = RteHeapBytesInUse();
+    rte_acl_ctx* ctx = BuildAcl(set, state);
+    if (ctx == nullptr) break;
+    const size_t after = RteHeapBytesInUse();
+    state.counters["bytes_per_filter"] =
+        static_cast<double>(after > before ? after - before : 0) / static_cast<double>(set.size());
+    rte_acl_free(ctx);
+  }
+}
+BENCHMARK(BM_RteAclMemory)->Arg(10000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_RteAclClassify(benchmark::State& state) {
   const std::vector<Filter>& set = AclFilterSet(state.range(0), state);

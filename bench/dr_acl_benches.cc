@@ -3,6 +3,8 @@
 // process, interleaved (--benchmark_enable_random_interleaving): a shared VM's speed differs widely from
 // one process to the next, far less within one. On the sets of bench/acl_sets.h:
 //   BM_DrAclInsert/N      classbench::InstallAcl of the set into an empty NIC_RX table (filters/s)
+//   BM_DrAclMemory/N      the bytes the set takes installed and compiled, a filter (counter
+//                         bytes_per_filter: heap and lookup memory; the peer's is BM_RteAclMemory)
 //   BM_DrAclLookup/N      the trace through the whole software NIC in bursts of 32 (packets/s)
 //   BM_DrAclLookupDescent/N/D  the same, the compiled trees descended the D way (hw::TableIndex::TreeDescent)
 //   BM_DrAclTupleLookup/N the trace's bare 5-tuples looked up in the ACL table's index in bursts of 32, as
@@ -20,6 +22,7 @@
 //                         form's folds, overflows and busy retirements (hw::TableIndex::tree_upkeep)
 // Before a lookup is timed, drsim's verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
+#include <malloc.h>
 #include <time.h>
 
 #include <algorithm>
@@ -49,6 +52,7 @@
 #include "dr/dr.h"
 #include "hw/action_program.h"
 #include "hw/flow_table.h"
+#include "hw/lookup_memory.h"
 #include "hw/match_layout.h"
 #include "hw/match_table.h"
 #include "hw/reclaimer.h"
@@ -218,6 +222,40 @@ void TimeAclLookups(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBurst);
   CountCompiled(s, state);
 }
+
+// The heap's bytes in use (glibc's count) and the lookup memory's: what drsim holds, to the byte.
+size_t DrsimBytesInUse() { return mallinfo2().uordblks + hw::LookupMemoryInUse(); }
+
+// BM_DrAclMemory: the bytes a set takes once installed and compiled (its DR rules, matchers, match tables,
+// index and trees), a filter: the heap's and the lookup memory's growth from before InstallAcl to after
+// the table compiled. Untimed; one iteration.
+void BM_DrAclMemory(benchmark::State& state) {
+  const std::vector<Filter>& set = AclFilterSet(state.range(0), state);
+  if (set.empty()) return;
+  const std::vector<Header> trace = AclTrace(set, state);
+  if (trace.empty()) return;
+  std::vector<std::vector<uint8_t>> frames;
+  for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
+  const std::vector<sim::Frame> views(frames.begin(), frames.end());
+  for (auto _ : state) {
+    const size_t before = DrsimBytesInUse();
+    std::unique_ptr<DrSetup> s = InstallDr(set, state);
+    if (s == nullptr) return;
+    size_t at = 0;
+    if (!WarmUp(*s, [&] {
+          const bool sent = s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok();
+          at = (at + kBurst) % views.size();
+          if (!sent) state.SkipWithError("burst rejected");
+          return sent;
+        }))
+      return;
+    const size_t after = DrsimBytesInUse();
+    state.counters["bytes_per_filter"] =
+        static_cast<double>(after > before ? after - before : 0) / static_cast<double>(set.size());
+    CountCompiled(*s, state);
+  }
+}
+BENCHMARK(BM_DrAclMemory)->Arg(10000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_DrAclLookup(benchmark::State& state) { TimeAclLookups(state); }
 BENCHMARK(BM_DrAclLookup)->Arg(1000)->Arg(10000);

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -33,7 +34,17 @@ SmallBlockArena& ProcessArena() {
 
 }  // namespace
 
+namespace {
+// Bytes of lookup memory handed out and not given back (LookupMemoryInUse).
+std::atomic<size_t> lookup_memory_in_use{0};
+}  // namespace
+
+size_t LookupMemoryInUse() { return lookup_memory_in_use.load(std::memory_order_relaxed); }
+
 void* AllocateLookupMemory(size_t bytes) {
+  lookup_memory_in_use.fetch_add(
+      bytes < kHugePageBytes ? RoundUp(std::max<size_t>(bytes, 1), 64) : RoundUp(bytes, kHugePageBytes),
+      std::memory_order_relaxed);
   if (bytes < kHugePageBytes) {
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
     void* p = std::aligned_alloc(64, RoundUp(std::max<size_t>(bytes, 1), 64));
@@ -60,6 +71,9 @@ void* AllocateLookupMemory(size_t bytes) {
 
 void FreeLookupMemory(void* p, size_t bytes) {
   if (p == nullptr) return;
+  lookup_memory_in_use.fetch_sub(
+      bytes < kHugePageBytes ? RoundUp(std::max<size_t>(bytes, 1), 64) : RoundUp(bytes, kHugePageBytes),
+      std::memory_order_relaxed);
   if (bytes < kHugePageBytes) {
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
     std::free(p);

@@ -31,6 +31,9 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // advised. Throws std::bad_alloc when out of memory. Release with FreeLookupMemory and the same `bytes`.
 void* AllocateLookupMemory(size_t bytes);
 void FreeLookupMemory(void* p, size_t bytes);
+// Bytes of lookup memory allocated and not freed, in the process (blocks at 64-byte steps, huge pages
+// whole; what the arena keeps for reuse not counted): for benches that report memory.
+size_t LookupMemoryInUse();
 
 // An allocator of lookup memory for standard containers (a match table's bookkeeping of its records, the
 // index's pair map).
