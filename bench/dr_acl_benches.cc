@@ -197,24 +197,38 @@ bool WarmUp(const DrSetup& s, SendBurst burst) {
 // Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0.
 void CountCompiled(const DrSetup& s, benchmark::State& state) { state.counters["compiled"] = AclCompiled(s); }
 
+// A trace's frames, sent a burst of kBurst at a time, in turn, round and round.
+class TraceBursts {
+ public:
+  explicit TraceBursts(const std::vector<Header>& trace) {
+    for (const Header& h : trace) frames_.push_back(classbench::FrameOf(h));
+    views_.assign(frames_.begin(), frames_.end());
+  }
+  // Sends the next burst through `port` (a sim::Nic or a sim::Worker); false, with the bench skipped, when
+  // it is rejected.
+  template <typename Port>
+  bool SendNext(Port& port, benchmark::State& state) {
+    if (!port.ReceiveFromWire(absl::MakeConstSpan(views_).subspan(at_, kBurst)).ok()) {
+      state.SkipWithError("burst rejected");
+      return false;
+    }
+    at_ = (at_ + kBurst) % views_.size();
+    return true;
+  }
+
+ private:
+  std::vector<std::vector<uint8_t>> frames_;
+  std::vector<sim::Frame> views_;
+  size_t at_ = 0;
+};
+
 // BM_DrAclLookup's body.
 void TimeAclLookups(benchmark::State& state) {
   LookupBed bed = SetUpLookups(state);
   if (bed.dr == nullptr || !CheckVerdicts(*bed.dr, *bed.set, bed.trace, 256, state)) return;
   DrSetup& s = *bed.dr;
-  std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : bed.trace) frames.push_back(classbench::FrameOf(h));
-  std::vector<sim::Frame> views(frames.begin(), frames.end());
-  size_t at = 0;
-  // The next burst of the trace through the NIC; false (the bench skipped) when it is rejected.
-  auto send_burst = [&] {
-    if (!s.nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
-      state.SkipWithError("burst rejected");
-      return false;
-    }
-    at = (at + kBurst) % views.size();
-    return true;
-  };
+  TraceBursts bursts(bed.trace);
+  auto send_burst = [&] { return bursts.SendNext(s.nic, state); };
   if (!WarmUp(s, send_burst)) return;
   for (auto _ : state) {
     if (!send_burst()) break;
@@ -234,21 +248,12 @@ void BM_DrAclMemory(benchmark::State& state) {
   if (set.empty()) return;
   const std::vector<Header> trace = AclTrace(set, state);
   if (trace.empty()) return;
-  std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : trace) frames.push_back(classbench::FrameOf(h));
-  const std::vector<sim::Frame> views(frames.begin(), frames.end());
+  TraceBursts bursts(trace);
   for (auto _ : state) {
     const size_t before = DrsimBytesInUse();
     std::unique_ptr<DrSetup> s = InstallDr(set, state);
     if (s == nullptr) return;
-    size_t at = 0;
-    if (!WarmUp(*s, [&] {
-          const bool sent = s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok();
-          at = (at + kBurst) % views.size();
-          if (!sent) state.SkipWithError("burst rejected");
-          return sent;
-        }))
-      return;
+    if (!WarmUp(*s, [&] { return bursts.SendNext(s->nic, state); })) return;
     const size_t after = DrsimBytesInUse();
     state.counters["bytes_per_filter"] =
         static_cast<double>(after > before ? after - before : 0) / static_cast<double>(set.size());
@@ -453,17 +458,8 @@ void RunRuleUpdates(benchmark::State& state, bool change_keys, size_t batch = 0)
   std::unique_ptr<DrSetup>& s = bed.dr;
   // The trace through the NIC until the table has compiled, as a table that serves lookups has: the
   // updates then go into its compiled trees too (hw/tree_updates.cc).
-  std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : bed.trace) frames.push_back(classbench::FrameOf(h));
-  const std::vector<sim::Frame> views(frames.begin(), frames.end());
-  size_t at = 0;
-  if (!WarmUp(*s, [&] {
-        const bool sent = s->nic.ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok();
-        at = (at + kBurst) % views.size();
-        if (!sent) state.SkipWithError("burst rejected");
-        return sent;
-      }))
-    return;
+  TraceBursts bursts(bed.trace);
+  if (!WarmUp(*s, [&] { return bursts.SendNext(s->nic, state); })) return;
   classbench::DrAcl& acl = s->installed;
   const std::vector<const dr::Action*> actions = {&s->drop};
   RuleMover mover(&acl, set);
@@ -541,18 +537,8 @@ void BM_DrAclLookupUnderChurn(benchmark::State& state) {
     state.SkipWithError(std::string(worker.status().message()).c_str());
     return;
   }
-  std::vector<std::vector<uint8_t>> frames;
-  for (const Header& h : bed.trace) frames.push_back(classbench::FrameOf(h));
-  std::vector<sim::Frame> views(frames.begin(), frames.end());
-  size_t at = 0;
-  auto send_burst = [&] {
-    if (!(*worker)->ReceiveFromWire(absl::MakeConstSpan(views).subspan(at, kBurst)).ok()) {
-      state.SkipWithError("burst rejected");
-      return false;
-    }
-    at = (at + kBurst) % views.size();
-    return true;
-  };
+  TraceBursts bursts(bed.trace);
+  auto send_burst = [&] { return bursts.SendNext(**worker, state); };
   if (!WarmUp(s, send_burst)) return;
   const std::vector<const dr::Action*> actions = {&s.drop};
   RuleMover mover(&s.installed, *bed.set);
