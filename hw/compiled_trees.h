@@ -124,7 +124,6 @@ struct TableIndex::CompiledTrees {
   // The writer's: each group's tree (-1: none yet), and what the form gathered since it was built.
   std::array<int8_t, kGroups> tree_of_group{};
   size_t built_entries = 0;  // leaf entries when built
-  size_t copied = 0;         // leaf entries left behind by copies
   size_t gone = 0;           // leaf entries marked gone
   // Room kept for the writer: entries twice the built ones (at least kEntryRoom), nodes kNodeRoom.
   // (Reserved, not touched: it takes memory only as copies fill it.)

@@ -104,9 +104,17 @@ void FillGone(LeafEntry* slot, const LeafEntry& entry) {
                    __ATOMIC_RELEASE);
 }
 
+// The entries a copy of `leaf` with one entry more takes at the end of the form's entries, its free slots
+// included, when adding an entry to it needs one: when it has no gone entry and no free slot (else 0).
+template <typename Trees, typename TreeNode = typename Trees::TreeNode>
+uint32_t CopyToAddTo(const Trees& form, const TreeNode& leaf) {
+  if (leaf.shift > 0 || FirstGoneIn(form, leaf) < leaf.next + leaf.bits) return 0;
+  return leaf.bits + 1 + CopyRoom<Trees>(leaf.bits + 1);
+}
+
 // Adds `entry` to the leaf at `at`: in a gone entry's slot, else its next free slot, else a copy with more
-// free slots, its gone entries left out (the room for which was checked). A leaf's node changes by one
-// store.
+// free slots (CopyToAddTo; the room for it was checked). A leaf's node changes by one store. Returns the
+// entry's slot.
 template <typename Trees, typename TreeNode = typename Trees::TreeNode,
           typename LeafEntry = typename Trees::LeafEntry>
 uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
@@ -129,7 +137,6 @@ uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
     const auto count = static_cast<uint32_t>(form->entries.size() - next);
     const uint32_t room = CopyRoom<Trees>(count);
     form->entries.resize(form->entries.size() + room);
-    form->copied += old.bits + old.shift;
     fresh = {next, Trees::kLeaf, static_cast<uint8_t>(room), static_cast<uint16_t>(count)};
   }
   __atomic_store(&form->nodes[at], &fresh, __ATOMIC_RELEASE);
@@ -181,12 +188,10 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
     size_t room = 0;
     for (size_t l = 0; l < leaves.size(); ++l) {
       const TreeNode leaf = form->nodes[leaves[l]];
-      if (found[l] < leaf.next + leaf.bits || leaf.shift > 0 ||
-          FirstGoneIn(*form, leaf) < leaf.next + leaf.bits)
-        continue;
-      const uint32_t live = leaf.bits + 1;  // (none gone)
-      if (live + CopyRoom<CompiledTrees>(live) > 0xffff) return false;
-      room += live + CopyRoom<CompiledTrees>(live);
+      if (found[l] < leaf.next + leaf.bits) continue;
+      const uint32_t copy = CopyToAddTo(*form, leaf);
+      if (copy > 0xffff) return false;
+      room += copy;
     }
     if (form->entries.capacity() - form->entries.size() < room) return false;
     if (entry.rank < into.least) __atomic_store_n(&into.least, entry.rank, __ATOMIC_RELAXED);
