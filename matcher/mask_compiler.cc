@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "hw/match_params.h"
 #include "hw/parsed_fields.h"
+#include "matcher/kernel_path.h"
 
 namespace drsim::matcher {
 namespace {
@@ -97,42 +98,6 @@ std::vector<hw::Definer::Fold> PortFolds() {
   return folds;
 }
 
-// The sizes the kernel takes a root-table mask or value in (`what` names it): 1 byte at least (the
-// uverbs attribute's minimum), 512 at most (its fte_match_param), and nothing but zeros in the reserved
-// tail past the layout's 448 bytes (nothing there can be masked).
-absl::Status CheckKernelSize(const char* what, const mlx5dv_flow_match_parameters& param) {
-  const size_t size = param.match_sz;
-  if (size == 0 || size > kKernelMatchParamBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "root-table %s match_sz %d: the kernel takes 1 to %d bytes", what, size, kKernelMatchParamBytes));
-  }
-  const auto* bytes = reinterpret_cast<const uint8_t*>(param.match_buf);
-  for (size_t byte = hw::kMatchParamBytes; byte < size; ++byte) {
-    if (bytes[byte] != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "root-table %s byte %d is set: bytes %d to %d of the kernel's match parameters are reserved", what,
-          byte, hw::kMatchParamBytes, kKernelMatchParamBytes - 1));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The kernel path's value checks: its sizes, then mlx5_core's check_valid_spec (every value bit under the
-// mask as the kernel holds it, whatever the criteria enable).
-absl::Status CheckKernelValue(const CompiledMask& compiled, const mlx5dv_flow_match_parameters& value) {
-  DRSIM_RETURN_IF_ERROR(CheckKernelSize("rule value", value));
-  const auto* v = reinterpret_cast<const uint8_t*>(value.match_buf);
-  const size_t n = std::min<size_t>(value.match_sz, hw::kMatchParamBytes);
-  for (size_t byte = 0; byte < n; ++byte) {
-    const uint8_t outside = v[byte] & ~compiled.kernel_mask[byte];
-    if (outside == 0) continue;
-    const size_t bit = byte * 8 + __builtin_clz(static_cast<unsigned>(outside) << 24);
-    return absl::InvalidArgumentError(
-        absl::StrFormat("rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t criteria,
@@ -142,7 +107,8 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
     return absl::InvalidArgumentError(absl::StrFormat(
         "match_criteria_enable 0x%02x has bits above the 7 sections (must be < 0x80)", criteria));
   }
-  if (path == RulePath::kKernel) {
+  const bool kernel = path == RulePath::kKernel;
+  if (kernel) {
     if (mask != nullptr) DRSIM_RETURN_IF_ERROR(CheckKernelSize("matcher mask", *mask));
   } else if (mask != nullptr && mask->match_sz > hw::kMatchParamBytes) {
     return absl::InvalidArgumentError(absl::StrFormat("mask match_sz %d exceeds the %d-byte match layout",
@@ -155,12 +121,17 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
     CopyEnabledSections(criteria, reinterpret_cast<const uint8_t*>(mask->match_buf), mask->match_sz,
                         out.mask.data());
   }
-  if (path == RulePath::kKernel) {
+  if (kernel) {
+    // The kernel and the firmware check what they check at rule creation (kernel_path.h); the mask the
+    // firmware compares under is the user's, bit for bit: no STE builder widens or folds a field.
     out.kernel_mask.assign(hw::kMatchParamBytes, 0);
     if (mask != nullptr) {
       std::memcpy(out.kernel_mask.data(), mask->match_buf,
                   std::min<size_t>(mask->match_sz, hw::kMatchParamBytes));
     }
+    out.root_rule_refusal = RootRuleRefusal(out.mask.data(), parsed);
+    out.definer = hw::Definer::FromMask(out.mask.data());
+    return out;
   }
   DRSIM_RETURN_IF_ERROR(PreCheck(criteria, out.mask.data(), nullptr));
 
@@ -193,8 +164,10 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
                           uint32_t* key, uint8_t* normalized) {
   if (value == nullptr) return absl::InvalidArgumentError("rule value is null");
   const size_t size = value->match_sz;
-  if (compiled.path == RulePath::kKernel) {
-    DRSIM_RETURN_IF_ERROR(CheckKernelValue(compiled, *value));
+  const bool kernel = compiled.path == RulePath::kKernel;
+  if (kernel) {
+    DRSIM_RETURN_IF_ERROR(CheckKernelValue(compiled.kernel_mask.data(), *value));
+    DRSIM_RETURN_IF_ERROR(compiled.root_rule_refusal);
   } else if (size != 0 && (size > hw::kMatchParamBytes || size % 4 != 0)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "rule value match_sz %d must be a multiple of 4 and at most %d", size, hw::kMatchParamBytes));
@@ -237,7 +210,7 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
           absl::StrFormat("rule value sets %s bits outside the matcher's mask", hw::BitOwnerName(bit)));
     }
   }
-  DRSIM_RETURN_IF_ERROR(PreCheck(compiled.criteria, compiled.mask.data(), v));
+  if (!kernel) DRSIM_RETURN_IF_ERROR(PreCheck(compiled.criteria, compiled.mask.data(), v));
   compiled.definer.Extract(v, key);
   if (normalized != nullptr) std::memcpy(normalized, copy, hw::kMatchParamBytes);
   return absl::OkStatus();
