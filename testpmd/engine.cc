@@ -64,6 +64,7 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
 
   PatternContext pattern_ctx;
   pattern_ctx.domain = type;
+  pattern_ctx.root_table = ctx.objects.GroupLevel(type, attr.group) == 0;
   pattern_ctx.vport_of_port = [&ctx](uint32_t port) { return ctx.SourceVportOfPort(port); };
   if (type == MLX5DV_DR_DOMAIN_TYPE_FDB) {
     // mlx5 matches the creating port as the source when the pattern names none.
@@ -77,7 +78,8 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   flow->objects.holds.push_back(target.table);
   if (pattern.geneve_option) {
     // Held before the rules are made, released after they and their matchers are gone.
-    DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const void> option, ctx.geneve_option.Acquire(*pattern.geneve_option));
+    DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const void> option,
+                           ctx.geneve_option.Acquire(*pattern.geneve_option));
     flow->objects.holds.push_back(std::move(option));
   }
   DRSIM_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));

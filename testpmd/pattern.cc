@@ -244,8 +244,7 @@ class PatternBuilder {
       }
       svlan_next_ = type.mask != 0 && type.spec == 0x88a8;
     } else {
-      DRSIM_RETURN_IF_ERROR(
-          Put(H(Field::kOuterEthertype), type.mask_bits(0, 16), type.spec_bits(0, 16), type.pos));
+      DRSIM_RETURN_IF_ERROR(PutEthertype(type));
     }
     const Word has_vlan = W(item, 3);
     return Put(H(Field::kOuterCvlanTag), has_vlan.mask_bits(0, 1), has_vlan.spec_bits(0, 1), has_vlan.pos);
@@ -294,8 +293,7 @@ class PatternBuilder {
       svlan_next_ = inner_type.mask != 0 && inner_type.spec == 0x88a8;
     } else {
       // The layout's ethertype is the one after the last tag.
-      DRSIM_RETURN_IF_ERROR(Put(H(Field::kOuterEthertype), inner_type.mask_bits(0, 16),
-                                inner_type.spec_bits(0, 16), inner_type.pos));
+      DRSIM_RETURN_IF_ERROR(PutEthertype(inner_type));
     }
     const Word more = W(item, 2);
     const Field second = inner() ? Field::kInnerSecondCvlanTag : Field::kOuterSecondCvlanTag;
@@ -311,9 +309,35 @@ class PatternBuilder {
       return Error(item, "a second L3 item at the same header level (a tunnel item must come between)");
     }
     l.l3 = kind;
-    // rdma-core's convention: the mask's ip_version is the version itself (4 or 6), not all ones.
-    const uint32_t version = kind == L3::kIpv4 ? 4 : 6;
-    return Put(H(Field::kOuterIpVersion), version, version, item.pos);
+    return MatchIpVersion(kind == L3::kIpv4 ? 4 : 6, item.pos);
+  }
+
+  // mlx5's flow_dv_set_match_ip_version: the L3 type as ip_version, in place of the level's ethertype. The
+  // mask is 0xf on a root table (the firmware compares the field bit for bit) and the version itself
+  // elsewhere (rdma-core's STE builders take only 4 or 6).
+  absl::Status MatchIpVersion(uint32_t version, SourcePos pos) {
+    const Field ip_version = H(Field::kOuterIpVersion);
+    const uint32_t earlier = hw::GetField(out_.value.bytes(), ip_version);
+    if (hw::GetField(out_.mask.bytes(), ip_version) != 0 && earlier != version) {
+      return ErrorAt(
+          pos, StatusCode::kInvalidArgument,
+          absl::StrFormat("conflicts with an earlier item: the L3 type is IPv%d there and IPv%d here",
+                          earlier, version));
+    }
+    DRSIM_RETURN_IF_ERROR(Put(ip_version, ctx_.root_table ? 0xf : version, version, pos));
+    hw::SetField(out_.mask.bytes(), H(Field::kOuterEthertype), 0);
+    hw::SetField(out_.value.bytes(), H(Field::kOuterEthertype), 0);
+    return absl::OkStatus();
+  }
+
+  // The ethertype after the level's last tag; a full-mask IPv4 or IPv6 type is matched as ip_version, as
+  // mlx5 does (flow_dv_translate_item_eth / _vlan).
+  absl::Status PutEthertype(const Word& type) {
+    const uint32_t mask = type.mask_bits(0, 16), spec = type.spec_bits(0, 16);
+    if (mask == 0xffff && (spec == 0x0800 || spec == 0x86dd)) {
+      return MatchIpVersion(spec == 0x0800 ? 4 : 6, type.pos);
+    }
+    return Put(H(Field::kOuterEthertype), mask, spec, type.pos);
   }
 
   absl::Status Ipv4(const Item& item) {
@@ -573,9 +597,9 @@ class PatternBuilder {
       return ErrorAt(data.pos, StatusCode::kUnimplemented,
                      "geneve-opt data is 0 under its mask: mlx5 cannot match option data 0");
     }
-    out_.geneve_option = GeneveOptionUse{static_cast<uint16_t>(cls.spec_bits(0, 16)),
-                                         static_cast<uint8_t>(type.spec_bits(0, 8)),
-                                         static_cast<uint8_t>(length), item.pos};
+    out_.geneve_option =
+        GeneveOptionUse{static_cast<uint16_t>(cls.spec_bits(0, 16)),
+                        static_cast<uint8_t>(type.spec_bits(0, 8)), static_cast<uint8_t>(length), item.pos};
     return Put(Field::kGeneveTlvOption0Data, data.mask_bits(0, 32), data.spec_bits(0, 32), data.pos);
   }
 
@@ -695,7 +719,8 @@ class PatternBuilder {
   // rte_flow_item_conntrack (sim::CtResultMatch).
   absl::Status Conntrack(const Item& item) {
     if (conntrack_given_) {
-      return ErrorAt(item.pos, StatusCode::kInvalidArgument, "Only one CT is supported (a second conntrack item)");
+      return ErrorAt(item.pos, StatusCode::kInvalidArgument,
+                     "Only one CT is supported (a second conntrack item)");
     }
     conntrack_given_ = true;
     if (!HasSpec(item)) {
@@ -706,8 +731,8 @@ class PatternBuilder {
     // must not be set.
     const ItemWord& word = item.words[0];
     const Word flags = W(item, 0);
-    absl::StatusOr<sim::CtRegisterMatch> match = sim::CtResultMatch(
-        static_cast<uint32_t>(word.spec), flags.mask_bits(0, 32) & sim::kCtPktAll);
+    absl::StatusOr<sim::CtRegisterMatch> match =
+        sim::CtResultMatch(static_cast<uint32_t>(word.spec), flags.mask_bits(0, 32) & sim::kCtPktAll);
     if (!match.ok()) {  // flow_dv_validate_item_aso_ct's words, then sim's detail
       const bool unknown = (word.spec & ~absl::uint128(sim::kCtPktAll)) != 0;
       return ErrorAt(flags.pos, match.status().code(),

@@ -5,7 +5,11 @@
 //    src 0); an item without spec matches the protocol's presence only. `last` must equal the spec under the
 //    mask, or be 0 (no range): DR matches exact values, so ranges are rejected (Unimplemented), except the
 //    IPv4 fragment_offset idioms that mean "is a fragment".
-//  - Implicit fields, as mlx5 sets them: ipv4/ipv6 -> ip_version, tcp/udp/icmp/icmp6/gre -> ip_protocol,
+//  - Implicit fields, as mlx5 sets them: ipv4/ipv6 -> ip_version (flow_dv_set_match_ip_version: the mask
+//    is 0xf in a root table, group 0 on a level-0 table, where the kernel and firmware compare the field
+//    bit for bit, and the version itself elsewhere, as rdma-core's STE builders want; the value is the
+//    version; the level's ethertype is dropped), an eth or vlan type of 0x0800 / 0x86dd with a full mask ->
+//    ip_version in place of the ethertype, tcp/udp/icmp/icmp6/gre -> ip_protocol,
 //    vxlan/vxlan-gpe/geneve/gtp/ib_bth -> the outer UDP destination port when the udp item left it open,
 //    vlan -> the cvlan/svlan qualifier, gre_key/nvgre -> the GRE K bit, nvgre -> GRE protocol 0x6558, mpls
 //    after udp/gre -> UDP port 6635 / GRE protocol 0x8847.
@@ -62,6 +66,8 @@ struct PatternContext {
   // Transfer rules: the source vport matched when no port_id / represented_port item gives one (mlx5
   // matches the port that created the rule).
   std::optional<uint16_t> implicit_source_vport;
+  // The rule goes to a root (level-0) table: ip_version masks are 0xf there.
+  bool root_table = false;
 };
 
 // The GENEVE TLV option a geneve-opt item matches (the data of): mlx5 creates the device's option parser

@@ -21,7 +21,8 @@ using ::testing::HasSubstr;
 
 absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
                                             mlx5dv_dr_domain_type domain = MLX5DV_DR_DOMAIN_TYPE_FDB,
-                                            std::optional<uint16_t> implicit_source_vport = std::nullopt) {
+                                            std::optional<uint16_t> implicit_source_vport = std::nullopt,
+                                            bool root_table = false) {
   DRSIM_ASSIGN_OR_RETURN(Command c, ParseOne(absl::StrCat("flow create 0 transfer pattern ", pattern,
                                                           " / end actions drop / end")));
   PatternContext ctx;
@@ -31,6 +32,7 @@ absl::StatusOr<TranslatedPattern> Translate(const std::string& pattern,
     return static_cast<uint16_t>(port);
   };
   ctx.implicit_source_vport = implicit_source_vport;
+  ctx.root_table = root_table;
   return TranslatePattern(std::get<FlowCreateCmd>(c.body).rule.pattern, ctx);
 }
 
@@ -116,7 +118,9 @@ TEST(PatternTest, VlansAndEthertype) {
   EXPECT_EQ(Get(*t, Field::kOuterFirstPrio), (MV{7, 5}));
   EXPECT_EQ(Get(*t, Field::kOuterSecondCvlanTag), (MV{1, 1}));
   EXPECT_EQ(Get(*t, Field::kOuterSecondVid), (MV{0xfff, 20}));
-  EXPECT_EQ(Get(*t, Field::kOuterEthertype), (MV{0xffff, 0x0800}));
+  // mlx5 matches an IPv4 type as ip_version, not as the ethertype.
+  EXPECT_EQ(Get(*t, Field::kOuterEthertype), (MV{0, 0}));
+  EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{4, 4}));
   EXPECT_EQ(t->info.vlan_vid, 10);
   EXPECT_EQ(t->info.vlan_pcp, 5);
 
@@ -125,6 +129,40 @@ TEST(PatternTest, VlansAndEthertype) {
   EXPECT_EQ(Get(*t, Field::kOuterCvlanTag), (MV{1, 0}));
   EXPECT_FALSE(Translate("eth type is 0x0800 / vlan").ok());
   EXPECT_FALSE(Translate("eth / vlan / vlan / vlan").ok());
+}
+
+// flow_dv_set_match_ip_version: on a root table the mask's ip_version is 0xf, elsewhere the version; the
+// value is the version either way, and an IPv4/IPv6 ethertype becomes ip_version (the ethertype is dropped).
+TEST(PatternTest, IpVersionAsMlx5LowersIt) {
+  for (bool root : {true, false}) {
+    SCOPED_TRACE(root ? "root table" : "non-root table");
+    const uint32_t v4_mask = root ? 0xf : 4, v6_mask = root ? 0xf : 6;
+    absl::StatusOr<TranslatedPattern> t =
+        Translate("eth / ipv4 / udp dst is 4789", MLX5DV_DR_DOMAIN_TYPE_NIC_RX, std::nullopt, root);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{v4_mask, 4}));
+    t = Translate("eth type is 0x86dd", MLX5DV_DR_DOMAIN_TYPE_NIC_RX, std::nullopt, root);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{v6_mask, 6}));
+    EXPECT_EQ(Get(*t, Field::kOuterEthertype), (MV{0, 0}));
+    EXPECT_EQ(CountMasked(*t), 1);
+    t = Translate("eth type is 0x0800 / ipv4 dst is 10.0.0.1 / udp / vxlan / eth / ipv6",
+                  MLX5DV_DR_DOMAIN_TYPE_NIC_RX, std::nullopt, root);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{v4_mask, 4}));
+    EXPECT_EQ(Get(*t, Field::kInnerIpVersion), (MV{v6_mask, 6}));
+    EXPECT_EQ(Get(*t, Field::kOuterEthertype), (MV{0, 0}));
+    // Other ethertypes, and partial masks, stay ethertypes.
+    t = Translate("eth type is 0x88cc", MLX5DV_DR_DOMAIN_TYPE_NIC_RX, std::nullopt, root);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(Get(*t, Field::kOuterEthertype), (MV{0xffff, 0x88cc}));
+    EXPECT_EQ(Get(*t, Field::kOuterIpVersion), (MV{0, 0}));
+    // A type and an L3 item that disagree are an error naming both versions, at the item.
+    t = Translate("eth type is 0x86dd / ipv4", MLX5DV_DR_DOMAIN_TYPE_NIC_RX, std::nullopt, root);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(t.status().message(), HasSubstr("IPv6 there and IPv4 here"));
+  }
 }
 
 TEST(PatternTest, VxlanInnerHeaders) {
