@@ -388,10 +388,10 @@ class ChurnRun {
       std::mt19937 rng(in_.U32());
       MatchParams random;
       for (size_t i = 0; i < hw::kMatchParamBytes; ++i) random.bytes()[i] = static_cast<uint8_t>(rng());
-      return testing::ValueFor(mask, random);
+      return testing::ValueFor(mask, random, model_.matcher_on_root(m));
     }
     *base = DecodeFrame(in_);
-    return testing::ValueFor(mask, testing::ExpectedFields(*base));
+    return testing::ValueFor(mask, testing::ExpectedFields(*base), model_.matcher_on_root(m));
   }
 
   testing::RuleActions DecodeActions() {

@@ -90,7 +90,7 @@ std::string DescribeFields(const MatchParams& params) {
   return absl::StrJoin(fields, " ");
 }
 
-MatchParams ValueFor(const MatchParams& mask, const MatchParams& fields) {
+MatchParams ValueFor(const MatchParams& mask, const MatchParams& fields, bool root) {
   MatchParams v;
   const uint8_t* m = mask.bytes();
   for (size_t i = 0; i < hw::kNumFields; ++i) {
@@ -98,6 +98,10 @@ MatchParams ValueFor(const MatchParams& mask, const MatchParams& fields) {
     const uint32_t fm = hw::GetField(m, f);
     if (fm == 0) continue;
     uint32_t pv = hw::GetField(fields.bytes(), f);
+    if (root) {
+      hw::SetField(v.bytes(), f, pv & fm);
+      continue;
+    }
     auto port_pair = [&](Field tcp, Field udp) {
       if (f == tcp || f == udp) pv = hw::GetField(fields.bytes(), tcp) | hw::GetField(fields.bytes(), udp);
     };
@@ -107,8 +111,10 @@ MatchParams ValueFor(const MatchParams& mask, const MatchParams& fields) {
     port_pair(Field::kInnerTcpDport, Field::kInnerUdpDport);
     hw::SetField(v.bytes(), f, pv & fm);
   }
-  hw::SetField(v.bytes(), Field::kOuterIpVersion, hw::GetField(m, Field::kOuterIpVersion));
-  hw::SetField(v.bytes(), Field::kInnerIpVersion, hw::GetField(m, Field::kInnerIpVersion));
+  if (!root) {
+    hw::SetField(v.bytes(), Field::kOuterIpVersion, hw::GetField(m, Field::kOuterIpVersion));
+    hw::SetField(v.bytes(), Field::kInnerIpVersion, hw::GetField(m, Field::kInnerIpVersion));
+  }
   return v;
 }
 
@@ -179,6 +185,21 @@ absl::StatusOr<int> NicRxModel::AddMatcher(int table, uint16_t priority, const M
   const int ref = ref_.AddMatcher(t.ref, priority, mask.criteria(), mask.bytes());
   matchers_.push_back({*std::move(m), ref, table, mask, {}});
   return num_matchers() - 1;
+}
+
+absl::Status NicRxModel::ExpectMatcherRefused(int table, uint16_t priority, const MatchParams& mask,
+                                              absl::StatusCode code,
+                                              absl::Span<const sim::TunnelFrameSpec> specs) {
+  const Table& t = tables_[table];
+  absl::StatusOr<dr::Matcher> m = dr::Matcher::Create(t.table, priority, mask.criteria(), mask.get());
+  if (m.ok() || m.status().code() != code) {
+    return absl::InternalError(absl::StrFormat(
+        "matcher in table %d (level %d), priority %d, mask {%s}: the driver returned %s, the model expected "
+        "%s",
+        table, t.table.level(), priority, DescribeFields(mask), m.ok() ? "a matcher" : m.status().ToString(),
+        absl::StatusCodeToString(code)));
+  }
+  return Classify(specs).status();
 }
 
 void NicRxModel::Resolve(const RuleActions& actions, uint32_t level, std::vector<const dr::Action*>* list,

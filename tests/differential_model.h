@@ -2,9 +2,10 @@
 // fuzz/rule_churn_fuzzer.cc: a sim::Nic whose PF has one NIC_RX domain programmed through dr::, every
 // change mirrored into the brute-force ReferenceClassifier, and every result of the driver checked against
 // what the model expects of it:
-//  - matchers: the masks given are valid, so creating one succeeds; destroying one that still has rules
-//    fails with FailedPrecondition (EBUSY) and changes nothing; a destroyed matcher's handle is empty, so
-//    destroying it again or inserting into it is InvalidArgument;
+//  - matchers: the masks given are valid for their table, so creating one succeeds (ExpectMatcherRefused
+//    checks the refusals, such as a mask only root tables take in a non-root one); destroying one that still
+//    has rules fails with FailedPrecondition (EBUSY) and changes nothing; a destroyed matcher's handle is
+//    empty, so destroying it again or inserting into it is InvalidArgument;
 //  - rules: the actions come from a menu of shapes (ActionShape) whose outcome the model knows: in a
 //    non-root table a tag after a terminating action is Unimplemented (the action-order state machine; root
 //    tables take the kernel path, which has none), two tags are InvalidArgument, and a duplicate value
@@ -41,9 +42,10 @@ std::string Describe(const sim::TunnelFrameSpec& t);
 std::string DescribeFields(const hw::MatchParams& params);
 
 // The value a rule needs to match a packet whose header fields are `fields` under `mask`, the hardware's
-// way: each masked field's bits (TCP and UDP ports read as one L4 port field), and the mask's ip_version
-// (a value's must equal it). Random `fields` give a random valid value.
-hw::MatchParams ValueFor(const hw::MatchParams& mask, const hw::MatchParams& fields);
+// way: in a non-root table each masked field's bits (TCP and UDP ports read as one L4 port field), and the
+// mask's ip_version (a value's must equal it); in a root table (`root`) each masked field's bits as they
+// are. Random `fields` give a random valid value.
+hw::MatchParams ValueFor(const hw::MatchParams& mask, const hw::MatchParams& fields, bool root = false);
 
 // The action lists the model knows the outcome of.
 enum class ActionShape : uint8_t {
@@ -84,6 +86,10 @@ class NicRxModel {
   // A matcher of `priority` in table `table` (an index), its criteria from the sections `mask` sets.
   // Returns its index.
   absl::StatusOr<int> AddMatcher(int table, uint16_t priority, const hw::MatchParams& mask);
+  // Checks that the driver refuses a matcher of `mask` in table `table` with `code`, and that the frames of
+  // `specs` are steered as before (nothing was installed).
+  absl::Status ExpectMatcherRefused(int table, uint16_t priority, const hw::MatchParams& mask,
+                                    absl::StatusCode code, absl::Span<const sim::TunnelFrameSpec> specs);
   // Inserts a rule; the shapes with a jump need a table above level 0. Returns the rule's index, or -1
   // when the driver rejected the rule as the model expected.
   absl::StatusOr<int> AddRule(int matcher, const hw::MatchParams& value, const RuleActions& actions);
@@ -118,6 +124,8 @@ class NicRxModel {
   int num_matchers() const { return static_cast<int>(matchers_.size()); }
   bool matcher_alive(int matcher) const { return matchers_[matcher].matcher.valid(); }
   const hw::MatchParams& matcher_mask(int matcher) const { return matchers_[matcher].mask; }
+  // Whether the matcher is in a level-0 table (the kernel path: ValueFor's `root`).
+  bool matcher_on_root(int matcher) const { return tables_[matchers_[matcher].table].table.level() == 0; }
   // The values of the rules the matcher accepted (destroyed ones too), in insertion order.
   const std::vector<hw::MatchParams>& matcher_values(int matcher) const { return matchers_[matcher].values; }
   int num_rules() const { return static_cast<int>(rules_.size()); }

@@ -211,11 +211,17 @@ sim::TunnelFrameSpec RandomSpec(std::mt19937& rng) {
 
 // ---- Masks ---------------------------------------------------------------------------------------
 
-// Valid NIC_RX masks of the kinds users write; criteria 0 means the empty (match-all) matcher.
+// Valid NIC_RX masks of the kinds users write; criteria 0 means the empty (match-all) matcher. Root-only
+// masks are those the kernel and firmware take but rdma-core's STE builders refuse, as DPDK's mlx5 PMD
+// writes them for group 0: `off_root` is the refusal (EOPNOTSUPP; EINVAL when no builder applies at all).
 struct MaskTemplate {
   const char* name;
   MatchBuilder (*build)();
+  absl::StatusCode off_root = absl::StatusCode::kOk;
+  bool root_only() const { return off_root != absl::StatusCode::kOk; }
 };
+constexpr absl::StatusCode kNoBuilder = absl::StatusCode::kInvalidArgument;
+constexpr absl::StatusCode kLeftOver = absl::StatusCode::kUnimplemented;
 
 const hw::MacAddress kAllMac = hw::MacAddress::AllOnes();
 const std::vector<MaskTemplate> kMasks = {
@@ -367,6 +373,24 @@ const std::vector<MaskTemplate> kMasks = {
            .IpVersion(kInner, 4)
            .Frag(kInner, 1);
      }},
+    // Root tables only.
+    {"root v4 udp dport (ip_version 0xf)",
+     [] { return MatchBuilder().IpVersion(kOuter, 0xf).IpProtocol(kOuter, 0xff).UdpDport(kOuter, 0xffff); },
+     kLeftOver},
+    {"root ethertype+v4 dst+udp dport",
+     [] {
+       return MatchBuilder()
+           .Ethertype(kOuter, 0xffff)
+           .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
+           .UdpDport(kOuter, 0xffff);
+     },
+     kLeftOver},
+    {"root udp dport alone", [] { return MatchBuilder().UdpDport(kOuter, 0xffff); }, kNoBuilder},
+    {"root v6 src/64 alone", [] { return MatchBuilder().Ipv6Src(kOuter, hw::Ipv6Address::PrefixMask(64)); },
+     kNoBuilder},
+    {"root vxlan+inner ip_version 0xf+tcp dport",
+     [] { return MatchBuilder().VxlanVni(0xffffff).IpVersion(kInner, 0xf).TcpDport(kInner, 0xffff); },
+     kLeftOver},
 };
 
 // Random bits in every field: ValueFor turns them into a random valid value under a mask.
@@ -417,8 +441,10 @@ class DifferentialRun {
   // Adds a matcher to a random table.
   void AddMatcher(const MaskTemplate* chosen = nullptr) {
     const MaskTemplate& t = chosen != nullptr ? *chosen : Pick(rng_, kMasks);
-    // (Crowded: table 1 takes seven matchers in eight.)
-    const int table = crowded_ ? (rng_() % 8 != 0) : static_cast<int>(rng_() % model_.num_tables());
+    // (Crowded: table 1 takes seven matchers in eight. Table 0 is a root table.)
+    const int table = t.root_only() ? 0
+                      : crowded_    ? (rng_() % 8 != 0)
+                                    : static_cast<int>(rng_() % model_.num_tables());
     // Catch-all matchers (empty, source port) go last in their table, so the others get traffic too.
     const bool catch_all = std::string(t.name) == "empty" || std::string(t.name) == "source port";
     const uint16_t prio = catch_all ? 3 : static_cast<uint16_t>(rng_() % 4);
@@ -458,7 +484,7 @@ class DifferentialRun {
     } else {
       MatchParams fields = ExpectedFields(RandomSpec(rng_));
       if (Chance(rng_, 10)) fields = RandomFields(rng_);
-      value = ValueFor(model_.matcher_mask(mi), fields);
+      value = ValueFor(model_.matcher_mask(mi), fields, model_.matcher_on_root(mi));
     }
     absl::StatusOr<int> r = model_.AddRule(mi, value, ChooseActions());
     ASSERT_TRUE(r.ok()) << "seed " << seed_ << ", template " << matcher_template_[mi] << ": " << r.status();
@@ -495,7 +521,7 @@ class DifferentialRun {
       } else {
         MatchParams fields = ExpectedFields(RandomSpec(rng_));
         if (Chance(rng_, 10)) fields = RandomFields(rng_);
-        value = ValueFor(model_.matcher_mask(mi), fields);
+        value = ValueFor(model_.matcher_mask(mi), fields, model_.matcher_on_root(mi));
       }
       RuleActions actions = ChooseActions();
       const bool illegal = actions.shape == ActionShape::kQueueTag || actions.shape == ActionShape::kTagTag;
@@ -643,8 +669,8 @@ TEST(DifferentialTest, EveryMaskTemplateSteersPackets) {
       specs.push_back(RandomSpec(rng));
       MatchParams fields = ExpectedFields(specs.back());
       if (Chance(rng, 10)) fields = RandomFields(rng);
-      absl::StatusOr<int> r =
-          model.AddRule(*matcher, ValueFor(model.matcher_mask(*matcher), fields), {ActionShape::kQueue});
+      absl::StatusOr<int> r = model.AddRule(
+          *matcher, ValueFor(model.matcher_mask(*matcher), fields, /*root=*/true), {ActionShape::kQueue});
       ASSERT_TRUE(r.ok()) << t.name << ": " << r.status();
       ASSERT_GE(*r, 0) << t.name;
     }
@@ -655,6 +681,25 @@ TEST(DifferentialTest, EveryMaskTemplateSteersPackets) {
     for (const RefVerdict& want : *verdicts) hits += want.rule_path[0] != 0;
     EXPECT_GT(hits, 0) << t.name;
   }
+}
+
+// The root-only masks on a level-1 table: rdma-core's STE builders refuse them (EOPNOTSUPP, or EINVAL when
+// no builder applies) and nothing is installed; the same masks steer packets in a root table (above).
+TEST(DifferentialTest, RootOnlyMasksAreRefusedOffRoot) {
+  std::mt19937 rng(13);
+  int root_only = 0;
+  for (const MaskTemplate& t : kMasks) {
+    if (!t.root_only()) continue;
+    ++root_only;
+    NicRxModel model(/*queues=*/1, /*tags=*/{0x1});
+    model.AddTable(0);
+    const int t1 = model.AddTable(1);
+    std::vector<sim::TunnelFrameSpec> specs;
+    for (int i = 0; i < 20; ++i) specs.push_back(RandomSpec(rng));
+    absl::Status s = model.ExpectMatcherRefused(t1, 0, *t.build().Build(), t.off_root, specs);
+    EXPECT_TRUE(s.ok()) << t.name << ": " << s;
+  }
+  EXPECT_EQ(root_only, 5);
 }
 
 // Rule::UpdateMany in an indexed table (hw/table_index.h): 17 matchers of one mask behind a jump, one

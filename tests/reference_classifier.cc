@@ -59,7 +59,7 @@ int ReferenceClassifier::AddTable(uint32_t level) {
 }
 
 int ReferenceClassifier::AddMatcher(int table, uint16_t priority, uint8_t criteria, const uint8_t* mask) {
-  Matcher m{table, priority, ++seq_, {}, {}, true};
+  Matcher m{table, priority, ++seq_, {}, {}, table_levels_[table] == 0, true};
   if (mask != nullptr) {
     for (int s = 0; s < hw::kNumSections; ++s) {
       const auto sec = static_cast<hw::Section>(s);
@@ -90,6 +90,10 @@ void ReferenceClassifier::RemoveRule(int rule) { rules_[rule].alive = false; }
 bool ReferenceClassifier::Matches(const Matcher& m, const uint8_t* fields, const uint8_t* value) const {
   const uint8_t* mask = m.mask.data();
   for (Field f : m.fields) {
+    if (m.bitwise) {
+      if ((Get(fields, f) & Get(mask, f)) != (Get(value, f) & Get(mask, f))) return false;
+      continue;
+    }
     if (f == Field::kOuterIpVersion || f == Field::kInnerIpVersion || f == Field::kSourceSqn) {
       if (Get(fields, f) != Get(value, f)) return false;  // compared whole
       continue;

@@ -1,11 +1,14 @@
 // A brute-force reference model of mlx5 Direct Rule steering on NIC_RX, written from the semantics (not
 // from the compiler): tables, matchers and rules are kept as plain lists; a packet (its header fields)
-// is compared with every live rule of every matcher, field by field under the user's mask, with the
-// hardware's whole-field rules (ip_version as the L3 type, the VLAN qualifier pair, TCP/UDP ports as one
-// L4 port field, source_sqn whole). The walk: root = the matchers of all level-0 tables, by ascending
-// priority and newest first; the oldest matching rule of the first matching matcher wins; tag, then
-// destination; a miss or a rule without a destination takes the NIC_RX default (drop). With no matcher in
-// any level-0 table the function is not steered: every frame goes to its own interface (kPort, no path).
+// is compared with every live rule of every matcher, field by field under the user's mask: in non-root
+// tables with the STE lookups' whole-field rules (ip_version as the L3 type, the VLAN qualifier pair,
+// TCP/UDP ports as one L4 port field, source_sqn whole); in level-0 tables, which rdma-core hands to the
+// kernel and the firmware, bit for bit as the fields are (an ip_version mask of 0xf with value 4 is IPv4,
+// an ethertype of 0x0800 is IPv4 whatever else is masked, a UDP port is not a TCP port). The walk: root = the
+// matchers of all level-0 tables, by ascending priority and newest first; the oldest matching rule of the
+// first matching matcher wins; tag, then destination; a miss or a rule without a destination takes the NIC_RX
+// default (drop). With no matcher in any level-0 table the function is not steered: every frame goes to its
+// own interface (kPort, no path).
 #ifndef DRSIM_TESTS_REFERENCE_CLASSIFIER_H_
 #define DRSIM_TESTS_REFERENCE_CLASSIFIER_H_
 
@@ -62,6 +65,7 @@ class ReferenceClassifier {
     uint64_t seq;
     Bytes mask;
     std::vector<hw::Field> fields;  // fields with mask bits, for speed
+    bool bitwise = false;           // in a level-0 table: every field compared bit for bit
     bool alive = true;
   };
   struct Rule {
