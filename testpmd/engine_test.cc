@@ -51,6 +51,31 @@ TEST_F(EngineTest, BriefExampleQueueAndMark) {
   EXPECT_EQ(nic_.ReceiveFromWire(Tcp("10.0.0.2", "10.0.0.77", 1234, 80)).fate, sim::Fate::kDomainDefault);
 }
 
+// Group 0 is the root table: ip_version is matched under a 0xf mask there, as mlx5's PMD lowers it, and the
+// rules steer by the L3 type the pattern says; an IPv4 ethertype in the eth item means the same.
+TEST_F(EngineTest, RootGroupMatchesIpVersionAsThePmdLowersIt) {
+  Run("flow create 0 ingress priority 0 pattern eth / ipv4 / udp dst is 4789 / end actions queue index 1 / "
+      "end");
+  Run("flow create 0 ingress priority 1 pattern eth / ipv6 / udp dst is 4789 / end actions queue index 2 / "
+      "end");
+  Run("flow create 0 ingress priority 2 pattern eth type is 0x0800 / end actions queue index 3 / end");
+  sim::FrameSpec v6 = Ipv4("10.0.0.1", "10.0.0.2", sim::kIpProtoUdp, 1234, 4789);
+  v6.l3 = sim::L3Kind::kIpv6;
+  v6.ipv6_src = *hw::Ipv6Address::Parse("fd00::1");
+  v6.ipv6_dst = *hw::Ipv6Address::Parse("fd00::2");
+  sim::Verdict v = nic_.ReceiveFromWire(Udp("10.0.0.1", "10.0.0.2", 1234, 4789));
+  EXPECT_EQ(v.fate, sim::Fate::kQueued);
+  EXPECT_EQ(engine_.QueueOf(v.qp_num)->index, 1);
+  v = nic_.ReceiveFromWire(sim::BuildFrame(v6));
+  EXPECT_EQ(v.fate, sim::Fate::kQueued);
+  EXPECT_EQ(engine_.QueueOf(v.qp_num)->index, 2);
+  v = nic_.ReceiveFromWire(Tcp("10.0.0.1", "10.0.0.2", 1234, 4789));  // IPv4, not UDP 4789
+  EXPECT_EQ(v.fate, sim::Fate::kQueued);
+  EXPECT_EQ(engine_.QueueOf(v.qp_num)->index, 3);
+  v6.protocol = sim::kIpProtoTcp;  // IPv6, not UDP: no rule
+  EXPECT_EQ(nic_.ReceiveFromWire(sim::BuildFrame(v6)).fate, sim::Fate::kDomainDefault);
+}
+
 TEST_F(EngineTest, MatchersAreSharedPerGroupPriorityAndMask) {
   Run("flow create 0 ingress group 1 pattern eth / ipv4 / tcp dst is 80 / end actions queue index 0 / end");
   const EngineCounts one = engine_.counts();

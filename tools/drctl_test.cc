@@ -136,7 +136,8 @@ TEST_F(DrctlTest, TraceExplainsOneFrame) {
 // Aging runs on the capture's clock: rules are made as it begins, each frame moves the NIC's clock to its
 // timestamp, --wait runs it on, and --after commands query what the run left.
 TEST_F(DrctlTest, AgingAndSharedCountersOverPcapTime) {
-  const std::string rules = Write("aging.rules", R"(flow create 0 ingress pattern end actions jump group 1 / end
+  const std::string rules =
+      Write("aging.rules", R"(flow create 0 ingress pattern end actions jump group 1 / end
 flow indirect_action 0 create action_id 4 ingress action count / end
 flow create 0 ingress group 1 pattern eth / ipv4 / tcp dst is 80 / end \
     actions age timeout 5 / count / queue index 0 / end
@@ -144,9 +145,14 @@ flow create 0 ingress group 1 pattern eth / ipv4 / tcp dst is 81 / end actions a
 flow create 0 ingress group 1 pattern eth / ipv4 / udp dst is 53 / end actions indirect 4 / queue index 2 / end
 flow create 0 ingress group 1 pattern eth / ipv4 / udp dst is 54 / end actions indirect 4 / queue index 2 / end
 )");
-  auto tcp = [](uint16_t port) { return sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoTcp, port)); };
-  auto udp = [](uint16_t port) { return sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoUdp, port)); };
-  const std::vector<std::vector<uint8_t>> frames = {tcp(80), tcp(81), tcp(80), udp(53), tcp(81), udp(54), tcp(81)};
+  auto tcp = [](uint16_t port) {
+    return sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoTcp, port));
+  };
+  auto udp = [](uint16_t port) {
+    return sim::BuildFrame(Ipv4("10.0.0.1", "10.0.0.9", sim::kIpProtoUdp, port));
+  };
+  const std::vector<std::vector<uint8_t>> frames = {tcp(80), tcp(81), tcp(80), udp(53),
+                                                    tcp(81), udp(54), tcp(81)};
   // Seconds since the epoch, as a real capture's: flow 1 (port 80) last seen at +2 s, then idle 7 s.
   const int64_t t0 = 1'700'000'000'000'000;
   const std::string pcap = TempDir() + "/aging.pcap";
@@ -198,7 +204,8 @@ flow aged 0 destroy
 // connection pass through CT, out-of-window segments drop, another connection misses to software, and
 // --after queries the context the run left.
 TEST_F(DrctlTest, ConntrackVerdictsAndTheContextAfterARun) {
-  auto segment = [](bool client, uint32_t seq, uint32_t ack, uint16_t flags, size_t len, uint16_t sport = 40000) {
+  auto segment = [](bool client, uint32_t seq, uint32_t ack, uint16_t flags, size_t len,
+                    uint16_t sport = 40000) {
     sim::FrameSpec s = client ? Ipv4("10.0.0.1", "10.0.0.2", sim::kIpProtoTcp, 80)
                               : Ipv4("10.0.0.2", "10.0.0.1", sim::kIpProtoTcp, 40000);
     s.sport = client ? sport : 80;
@@ -209,12 +216,12 @@ TEST_F(DrctlTest, ConntrackVerdictsAndTheContextAfterARun) {
     return sim::BuildFrame(s);
   };
   const std::vector<std::vector<uint8_t>> frames = {
-      segment(true, 1001, 5001, 0x18, 100),            // data from the client
-      segment(false, 5001, 1101, 0x18, 200),           // the server's reply
-      segment(true, 1101, 5201, 0x10, 0),              // the client's ack
+      segment(true, 1001, 5001, 0x18, 100),             // data from the client
+      segment(false, 5001, 1101, 0x18, 200),            // the server's reply
+      segment(true, 1101, 5201, 0x10, 0),               // the client's ack
       segment(true, 1101 + 1'000'000, 5201, 0x18, 10),  // out of the server's window
-      segment(true, 7000, 0, 0x02, 0, 40001),          // a new connection's SYN
-      segment(true, 1101, 5201, 0x11, 0),              // the client's FIN
+      segment(true, 7000, 0, 0x02, 0, 40001),           // a new connection's SYN
+      segment(true, 1101, 5201, 0x11, 0),               // the client's FIN
   };
   const std::string pcap = TempDir() + "/ct.pcap";
   ASSERT_TRUE(sim::WritePcapFile(pcap, frames, {}).ok());
@@ -260,6 +267,35 @@ TEST_F(DrctlTest, ValidateAndDump) {
   // Stable ids are the objects' ids (small numbers, the same on every run of the file), not addresses.
   EXPECT_THAT(lines[8], ::testing::MatchesRegex("3100,0x[0-9a-f]{1,4},0x[0-9a-f]+00,0,0"));
   EXPECT_EQ(lines.front().substr(0, 5), "3000,");
+}
+
+// The dump shows how a group's ip_version was lowered: mask 0xf in the root table (group 0), as mlx5's PMD
+// writes it for the kernel, and 4 in group 1, as rdma-core's STE builders take it. (The mask record's
+// outer section is its host-layout struct: ip_version sits at bits 3..6 of byte 18.)
+TEST_F(DrctlTest, DumpShowsTheIpVersionMaskOfEachGroup) {
+  const std::string rules =
+      Write("ip_version.txt",
+            "flow create 0 ingress pattern eth / ipv4 / udp dst is 4789 / end actions jump group 1 / end\n"
+            "flow create 0 ingress group 1 pattern eth / ipv4 / udp dst is 4789 / end actions queue index 0 "
+            "/ end\n");
+  Result d = Invoke({"dump", rules, "--stable-ids"});
+  ASSERT_EQ(d.status, 0) << d.err;
+  std::vector<std::string> outer;  // the outer section of each mask record, in dump order (root first)
+  const std::vector<std::string> lines = absl::StrSplit(d.out, '\n', absl::SkipEmpty());
+  for (const std::string& l : lines) {
+    if (l.rfind("3205,", 0) != 0) continue;
+    const std::vector<std::string> fields = absl::StrSplit(l, ',');
+    ASSERT_GE(fields.size(), 3u) << l;
+    outer.push_back(fields[2]);
+  }
+  ASSERT_EQ(outer.size(), 2u) << d.out;
+  ASSERT_EQ(outer[0].size(), 128u);
+  // Bytes 16..19: ip_protocol 0xff, then ip_version.
+  EXPECT_EQ(outer[0].substr(32, 8), "ff007800") << d.out;
+  EXPECT_EQ(outer[1].substr(32, 8), "ff002000") << d.out;
+  // The rest, udp_dport included, is the same.
+  EXPECT_EQ(outer[0].substr(0, 32) + outer[0].substr(40), outer[1].substr(0, 32) + outer[1].substr(40));
+  EXPECT_NE(outer[0].find("ffff"), std::string::npos);
 }
 
 TEST_F(DrctlTest, UsageErrorsAreExit2) {
