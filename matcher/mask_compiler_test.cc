@@ -203,9 +203,9 @@ TEST(CompileMaskTest, FdbRxPipeDropsSourcePort) {
 // Keys of a value and of a "packet" (any filled layout buffer) under one compiled mask.
 class KeyTest : public ::testing::Test {
  protected:
-  void Compile(const MatchBuilder& mask) {
+  void Compile(const MatchBuilder& mask, RulePath path = RulePath::kSoftwareSteering) {
     MatchParams p = *mask.Build();
-    absl::StatusOr<CompiledMask> m = CompileMask(kRx, p.criteria(), p.get(), AllParsed());
+    absl::StatusOr<CompiledMask> m = CompileMask(kRx, p.criteria(), p.get(), AllParsed(), path);
     ASSERT_TRUE(m.ok()) << m.status();
     compiled_ = *std::move(m);
   }
@@ -411,6 +411,84 @@ TEST_F(KeyTest, TcpAndUdpPortsAreOneL4Field) {
   EXPECT_EQ(k, PacketKey(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 80)));
   EXPECT_EQ(k, PacketKey(MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 80)));
   EXPECT_NE(k, PacketKey(MatchBuilder().IpVersion(kOuter, 4).UdpDport(kOuter, 81)));
+}
+
+// The masks DPDK's mlx5 PMD writes for group 0, and others the STE builders refuse: root tables take them,
+// as the kernel and the firmware do; non-root tables refuse them as rdma-core does.
+TEST(KernelPathTest, SteBuilderChecksDoNotApply) {
+  const struct {
+    const char* name;
+    MatchBuilder mask;
+    absl::StatusCode non_root;
+  } kCases[] = {
+      {"ip_version 0xf + udp dport", MatchBuilder().IpVersion(kOuter, 0xf).UdpDport(kOuter, 0xffff),
+       absl::StatusCode::kUnimplemented},
+      {"ethertype + dst ip + udp dport",
+       MatchBuilder()
+           .Ethertype(kOuter, 0xffff)
+           .Ipv4Dst(kOuter, hw::Ipv4Address::PrefixMask(32))
+           .UdpDport(kOuter, 0xffff),
+       absl::StatusCode::kUnimplemented},
+      {"udp dport alone", MatchBuilder().UdpDport(kOuter, 0xffff), absl::StatusCode::kInvalidArgument},
+      {"partial source_port", MatchBuilder().SourcePort(0xff), absl::StatusCode::kUnimplemented},
+      {"vxlan-gpe and geneve", MatchBuilder().Set(Field::kOuterVxlanGpeVni, 0xffffff).GeneveVni(0xffffff),
+       absl::StatusCode::kUnimplemented},
+      {"icmp and icmpv6", MatchBuilder().IcmpType(0xff).Icmpv6Type(0xff), absl::StatusCode::kUnimplemented},
+  };
+  for (const auto& c : kCases) {
+    MatchParams p = *c.mask.Build();
+    absl::StatusOr<CompiledMask> root =
+        CompileMask(kRx, p.criteria(), p.get(), AllParsed(), RulePath::kKernel);
+    EXPECT_TRUE(root.ok()) << c.name << ": " << root.status();
+    if (root.ok()) {
+      EXPECT_TRUE(root->root_rule_refusal.ok()) << c.name;
+      EXPECT_TRUE(root->rx_builders.empty()) << c.name;  // no STE lookups: the kernel's table
+    }
+    EXPECT_EQ(CompileMask(kRx, p.criteria(), p.get(), AllParsed()).status().code(), c.non_root) << c.name;
+  }
+}
+
+// What the firmware refuses (a field the device does not match, a reserved bit) fails each rule with EINVAL,
+// after the kernel's value check; the matcher is accepted, as the kernel only stores its mask.
+TEST(KernelPathTest, FirmwareRefusalsComeAtTheRule) {
+  hw::ParsedFields parsed = hw::ParsedFields::All("small parser");
+  parsed.Remove(Field::kOuterL3Ok).set_limits("no integrity bits");
+  MatchParams mask = *MatchBuilder().IpVersion(kOuter, 0xf).Set(Field::kOuterL3Ok, 1).Build();
+  absl::StatusOr<CompiledMask> m = CompileMask(kRx, mask.criteria(), mask.get(), parsed, RulePath::kKernel);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<uint32_t> key(m->definer.key_words());
+  MatchParams value = *MatchBuilder().IpVersion(kOuter, 4).Set(Field::kOuterL3Ok, 1).Build();
+  ExpectError(
+      BuildRuleKey(*m, value.get(), key.data()), absl::StatusCode::kInvalidArgument,
+      "root-table mask field outer.l3_ok: the firmware refuses the rule's flow group (BAD_PARAM): the "
+      "device's flow tables do not match it, as the small parser does not parse it (no integrity bits)");
+  value = *MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 1).Build();
+  ExpectError(BuildRuleKey(*m, value.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "rule value sets outer.tcp_dport bits outside the matcher's mask");
+
+  MatchParams reserved;
+  reserved.bytes()[0xc0 / 8] = 0x80;  // outer bit 0xc0: between tcp_dport and ipv4_ihl
+  m = CompileMask(kRx, hw::kCriteriaOuter, reserved.get(), AllParsed(), RulePath::kKernel);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ExpectError(BuildRuleKey(*m, MatchParams().get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "reserved bits must be zero");
+}
+
+// Root tables compare the mask as given, bit for bit, as the firmware compares fte_match_param.
+TEST_F(KeyTest, RootTablesCompareBitForBit) {
+  Compile(MatchBuilder().IpVersion(kOuter, 0xf), RulePath::kKernel);
+  std::vector<uint32_t> v4 = ValueKey(MatchBuilder().IpVersion(kOuter, 4));
+  EXPECT_EQ(v4, PacketKey(MatchBuilder().IpVersion(kOuter, 4)));
+  EXPECT_NE(v4, PacketKey(MatchBuilder().IpVersion(kOuter, 6)));
+  EXPECT_NE(v4, PacketKey(MatchBuilder()));  // not IP
+  Compile(MatchBuilder().IpVersion(kOuter, 4), RulePath::kKernel);
+  EXPECT_EQ(ValueKey(MatchBuilder().IpVersion(kOuter, 4)), PacketKey(MatchBuilder().IpVersion(kOuter, 6)));
+  Compile(MatchBuilder().CvlanTag(kOuter, 1), RulePath::kKernel);
+  EXPECT_EQ(ValueKey(MatchBuilder()), PacketKey(MatchBuilder().SvlanTag(kOuter, 1)));  // not a C-tag
+  Compile(MatchBuilder().TcpDport(kOuter, 0xffff), RulePath::kKernel);
+  std::vector<uint32_t> tcp80 = ValueKey(MatchBuilder().TcpDport(kOuter, 80));
+  EXPECT_EQ(tcp80, PacketKey(MatchBuilder().TcpDport(kOuter, 80)));
+  EXPECT_NE(tcp80, PacketKey(MatchBuilder().UdpDport(kOuter, 80)));  // UDP's port is a field of its own
 }
 
 }  // namespace
