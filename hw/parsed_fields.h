@@ -3,7 +3,8 @@
 // What
 //   A device reports the set through hw::Device::parsed_fields(). The matcher compiler refuses a mask on a
 //   field outside it: a rule on such a field would be accepted and never match, where rdma-core refuses
-//   fields a device's flex parsers lack.
+//   fields a device's flex parsers lack. On root tables the set is the device's flow-table field support:
+//   the matcher is accepted and its rules refused, as the firmware refuses their flow group.
 //
 // How
 //   One bit per field of the layout (hw/match_layout.h). The set also names its parser and says in one
