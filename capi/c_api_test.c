@@ -11,36 +11,8 @@
 #include <string.h>
 
 #include "capi/c_check.h"
+#include "capi/c_match.h"
 #include "capi/drsim.h"
-
-/* A match parameter buffer of the full 448 bytes. */
-struct match {
-  size_t match_sz;
-  uint64_t match_buf[56];
-};
-
-/* The buffer as rdma-core's type (the same layout: match_sz, then the words). */
-static struct mlx5dv_flow_match_parameters* P(struct match* m) {
-  return (struct mlx5dv_flow_match_parameters*)m;
-}
-
-static void match_init(struct match* m) {
-  memset(m, 0, sizeof *m);
-  m->match_sz = sizeof m->match_buf;
-}
-
-/* Sets `width` bits at bit `bit` (MSB-first, as the PRM layout numbers them) of the buffer to `v`. */
-static void set_bits(struct match* m, unsigned bit, unsigned width, uint32_t v) {
-  uint8_t* buf = (uint8_t*)m->match_buf;
-  for (unsigned i = 0; i < width; ++i) {
-    unsigned b = bit + i;
-    uint8_t mask = (uint8_t)(0x80u >> (b % 8));
-    if ((v >> (width - 1 - i)) & 1u)
-      buf[b / 8] |= mask;
-    else
-      buf[b / 8] &= (uint8_t)~mask;
-  }
-}
 
 /* Field offsets in bits (reference section 2.1): outer headers at 0, misc parameters at 0x200. */
 enum {

@@ -12,35 +12,8 @@
 #include <string.h>
 
 #include "capi/c_check.h"
+#include "capi/c_match.h"
 #include "capi/drsim.h"
-
-/* A match parameter buffer of 512 bytes, the kernel's fte_match_param; match_sz says how much is given. */
-struct match {
-  size_t match_sz;
-  uint64_t match_buf[64];
-};
-
-static struct mlx5dv_flow_match_parameters* P(struct match* m) {
-  return (struct mlx5dv_flow_match_parameters*)m;
-}
-
-static void match_init(struct match* m) {
-  memset(m, 0, sizeof *m);
-  m->match_sz = 448;
-}
-
-/* Sets `width` bits at bit `bit` (MSB-first, as the PRM numbers them) to `v`. */
-static void set_bits(struct match* m, unsigned bit, unsigned width, uint32_t v) {
-  uint8_t* buf = (uint8_t*)m->match_buf;
-  for (unsigned i = 0; i < width; ++i) {
-    unsigned b = bit + i;
-    uint8_t mask = (uint8_t)(0x80u >> (b % 8));
-    if ((v >> (width - 1 - i)) & 1u)
-      buf[b / 8] |= mask;
-    else
-      buf[b / 8] &= (uint8_t)~mask;
-  }
-}
 
 /* Outer header fields, in bits from the start of the buffer (PRM fte_match_set_lyr_2_4). */
 enum {
@@ -54,6 +27,22 @@ enum {
   DST_IP_31_0 = 0x1e0,
 };
 enum { OUTER = 1 << 0 };
+
+/* A masked field of a test case: where it is, its mask and the rule's value. */
+struct field {
+  unsigned bit, width;
+  uint32_t mask, value;
+};
+
+/* A mask and a value of the `n` fields. */
+static void build(struct match* mask, struct match* value, const struct field* fields, size_t n) {
+  match_init(mask);
+  match_init(value);
+  for (size_t i = 0; i < n; ++i) {
+    set_bits(mask, fields[i].bit, fields[i].width, fields[i].mask);
+    set_bits(value, fields[i].bit, fields[i].width, fields[i].value);
+  }
+}
 
 /* An Ethernet frame carrying IPv`version` (4 or 6) to a destination address ending in `dst_low`, with a UDP
  * (17) or TCP (6) header to `dport`; returns its length. */
@@ -143,46 +132,30 @@ int main(void) {
   CHECK(qp != NULL && dmn != NULL && root != NULL && t1 != NULL && to_qp != NULL);
   struct mlx5dv_dr_rule* rules[4];
 
-  /* 1. DPDK's "eth / ipv4 / udp dst is 4789" on group 0: ip_version mask 0xf, value 4. */
+  /* Each mask with the value of its rule: the fields and, per field, mask and value. */
   struct match mask, value;
-  match_init(&mask);
-  set_bits(&mask, IP_VERSION, 4, 0xf);
-  set_bits(&mask, IP_PROTOCOL, 8, 0xff);
-  set_bits(&mask, UDP_DPORT, 16, 0xffff);
-  match_init(&value);
-  set_bits(&value, IP_VERSION, 4, 4);
-  set_bits(&value, IP_PROTOCOL, 8, 17);
-  set_bits(&value, UDP_DPORT, 16, 4789);
+  /* 1. DPDK's "eth / ipv4 / udp dst is 4789" on group 0: ip_version mask 0xf, value 4. */
+  static const struct field v4_udp_fields[] = {
+      {IP_VERSION, 4, 0xf, 4}, {IP_PROTOCOL, 8, 0xff, 17}, {UDP_DPORT, 16, 0xffff, 4789}};
+  build(&mask, &value, v4_udp_fields, 3);
   struct mlx5dv_dr_matcher* v4_udp =
       on_root_only(root, t1, 0, &mask, &value, 1, to_qp, &rules[0], EOPNOTSUPP, "0xf");
-
   /* 2. Qualified by the ethertype instead: 0x0800 with an IPv4 destination and a UDP port. */
-  match_init(&mask);
-  set_bits(&mask, ETHERTYPE, 16, 0xffff);
-  set_bits(&mask, DST_IP_31_0, 32, 0xffffffff);
-  set_bits(&mask, UDP_DPORT, 16, 0xffff);
-  match_init(&value);
-  set_bits(&value, ETHERTYPE, 16, 0x0800);
-  set_bits(&value, DST_IP_31_0, 32, 0x0a000002);
-  set_bits(&value, UDP_DPORT, 16, 53);
+  static const struct field ethertype_fields[] = {{ETHERTYPE, 16, 0xffff, 0x0800},
+                                                  {DST_IP_31_0, 32, 0xffffffff, 0x0a000002},
+                                                  {UDP_DPORT, 16, 0xffff, 53}};
+  build(&mask, &value, ethertype_fields, 3);
   struct mlx5dv_dr_matcher* by_ethertype =
       on_root_only(root, t1, 1, &mask, &value, 2, to_qp, &rules[1], EOPNOTSUPP, "ip_version");
-
   /* 3. Neither qualifier: a UDP port alone. */
-  match_init(&mask);
-  set_bits(&mask, UDP_DPORT, 16, 0xffff);
-  match_init(&value);
-  set_bits(&value, UDP_DPORT, 16, 7777);
+  static const struct field port_fields[] = {{UDP_DPORT, 16, 0xffff, 7777}};
+  build(&mask, &value, port_fields, 1);
   struct mlx5dv_dr_matcher* port_only =
       on_root_only(root, t1, 2, &mask, &value, 3, to_qp, &rules[2], EINVAL, "ip_version");
-
-  /* 4. A partial ip_version mask, compared bit for bit: 4 under mask 4 is IPv4 and IPv6 (6 & 4 == 4). */
-  match_init(&mask);
-  set_bits(&mask, IP_VERSION, 4, 4);
-  set_bits(&mask, TCP_DPORT, 16, 0xffff);
-  match_init(&value);
-  set_bits(&value, IP_VERSION, 4, 4);
-  set_bits(&value, TCP_DPORT, 16, 8080);
+  /* 4. A partial ip_version mask, compared bit for bit: 4 under mask 4 is IPv4 and IPv6 (6 & 4 == 4). The
+   * STE builders take it too (as the L3 type). */
+  static const struct field v4_bit_fields[] = {{IP_VERSION, 4, 4, 4}, {TCP_DPORT, 16, 0xffff, 8080}};
+  build(&mask, &value, v4_bit_fields, 2);
   struct mlx5dv_dr_matcher* v4_bit = mlx5dv_dr_matcher_create(root, 3, OUTER, P(&mask));
   struct mlx5dv_dr_action* tag4 = mlx5dv_dr_action_create_tag(4);
   struct mlx5dv_dr_action* list4[] = {tag4, to_qp};
