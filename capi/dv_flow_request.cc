@@ -154,14 +154,6 @@ absl::StatusOr<KernelRule> ReadMatchValue(const DvMatcherSpec& matcher,
     std::memcpy(rule.mask.bytes() + off, matcher.mask.data() + off, hw::kSectionBytes);
     std::memcpy(rule.value.bytes() + off, v->data() + off, hw::kSectionBytes);
   }
-  // The kernel's ip_version mask is 0xf (mlx5_ib writes it so); the layout's mask names the L3 type, as
-  // verbs flows' rules do: 4 or 6 under 0xf compares the same.
-  for (Field f : {Field::kOuterIpVersion, Field::kInnerIpVersion}) {
-    const uint32_t version = hw::GetField(rule.value.bytes(), f);
-    if (hw::GetField(rule.mask.bytes(), f) == 0xf && (version == 4 || version == 6)) {
-      hw::SetField(rule.mask.bytes(), f, version);
-    }
-  }
   return rule;
 }
 

@@ -374,7 +374,9 @@ TEST_F(DvFlowTest, SharesTheKernelTablesWithVerbsFlows) {
   udp.mask.dst_port = 0xffff;
   verbs.Add(ipv4).Add(udp);
   Flow(qp_, verbs);
-  Params mask(*MatchBuilder().IpVersion(kOuter, 4).IpProtocol(kOuter, 0xff).UdpDport(kOuter, 0xffff).Build());
+  // The verbs IPv4 spec's mask, as mlx5_ib's parse_flow_attr writes it: ip_version 0xf.
+  Params mask(
+      *MatchBuilder().IpVersion(kOuter, 0xf).IpProtocol(kOuter, 0xff).UdpDport(kOuter, 0xffff).Build());
   Params value(*MatchBuilder().IpVersion(kOuter, 4).IpProtocol(kOuter, 17).UdpDport(kOuter, 53).Build());
   mlx5dv_flow_matcher* m = Matcher(mask, kCriteriaOuter);
   DvFlow(m, value, {ToQp(b)});

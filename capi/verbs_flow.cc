@@ -16,6 +16,8 @@
 #include "capi/objects.h"
 #include "capi/verbs_spec.h"
 #include "capi/verbs_steering.h"
+#include "hw/match_layout.h"
+#include "hw/parsed_fields.h"
 
 // A counters object of the software NIC: the ibv_counters users see, the NIC flow counter behind it and
 // the counter points attached to it (mlx5's static binding: points first, then the flows that count).
@@ -45,6 +47,24 @@ namespace drsim::capi {
 namespace {
 
 using Lock = std::lock_guard<std::recursive_mutex>;
+
+// mlx5_ib's parse_flow_attr checks each spec's fields against the flow table's field support before it adds
+// the rule (check_mpls_supp_fields and the like), EOPNOTSUPP: the first masked field the device does not
+// match. (mlx5dv_create_flow has no such check: the firmware refuses those, EINVAL, dr's root path.)
+absl::Status CheckFieldSupport(const std::vector<KernelRule>& rules, const hw::ParsedFields& supported) {
+  for (const KernelRule& rule : rules) {
+    for (size_t i = 0; i < hw::kNumFields; ++i) {
+      const hw::Field f = hw::FieldAt(i);
+      if (hw::GetField(rule.mask.bytes(), f) != 0 && !supported.Contains(f)) {
+        return absl::UnimplementedError(absl::StrFormat(
+            "mask field %s: the device's flow tables do not match it (the %s does not parse it%s)",
+            hw::Info(f).name, supported.parser(),
+            supported.limits().empty() ? "" : ": " + supported.limits()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 drsim_counters* CountersOf(ibv_counters* counters, Context** ctx) {
   if (!IsSoftwareNicObject(counters, Kind::kCounters, ctx)) return nullptr;
@@ -90,6 +110,10 @@ ibv_flow* CreateFlow(ibv_qp* qp, ibv_flow_attr* attr) {
     }
   }
   if (counters != nullptr) contribution.counter_id = counters->counter_id;
+  if (absl::Status s = CheckFieldSupport(req->rules, ctx->nic->function(q->vport)->parsed_fields());
+      !s.ok()) {
+    return NullWithError<ibv_flow>(kFn, s);
+  }
   if (ctx->verbs == nullptr) ctx->verbs = std::make_unique<VerbsSteering>(*ctx->nic);
   absl::StatusOr<std::unique_ptr<VerbsSteering::Flow>> steering =
       ctx->verbs->Attach(q->vport, req->rules, contribution);

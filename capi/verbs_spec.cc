@@ -95,7 +95,6 @@ class AttrReader {
   absl::Status Esp(const uint8_t* p, uint16_t size);
   absl::Status Action(const uint8_t* p, uint16_t size);
   absl::Status CheckCombination();
-  std::vector<hw::MatchParams> IpVariants() const;
 
   // Errors naming the current spec.
   absl::Status Invalid(const std::string& why) const {
@@ -254,7 +253,7 @@ absl::Status AttrReader::Ipv4(const uint8_t* p, uint16_t size, bool ext) {
   if (st.ip.has_value()) return Invalid(absl::StrFormat("a second IP spec (spec[%d] is one)", *st.ip));
   st.ip = index_;
   st.ip_type = IBV_FLOW_SPEC_IPV4;
-  Put(Field::kOuterIpVersion, 4, 4);  // the layout's "IPv4" mask: compares the parsed L3 type
+  Put(Field::kOuterIpVersion, 0xf, 4);  // as mlx5_ib's parse_flow_attr: the whole field
   Put(Field::kOuterSrcIp31_0, ntohl(mask.src_ip), ntohl(val.src_ip));
   Put(Field::kOuterDstIp31_0, ntohl(mask.dst_ip), ntohl(val.dst_ip));
   Put(Field::kOuterIpDscp, mask.tos >> 2, val.tos >> 2);
@@ -284,7 +283,7 @@ absl::Status AttrReader::Ipv6(const uint8_t* p, uint16_t size) {
   if (st.ip.has_value()) return Invalid(absl::StrFormat("a second IP spec (spec[%d] is one)", *st.ip));
   st.ip = index_;
   st.ip_type = IBV_FLOW_SPEC_IPV6;
-  Put(Field::kOuterIpVersion, 6, 6);
+  Put(Field::kOuterIpVersion, 0xf, 6);
   const Field src[] = {Field::kOuterSrcIp127_96, Field::kOuterSrcIp95_64, Field::kOuterSrcIp63_32,
                        Field::kOuterSrcIp31_0};
   const Field dst[] = {Field::kOuterDstIp127_96, Field::kOuterDstIp95_64, Field::kOuterDstIp63_32,
@@ -564,36 +563,6 @@ absl::Status AttrReader::CheckCombination() {
   return absl::OkStatus();
 }
 
-// The match, once per IP version a header stack needs but does not name: its TCP, UDP or GRE spec set
-// ip_protocol without an IP spec (the kernel's match takes either version; the layout needs one). A full
-// ETH ether_type of IPv4 or IPv6 picks that one.
-std::vector<hw::MatchParams> AttrReader::IpVariants() const {
-  std::vector<std::pair<hw::MatchParams, hw::MatchParams>> variants = {{mask_, value_}};
-  for (Headers h : {Headers::kOuter, Headers::kInner}) {
-    const Stack& s = stacks_[static_cast<int>(h)];
-    if (s.ip.has_value() || !s.proto_spec.has_value()) continue;
-    std::vector<uint32_t> versions = {4, 6};
-    if (s.ethertype_mask == 0xffff && s.ethertype_value == 0x0800) versions = {4};
-    if (s.ethertype_mask == 0xffff && s.ethertype_value == 0x86dd) versions = {6};
-    std::vector<std::pair<hw::MatchParams, hw::MatchParams>> next;
-    for (const auto& [mask, value] : variants) {
-      for (uint32_t v : versions) {
-        hw::MatchParams m = mask, val = value;
-        hw::SetField(m.bytes(), hw::HeaderField(h, Field::kOuterIpVersion), v);
-        hw::SetField(val.bytes(), hw::HeaderField(h, Field::kOuterIpVersion), v);
-        next.push_back({std::move(m), std::move(val)});
-      }
-    }
-    variants = std::move(next);
-  }
-  std::vector<hw::MatchParams> flat;
-  for (auto& [mask, value] : variants) {
-    flat.push_back(std::move(mask));
-    flat.push_back(std::move(value));
-  }
-  return flat;
-}
-
 absl::StatusOr<VerbsFlowRequest> AttrReader::Read(const ibv_flow_attr* attr) {
   if (attr == nullptr) return absl::InvalidArgumentError("flow_attr is NULL");
   const auto* base = reinterpret_cast<const uint8_t*>(attr);
@@ -621,10 +590,9 @@ absl::StatusOr<VerbsFlowRequest> AttrReader::Read(const ibv_flow_attr* attr) {
       const hw::RootNamespace ns = dont_trap_        ? hw::RootNamespace::kDontTrap
                                    : multicast_only_ ? hw::RootNamespace::kMulticast
                                                      : hw::RootNamespace::kBypass;
-      std::vector<hw::MatchParams> flat = IpVariants();
-      for (size_t i = 0; i < flat.size(); i += 2) {
-        req_.rules.push_back({rx_or_tx, ns, priority_, std::move(flat[i]), std::move(flat[i + 1])});
-      }
+      // One entry, as the kernel's: a TCP, UDP or GRE spec without an IP spec matches either version (root
+      // tables take L4 fields without ip_version).
+      req_.rules.push_back({rx_or_tx, ns, priority_, mask_, value_});
       break;
     }
     case IBV_FLOW_ATTR_ALL_DEFAULT:

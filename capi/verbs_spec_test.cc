@@ -220,6 +220,27 @@ TEST_F(VerbsSpecTest, AnL4SpecWithoutAnIpSpecMatchesBothVersionsUnlessTheEtherty
   EXPECT_FALSE(Hits(v6));
 }
 
+// The kernel masks ip_version whole (0xf) for an IP spec: an empty IPV4 spec matches IPv4 frames only, an
+// IPV6 spec IPv6 ones, whatever else the stack has.
+TEST_F(VerbsSpecTest, AnIpSpecMatchesItsVersionOnly) {
+  sim::FrameSpec v4 = Udp4(443), v6 = v4, arp = v4;
+  v6.l3 = sim::L3Kind::kIpv6;
+  arp.l3 = sim::L3Kind::kNone;
+  arp.ethertype = 0x0806;
+  FlowAttr ipv4;
+  ipv4.Add(NewSpec<ibv_flow_spec_ipv4>(IBV_FLOW_SPEC_IPV4)).Add(L4Port(IBV_FLOW_SPEC_UDP, 443));
+  Flow(qp_, ipv4);
+  EXPECT_TRUE(Hits(v4));
+  EXPECT_FALSE(Hits(v6));
+  Drop(flows_.back());
+  FlowAttr ipv6;
+  ipv6.Add(NewSpec<ibv_flow_spec_ipv6>(IBV_FLOW_SPEC_IPV6));
+  Flow(qp_, ipv6);
+  EXPECT_FALSE(Hits(v4));
+  EXPECT_TRUE(Hits(v6));
+  EXPECT_FALSE(Hits(arp));
+}
+
 sim::TunnelFrameSpec Vxlan(uint32_t vni, uint16_t inner_dport) {
   sim::TunnelFrameSpec t;
   t.outer = Udp4(0);

@@ -19,20 +19,6 @@ const char* DomainName(mlx5dv_dr_domain_type type) {
   return type == MLX5DV_DR_DOMAIN_TYPE_NIC_TX ? "NIC_TX" : "NIC_RX";
 }
 
-// mlx5_ib's parse_flow_attr checks each spec's fields against the flow table's field support before it
-// adds the rule (e.g. check_mpls_supp_fields), EOPNOTSUPP: the first masked field the device does not match.
-absl::Status CheckFieldSupport(const hw::MatchParams& mask, const hw::ParsedFields& supported) {
-  for (size_t i = 0; i < hw::kNumFields; ++i) {
-    const hw::Field f = hw::FieldAt(i);
-    if (hw::GetField(mask.bytes(), f) != 0 && !supported.Contains(f)) {
-      return absl::UnimplementedError(absl::StrFormat(
-          "mask field %s: the device's flow tables do not match it (the %s does not parse it%s)",
-          hw::Info(f).name, supported.parser(), supported.limits().empty() ? "" : ": " + supported.limits()));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 // A level-0 table of one namespace in a function's private domain of one direction.
@@ -88,13 +74,7 @@ absl::StatusOr<VerbsSteering::SharedMatcher*> VerbsSteering::MatcherFor(Place& p
                                                                         const KernelRule& rule) {
   const auto key = std::make_tuple(&place, rule.priority, Bytes(rule.mask));
   if (auto it = matchers_.find(key); it != matchers_.end()) return it->second.get();
-  absl::StatusOr<dr::Matcher> m = absl::InternalError("unset");
-  if (absl::Status supported = CheckFieldSupport(rule.mask, nic_.function(place.vport)->parsed_fields());
-      !supported.ok()) {
-    m = supported;
-  } else {
-    m = dr::Matcher::Create(place.table, rule.priority, rule.mask);
-  }
+  absl::StatusOr<dr::Matcher> m = dr::Matcher::Create(place.table, rule.priority, rule.mask);
   if (!m.ok()) {
     return absl::Status(m.status().code(), absl::StrFormat("the flow's match in %s: %s",
                                                            DomainName(place.type), m.status().message()));
