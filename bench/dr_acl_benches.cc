@@ -194,8 +194,14 @@ bool WarmUp(const DrSetup& s, SendBurst burst) {
   return true;
 }
 
-// Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0.
-void CountCompiled(const DrSetup& s, benchmark::State& state) { state.counters["compiled"] = AclCompiled(s); }
+// Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0; and
+// its "trees" counter: 1 when the compiled form looks packets up by its trees, 0 when by the walk (or not
+// compiled).
+void CountCompiled(const DrSetup& s, benchmark::State& state) {
+  state.counters["compiled"] = AclCompiled(s);
+  const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
+  state.counters["trees"] = index != nullptr && index->LooksUpByTrees();
+}
 
 // A trace's frames, sent a burst of kBurst at a time, in turn, round and round.
 class TraceBursts {

@@ -514,6 +514,22 @@ bool TableIndex::IsCompiled() const {
   return compiled != nullptr && compiled->version.load(std::memory_order_acquire) == version;
 }
 
+bool TableIndex::TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets) {
+  std::array<double, 2> fastest = {0, 0};  // (a packet's nanoseconds by the trees and by the walk; 0: none)
+  for (size_t run = 0; run < std::min(nanoseconds.size(), packets.size()); ++run) {
+    if (packets[run] == 0) continue;
+    const double per_packet = double(nanoseconds[run]) / double(packets[run]);
+    double& best = fastest[run & 1];
+    best = best == 0 ? per_packet : std::min(best, per_packet);
+  }
+  return fastest[0] != 0 && (fastest[1] == 0 || fastest[0] < fastest[1]);
+}
+
+bool TableIndex::LooksUpByTrees() const {
+  return IsCompiled() && compiled_.load(std::memory_order_acquire)->method.load(std::memory_order_relaxed) ==
+                             CompiledTrees::kTrees;
+}
+
 void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64_t version, size_t n) {
   // (Changes or not: enough lookups without a form want one folded by the writer, as it changes the index.)
   TreeUpkeep& upkeep = *index.upkeep_;

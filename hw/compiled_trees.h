@@ -5,6 +5,7 @@
 #ifndef DRSIM_HW_COMPILED_TREES_H_
 #define DRSIM_HW_COMPILED_TREES_H_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -143,16 +144,21 @@ struct TableIndex::CompiledTrees {
     __atomic_load(&nodes[at], &node, __ATOMIC_ACQUIRE);
     return node;
   }
-  // The trial: the time lookups took, and the packets they looked up, by the trees (kTrees) and by the walk
-  // (kWalk), in turn, kTrialRun calls each; then the method kept. Only the second half of each run is timed,
-  // once its method's lines are back in the caches: timed cold, or a call each way in turn, the trees can
-  // lose to a walk that is slower for good.
+  // The trial: lookups go by the trees (kTrees) and by the walk (kWalk) in turn, kTrialRun calls a run, and
+  // each run counts the time its calls took and the packets they looked up; then the method kept. Only the
+  // second half of each run is timed, once its method's lines are back in the caches: timed cold, or a call
+  // each way in turn, the trees can lose to a walk that is slower for good. Each method is judged by its
+  // fastest run, so that a run in which the thread lost its CPU (a busy machine's) does not decide: on a
+  // loaded guest, sums over every run kept a walk six times slower than the trees.
   static constexpr uint64_t kTrialCalls = 2048;
   static constexpr uint64_t kTrialRun = 256;
+  static constexpr size_t kTrialRuns = kTrialCalls / kTrialRun;
   enum LookupMethod : int { kTrees = 0, kWalk = 1, kUndecided = 2 };
+  static int TrialMethodOf(uint64_t call) { return static_cast<int>(call / kTrialRun & 1); }
+  static_assert(kTrees == 0 && kWalk == 1, "TreesWinTrial: the trees' runs are the even ones");
   mutable std::atomic<uint64_t> calls{0};
-  mutable std::array<std::atomic<uint64_t>, 2> nanoseconds{};
-  mutable std::array<std::atomic<uint64_t>, 2> packets{};
+  mutable std::array<std::atomic<uint64_t>, kTrialRuns> run_nanoseconds{};
+  mutable std::array<std::atomic<uint64_t>, kTrialRuns> run_packets{};
   mutable std::atomic<int> method{kUndecided};
   // The packets looked up while it was the index's, unless it had kept the walk.
   mutable std::atomic<uint64_t> served{0};
@@ -166,14 +172,15 @@ struct TableIndex::CompiledTrees {
   // The compiled form of `filed` (CollectEntries', taken at `version`), or nullptr when its leaves would hold
   // too many entries. Reads nothing else: it runs on the compiler thread.
   static std::unique_ptr<CompiledTrees> Build(std::vector<LeafEntry> filed, uint64_t version);
-  // Ends the trial: keeps the method that took less time a packet, and returns it.
+  // Ends the trial: keeps the method whose fastest run took less time a packet (TreesWinTrial), and returns
+  // it.
   int EndTrial() const {
-    auto per_packet = [this](int w) {
-      const uint64_t looked_up = packets[w].load(std::memory_order_relaxed);
-      return looked_up == 0 ? 0.0
-                            : double(nanoseconds[w].load(std::memory_order_relaxed)) / double(looked_up);
-    };
-    const int kept = per_packet(kTrees) < per_packet(kWalk) ? kTrees : kWalk;
+    std::array<uint64_t, kTrialRuns> took, looked_up;
+    for (size_t run = 0; run < kTrialRuns; ++run) {
+      took[run] = run_nanoseconds[run].load(std::memory_order_relaxed);
+      looked_up[run] = run_packets[run].load(std::memory_order_relaxed);
+    }
+    const int kept = TreesWinTrial(took, looked_up) ? kTrees : kWalk;
     method.store(kept, std::memory_order_relaxed);
     return kept;
   }

@@ -687,6 +687,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   // The candidates from the trees, from the walk, or in a compiled form's trial from either, timed.
   int method = CompiledTrees::kWalk;
   bool timed = false;
+  uint64_t trial_run = 0;
   std::chrono::steady_clock::time_point start;
   if (compiled != nullptr) {
     method = compiled->method.load(std::memory_order_relaxed);
@@ -695,7 +696,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     if (method == CompiledTrees::kUndecided) {
       const uint64_t call = compiled->calls.fetch_add(1, std::memory_order_relaxed);
       if (call < CompiledTrees::kTrialCalls) {
-        method = static_cast<int>(call / CompiledTrees::kTrialRun & 1);
+        method = CompiledTrees::TrialMethodOf(call);
+        trial_run = call / CompiledTrees::kTrialRun;
         timed = call % CompiledTrees::kTrialRun >= CompiledTrees::kTrialRun / 2;
         if (timed) start = std::chrono::steady_clock::now();
       } else {
@@ -776,11 +778,11 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     }
   }
   if (timed) {
-    compiled->nanoseconds[method].fetch_add(
+    compiled->run_nanoseconds[trial_run].fetch_add(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
             .count(),
         std::memory_order_relaxed);
-    compiled->packets[method].fetch_add(n, std::memory_order_relaxed);
+    compiled->run_packets[trial_run].fetch_add(n, std::memory_order_relaxed);
   }
   if (compiled == nullptr) TreeCompiler::CountQuietLookups(*this, version, n);
 }

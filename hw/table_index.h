@@ -293,11 +293,18 @@ class TableIndex {
   // thread, in its read section) and a thread of the index's own builds the trees; a lookup after that
   // publishes them. Compile, for tests, compiles the index now, has the compiled form serve every lookup
   // through the trees while the index stays as it is, and returns whether it does (false: the index changed
-  // meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups.
+  // meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups, and
+  // LooksUpByTrees whether it does so by its trees (its trial is over and kept them).
   static constexpr uint64_t kQuietLookups = uint64_t{1} << 17;
   static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
   bool Compile() const;
   bool IsCompiled() const;
+  bool LooksUpByTrees() const;
+  // The trial's verdict: of runs of lookups timed in turn, by the trees (the even runs) and by the walk (the
+  // odd ones), run r taking `nanoseconds[r]` for `packets[r]` packets (0: not timed), whether the trees'
+  // fastest run took less a packet than the walk's fastest (hw/compiled_trees.h says why the fastest); false
+  // when no run of the trees was timed, true when only theirs were.
+  static bool TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets);
   // How lookups go down the compiled trees: a packet at a time (kScalar), or 8 or 16 packets together in
   // AVX2 or AVX-512 lanes; each reaches the same leaves. The process takes the fastest its CPU has, once
   // (AVX2 before AVX-512: see hw/compiled_trees.cc). SetTreeDescent (tests and benches) takes another, and
