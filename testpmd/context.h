@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "sim/nic.h"
 #include "testpmd/action_cache.h"
@@ -67,7 +68,8 @@ class EngineContext {
   FlowHitPool flow_hits;            // ASO flow-hit contexts of ages outside root tables (aging.h)
   IndirectTable indirect;           // flow indirect_action (flows hold what they use)
   std::set<FlowShape> flow_shapes;  // Flow::shape points into it
-  std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id
+  // By port, by id; a B-tree holds each id in about 12 bytes, where a std::map node takes 64.
+  std::map<uint16_t, absl::btree_map<uint32_t, std::unique_ptr<Flow>>> flows;
 
   // mlx5's ids of the E-Switch manager in port_id (MLX5_PORT_ESW_MGR) and represented_port
   // (MLX5_REPRESENTED_PORT_ESW_MGR) items.

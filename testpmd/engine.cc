@@ -75,7 +75,8 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   DRSIM_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
 
   auto flow = std::make_unique<Flow>();
-  flow->objects.holds.push_back(target.table);
+  // (The group's table needs no hold of the flow's: every flow's first rule is in it, and holds its matcher,
+  // which holds the table.)
   if (pattern.geneve_option) {
     // Held before the rules are made, released after they and their matchers are gone.
     DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const void> option,
@@ -129,7 +130,7 @@ absl::Status FlowEngine::ValidateFlow(const FlowRule& rule) {
 
 absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
   pristine_ = false;
-  std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
+  absl::btree_map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
   // testpmd: the newest flow's id + 1 (ids only grow while flows exist).
   const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
   DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
@@ -140,15 +141,10 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
 
 std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uint32_t> ids) {
   const std::set<uint32_t> wanted(ids.begin(), ids.end());
-  std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
+  absl::btree_map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
   std::vector<uint32_t> destroyed;
-  for (auto it = flows.rbegin(); it != flows.rend();) {
-    if (!wanted.count(it->first)) {
-      ++it;
-      continue;
-    }
-    destroyed.push_back(it->first);
-    it = std::make_reverse_iterator(flows.erase(std::next(it).base()));
+  for (auto id = wanted.rbegin(); id != wanted.rend(); ++id) {  // newest first; each a lookup, not a walk
+    if (flows.erase(*id) != 0) destroyed.push_back(*id);
   }
   return destroyed;
 }
