@@ -15,8 +15,9 @@ void Progress::Update(size_t rules, size_t frames) {
 }
 
 void Progress::Print() {
-  err_ << absl::StrFormat("\r%d rules installed, %d/%d frames sent", rules_, frames_, total_frames_)
-       << std::flush;
+  err_ << absl::StrFormat("\r%d rules installed", rules_);
+  if (total_frames_ > 0) err_ << absl::StrFormat(", %d/%d frames sent", frames_, total_frames_);
+  err_ << std::flush;
   shown_ = true;
 }
 

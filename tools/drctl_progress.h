@@ -2,8 +2,9 @@
 //
 // What
 //   Once a second has passed since the start, a line "\r<rules> rules installed, <frames>/<total> frames
-//   sent" is rewritten on `err` at most ten times a second, and ended with a newline by Finish(). A quick
-//   run prints nothing; a disabled one (stderr is not a terminal) never prints.
+//   sent" (without the frames when there are none) is rewritten on `err` at most ten times a second, and
+//   ended with a newline by Finish(). A quick run prints nothing; a disabled one (stderr is not a terminal)
+//   never prints.
 //
 // How
 //   Update() is called often (each command, each frame); it reads the clock only every 1024th call.
