@@ -387,7 +387,7 @@ uint32_t MatchTable::AllocateRecord(const uint32_t* key, const RuleRecord& rule,
   uint32_t* words = RecordWords(record);
   new (words) RuleRecord(rule);
   if (key_words_ != 0) std::memcpy(words + kRuleWords, key, key_words_ * sizeof(uint32_t));
-  meta_[number] = {hash, owner, inserted_++, kNone, true, static_cast<uint8_t>(KeySummaryBit(key))};
+  meta_[number] = {hash, owner, inserted_++, kNone, true, static_cast<uint8_t>(KeySummaryBit(key)), record};
   ++live_records_;
   return record;
 }
@@ -511,9 +511,10 @@ void MatchTable::PlaceRecord(uint32_t record) {
   int slot;
   if (FindSlot(RecordKey(record), hash, &bucket, &slot)) {
     // Duplicate: behind the existing rules with this key (not visible to lookups until they go).
-    uint32_t tail = written_.buckets[bucket].record[slot].load(std::memory_order_relaxed);
-    while (MetaOf(tail).next_duplicate != kNone) tail = MetaOf(tail).next_duplicate;
-    MetaOf(tail).next_duplicate = record;
+    Meta& primary = MetaOf(written_.buckets[bucket].record[slot].load(std::memory_order_relaxed));
+    MetaOf(primary.prev_duplicate).next_duplicate = record;
+    MetaOf(record).prev_duplicate = primary.prev_duplicate;
+    primary.prev_duplicate = record;
     return;
   }
   // (The writer's copy of the array's size: the published array's header is one more line to load.)
@@ -567,6 +568,7 @@ void MatchTable::Erase(Handle handle) {
   if (primary == handle) {
     const uint32_t next = meta.next_duplicate;
     if (next != kNone) {
+      MetaOf(next).prev_duplicate = meta.prev_duplicate;       // the chain's last record
       bk.record[slot].store(next, std::memory_order_release);  // the next-oldest takes over
     } else {
       // No new reader reaches the record once its index is gone; the empty signature frees the slot.
@@ -579,12 +581,12 @@ void MatchTable::Erase(Handle handle) {
       if (CountSummaryKey(meta.summary_bit, -1) == 1) stale_summary_ |= uint64_t{1} << meta.summary_bit;
     }
   } else {
-    uint32_t prev = primary;
-    while (MetaOf(prev).next_duplicate != handle) prev = MetaOf(prev).next_duplicate;
+    const uint32_t prev = meta.prev_duplicate;
     MetaOf(prev).next_duplicate = meta.next_duplicate;
+    MetaOf(meta.next_duplicate != kNone ? meta.next_duplicate : primary).prev_duplicate = prev;
   }
   // A reader may still hold the record: it is reused only once none can.
-  meta = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, nullptr, 0, kNone, false, 0};
+  meta = {reclaimer_ != nullptr ? reclaimer_->Stamp() : 0, nullptr, 0, kNone, false, 0, kNone};
   (retired_tail_ == kNone ? retired_head_ : MetaOf(retired_tail_).next_duplicate) = handle;
   retired_tail_ = handle;
   --live_records_;

@@ -262,7 +262,11 @@ class MatchTable {
     uint32_t next_duplicate;  // FIFO chain of rules with the same key; retired: the next retired record
     bool live;
     uint8_t summary_bit;  // SummaryBit of the key's summary word (an erase need not load the key)
+    // The chain backwards: a duplicate's previous record; the primary's is the chain's last record (itself
+    // when alone), so that a duplicate is appended, and any record erased, without walking the chain.
+    uint32_t prev_duplicate;
   };
+  static_assert(sizeof(Meta) == 32, "a record's bookkeeping stays half a cache line");
 
   // The summary bit of a summary word: the top bits of a multiplicative hash, which every bit of the word
   // moves (prefixes and ports differ in any of them).

@@ -169,6 +169,39 @@ TEST(MatchTableTest, DuplicatesAreFifoAndSurviveGrowth) {
   m.Verify({k});
 }
 
+// A long chain of duplicates is appended to and erased from at either end and in the middle without a
+// walk down it: 200,000 copies of one key, the oldest winning throughout (a walk a rule would make this
+// 2 * 10^10 steps).
+TEST(MatchTableTest, LongDuplicateChainsKeepTheirOrderAtEveryEnd) {
+  constexpr uint32_t kCopies = 200000;
+  MatchTable table(2, nullptr, 0);
+  PipePrograms programs;
+  const uint32_t key[2] = {7, 9};
+  const uint64_t hash = table.Hash(key);
+  std::vector<MatchTable::Handle> handles;
+  for (uint32_t i = 0; i < kCopies; ++i)
+    handles.push_back(table.Insert(key, hash, RuleRecord{&programs, i}, nullptr));
+  EXPECT_EQ(table.size(), kCopies);
+  EXPECT_EQ(table.distinct_keys(), 1u);
+  ASSERT_EQ(table.Find(key)->rule_id, 0u);
+  table.Erase(handles[kCopies / 2]);                                                // the middle
+  for (uint32_t i = kCopies - 1; i > kCopies - 1000; --i) table.Erase(handles[i]);  // the newest first
+  ASSERT_EQ(table.Find(key)->rule_id, 0u);
+  for (uint32_t i = 0; i < 1000; ++i) {  // the oldest first: the next-oldest wins each time
+    table.Erase(handles[i]);
+    ASSERT_EQ(table.Find(key)->rule_id, i + 1) << i;
+  }
+  // Appending after erases at the tail still goes to the end.
+  table.Insert(key, hash, RuleRecord{&programs, kCopies}, nullptr);
+  EXPECT_EQ(table.CountForWriter(key, hash), kCopies - 1000 - 999 - 1 + 1);
+  for (uint32_t i = 1000; i < kCopies - 999; ++i) {
+    if (i != kCopies / 2) table.Erase(handles[i]);
+  }
+  ASSERT_NE(table.Find(key), nullptr);
+  EXPECT_EQ(table.Find(key)->rule_id, kCopies);
+  EXPECT_EQ(table.size(), 1u);
+}
+
 // Keys that differ in few bits, as rule sets' keys do (consecutive addresses and ports, the same protocol
 // word), still get distinct hashes, and spread evenly over buckets and signatures.
 TEST(MatchTableTest, StructuredKeysSpreadEvenly) {

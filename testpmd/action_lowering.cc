@@ -176,9 +176,9 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
   DRSIM_RETURN_IF_ERROR(PlanReformats(c, &reformats));
   if (reformats.decap) DRSIM_RETURN_IF_ERROR(AddReformat(*reformats.decap, flags, list));
   for (const Action* pop : c.pops) {
-    absl::StatusOr<dr::Action> a = dr::Action::PopVlan();
+    absl::StatusOr<const dr::Action*> a = Shared("pop_vlan", nullptr, [] { return dr::Action::PopVlan(); });
     if (!a.ok()) return Fail(a.status(), pop);
-    list->Add(Own(*std::move(a)), pop);
+    list->Add(*a, pop);
   }
   std::vector<uint64_t> words;
   const HeaderLayers& layers = c.decap != nullptr && info_.tunnel ? info_.inner : info_.outer;
@@ -186,9 +186,12 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
   words.insert(words.end(), extra_words.begin(), extra_words.end());
   if (!words.empty()) {
     const Action* origin = c.rewrites.empty() ? nullptr : c.rewrites.front();
-    absl::StatusOr<dr::Action> modify = dr::Action::ModifyHeader(domain_->domain(), flags, words);
+    std::string key = absl::StrCat("modify_header ", flags, " ");
+    key.append(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(uint64_t));
+    absl::StatusOr<const dr::Action*> modify =
+        Shared(key, domain_, [&] { return dr::Action::ModifyHeader(domain_->domain(), flags, words); });
     if (!modify.ok()) return Fail(modify.status(), origin);
-    list->Add(Own(*std::move(modify)), origin);
+    list->Add(*modify, origin);
   }
   for (const PushVlan& p : c.pushes) DRSIM_RETURN_IF_ERROR(AddPush(p, list));
   if (c.mark != nullptr) DRSIM_RETURN_IF_ERROR(AddMark(*c.mark, list));
@@ -199,21 +202,23 @@ absl::Status ActionLowering::AddModifiers(const Classified& c, bool with_count, 
 
 // The DR destination of fate action `fate`. With `single_tir`, an rss that needs a dispatch table is an
 // error (sampled copies take a TIR, not a table).
-absl::StatusOr<const dr::Action*> ActionLowering::Fate(const Action& fate, const std::string& label,
+absl::StatusOr<const dr::Action*> ActionLowering::Fate(const Action& fate, const RuleLabel& label,
                                                        bool single_tir) {
   switch (fate.def->type) {
     case ActionType::kDrop: {
-      absl::StatusOr<dr::Action> drop = dr::Action::Drop();
+      absl::StatusOr<const dr::Action*> drop = Shared("drop", nullptr, [] { return dr::Action::Drop(); });
       if (!drop.ok()) return Fail(drop.status(), &fate);
-      return Own(*std::move(drop));
+      return *drop;
     }
     case ActionType::kQueue: {
       DRSIM_RETURN_IF_ERROR(NeedIngress(fate));
       absl::StatusOr<uint32_t> qp = ctx_.QueueNumber(port_, ActionParam(fate, "index"));
       if (!qp.ok()) return Fail(qp.status(), &fate);
-      absl::StatusOr<dr::Action> dest = dr::Action::DestQp(domain_->function(), *qp);
+      sim::Function& fn = domain_->function();
+      absl::StatusOr<const dr::Action*> dest = Shared(absl::StrCat("dest_qp ", fn.vport(), " ", *qp), nullptr,
+                                                      [&] { return dr::Action::DestQp(fn, *qp); });
       if (!dest.ok()) return Fail(dest.status(), &fate);
-      return Own(*std::move(dest));
+      return *dest;
     }
     case ActionType::kRss:
       return Rss(fate, label, single_tir);
@@ -241,9 +246,11 @@ absl::StatusOr<const dr::Action*> ActionLowering::Fate(const Action& fate, const
           ActionParam(fate, fate.def->type == ActionType::kPortId ? "id" : "ethdev_port_id");
       absl::StatusOr<uint16_t> vport = ctx_.VportOfPort(port);
       if (!vport.ok()) return Fail(vport.status(), &fate);
-      absl::StatusOr<dr::Action> dest = dr::Action::DestVport(domain_->domain(), *vport);
+      absl::StatusOr<const dr::Action*> dest = Shared(absl::StrCat("dest_vport ", *vport), domain_, [&] {
+        return dr::Action::DestVport(domain_->domain(), *vport);
+      });
       if (!dest.ok()) return Fail(dest.status(), &fate);
-      return Own(*std::move(dest));
+      return *dest;
     }
   }
 }
@@ -426,7 +433,7 @@ absl::StatusOr<const dr::Domain*> ActionLowering::PortDomain(mlx5dv_dr_domain_ty
 }
 
 absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
-                                    const DrList& list, const std::string& label, SourcePos fallback) {
+                                    const DrList& list, const RuleLabel& label, SourcePos fallback) {
   absl::StatusOr<std::unique_ptr<InstalledRule>> rule =
       ctx_.objects.InsertRule(matcher, value, list.actions, label);
   if (!rule.ok()) return Blame(rule.status(), list, fallback);
@@ -448,6 +455,19 @@ absl::Status ActionLowering::NeedIngress(const Action& a) const {
   if (type() == MLX5DV_DR_DOMAIN_TYPE_NIC_RX) return absl::OkStatus();
   return ActionError(a, StatusCode::kInvalidArgument,
                      "delivers to receive queues: only ingress (NIC_RX) rules can");
+}
+
+absl::StatusOr<const dr::Action*> ActionLowering::Shared(
+    const std::string& key, std::shared_ptr<const void> keep_alive,
+    absl::FunctionRef<absl::StatusOr<dr::Action>()> make) {
+  // Domain-bound actions are keyed by their domain too.
+  const std::string full_key =
+      keep_alive == nullptr ? key : absl::StrCat(key, " @", reinterpret_cast<uintptr_t>(keep_alive.get()));
+  DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const dr::Action> action,
+                         ctx_.shared_actions.Get(full_key, std::move(keep_alive), make));
+  const dr::Action* raw = action.get();
+  out_->holds.push_back(std::move(action));
+  return raw;
 }
 
 const dr::Action* ActionLowering::Own(dr::Action a, std::function<void()> release) {
@@ -528,9 +548,12 @@ absl::Status ActionLowering::PlanReformats(const Classified& c, Reformats* out) 
 }
 
 absl::Status ActionLowering::AddReformat(const Reformat& r, uint32_t flags, DrList* list) {
-  absl::StatusOr<dr::Action> a = dr::Action::PacketReformat(domain_->domain(), flags, r.type, r.data);
+  std::string key = absl::StrCat("packet_reformat ", flags, " ", r.type, " ");
+  key.append(r.data.begin(), r.data.end());
+  absl::StatusOr<const dr::Action*> a = Shared(
+      key, domain_, [&] { return dr::Action::PacketReformat(domain_->domain(), flags, r.type, r.data); });
   if (!a.ok()) return Fail(a.status(), r.origin);
-  list->Add(Own(*std::move(a)), r.origin);
+  list->Add(*a, r.origin);
   return absl::OkStatus();
 }
 
@@ -545,9 +568,12 @@ absl::Status ActionLowering::AddPush(const PushVlan& p, DrList* list) {
   const uint32_t pcp = p.pcp != nullptr ? ActionParam(*p.pcp, "vlan_pcp") : info_.vlan_pcp.value_or(0);
   if (vid > 0xfff) return ActionError(*p.vid, StatusCode::kInvalidArgument, "vlan_vid must be 0..4095");
   if (pcp > 7) return ActionError(*p.pcp, StatusCode::kInvalidArgument, "vlan_pcp must be 0..7");
-  absl::StatusOr<dr::Action> a = dr::Action::PushVlan(domain_->domain(), htonl(tpid << 16 | pcp << 13 | vid));
+  const uint32_t header = htonl(tpid << 16 | pcp << 13 | vid);
+  absl::StatusOr<const dr::Action*> a = Shared(absl::StrCat("push_vlan ", header), domain_, [&] {
+    return dr::Action::PushVlan(domain_->domain(), header);
+  });
   if (!a.ok()) return Fail(a.status(), p.push);
-  list->Add(Own(*std::move(a)), p.push);
+  list->Add(*a, p.push);
   return absl::OkStatus();
 }
 
@@ -565,9 +591,10 @@ absl::Status ActionLowering::AddMark(const Action& mark, DrList* list) {
           absl::StrFormat("id 0x%x is above 0x%x (mlx5 reserves the last 16 of the 24 bits)", tag, kMaxMark));
     }
   }
-  absl::StatusOr<dr::Action> a = dr::Action::Tag(tag);
+  absl::StatusOr<const dr::Action*> a =
+      Shared(absl::StrCat("tag ", tag), nullptr, [&] { return dr::Action::Tag(tag); });
   if (!a.ok()) return Fail(a.status(), &mark);
-  list->Add(Own(*std::move(a)), &mark);
+  list->Add(*a, &mark);
   return absl::OkStatus();
 }
 
@@ -591,7 +618,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Tir(uint64_t hash_fields, cons
   return Own(*std::move(dest), [&fn, number] { fn.DestroyTir(number).IgnoreError(); });
 }
 
-absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const std::string& label,
+absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const RuleLabel& label,
                                                       bool single_tir) {
   DRSIM_RETURN_IF_ERROR(NeedIngress(rss));
   DRSIM_ASSIGN_OR_RETURN(RssPlan plan, PlanRss(rss, info_, ctx_.options.rx_queues));
@@ -629,7 +656,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const s
                            MatcherIn(*table, priority, *mask.Build(), rss.pos));
     DrList list;
     list.Add(tirs[c.hash_fields], &rss);
-    DRSIM_RETURN_IF_ERROR(Insert(m, *value.Build(), list, absl::StrCat(label, " rss dispatch"), rss.pos));
+    DRSIM_RETURN_IF_ERROR(Insert(m, *value.Build(), list, label.With(" rss dispatch"), rss.pos));
   }
   absl::StatusOr<const dr::Action*> jump = (*table)->JumpAction();
   if (!jump.ok()) return Fail(jump.status(), &rss);

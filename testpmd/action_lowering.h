@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -115,7 +116,7 @@ class ActionLowering {
 
   // The DR destination of fate action `fate`. With `single_tir`, an rss that needs a dispatch table is an
   // error (sampled copies take a TIR, not a table).
-  absl::StatusOr<const dr::Action*> Fate(const Action& fate, const std::string& label, bool single_tir);
+  absl::StatusOr<const dr::Action*> Fate(const Action& fate, const RuleLabel& label, bool single_tir);
 
   // A counter for `count`; its id goes to `id` when given.
   absl::StatusOr<const dr::Action*> Counter(const Action& count, std::optional<uint32_t>* id);
@@ -141,7 +142,7 @@ class ActionLowering {
   // Inserts a rule of `list`'s actions; a DR error naming an action index points at its testpmd action,
   // others at `fallback`.
   absl::Status Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
-                      const DrList& list, const std::string& label, SourcePos fallback);
+                      const DrList& list, const RuleLabel& label, SourcePos fallback);
 
   // The shared matcher of `table`, `priority` and `mask`; DR's mask errors point at `pos`.
   absl::StatusOr<std::shared_ptr<MatcherRes>> MatcherIn(const std::shared_ptr<TableRes>& table,
@@ -150,6 +151,11 @@ class ActionLowering {
 
   // An error at `a` unless the rule is in a NIC_RX domain.
   absl::Status NeedIngress(const Action& a) const;
+
+  // The engine's shared action under `key` (action_cache.h), made by `make` on first use and held by the
+  // flow; a domain-bound action names its domain in `keep_alive` (keyed and kept alive by it).
+  absl::StatusOr<const dr::Action*> Shared(const std::string& key, std::shared_ptr<const void> keep_alive,
+                                           absl::FunctionRef<absl::StatusOr<dr::Action>()> make);
 
   // Keeps `a` with the flow (`release` runs after it is destroyed); returns it.
   const dr::Action* Own(dr::Action a, std::function<void()> release = {});
@@ -186,7 +192,7 @@ class ActionLowering {
 
   absl::StatusOr<const dr::Action*> Tir(uint64_t hash_fields, const RssPlan& plan, const Action& rss);
 
-  absl::StatusOr<const dr::Action*> Rss(const Action& rss, const std::string& label, bool single_tir);
+  absl::StatusOr<const dr::Action*> Rss(const Action& rss, const RuleLabel& label, bool single_tir);
 
   EngineContext& ctx_;
   std::shared_ptr<DomainRes> domain_;

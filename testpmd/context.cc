@@ -22,6 +22,22 @@ EngineContext::~EngineContext() {
   }
 }
 
+FlowInfo Flow::Info() const {
+  FlowInfo info;
+  info.id = id;
+  info.group = group;
+  info.priority = priority;
+  info.ingress = ingress;
+  info.egress = egress;
+  info.transfer = transfer;
+  info.user_id = user_id;
+  if (shape != nullptr) {
+    info.items = shape->first;
+    info.actions = shape->second;
+  }
+  return info;
+}
+
 absl::Status EngineContext::CheckPort(uint32_t port) const {
   if (port < static_cast<uint32_t>(num_ports())) return absl::OkStatus();
   return absl::InvalidArgumentError(

@@ -10,10 +10,16 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "sim/nic.h"
+#include "testpmd/action_cache.h"
 #include "testpmd/aging.h"
 #include "testpmd/ast.h"
 #include "testpmd/dr_objects.h"
@@ -25,9 +31,23 @@
 
 namespace drsim::testpmd {
 
+// The rte_flow names of a flow's items and actions, as `flow list` shows them; flows of one shape share one.
+using FlowShape = std::pair<std::vector<std::string>, std::vector<std::string>>;
+
+// What the engine keeps of a flow: what `flow list`, `flow query`, `flow destroy` and traces need, and its
+// DR objects. Nothing of the command that made it.
 struct Flow {
-  FlowInfo info;
+  uint32_t id = 0;
+  uint32_t group = 0;
+  uint32_t priority = 0;
+  bool ingress = false, egress = false, transfer = false;
+  int line = 0;  // of the command that created it (0: a typed call)
+  std::optional<uint64_t> user_id;
+  const FlowShape* shape = nullptr;
   FlowObjects objects;
+
+  // Its line of `flow list`.
+  FlowInfo Info() const;
 };
 
 class EngineContext {
@@ -38,15 +58,18 @@ class EngineContext {
   sim::Nic& nic;
   const EngineOptions options;
   DrObjects objects;
+  ActionCache shared_actions;          // before everything holding its actions, which go first
   GeneveOptionResource geneve_option;  // the device's GENEVE TLV option, while flows use it
   MeterBook meters;
   std::map<uint32_t, std::vector<uint8_t>> raw_encap, raw_decap;  // set raw_encap / raw_decap buffers
   SetTunnelCmd vxlan, nvgre;
   ConntrackProfile conntrack;  // set conntrack com|orig|rply: what `action conntrack` creates
   std::map<uint32_t, std::vector<Action>> sample_actions;
-  FlowHitPool flow_hits;   // ASO flow-hit contexts of ages outside root tables (aging.h)
-  IndirectTable indirect;  // flow indirect_action (flows hold what they use)
-  std::map<uint16_t, std::map<uint32_t, std::unique_ptr<Flow>>> flows;  // by port, by id
+  FlowHitPool flow_hits;            // ASO flow-hit contexts of ages outside root tables (aging.h)
+  IndirectTable indirect;           // flow indirect_action (flows hold what they use)
+  std::set<FlowShape> flow_shapes;  // Flow::shape points into it
+  // By port, by id; a B-tree holds each id in about 12 bytes, where a std::map node takes 64.
+  std::map<uint16_t, absl::btree_map<uint32_t, std::unique_ptr<Flow>>> flows;
 
   // mlx5's ids of the E-Switch manager in port_id (MLX5_PORT_ESW_MGR) and represented_port
   // (MLX5_REPRESENTED_PORT_ESW_MGR) items.

@@ -10,6 +10,17 @@
 
 namespace drsim::testpmd {
 
+RuleLabel RuleLabel::With(absl::string_view more) const {
+  RuleLabel l = *this;
+  l.part.append(more.data(), more.size());
+  return l;
+}
+
+std::string RuleLabel::ToString() const {
+  if (!flow) return part;
+  return absl::StrFormat("port %d flow %d%s", flow->first, flow->second, part);
+}
+
 DomainRes::DomainRes(sim::Function& function, dr::Domain domain, DrObjects* objects)
     : function_(function), domain_(std::move(domain)), objects_(objects) {
   ++objects_->counts_.domains;
@@ -49,6 +60,9 @@ absl::StatusOr<uint32_t> TableRes::AddDefaultJump() {
   d->all = std::move(all);
   DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(d->all, hw::MatchParams(), {jump}));
   d->rule = std::move(rule);
+  d->note.actions = {jump};
+  d->note.part = &*objects_->label_parts_.insert("fdb_def_rule (root -> group 0)").first;
+  objects_->notes_[d->rule.id()] = &d->note;
   default_jump_ = std::move(d);
   ++objects_->counts_.tables;
   ++objects_->counts_.matchers;
@@ -62,9 +76,11 @@ MatcherRes::MatcherRes(std::shared_ptr<TableRes> table, dr::Matcher matcher, DrO
 }
 MatcherRes::~MatcherRes() { --objects_->counts_.matchers; }
 
-InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, DrObjects* objects)
-    : matcher_(std::move(matcher)), rule_(std::move(rule)), objects_(objects) {
+InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, RuleNote note,
+                             DrObjects* objects)
+    : matcher_(std::move(matcher)), rule_(std::move(rule)), note_(std::move(note)), objects_(objects) {
   ++objects_->counts_.rules;
+  objects_->notes_[rule_.id()] = &note_;
 }
 
 InstalledRule::~InstalledRule() {
@@ -98,8 +114,7 @@ absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::GroupTable(const std::share
   DRSIM_ASSIGN_OR_RETURN(dr::Table table, dr::Table::Create(domain->domain(), level));
   auto t = std::make_shared<TableRes>(domain, std::move(table), this);
   if (domain->type() == MLX5DV_DR_DOMAIN_TYPE_FDB && fdb_default_rule_ && group == 0) {
-    DRSIM_ASSIGN_OR_RETURN(uint32_t rule, t->AddDefaultJump());
-    notes_[rule] = {"fdb_def_rule (root -> group 0)", {(*t->JumpAction())->Describe()}};
+    DRSIM_RETURN_IF_ERROR(t->AddDefaultJump().status());
   }
   slot = t;
   return t;
@@ -126,22 +141,38 @@ absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared
 
 absl::StatusOr<std::unique_ptr<InstalledRule>> DrObjects::InsertRule(
     const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
-    absl::Span<const dr::Action* const> actions, std::string label) {
+    absl::Span<const dr::Action* const> actions, const RuleLabel& label) {
   DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(matcher->matcher(), value, actions));
-  RuleNote& note = notes_[rule.id()];
-  note.label = std::move(label);
-  for (const dr::Action* a : actions) note.actions.push_back(a->Describe());
-  return std::make_unique<InstalledRule>(matcher, std::move(rule), this);
+  return std::make_unique<InstalledRule>(matcher, std::move(rule), Note(label, actions), this);
 }
 
-std::string DrObjects::RuleLabel(uint32_t rule_id) const {
+RuleNote DrObjects::Note(const RuleLabel& label, absl::Span<const dr::Action* const> actions) {
+  RuleNote note;
+  if (label.flow) {
+    note.port = label.flow->first;
+    note.flow = label.flow->second;
+  }
+  if (!label.part.empty()) note.part = &*label_parts_.insert(label.part).first;
+  note.actions.assign(actions.begin(), actions.end());
+  return note;
+}
+
+std::string DrObjects::LabelOf(uint32_t rule_id) const {
   auto it = notes_.find(rule_id);
-  return it == notes_.end() ? "" : it->second.label;
+  if (it == notes_.end()) return "";
+  const RuleNote& note = *it->second;
+  RuleLabel label;
+  if (note.port >= 0) label.flow.emplace(static_cast<uint16_t>(note.port), note.flow);
+  if (note.part != nullptr) label.part = *note.part;
+  return label.ToString();
 }
 
 std::vector<std::string> DrObjects::RuleActions(uint32_t rule_id) const {
+  std::vector<std::string> out;
   auto it = notes_.find(rule_id);
-  return it == notes_.end() ? std::vector<std::string>() : it->second.actions;
+  if (it == notes_.end()) return out;
+  for (const dr::Action* a : it->second->actions) out.push_back(a->Describe());
+  return out;
 }
 
 std::optional<hw::MatchParams> DrObjects::MatcherMask(uint32_t matcher_id) const {

@@ -6,7 +6,8 @@
 //               and, for the FDB table of user group 0 when mlx5's fdb_def_rule is on, the root table with
 //               the always-hit rule jumping to it
 //   MatcherRes  a dr::Matcher; holds its table. Rules of one (domain, table, priority, mask) share one
-//   InstalledRule  a dr::Rule; holds its matcher and labels the rule for traces (DrObjects::RuleLabel)
+//   InstalledRule  a dr::Rule; holds its matcher and notes what made it and its actions, for traces
+//               (DrObjects::LabelOf, RuleActions): a few words, as a flow keeps only what it needs
 //
 // Members are declared so that destruction goes rule -> matcher -> (jump action) -> table -> domain. The
 // caches keep weak references: an object nobody holds is gone, and the next request makes a new one.
@@ -30,7 +31,11 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/container/node_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "dr/dr.h"
 #include "hw/match_params.h"
@@ -51,6 +56,23 @@ struct ObjectCounts {
 };
 
 class DrObjects;
+
+// What made a DR rule, for traces: a flow's rule ("port 0 flow 3", then any `part`: " rss dispatch"), or
+// with no flow one of the engine's own, named by `part` alone ("port 0 meter 1 policy red").
+struct RuleLabel {
+  std::optional<std::pair<uint16_t, uint32_t>> flow;  // port and flow id
+  std::string part;
+  RuleLabel With(absl::string_view more) const;
+  std::string ToString() const;
+};
+
+// What DrObjects keeps of a rule for traces: its label (the part interned) and its actions.
+struct RuleNote {
+  int32_t port = -1;  // -1: no flow
+  uint32_t flow = 0;
+  const std::string* part = nullptr;  // interned; nullptr: none
+  absl::InlinedVector<const dr::Action*, 2> actions;
+};
 
 class DomainRes {
  public:
@@ -89,6 +111,7 @@ class TableRes {
     dr::Table root;
     dr::Matcher all;
     dr::Rule rule;
+    RuleNote note;
   };
   std::shared_ptr<DomainRes> domain_;
   dr::Table table_;
@@ -114,7 +137,7 @@ class MatcherRes {
 
 class InstalledRule {
  public:
-  InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, DrObjects* objects);
+  InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, RuleNote note, DrObjects* objects);
   ~InstalledRule();
   InstalledRule(const InstalledRule&) = delete;
   InstalledRule& operator=(const InstalledRule&) = delete;
@@ -122,6 +145,7 @@ class InstalledRule {
  private:
   std::shared_ptr<MatcherRes> matcher_;
   dr::Rule rule_;
+  RuleNote note_;
   DrObjects* objects_;
 };
 
@@ -148,10 +172,10 @@ class DrObjects {
   absl::StatusOr<std::unique_ptr<InstalledRule>> InsertRule(const std::shared_ptr<MatcherRes>& matcher,
                                                             const hw::MatchParams& value,
                                                             absl::Span<const dr::Action* const> actions,
-                                                            std::string label);
+                                                            const RuleLabel& label);
 
   // The label of DR rule `rule_id`, or "" for a rule the engine did not make.
-  std::string RuleLabel(uint32_t rule_id) const;
+  std::string LabelOf(uint32_t rule_id) const;
   // The DR actions of rule `rule_id` in order, described (dr::Action::Describe); empty for a rule the
   // engine did not make.
   std::vector<std::string> RuleActions(uint32_t rule_id) const;
@@ -175,11 +199,11 @@ class DrObjects {
   std::map<std::pair<int, uint16_t>, std::weak_ptr<DomainRes>> domains_;
   std::map<std::pair<const DomainRes*, uint32_t>, std::weak_ptr<TableRes>> tables_;
   std::map<std::tuple<const TableRes*, uint16_t, std::string>, std::weak_ptr<MatcherRes>> matchers_;
-  struct RuleNote {
-    std::string label;
-    std::vector<std::string> actions;
-  };
-  std::map<uint32_t, RuleNote> notes_;  // by DR rule id
+  // The note of a rule made with `label` and `actions`.
+  RuleNote Note(const RuleLabel& label, absl::Span<const dr::Action* const> actions);
+
+  absl::node_hash_set<std::string> label_parts_;          // RuleNote::part points into it
+  absl::flat_hash_map<uint32_t, const RuleNote*> notes_;  // by DR rule id
 };
 
 }  // namespace drsim::testpmd

@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   RuleTarget target;
   target.port = rule.port;
   target.priority = static_cast<uint16_t>(attr.priority);
-  target.label = absl::StrFormat("port %d flow %d", rule.port, id);
+  target.label.flow.emplace(rule.port, id);
   target.pattern_pos = rule.pattern_pos;
   target.actions_pos = rule.actions_pos;
   absl::StatusOr<std::shared_ptr<DomainRes>> domain = ctx.objects.Domain(type, rule.port);
@@ -75,7 +75,8 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   DRSIM_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
 
   auto flow = std::make_unique<Flow>();
-  flow->objects.holds.push_back(target.table);
+  // (The group's table needs no hold of the flow's: every flow's first rule is in it, and holds its matcher,
+  // which holds the table.)
   if (pattern.geneve_option) {
     // Held before the rules are made, released after they and their matchers are gone.
     DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const void> option,
@@ -83,20 +84,21 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
     flow->objects.holds.push_back(std::move(option));
   }
   DRSIM_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));
-  FlowInfo& info = flow->info;
-  info.id = id;
-  info.group = attr.group;
-  info.priority = attr.priority;
-  info.ingress = attr.ingress;
-  info.egress = attr.egress;
-  info.transfer = attr.transfer;
-  info.user_id = attr.user_id;
+  flow->id = id;
+  flow->group = attr.group;
+  flow->priority = attr.priority;
+  flow->ingress = attr.ingress;
+  flow->egress = attr.egress;
+  flow->transfer = attr.transfer;
+  flow->user_id = attr.user_id;
+  FlowShape shape;
   for (const Item& item : rule.pattern) {
-    if (item.def->type != ItemType::kVoid) info.items.emplace_back(item.def->list_name);
+    if (item.def->type != ItemType::kVoid) shape.first.emplace_back(item.def->list_name);
   }
   for (const Action& action : rule.actions) {
-    if (action.def->type != ActionType::kVoid) info.actions.emplace_back(action.def->list_name);
+    if (action.def->type != ActionType::kVoid) shape.second.emplace_back(action.def->list_name);
   }
+  flow->shape = &*ctx.flow_shapes.insert(std::move(shape)).first;
   return flow;
 }
 
@@ -107,34 +109,42 @@ FlowEngine::FlowEngine(sim::Nic& nic, EngineOptions options)
 
 FlowEngine::~FlowEngine() = default;
 
+void FlowEngine::Reset() {
+  context_.reset();  // flows first, then what they shared, then the queues
+  context_ = std::make_unique<EngineContext>(nic_, options_);
+  history_.clear();
+  pristine_ = true;
+}
+
+void FlowEngine::Record(Command command) {
+  if (options_.keep_history) history_.push_back(std::move(command));
+}
+
 int FlowEngine::num_ports() const { return context_->num_ports(); }
 
 absl::Status FlowEngine::ValidateFlow(const FlowRule& rule) {
+  pristine_ = false;  // (it may make the port's queues)
   absl::StatusOr<std::unique_ptr<Flow>> flow = BuildFlow(*context_, rule, 0);
   return flow.status();  // the flow, if built, is torn down here
 }
 
 absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
-  std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
+  pristine_ = false;
+  absl::btree_map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
   // testpmd: the newest flow's id + 1 (ids only grow while flows exist).
   const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
   DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
   flows[id] = std::move(flow);
-  history_.push_back(Command{rule.port_pos, FlowCreateCmd{rule}});
+  if (options_.keep_history) Record(Command{rule.port_pos, FlowCreateCmd{rule}});  // (no copy otherwise)
   return id;
 }
 
 std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uint32_t> ids) {
   const std::set<uint32_t> wanted(ids.begin(), ids.end());
-  std::map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
+  absl::btree_map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
   std::vector<uint32_t> destroyed;
-  for (auto it = flows.rbegin(); it != flows.rend();) {
-    if (!wanted.count(it->first)) {
-      ++it;
-      continue;
-    }
-    destroyed.push_back(it->first);
-    it = std::make_reverse_iterator(flows.erase(std::next(it).base()));
+  for (auto id = wanted.rbegin(); id != wanted.rend(); ++id) {  // newest first; each a lookup, not a walk
+    if (flows.erase(*id) != 0) destroyed.push_back(*id);
   }
   return destroyed;
 }
@@ -142,8 +152,8 @@ std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uin
 absl::StatusOr<std::vector<uint32_t>> FlowEngine::DestroyFlows(uint16_t port,
                                                                absl::Span<const uint32_t> ids) {
   DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
-  history_.push_back(
-      Command{SourcePos{}, FlowDestroyCmd{port, std::vector<uint32_t>(ids.begin(), ids.end())}});
+  pristine_ = false;
+  Record(Command{SourcePos{}, FlowDestroyCmd{port, std::vector<uint32_t>(ids.begin(), ids.end())}});
   return EraseFlows(port, ids);
 }
 
@@ -151,7 +161,8 @@ absl::StatusOr<std::vector<uint32_t>> FlowEngine::FlushFlows(uint16_t port) {
   DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
   std::vector<uint32_t> ids;
   for (const auto& [id, flow] : context_->flows[port]) ids.push_back(id);
-  history_.push_back(Command{SourcePos{}, FlowFlushCmd{port}});
+  pristine_ = false;
+  Record(Command{SourcePos{}, FlowFlushCmd{port}});
   return EraseFlows(port, ids);
 }
 
@@ -162,8 +173,8 @@ absl::StatusOr<std::vector<FlowInfo>> FlowEngine::ListFlows(uint16_t port,
   auto it = context_->flows.find(port);
   if (it == context_->flows.end()) return out;
   for (const auto& [id, flow] : it->second) {
-    if (groups.empty() || std::find(groups.begin(), groups.end(), flow->info.group) != groups.end()) {
-      out.push_back(flow->info);
+    if (groups.empty() || std::find(groups.begin(), groups.end(), flow->group) != groups.end()) {
+      out.push_back(flow->Info());
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const FlowInfo& a, const FlowInfo& b) {
@@ -187,7 +198,16 @@ absl::StatusOr<CountResult> FlowEngine::QueryCount(uint16_t port, uint32_t flow_
   return r;
 }
 
+std::optional<int> FlowEngine::FlowLine(uint16_t port, uint32_t flow_id) const {
+  auto flows = context_->flows.find(port);
+  if (flows == context_->flows.end()) return std::nullopt;
+  auto flow = flows->second.find(flow_id);
+  if (flow == flows->second.end() || flow->second->line == 0) return std::nullopt;
+  return flow->second->line;
+}
+
 absl::StatusOr<uint32_t> FlowEngine::QueueNumber(uint16_t port, uint16_t index) {
+  pristine_ = false;
   return context_->QueueNumber(port, index);
 }
 
@@ -200,7 +220,7 @@ std::optional<QueueRef> FlowEngine::QueueOf(uint32_t qp_num) const {
   return std::nullopt;
 }
 
-std::string FlowEngine::DescribeRule(uint32_t rule_id) const { return context_->objects.RuleLabel(rule_id); }
+std::string FlowEngine::DescribeRule(uint32_t rule_id) const { return context_->objects.LabelOf(rule_id); }
 
 std::vector<std::string> FlowEngine::RuleActions(uint32_t rule_id) const {
   return context_->objects.RuleActions(rule_id);
@@ -217,6 +237,7 @@ EngineCounts FlowEngine::counts() const {
   EngineCounts out{c.domains, c.tables, c.matchers, c.rules, 0};
   for (const auto& [port, flows] : context_->flows) out.flows += static_cast<int>(flows.size());
   out.flow_hit_contexts = context_->flow_hits.in_use();
+  out.shared_actions = static_cast<int>(context_->shared_actions.size());
   return out;
 }
 
@@ -240,6 +261,7 @@ std::string FlowEngine::FormatCount(const CountResult& count) {
 }
 
 absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
+  pristine_ = false;
   CommandResult result;
   const Overloaded run{
       [&](const FlowValidateCmd& c) {
@@ -249,6 +271,7 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
       },
       [&](const FlowCreateCmd& c) {
         DRSIM_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
+        context_->flows[c.rule.port][id]->line = command.pos.line;
         result.flow_id = id;
         result.text = absl::StrFormat("Flow rule #%d created\n", id);
         return absl::OkStatus();
@@ -362,7 +385,7 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
                             std::holds_alternative<FlowAgedCmd>(command.body);
   const bool indirect_query = std::holds_alternative<IndirectActionCmd>(command.body) &&
                               std::get<IndirectActionCmd>(command.body).op == IndirectActionCmd::Op::kQuery;
-  if (!flow_command && !indirect_query) history_.push_back(command);
+  if (!flow_command && !indirect_query) Record(command);
   return result;
 }
 

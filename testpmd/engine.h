@@ -55,6 +55,9 @@ struct EngineOptions {
   uint16_t rx_queues = 16;          // receive queues per port
   size_t rx_queue_capacity = 4096;  // completions each holds
   bool fdb_default_rule = true;     // mlx5's fdb_def_rule_en
+  // Keep history(): what checking a file against a non-pristine engine replays (runner.h). Without it,
+  // the engine keeps no parsed command, and such checks fail.
+  bool keep_history = true;
 };
 
 // One line of `flow list`.
@@ -85,9 +88,9 @@ struct AgeResult {
 
 // `flow aged`: what aged since the last report.
 struct AgedReport {
-  std::vector<FlowInfo> flows;        // aged flows, by id
-  std::vector<uint32_t> indirect;     // aged indirect age actions, by id
-  std::vector<uint32_t> destroyed;    // with `destroy`: the flows destroyed
+  std::vector<FlowInfo> flows;      // aged flows, by id
+  std::vector<uint32_t> indirect;   // aged indirect age actions, by id
+  std::vector<uint32_t> destroyed;  // with `destroy`: the flows destroyed
 };
 
 // What one command did, as data and as the text testpmd prints for it.
@@ -99,8 +102,8 @@ struct CommandResult {
   std::optional<CountResult> count;  // flow query ... count, indirect count query
   std::optional<AgeResult> age;      // flow query ... age, indirect age query
   std::optional<sim::CtContext> conntrack;  // indirect conntrack query
-  std::optional<AgedReport> aged;    // flow aged
-  std::optional<uint32_t> indirect_id;  // indirect_action create / update
+  std::optional<AgedReport> aged;           // flow aged
+  std::optional<uint32_t> indirect_id;      // indirect_action create / update
 };
 
 // Where a receive queue of the engine belongs.
@@ -117,6 +120,7 @@ struct EngineCounts {
   int rules = 0;
   int flows = 0;
   int flow_hit_contexts = 0;  // ASO flow-hit contexts ages hold (taken from the engine's pools)
+  int shared_actions = 0;     // DR actions shared by the flows that ask for the same (action_cache.h)
 };
 
 class EngineContext;
@@ -136,6 +140,10 @@ class FlowEngine {
   // Execute or the typed calls, set and meter commands); replaying them on a fresh engine of the same NIC
   // shape rebuilds the same state (runner.h checks files that way).
   const std::vector<Command>& history() const { return history_; }
+  // Whether nothing has run on the engine yet (no command, typed call or queue), or since Reset().
+  bool pristine() const { return pristine_; }
+  // Destroys every flow, indirect action, meter, queue and set buffer the engine made: it is as new.
+  void Reset();
 
   // Typed operations (what Execute runs).
   absl::Status ValidateFlow(const FlowRule& rule);
@@ -151,6 +159,9 @@ class FlowEngine {
   // The flows and indirect ages of `port` that aged since the last call (each is reported once); with
   // `destroy`, the flows are destroyed too (indirect actions are not: testpmd only lists them).
   absl::StatusOr<AgedReport> AgedFlows(uint16_t port, bool destroy);
+  // The line of the command that created flow `flow_id` of `port` (through Execute), if it exists and
+  // was created from a command with a position.
+  std::optional<int> FlowLine(uint16_t port, uint32_t flow_id) const;
   // The id of the flow of `port` whose user_id attribute is `user_id`; NotFound if none.
   absl::StatusOr<uint32_t> FlowOfUserId(uint16_t port, uint64_t user_id) const;
   // flow indirect_action: create, update, destroy or query (engine_indirect.cc).
@@ -189,11 +200,14 @@ class FlowEngine {
   std::vector<uint32_t> FlowsUsing(uint16_t port, const IndirectObject& object) const;
   // The flow id `c` names (by id or by user_id), checked to exist.
   absl::StatusOr<uint32_t> QueriedFlow(const FlowQueryCmd& c) const;
+  // Appends `command` to history_ when the engine keeps one.
+  void Record(Command command);
 
   sim::Nic& nic_;
   EngineOptions options_;
   std::unique_ptr<EngineContext> context_;
   std::vector<Command> history_;
+  bool pristine_ = true;
 };
 
 }  // namespace drsim::testpmd

@@ -15,7 +15,7 @@ absl::StatusOr<uint32_t> FlowEngine::FlowOfUserId(uint16_t port, uint64_t user_i
   auto flows = context_->flows.find(port);
   if (flows != context_->flows.end()) {
     for (const auto& [id, flow] : flows->second) {
-      if (flow->info.user_id == user_id) return id;
+      if (flow->user_id == user_id) return id;
     }
   }
   return absl::NotFoundError(absl::StrFormat("Flow rule #%d not found (no flow with that user_id)", user_id));
@@ -46,6 +46,7 @@ absl::StatusOr<AgeResult> FlowEngine::QueryAge(uint16_t port, uint32_t flow_id) 
 }
 
 absl::StatusOr<AgedReport> FlowEngine::AgedFlows(uint16_t port, bool destroy) {
+  pristine_ = false;
   DRSIM_RETURN_IF_ERROR(context_->CheckPort(port));
   AgedReport report;
   // Reported once: an age leaves the report for good once listed.
@@ -60,7 +61,7 @@ absl::StatusOr<AgedReport> FlowEngine::AgedFlows(uint16_t port, bool destroy) {
     AgeState* age = flow->objects.age.get();
     if (age == nullptr || flow->objects.indirect_age) continue;
     DRSIM_ASSIGN_OR_RETURN(const bool aged, newly_aged(*age));
-    if (aged) report.flows.push_back(flow->info);
+    if (aged) report.flows.push_back(flow->Info());
   }
   for (const auto& [id, age] : context_->indirect.Ages(port)) {
     DRSIM_ASSIGN_OR_RETURN(const bool aged, newly_aged(*age));
@@ -69,7 +70,7 @@ absl::StatusOr<AgedReport> FlowEngine::AgedFlows(uint16_t port, bool destroy) {
   if (destroy && !report.flows.empty()) {
     std::vector<uint32_t> ids;
     for (const FlowInfo& f : report.flows) ids.push_back(f.id);
-    history_.push_back(Command{SourcePos{}, FlowDestroyCmd{port, ids}});
+    Record(Command{SourcePos{}, FlowDestroyCmd{port, ids}});
     for (const FlowInfo& f : report.flows) {
       const std::vector<uint32_t> gone = EraseFlows(port, {f.id});
       report.destroyed.insert(report.destroyed.end(), gone.begin(), gone.end());

@@ -11,6 +11,7 @@
 namespace drsim::testpmd {
 
 absl::StatusOr<CommandResult> FlowEngine::RunIndirectAction(const IndirectActionCmd& cmd) {
+  pristine_ = false;
   DRSIM_RETURN_IF_ERROR(context_->CheckPort(cmd.port));
   IndirectTable& table = context_->indirect;
   CommandResult result;
@@ -37,7 +38,7 @@ absl::StatusOr<CommandResult> FlowEngine::RunIndirectAction(const IndirectAction
         if (out.destroyed.empty()) return WithPos(out.refused, cmd.id_pos);
         IndirectActionCmd done = cmd;
         done.ids = out.destroyed;
-        history_.push_back(Command{SourcePos{}, std::move(done)});
+        Record(Command{SourcePos{}, std::move(done)});
         return ErrorAt(cmd.id_pos, out.refused.code(),
                        absl::StrFormat("%s; the others were destroyed: #%s (testpmd goes on past a refusal)",
                                        out.refused.message(), absl::StrJoin(out.destroyed, ", #")));

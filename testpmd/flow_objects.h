@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "dr/dr.h"
 #include "testpmd/aging.h"
 #include "testpmd/dr_objects.h"
@@ -44,7 +45,7 @@ struct FlowObjects {
   std::shared_ptr<AgeState> age;  // its age action's (its own, or an indirect one's); its flow-hit context
                                   // goes back to the pool once the aso actions using it are gone
   std::vector<std::unique_ptr<OwnedAction>> actions;
-  std::vector<std::unique_ptr<InstalledRule>> rules;
+  absl::InlinedVector<std::unique_ptr<InstalledRule>, 1> rules;  // most flows make one
   std::optional<uint32_t> counter;  // the id of the count action's counter (its own or an indirect one)
   bool indirect_age = false;        // `age` is an indirect action's (flow aged reports that instead)
 };

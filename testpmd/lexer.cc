@@ -11,42 +11,58 @@ bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' ||
 
 }  // namespace
 
+bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out) {
+  bool continued = false;
+  size_t i = 0;
+  while (i < line.size()) {
+    if (IsBlank(line[i])) {
+      ++i;
+      continue;
+    }
+    if (line[i] == '#') break;  // a comment to the end of the line
+    const size_t start = i;
+    while (i < line.size() && !IsBlank(line[i])) ++i;
+    absl::string_view word = line.substr(start, i - start);
+    if (current_.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
+    // A lone backslash, or one ending the line's last token, joins the next line.
+    size_t rest = i;
+    while (rest < line.size() && IsBlank(line[rest])) ++rest;
+    if (rest == line.size() && word.back() == '\\') {
+      continued = true;
+      word.remove_suffix(1);
+      if (word.empty()) break;
+    }
+    current_.tokens.push_back({std::string(word), SourcePos{line_number, static_cast<int>(start) + 1}});
+    current_.end = SourcePos{line_number, static_cast<int>(start + word.size()) + 1};
+  }
+  if (continued || current_.tokens.empty()) return false;
+  return Finish(out);
+}
+
+bool LineLexer::Finish(CommandTokens* out) {
+  if (current_.tokens.empty()) return false;
+  std::swap(*out, current_);  // `out`'s old tokens lend their room to the next command
+  current_.tokens.clear();
+  return true;
+}
+
 std::vector<CommandTokens> Lex(absl::string_view text) {
   std::vector<CommandTokens> commands;
-  CommandTokens current;
+  LineLexer lexer;
+  CommandTokens command;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++line_number;
-    bool continued = false;
-    size_t i = 0;
-    while (i < line.size()) {
-      if (IsBlank(line[i])) {
-        ++i;
-        continue;
-      }
-      if (line[i] == '#') break;  // a comment to the end of the line
-      const size_t start = i;
-      while (i < line.size() && !IsBlank(line[i])) ++i;
-      absl::string_view word = line.substr(start, i - start);
-      if (current.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
-      // A lone backslash, or one ending the line's last token, joins the next line.
-      size_t rest = i;
-      while (rest < line.size() && IsBlank(line[rest])) ++rest;
-      if (rest == line.size() && word.back() == '\\') {
-        continued = true;
-        word.remove_suffix(1);
-        if (word.empty()) break;
-      }
-      current.tokens.push_back({std::string(word), SourcePos{line_number, static_cast<int>(start) + 1}});
-      current.end = SourcePos{line_number, static_cast<int>(start + word.size()) + 1};
-    }
-    if (!continued && !current.tokens.empty()) {
-      commands.push_back(std::move(current));
-      current = CommandTokens();
-    }
+    if (lexer.Take(line, ++line_number, &command)) commands.push_back(command);
   }
-  if (!current.tokens.empty()) commands.push_back(std::move(current));
+  if (lexer.Finish(&command)) commands.push_back(command);
   return commands;
+}
+
+bool CommandStream::Next(CommandTokens* out) {
+  while (std::getline(in_, line_)) {
+    if (lexer_.Take(line_, ++line_number_, out)) return true;
+  }
+  return lexer_.Finish(out);
 }
 
 }  // namespace drsim::testpmd

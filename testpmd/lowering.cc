@@ -22,7 +22,7 @@ hw::MatchParams MeterRegValue(uint32_t value) { return *hw::MatchBuilder().RegC(
 // The policy rules of one colour of a non-default policy.
 absl::Status LowerPolicyColour(ActionLowering& lowering, const MeterInstance& instance,
                                const std::vector<Action>& actions, uint32_t prm_color,
-                               const std::string& label) {
+                               const RuleLabel& label) {
   DRSIM_ASSIGN_OR_RETURN(Classified c, Classify(actions));
   if (c.age != nullptr || !c.indirects.empty()) {
     return ActionError(c.age != nullptr ? *c.age : *c.indirects.front(), StatusCode::kUnimplemented,
@@ -59,20 +59,21 @@ absl::StatusOr<std::shared_ptr<MeterInstance>> MeterInstanceFor(EngineContext& c
   params.Serialize(prm.data());
   DRSIM_ASSIGN_OR_RETURN(instance->meter, dr::Action::FlowMeter(instance->policy_table->table(),
                                                                 meter->enabled, kMeterRegC, prm));
-  const std::string label = absl::StrFormat("port %d meter %d policy", port, id);
+  RuleLabel label;
+  label.part = absl::StrFormat("port %d meter %d policy", port, id);
   PatternInfo no_pattern;
   ActionLowering lowering(ctx, domain, port, no_pattern, &instance->policy);
   DRSIM_ASSIGN_OR_RETURN(dr::Action drop, dr::Action::Drop());
   DrList red;
   red.Add(lowering.Own(std::move(drop)), nullptr);
   DRSIM_RETURN_IF_ERROR(lowering.Insert(instance->color_matcher, MeterRegValue(PrmColor(2)), red,
-                                        absl::StrCat(label, " red"), SourcePos{}));
+                                        label.With(" red"), SourcePos{}));
   if (!policy.default_policy) {
     DRSIM_RETURN_IF_ERROR(
-        LowerPolicyColour(lowering, *instance, policy.cmd.green, PrmColor(0), absl::StrCat(label, " green")));
+        LowerPolicyColour(lowering, *instance, policy.cmd.green, PrmColor(0), label.With(" green")));
     if (!policy.cmd.yellow.empty()) {  // no rule: yellow misses and takes the domain default
-      DRSIM_RETURN_IF_ERROR(LowerPolicyColour(lowering, *instance, policy.cmd.yellow, PrmColor(1),
-                                              absl::StrCat(label, " yellow")));
+      DRSIM_RETURN_IF_ERROR(
+          LowerPolicyColour(lowering, *instance, policy.cmd.yellow, PrmColor(1), label.With(" yellow")));
     }
   }
   slot = instance;
@@ -186,7 +187,8 @@ class FlowLowering {
       const uint32_t value = flow_id << kMeterFlowIdShift | PrmColor(colour);
       DRSIM_RETURN_IF_ERROR(lowering_.Insert(
           (*instance)->flow_matcher, MeterRegValue(value), suffix,
-          absl::StrFormat("%s meter %d %s", target_.label, id, colour == 0 ? "green" : "yellow"), meter.pos));
+          target_.label.With(absl::StrFormat(" meter %d %s", id, colour == 0 ? "green" : "yellow")),
+          meter.pos));
     }
     return absl::OkStatus();
   }
@@ -211,8 +213,8 @@ class FlowLowering {
     DrList rest;
     DRSIM_RETURN_IF_ERROR(lowering_.AddModifiers(c_, false, false, {}, &rest));
     DRSIM_RETURN_IF_ERROR(AddFate(&rest));
-    DRSIM_RETURN_IF_ERROR(lowering_.Insert(all, hw::MatchParams(), rest,
-                                           absl::StrCat(target_.label, " sample suffix"), sample.pos));
+    DRSIM_RETURN_IF_ERROR(
+        lowering_.Insert(all, hw::MatchParams(), rest, target_.label.With(" sample suffix"), sample.pos));
 
     // The sampled copy.
     DRSIM_ASSIGN_OR_RETURN(Classified s, Classify(set->second));
@@ -237,7 +239,7 @@ class FlowLowering {
                                          index));
     }
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* copy_dest,
-                           lowering_.Fate(*s.fate, absl::StrCat(target_.label, " sample"), true));
+                           lowering_.Fate(*s.fate, target_.label.With(" sample"), true));
     const dr::Action* copy_counter = nullptr;
     if (s.count != nullptr) {
       DRSIM_ASSIGN_OR_RETURN(copy_counter, lowering_.Counter(*s.count, nullptr));

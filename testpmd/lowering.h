@@ -28,7 +28,7 @@ struct RuleTarget {
   std::shared_ptr<TableRes> table;
   uint16_t port = 0;
   uint16_t priority = 0;
-  std::string label;      // names the flow's rules in traces: "port 0 flow 3"
+  RuleLabel label;        // names the flow's rules in traces: "port 0 flow 3"
   SourcePos pattern_pos;  // for matcher errors
   SourcePos actions_pos;  // for errors about the action list as a whole
 };

@@ -1,6 +1,7 @@
 #include "testpmd/parse_elements.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
@@ -194,8 +195,10 @@ absl::Status CheckModifyFieldOrder(const Action& a) {
 }  // namespace
 
 absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
-  const std::string expected_item = absl::StrFormat("a pattern item or '%s'", end_word);
-  DRSIM_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_item));
+  // (Messages are formatted only on the way to an error: a rule file's items are mostly right.)
+  auto expected_item = [end_word] { return absl::StrFormat("a pattern item or '%s'", end_word); };
+  if (c.AtEnd()) return c.Expected(expected_item());
+  const Token* name = &c.Take();
   const ItemDef* def = FindItem(name->text);
   if (def == nullptr) {
     if (const char* reason = UnsupportedItemReason(name->text)) {
@@ -203,7 +206,7 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
                      absl::StrFormat("pattern item '%s' is not supported: %s", name->text, reason));
     }
     return ErrorAt(name->pos, StatusCode::kInvalidArgument,
-                   absl::StrFormat("expected %s, found '%s'", expected_item, name->text));
+                   absl::StrFormat("expected %s, found '%s'", expected_item(), name->text));
   }
   Item item;
   item.def = def;
@@ -231,18 +234,27 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
                          : absl::StrFormat("expected a field of item '%s' (%s) or '/', found '%s'", def->name,
                                            FieldNames(*def), fname.text));
     }
-    const std::string ops = field->is_only ? "'is'" : "is, spec, last, mask or prefix";
-    const std::string after = absl::StrFormat("%s after '%s'", ops, field->name);
-    DRSIM_ASSIGN_OR_RETURN(const Token* op, c.Next(after));
+    auto after = [field] {
+      return absl::StrFormat("%s after '%s'", field->is_only ? "'is'" : "is, spec, last, mask or prefix",
+                             field->name);
+    };
+    if (c.AtEnd()) return c.Expected(after());
+    const Token* op = &c.Take();
     const bool known_op =
         op->text == "is" || (!field->is_only && (op->text == "spec" || op->text == "last" ||
                                                  op->text == "mask" || op->text == "prefix"));
     if (!known_op) {
       return ErrorAt(op->pos, StatusCode::kInvalidArgument,
-                     absl::StrFormat("expected %s, found '%s'", after, op->text));
+                     absl::StrFormat("expected %s, found '%s'", after(), op->text));
     }
-    const std::string what = absl::StrFormat("%s field '%s'", def->name, field->name);
-    DRSIM_ASSIGN_OR_RETURN(const Token* value_token, c.Next(absl::StrFormat("a value for %s", what)));
+    char what_buffer[160];  // "ipv4 field 'src'", for the value's errors, without a heap string
+    const int what_size = std::snprintf(what_buffer, sizeof(what_buffer), "%.*s field '%.*s'",
+                                        static_cast<int>(def->name.size()), def->name.data(),
+                                        static_cast<int>(field->name.size()), field->name.data());
+    const absl::string_view what(what_buffer,
+                                 std::min<size_t>(std::max(what_size, 0), sizeof(what_buffer) - 1));
+    if (c.AtEnd()) return c.Expected(absl::StrFormat("a value for %s", what));
+    const Token* value_token = &c.Take();
     absl::uint128 value;
     if (op->text == "prefix") {
       DRSIM_ASSIGN_OR_RETURN(uint64_t n,
@@ -270,8 +282,9 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
 }
 
 absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
-  const std::string expected_action = absl::StrFormat("an action or '%s'", end_word);
-  DRSIM_ASSIGN_OR_RETURN(const Token* name, c.Next(expected_action));
+  auto expected_action = [end_word] { return absl::StrFormat("an action or '%s'", end_word); };
+  if (c.AtEnd()) return c.Expected(expected_action());
+  const Token* name = &c.Take();
   const ActionDef* def = FindAction(name->text);
   if (def == nullptr) {
     if (const char* reason = UnsupportedActionReason(name->text)) {
@@ -279,7 +292,7 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
                      absl::StrFormat("action '%s' is not supported: %s", name->text, reason));
     }
     return ErrorAt(name->pos, StatusCode::kInvalidArgument,
-                   absl::StrFormat("expected %s, found '%s'", expected_action, name->text));
+                   absl::StrFormat("expected %s, found '%s'", expected_action(), name->text));
   }
   Action a;
   a.def = def;
@@ -295,7 +308,8 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
   while (!c.AtEnd() && !c.PeekIs("/") && !c.PeekIs(end_word)) {
     const Token& pname = c.Take();
     const ParamDef* param = FindParam(*def, pname.text);
-    if (param != nullptr && def->type == ActionType::kConntrackUpdate) {  // bare flags: `conntrack_update dir`
+    if (param != nullptr &&
+        def->type == ActionType::kConntrackUpdate) {  // bare flags: `conntrack_update dir`
       ParamValue value;
       value.pos = pname.pos;
       value.text = pname.text;

@@ -1,8 +1,11 @@
 #include "testpmd/runner.h"
 
 #include <algorithm>
+#include <iterator>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "testpmd/lexer.h"
 #include "testpmd/parser.h"
 
 namespace drsim::testpmd {
@@ -41,6 +44,15 @@ FileReport CheckFile(const FlowEngine& engine, absl::string_view file, absl::str
 }
 
 FileReport RunFile(FlowEngine& engine, absl::string_view file, absl::string_view text) {
+  std::istringstream in{std::string(text)};
+  return RunStream(engine, file, in);
+}
+
+namespace {
+
+// The checked path: the whole file checked against a scratch copy of the engine's state, then run.
+FileReport CheckThenRun(FlowEngine& engine, absl::string_view file, const std::string& text,
+                        const StreamOptions& options) {
   FileReport report = CheckFile(engine, file, text);
   if (!report.ok()) return report;
   for (const Command& command : ParseText(text).commands) {
@@ -49,7 +61,44 @@ FileReport RunFile(FlowEngine& engine, absl::string_view file, absl::string_view
       report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
       return report;
     }
-    report.outcomes.push_back({command.pos, *std::move(r)});
+    ++report.commands;
+    if (options.keep_outcomes) report.outcomes.push_back({command.pos, *std::move(r)});
+    if (options.on_command) options.on_command(report.commands);
+  }
+  return report;
+}
+
+}  // namespace
+
+FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& in,
+                     const StreamOptions& options) {
+  if (!engine.pristine()) {
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    return CheckThenRun(engine, file, text, options);
+  }
+  FileReport report;
+  CommandStream stream(in);
+  CommandTokens tokens;
+  while (stream.Next(&tokens)) {
+    ParsedCommand parsed = ParseCommand(tokens);
+    for (const absl::Status& e : parsed.errors) report.diagnostics.push_back(MakeDiagnostic(file, e));
+    if (!parsed.command) continue;
+    absl::StatusOr<CommandResult> r = engine.Execute(*parsed.command);
+    if (!r.ok()) {
+      report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
+      continue;
+    }
+    ++report.commands;
+    if (options.keep_outcomes && report.diagnostics.empty()) {
+      report.outcomes.push_back({parsed.command->pos, *std::move(r)});
+    }
+    if (options.on_command) options.on_command(report.commands);
+  }
+  if (!report.ok()) {  // nothing of a file with errors stays installed
+    engine.Reset();
+    report.outcomes.clear();
+    report.commands = 0;
+    SortByPosition(report.diagnostics);
   }
   return report;
 }

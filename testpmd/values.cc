@@ -30,7 +30,7 @@ absl::uint128 Ones(int width) {
 
 absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::string_view what) {
   absl::string_view s = token.text;
-  const std::string expected = absl::StrFormat("an unsigned number of at most %d bits", width);
+  auto expected = [width] { return absl::StrFormat("an unsigned number of at most %d bits", width); };
   int base = 10;
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
     base = 16;
@@ -39,13 +39,13 @@ absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::stri
     base = 8;
     s.remove_prefix(1);
   }
-  if (s.empty()) return Expected(token, expected, what);
+  if (s.empty()) return Expected(token, expected(), what);
   absl::uint128 value = 0;
   for (char c : s) {
     const int d = DigitValue(c);
-    if (d >= base) return Expected(token, expected, what);
+    if (d >= base) return Expected(token, expected(), what);
     value = value * base + d;
-    if (value > Ones(64)) return Expected(token, expected, what);
+    if (value > Ones(64)) return Expected(token, expected(), what);
   }
   if (value > Ones(width)) {
     return ErrorAt(token.pos, absl::StatusCode::kInvalidArgument,

@@ -16,12 +16,13 @@ namespace {
 // "1 flow", "2 flows".
 std::string Count(size_t n, absl::string_view noun) { return absl::StrCat(n, " ", noun, n == 1 ? "" : "s"); }
 
-int Validate(const Options& options, std::ostream& out, std::ostream& err) {
+int Validate(const Options& options, std::ostream& out, std::ostream& err, bool progress) {
   int status;
-  std::unique_ptr<Session> session = LoadRules(options, err, &status);
+  Progress rules(err, progress);
+  std::unique_ptr<Session> session = LoadRules(options, err, &status, 0, &rules);
   if (session == nullptr) return status;
   const testpmd::EngineCounts c = session->engine->counts();
-  out << options.rules << ": OK, " << Count(session->report.outcomes.size(), "command") << ": "
+  out << options.rules << ": OK, " << Count(session->report.commands, "command") << ": "
       << Count(c.flows, "flow") << " on " << Count(c.rules, "DR rule") << " in "
       << Count(c.matchers, "matcher") << ", " << Count(c.tables, "table") << ", "
       << Count(c.domains, "domain") << "\n";
@@ -69,7 +70,7 @@ int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream&
     err << "drctl: " << options.status().message() << "\n" << Usage();
     return kExitUsage;
   }
-  if (options->command == "validate") return Validate(*options, out, err);
+  if (options->command == "validate") return Validate(*options, out, err, progress);
   if (options->command == "run") return RunFrames(*options, out, err, progress);
   if (options->command == "trace") return TraceFrame(*options, out, err);
   return Dump(*options, out, err);

@@ -30,7 +30,8 @@
 namespace drsim::tools {
 
 // Runs drctl with `args` (without the program name), writing to `out` and `err`; returns the exit status.
-// `progress` enables the progress bar of long runs (on `err`), as when stderr is a terminal.
+// `progress` enables a progress line on `err` (rules installed, frames sent) for loads and runs that take
+// over a second, as when stderr is a terminal; without it nothing extra is printed.
 int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool progress = false);
 
 }  // namespace drsim::tools

@@ -101,8 +101,10 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
     return kExitUsage;
   }
   int status;
+  Progress shown(err, progress);
+  shown.set_total_frames(frames->size());
   std::unique_ptr<Session> session =
-      LoadRules(options, err, &status, frames->empty() ? 0 : FrameTimeNs(frames->front()));
+      LoadRules(options, err, &status, frames->empty() ? 0 : FrameTimeNs(frames->front()), &shown);
   if (session == nullptr) return status;
   std::string after_text;
   if (!options.after.empty()) {
@@ -130,7 +132,6 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
   std::map<uint32_t, Tally> by_rule;  // DR rule id
   Tally in;
   const size_t n = frames->size();
-  size_t last_percent = 101;
   for (size_t i = 0; i < n; ++i) {
     const sim::PcapFrame& f = (*frames)[i];
     sim::Verdict v;
@@ -166,16 +167,9 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
       if (tag) verdicts << " tag=" << *tag;
       verdicts << "\n";
     }
-    if (progress && n >= 10000) {
-      const size_t percent = (i + 1) * 100 / n;
-      if (percent != last_percent) {
-        last_percent = percent;
-        err << absl::StrFormat("\r[%-50s] %3d%% %d/%d frames", std::string(percent / 2, '#'), percent, i + 1,
-                               n)
-            << (i + 1 == n ? "\n" : "") << std::flush;
-      }
-    }
+    shown.Frames(i + 1);
   }
+  shown.Finish();
   if (verdicts.is_open()) {
     verdicts.close();
     if (!verdicts) {
@@ -205,7 +199,8 @@ int RunFrames(const Options& options, std::ostream& out, std::ostream& err, bool
     }
   }
   std::vector<std::string> after_commands;
-  for (const testpmd::CommandOutcome& o : after.outcomes) after_commands.push_back(CommandText(after_text, o.pos.line));
+  for (const testpmd::CommandOutcome& o : after.outcomes)
+    after_commands.push_back(CommandText(after_text, o.pos.line));
 
   if (options.json) {
     nlohmann::json j;

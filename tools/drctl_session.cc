@@ -151,20 +151,25 @@ std::optional<std::string> ReadTextFile(const std::string& path, absl::string_vi
 }
 
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
-                                   uint64_t start_ns) {
-  std::optional<std::string> text = ReadTextFile(options.rules, "rule file", err);
-  if (!text) {
+                                   uint64_t start_ns, Progress* progress) {
+  std::ifstream in(options.rules);
+  if (!in) {
+    err << "drctl: " << options.rules << ": cannot open the rule file\n";
     *exit_status = kExitUsage;
     return nullptr;
   }
   auto session = std::make_unique<Session>();
-  session->rules_text = *std::move(text);
   session->nic = std::make_unique<sim::Nic>(options.vfs);
   session->nic->set_time_ns(start_ns);
   testpmd::EngineOptions engine_options;
   engine_options.rx_queues = static_cast<uint16_t>(options.queues);
+  engine_options.keep_history = !options.after.empty();  // --after files are checked against it
   session->engine = std::make_unique<testpmd::FlowEngine>(*session->nic, engine_options);
-  session->report = testpmd::RunFile(*session->engine, options.rules, session->rules_text);
+  testpmd::StreamOptions stream;
+  stream.keep_outcomes = false;
+  if (progress != nullptr) stream.on_command = [progress](size_t commands) { progress->Rules(commands); };
+  session->report = testpmd::RunStream(*session->engine, options.rules, in, stream);
+  if (progress != nullptr) progress->Finish();
   if (!session->report.ok()) {
     for (const testpmd::Diagnostic& d : session->report.diagnostics) err << d.ToString() << "\n";
     err << absl::StrFormat("%s: %d error(s)\n", options.rules, session->report.diagnostics.size());
@@ -174,8 +179,6 @@ std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, in
   *exit_status = kExitOk;
   return session;
 }
-
-std::string SourceCommand(const Session& session, int line) { return CommandText(session.rules_text, line); }
 
 std::string CommandText(absl::string_view text, int line) {
   // The lexer's own reading of the file: continuation lines joined, comments and prompts left out.

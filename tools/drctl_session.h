@@ -14,6 +14,7 @@
 #include "sim/pcap_file.h"
 #include "testpmd/engine.h"
 #include "testpmd/runner.h"
+#include "tools/drctl_progress.h"
 
 namespace drsim::tools {
 
@@ -34,7 +35,7 @@ struct Options {
   bool stable_ids = false;    // dump
   int vfs = 4;
   int queues = 16;
-  std::string after;            // run: testpmd commands to run after the last frame
+  std::string after;             // run: testpmd commands to run after the last frame
   std::optional<double> wait_s;  // run: seconds the NIC clock runs on after the last frame
 };
 
@@ -48,15 +49,15 @@ const char* Usage();
 struct Session {
   std::unique_ptr<sim::Nic> nic;
   std::unique_ptr<testpmd::FlowEngine> engine;
-  std::string rules_text;
-  testpmd::FileReport report;  // what each command did
+  testpmd::FileReport report;  // the commands run (their outcomes are not kept)
 };
 
-// Reads and runs the rule file on a NIC whose clock reads `start_ns` (the first frame's time: rules are
-// made as the capture begins). On failure, writes the diagnostics (or the read error) to `err` and returns
-// nullptr with *exit_status set.
+// Streams the rule file into a NIC whose clock reads `start_ns` (the first frame's time: rules are made as
+// the capture begins), one command at a time (testpmd/runner.h); `progress` (if given) counts the rules.
+// The engine keeps a history only when --after will check commands against it. On failure, writes the
+// diagnostics (or the read error) to `err` and returns nullptr with *exit_status set.
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
-                                   uint64_t start_ns = 0);
+                                   uint64_t start_ns = 0, Progress* progress = nullptr);
 
 // The text of the file at `path`; nullopt, with "drctl: PATH: cannot open the WHAT" on `err`, when it
 // cannot be read.
@@ -65,10 +66,8 @@ std::optional<std::string> ReadTextFile(const std::string& path, absl::string_vi
 // The NIC time of a frame: its pcap timestamp in nanoseconds (0 before the epoch).
 uint64_t FrameTimeNs(const sim::PcapFrame& frame);
 
-// The command of the rule file starting on `line` (1-based) as the lexer reads it: its words joined by one
-// blank (continuation lines joined, comments left out); "" when no command starts there.
-std::string SourceCommand(const Session& session, int line);
-// The same for any command file's `text`.
+// The command of a command file's `text` starting on `line` (1-based) as the lexer reads it: its words
+// joined by one blank (continuation lines joined, comments left out); "" when no command starts there.
 std::string CommandText(absl::string_view text, int line);
 
 }  // namespace drsim::tools

@@ -2,18 +2,22 @@
 // JSON, traces, dumps and every kind of error out.
 #include "tools/drctl.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/frame_builder.h"
 #include "sim/pcap_file.h"
+#include "tools/drctl_progress.h"
 
 namespace drsim::tools {
 namespace {
@@ -332,6 +336,52 @@ TEST_F(DrctlTest, FromAVportThroughTheEswitch) {
   Result w = Invoke({"run", rules, "--vfs", "2", "--pcap", pcap_, "--verdicts", verdicts});
   ASSERT_EQ(w.status, 0) << w.err;
   EXPECT_EQ(Read(verdicts), "0 vport:0\n1 vport:0\n2 vport:0\n3 vport:0\n");
+}
+
+// A streamed file's errors name their lines, and nothing extra reaches stderr when it is not a terminal.
+TEST(DrctlStreamTest, ValidateStreamsAndReportsEveryErrorWithItsLine) {
+  std::string good;
+  for (int i = 0; i < 3000; ++i) {
+    good += absl::StrFormat(
+        "flow create 0 ingress pattern eth / ipv4 src is 10.0.%d.%d / udp / end actions queue index 1 / "
+        "end\n",
+        i / 256, i % 256);
+  }
+  Result r = Invoke({"validate", Write("many.rules", good)});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.out, ::testing::HasSubstr("OK, 3000 commands: 3000 flows on 3000 DR rules in 1 matcher"));
+  EXPECT_EQ(r.err, "");
+  const std::string bad = good + "flow create 0 ingress pattern eth / end actions queue index 99 / end\n" +
+                          "flow create 0 ingress pattern eth / ipv5 / end actions drop / end\n";
+  r = Invoke({"validate", Write("bad.rules", bad)});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("bad.rules:3001:"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("bad.rules:3002:37: error:"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("2 error(s)"));
+}
+
+TEST(DrctlStreamTest, TheProgressLineWaitsASecondAndOnlyForATerminal) {
+  std::ostringstream quiet, fast, slow;
+  {
+    Progress off(quiet, /*enabled=*/false);
+    Progress quick(fast, /*enabled=*/true);
+    for (size_t i = 1; i <= 5000; ++i) {
+      off.Rules(i);
+      quick.Rules(i);
+    }
+    off.Finish();
+    quick.Finish();
+  }
+  EXPECT_EQ(quiet.str(), "");
+  EXPECT_EQ(fast.str(), "");  // well under a second
+  Progress late(slow, /*enabled=*/true);
+  late.set_total_frames(4096);
+  late.Rules(7);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  for (size_t i = 1; i <= 4096; ++i) late.Frames(i);
+  late.Finish();
+  EXPECT_THAT(slow.str(), ::testing::HasSubstr("\r7 rules installed, "));
+  EXPECT_THAT(slow.str(), ::testing::EndsWith("7 rules installed, 4096/4096 frames sent\n"));
 }
 
 }  // namespace

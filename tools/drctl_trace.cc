@@ -38,20 +38,14 @@ std::string MaskFields(const hw::MatchParams& mask) {
   return fields.empty() ? "(matches everything)" : absl::StrJoin(fields, " ");
 }
 
-// "port 0 flow 3 ..." -> the testpmd line that created flow 3 of port 0, if the file has it.
-std::string FlowSource(const Session& session, const Options& options, const std::string& label) {
+// "port 0 flow 3 ..." -> the testpmd line that created flow 3 of port 0, from the rule file `text`.
+std::string FlowSource(const Session& session, const Options& options, absl::string_view text,
+                       const std::string& label) {
   int port, flow;
   if (std::sscanf(label.c_str(), "port %d flow %d", &port, &flow) != 2) return "";
-  for (const testpmd::CommandOutcome& o : session.report.outcomes) {
-    if (o.result.flow_id == static_cast<uint32_t>(flow)) {
-      const std::string line = SourceCommand(session, o.pos.line);
-      // Flow ids are per port: the line must be a create on this port.
-      if (line.find(absl::StrFormat("create %d ", port)) != std::string::npos) {
-        return absl::StrFormat("%s:%d: %s", options.rules, o.pos.line, line);
-      }
-    }
-  }
-  return "";
+  const std::optional<int> line = session.engine->FlowLine(port, flow);
+  if (!line) return "";
+  return absl::StrFormat("%s:%d: %s", options.rules, *line, CommandText(text, *line));
 }
 
 // Hex of bytes [from, to) of `b`, at most 48 bytes of it.
@@ -120,6 +114,9 @@ int TraceFrame(const Options& options, std::ostream& out, std::ostream& err) {
   int status;
   std::unique_ptr<Session> session = LoadRules(options, err, &status, FrameTimeNs(frames->front()));
   if (session == nullptr) return status;
+  // The rules' text, read again for the lines the frame's rules came from.
+  std::optional<std::string> text = ReadTextFile(options.rules, "rule file", err);
+  if (!text) return kExitUsage;
   // The frames before it go through first: counters, meters and samplers see what they would have.
   sim::Verdict v;
   for (long i = 0; i < *options.frame; ++i) Inject(*session, options, (*frames)[i], false, &v);
@@ -143,7 +140,7 @@ int TraceFrame(const Options& options, std::ostream& out, std::ostream& err) {
     const std::string label = session->engine->DescribeRule(hop.rule_id);
     out << absl::StrFormat("    rule %d: %s\n", hop.rule_id,
                            label.empty() ? "(not from the rule file)" : label);
-    if (std::string source = FlowSource(*session, options, label); !source.empty()) {
+    if (std::string source = FlowSource(*session, options, *text, label); !source.empty()) {
       out << "      " << source << "\n";
     }
     if (std::vector<std::string> actions = session->engine->RuleActions(hop.rule_id); !actions.empty()) {
