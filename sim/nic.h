@@ -105,6 +105,7 @@ enum class Fate : uint8_t {
   kTableLoop,      // more than kMaxTableJumps jumps
   kWire,           // sent out of the uplink
   kPort,           // to function `vport`'s own interface (its netdev), as it has no NIC_RX steering
+  kNoTunnel,       // a decap action met a frame without the inner header it keeps (docs/semantics.md)
 };
 
 const char* FateName(Fate fate);
@@ -133,7 +134,8 @@ struct NicStats {
   uint64_t queue_full = 0;
   uint64_t table_loops = 0;
   uint64_t to_wire = 0;
-  uint64_t to_port = 0;  // to a function's own interface (no NIC_RX steering)
+  uint64_t to_port = 0;    // to a function's own interface (no NIC_RX steering)
+  uint64_t no_tunnel = 0;  // dropped by a decap action that found no tunnel to remove
 };
 
 class Nic;
@@ -374,7 +376,7 @@ class Nic {
     uint32_t root_rank = 0;
     int jumps = 0;
   };
-  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kDone };
+  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kNoTunnel, kDone };
   struct DomainExit {
     Exit exit = Exit::kDefault;
     uint32_t arg = 0;  // kQueue: the QP number; kTir: the TIR; kVport: the vport
@@ -508,7 +510,7 @@ class Worker {
   std::unique_ptr<Nic::Burst> burst_;         // reused from one call to the next
   // Written only by the worker's thread, read by Nic::stats() from any.
   std::atomic<uint64_t> frames_{0};
-  std::atomic<uint64_t> fates_[static_cast<int>(Fate::kPort) + 1] = {};  // by Fate (kPort is the last)
+  std::atomic<uint64_t> fates_[static_cast<int>(Fate::kNoTunnel) + 1] = {};  // by Fate (the last)
 };
 
 }  // namespace drsim::sim

@@ -62,11 +62,21 @@ std::vector<uint8_t> OuterL2L3(uint8_t proto) {
   return h;
 }
 
+// The GRE headers tests send: RFC 2784's plain one (flags 0), and the one of newer rdma-core tests
+// (tests/utils.py gen_gre_header: flags 0x2001, version 1 with the key bit, then key 0x12345678).
+enum class GreKind { kPlain, kVersion1WithKey };
+constexpr uint32_t kRdmaCoreGreKey = 0x12345678;
+
 // ETH/IPv4/GRE carrying `protocol` (0x6558: an Ethernet frame; 0x0800: an IPv4 packet).
-std::vector<uint8_t> GreHeader(uint16_t protocol) {
+std::vector<uint8_t> GreHeader(uint16_t protocol, GreKind kind = GreKind::kPlain) {
   std::vector<uint8_t> h = OuterL2L3(47);
   h.resize(38, 0);
   hw::StoreBe16(&h[36], protocol);
+  if (kind == GreKind::kVersion1WithKey) {
+    hw::StoreBe16(&h[34], 0x2001);
+    h.resize(42);
+    hw::StoreBe32(&h[38], kRdmaCoreGreKey);
+  }
   return h;
 }
 
@@ -175,6 +185,53 @@ TEST_P(ReformatTest, L3Geneve) {
   dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), kL3Decap, l2);
   auto [wire, got] = RoundTrip(Inner(), encap, decap);
   EXPECT_EQ(got, Inner());
+}
+
+// GRE of any version is a tunnel to a ConnectX: rdma-core's test_packet_reformat_{l2,l3}_gre (and their root
+// variants) send version 1 with a key (0x2001) and expect decap to give back the sent frame, byte for byte.
+TEST_P(ReformatTest, L2GreVersion1WithKeyDecapsToTheSentFrame) {
+  std::vector<uint8_t> header = GreHeader(0x6558, GreKind::kVersion1WithKey);
+  dr::Action encap = *dr::Action::PacketReformat(tx_, flags(), kL2Encap, header);
+  dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), kL2Decap, {});
+  auto [wire, got] = RoundTrip(Inner(), encap, decap);
+  ASSERT_EQ(wire.size(), Inner().size() + 42);
+  EXPECT_EQ(hw::LoadBe16(wire.data() + 34), 0x2001);
+  EXPECT_EQ(hw::LoadBe32(wire.data() + 38), kRdmaCoreGreKey);
+  EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 42, wire.end()), Inner());
+  EXPECT_EQ(got, Inner());
+}
+
+TEST_P(ReformatTest, L3GreVersion1WithKeyDecapsToTheSentFrame) {
+  std::vector<uint8_t> header = GreHeader(0x0800, GreKind::kVersion1WithKey), l2 = L2Header();
+  dr::Action encap = *dr::Action::PacketReformat(tx_, flags(), kL3Encap, header);
+  dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), kL3Decap, l2);
+  const std::vector<uint8_t> inner = Inner();
+  auto [wire, got] = RoundTrip(inner, encap, decap);
+  ASSERT_EQ(wire.size(), inner.size() - 14 + 42);
+  EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 42, wire.end()),
+            std::vector<uint8_t>(inner.begin() + 14, inner.end()));
+  EXPECT_EQ(got, inner);
+}
+
+// A decap that meets a frame with no tunnel drops it, counted apart (rdma-core's STE v0 decap sets
+// fail_on_error): the frame never reaches the QP with its headers as they came.
+TEST_P(ReformatTest, DecapOfAFrameWithoutATunnelDropsIt) {
+  for (auto type : {kL2Decap, kL3Decap}) {
+    SCOPED_TRACE(type);
+    const std::vector<uint8_t> l2 = type == kL3Decap ? L2Header() : std::vector<uint8_t>();
+    dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), type, l2);
+    qp_ = nic_.pf().CreateQueue();
+    qp_action_ = *dr::Action::DestQp(nic_.pf(), qp_);
+    CatchAll(rx_, {&decap, &qp_action_});
+    const uint64_t before = nic_.stats().no_tunnel;
+    EXPECT_EQ(nic_.ReceiveFromWire(Inner()).fate, sim::Fate::kNoTunnel);
+    EXPECT_EQ(nic_.stats().no_tunnel, before + 1);
+    EXPECT_FALSE(nic_.pf().queue(qp_)->Poll().has_value());
+    rules_.clear();
+    matchers_.clear();
+    jumps_.clear();
+    tables_.clear();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RootAndNonRoot, ReformatTest, ::testing::Bool(),
