@@ -204,6 +204,7 @@ class Function : public hw::Device {
   absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id) override;
   absl::StatusOr<hw::CounterActivity> QueryFirstHitActivity(uint32_t aso_context) override;
   bool IsEswitchManager() const override { return vport_ == 0; }
+  hw::EswitchEncap eswitch_encap() const override;
   bool HasVport(uint32_t vport) const override;
   absl::Status RetainTir(uint32_t tir) override;
   void ReleaseTir(uint32_t tir) override;
@@ -352,6 +353,12 @@ class Nic {
     return GeneveOptionSelector::FromPacked(geneve_option_.load(std::memory_order_acquire));
   }
 
+  // The eSwitch's encap mode (hw::EswitchEncap; default none, as drsim-run's): set it before rules are
+  // made, as an administrator sets it before programs run; rules made earlier keep what they were checked
+  // against.
+  void set_eswitch_encap(hw::EswitchEncap encap) { eswitch_encap_.store(encap, std::memory_order_relaxed); }
+  hw::EswitchEncap eswitch_encap() const { return eswitch_encap_.load(std::memory_order_relaxed); }
+
   // The NIC's clock, which meters and the counters' hit history run on: frames processed now arrive at
   // `ns`. It only moves forward.
   void set_time_ns(uint64_t ns);
@@ -467,6 +474,7 @@ class Nic {
   std::atomic<uint64_t> matcher_sequence_{0};
   std::unique_ptr<Objects> objects_;  // under control_mu_
   std::atomic<uint64_t> now_ns_{0};
+  std::atomic<hw::EswitchEncap> eswitch_encap_{hw::EswitchEncap::kNone};
   std::atomic<uint32_t> geneve_option_{0};  // GeneveOptionSelector::packed() of objects_->geneve_options
   std::mutex wire_mu_;                      // wire_out_, wire_spare_
   std::deque<std::vector<uint8_t>> wire_out_;

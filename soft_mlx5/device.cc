@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "capi/drsim.h"
 #include "capi/errors.h"
+#include "sim/nic.h"
 #include "sim/rx_queue.h"
 #include "soft_mlx5/verbs_objects.h"
 #include "soft_mlx5/verbs_ops.h"
@@ -62,11 +63,22 @@ SoftDevice* MakeDevice() {
                  std::string(wire.status().message()).c_str());
     return nullptr;
   }
+  const std::string encap = EnvOr("DRSIM_ESWITCH_ENCAP", "none");
+  if (encap != "none" && encap != "basic") {
+    std::fprintf(
+        stderr,
+        "drsim: DRSIM_ESWITCH_ENCAP='%s': the eSwitch encap mode is none or basic; the software mlx5 "
+        "device is off\n",
+        encap.c_str());
+    return nullptr;
+  }
   ibv_context* pf = drsim_open(vfs);
   if (pf == nullptr) {
     std::fprintf(stderr, "drsim: cannot open the software NIC: %s\n", drsim_last_error());
     return nullptr;
   }
+  capi::FunctionOf(pf)->owner->nic->set_eswitch_encap(encap == "basic" ? hw::EswitchEncap::kBasic
+                                                                       : hw::EswitchEncap::kNone);
   return SoftDevice::Create(name, capi::FunctionOf(pf)->owner, *std::move(wire));
 }
 
@@ -151,8 +163,8 @@ bool NicState::DeliverToPosted(ReceiveQueue& rq, const uint8_t* frame, size_t le
   if (!rq.ready || rq.posted.empty()) {
     ++ctx_->rx_out_of_buffer[rq.vport];
     if (debug_) {
-      std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n", rq.number,
-                   len);
+      std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
+                   rq.number, len);
     }
     return false;
   }

@@ -261,6 +261,38 @@ TEST(ReformatChecksTest, CreationErrorsFollowRdmaCore) {
   EXPECT_EQ(rx.Destroy().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// The eSwitch encap mode decides which root tables take reformat actions, as Linux mlx5_ib makes them
+// (drivers/infiniband/hw/mlx5/fs.c _get_flow_table): NIC RX/TX root tables with decap and reformat only
+// under encap-mode none, FDB root tables only under basic. Non-root tables take them under either mode.
+// rdma-core's root reformat tests skip on switchdev with encap-mode basic (requires_encap_disabled_if_
+// eswitch_on) for this reason.
+TEST(ReformatChecksTest, TheEswitchEncapModeDecidesWhichRootTablesTakeReformat) {
+  std::vector<uint8_t> gre = GreHeader(0x6558);
+  for (hw::EswitchEncap encap : {hw::EswitchEncap::kNone, hw::EswitchEncap::kBasic}) {
+    SCOPED_TRACE(encap == hw::EswitchEncap::kNone ? "encap-mode none" : "encap-mode basic");
+    sim::Nic nic;
+    nic.set_eswitch_encap(encap);
+    for (auto type : {MLX5DV_DR_DOMAIN_TYPE_NIC_TX, MLX5DV_DR_DOMAIN_TYPE_FDB}) {
+      const bool takes = (type == MLX5DV_DR_DOMAIN_TYPE_FDB) == (encap == hw::EswitchEncap::kBasic);
+      dr::Domain domain = *dr::Domain::Create(nic.pf(), type);
+      dr::Table root = *dr::Table::Create(domain, 0), table = *dr::Table::Create(domain, 1);
+      dr::Matcher root_all = *dr::Matcher::Create(root, 0, 0, nullptr);
+      dr::Matcher table_all = *dr::Matcher::Create(table, 0, 0, nullptr);
+      dr::Action root_encap =
+          *dr::Action::PacketReformat(domain, MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL, kL2Encap, gre);
+      dr::Action encap_action = *dr::Action::PacketReformat(domain, 0, kL2Encap, gre);
+      absl::StatusOr<dr::Rule> on_root = dr::Rule::Create(root_all, MatchParams(), {&root_encap});
+      if (takes) {
+        EXPECT_TRUE(on_root.ok()) << on_root.status();
+      } else {
+        EXPECT_EQ(on_root.status().code(), absl::StatusCode::kUnimplemented);
+        EXPECT_THAT(on_root.status().message(), ::testing::HasSubstr("eSwitch encap mode"));
+      }
+      EXPECT_TRUE(dr::Rule::Create(table_all, MatchParams(), {&encap_action}).ok());
+    }
+  }
+}
+
 TEST(ReformatChecksTest, FdbDecapsWireTrafficForAVfAndEncapsItsReplies) {
   sim::Nic nic(1);
   dr::Domain fdb = *dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_FDB);
