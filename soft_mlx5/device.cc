@@ -77,8 +77,9 @@ SoftDevice* MakeDevice() {
     std::fprintf(stderr, "drsim: cannot open the software NIC: %s\n", drsim_last_error());
     return nullptr;
   }
-  capi::FunctionOf(pf)->owner->nic->set_eswitch_encap(encap == "basic" ? hw::EswitchEncap::kBasic
-                                                                       : hw::EswitchEncap::kNone);
+  sim::Nic& nic = *capi::FunctionOf(pf)->owner->nic;
+  nic.set_eswitch_encap(encap == "basic" ? hw::EswitchEncap::kBasic : hw::EswitchEncap::kNone);
+  nic.set_time_ns(MonotonicNs());  // the NIC's clock follows CLOCK_MONOTONIC from the start
   return SoftDevice::Create(name, capi::FunctionOf(pf)->owner, *std::move(wire));
 }
 
@@ -191,9 +192,17 @@ bool NicState::DeliverToPosted(ReceiveQueue& rq, const uint8_t* frame, size_t le
 }
 
 uint64_t NicState::CompletionTime() {
-  if (!pumping_) return CompletionTimestamp();
-  if (pump_time_ == 0) pump_time_ = CompletionTimestamp();
+  if (!pumping_) return MonotonicNs();
+  if (pump_time_ == 0) pump_time_ = MonotonicNs();
   return pump_time_;
+}
+
+size_t NicState::ReceiveWireFrames() {
+  const size_t n = wire_in_.size();
+  // What the wire brought goes into the NIC as one burst, whose lookups overlap.
+  if (n != 0) (void)ctx_->nic->ReceiveFromWire(wire_in_);
+  wire_in_.clear();
+  return n;
 }
 
 void NicState::Pump() {
@@ -205,17 +214,22 @@ void NicState::Pump() {
       wire_out_.clear();
       moved += ctx_->nic->TakeWireFrames(wire_out_);
       for (std::vector<uint8_t>& frame : wire_out_) wire_->Transmit(std::move(frame));
-      // What the wire brought goes into the NIC as one burst, whose lookups overlap.
       std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
+      // The NIC's clock is when they arrived: now, or for a pcap wire each frame's due time (runs of
+      // frames due at once go in together; a time behind the clock, as after a send, is the clock's).
+      const absl::Span<const int64_t> arrived = wire_->last_arrivals();
+      if (arrived.empty() && !in.empty()) ctx_->nic->set_time_ns(MonotonicNs());
       wire_in_.clear();
-      for (const std::vector<uint8_t>& frame : in) {
+      for (size_t i = 0; i < in.size(); ++i) {
+        const std::vector<uint8_t>& frame = in[i];
         if (frame.size() < 14 || frame.size() > 65535) continue;  // not an Ethernet frame the NIC can take
+        if (!arrived.empty() && static_cast<uint64_t>(arrived[i]) > ctx_->nic->time_ns()) {
+          moved += ReceiveWireFrames();
+          ctx_->nic->set_time_ns(static_cast<uint64_t>(arrived[i]));
+        }
         wire_in_.emplace_back(frame.data(), frame.size());
       }
-      if (!wire_in_.empty()) {
-        (void)ctx_->nic->ReceiveFromWire(wire_in_);
-        moved += wire_in_.size();
-      }
+      moved += ReceiveWireFrames();
       // The loopback wire's frames are the NIC's own buffers: handed back, the next ones reuse them.
       ctx_->nic->RecycleWireBuffers(in);
     }

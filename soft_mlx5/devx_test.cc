@@ -538,6 +538,29 @@ TEST_F(DevxTest, AsoFlowMeterObjectsTakeParametersAndAsoActions) {
   EXPECT_EQ(Get64(q, 32), 7u);  // red
 }
 
+// The PRM's flow_meter_aso object holds two flow_meter_parameters (bytes 80 and 112 of the mailbox, as in
+// DPDK's mlx5_prm.h and the kernel's mlx5_ifc.h): CREATE_GENERAL_OBJECT takes them for line 0's meters. A
+// block of zeros leaves its meter unset; a bad block fails the CREATE and makes nothing.
+TEST_F(DevxTest, AsoFlowMeterObjectsTakeThePrmsMeterParametersAtCreate) {
+  const std::vector<uint8_t> prm = tests::MeterPrm();
+  Bytes in = CreateAsoIn(0x24, /*log_obj_range=*/1);
+  std::copy(prm.begin(), prm.end(), in.begin() + 80);
+  Bytes out;
+  mlx5dv_devx_obj* meters = Create(in, &out);
+  ASSERT_NE(meters, nullptr);
+  const uint32_t id = Get32(out, 8);
+  Bytes q;
+  ASSERT_EQ(Query(meters, GeneralObjectIn(0xa02, 0x24, id, 0), &q, 144), 0) << drsim_last_error();
+  EXPECT_EQ(Bytes(q.begin() + 80, q.begin() + 112), Bytes(prm.begin(), prm.end()));
+  EXPECT_EQ(Bytes(q.begin() + 112, q.begin() + 144), Bytes(32, 0));  // the second meter: unset
+  ASSERT_EQ(Query(meters, GeneralObjectIn(0xa02, 0x24, id, 1), &q, 144), 0) << drsim_last_error();
+  EXPECT_EQ(Bytes(q.begin() + 80, q.begin() + 144), Bytes(64, 0));  // line 1: not in the CREATE
+  Bytes bad = in;
+  bad[112] = 0x30;  // the second meter: start_color 3
+  CreateFails(bad, EREMOTEIO, kBadParam);
+  EXPECT_NE(std::string(drsim_last_error()).find("the second meter's parameters"), std::string::npos);
+}
+
 TEST_F(DevxTest, AsoFlowHitObjectRecordsHits) {
   Bytes out;
   mlx5dv_devx_obj* hits = Create(CreateAsoIn(0x25), &out);
