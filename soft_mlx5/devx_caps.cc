@@ -186,30 +186,39 @@ struct SupportBit {
   std::initializer_list<hw::Field> fields;
 };
 using F = hw::Field;
+// The bits of one header stack: the outer one's at `bit`, the inner one's at `bit` + 0x20.
+struct StackBit {
+  uint32_t bit;
+  std::initializer_list<hw::Field> outer, inner;
+};
+constexpr uint32_t kInnerStackBits = 0x20;
+const StackBit kStackBits[] = {
+    {0x00, {F::kOuterDmac47_16, F::kOuterDmac15_0}, {F::kInnerDmac47_16, F::kInnerDmac15_0}},
+    {0x01, {F::kOuterSmac47_16, F::kOuterSmac15_0}, {F::kInnerSmac47_16, F::kInnerSmac15_0}},
+    {0x02, {F::kOuterEthertype}, {F::kInnerEthertype}},
+    {0x03, {F::kOuterIpVersion}, {F::kInnerIpVersion}},
+    {0x04, {F::kOuterFirstPrio}, {F::kInnerFirstPrio}},
+    {0x05, {F::kOuterFirstCfi}, {F::kInnerFirstCfi}},
+    {0x06, {F::kOuterFirstVid}, {F::kInnerFirstVid}},
+    {0x07, {F::kOuterIpTtlHoplimit}, {F::kInnerIpTtlHoplimit}},
+    {0x08, {F::kOuterSecondPrio}, {F::kInnerSecondPrio}},
+    {0x09, {F::kOuterSecondCfi}, {F::kInnerSecondCfi}},
+    {0x0a, {F::kOuterSecondVid}, {F::kInnerSecondVid}},
+    {0x0b, {F::kOuterIpv6FlowLabel}, {F::kInnerIpv6FlowLabel}},
+    {0x0c, {F::kOuterSrcIp127_96, F::kOuterSrcIp31_0}, {F::kInnerSrcIp127_96, F::kInnerSrcIp31_0}},
+    {0x0d, {F::kOuterDstIp127_96, F::kOuterDstIp31_0}, {F::kInnerDstIp127_96, F::kInnerDstIp31_0}},
+    {0x0e, {F::kOuterFrag}, {F::kInnerFrag}},
+    {0x0f, {F::kOuterIpProtocol}, {F::kInnerIpProtocol}},
+    {0x10, {F::kOuterIpEcn}, {F::kInnerIpEcn}},
+    {0x11, {F::kOuterIpDscp}, {F::kInnerIpDscp}},
+    {0x12, {F::kOuterUdpSport}, {F::kInnerUdpSport}},
+    {0x13, {F::kOuterUdpDport}, {F::kInnerUdpDport}},
+    {0x14, {F::kOuterTcpSport}, {F::kInnerTcpSport}},
+    {0x15, {F::kOuterTcpDport}, {F::kInnerTcpDport}},
+    {0x16, {F::kOuterTcpFlags}, {F::kInnerTcpFlags}},
+};
+// The other bits.
 const SupportBit kFieldSupportBits[] = {
-    {0x00, {F::kOuterDmac47_16, F::kOuterDmac15_0}},
-    {0x01, {F::kOuterSmac47_16, F::kOuterSmac15_0}},
-    {0x02, {F::kOuterEthertype}},
-    {0x03, {F::kOuterIpVersion}},
-    {0x04, {F::kOuterFirstPrio}},
-    {0x05, {F::kOuterFirstCfi}},
-    {0x06, {F::kOuterFirstVid}},
-    {0x07, {F::kOuterIpTtlHoplimit}},
-    {0x08, {F::kOuterSecondPrio}},
-    {0x09, {F::kOuterSecondCfi}},
-    {0x0a, {F::kOuterSecondVid}},
-    {0x0b, {F::kOuterIpv6FlowLabel}},
-    {0x0c, {F::kOuterSrcIp127_96, F::kOuterSrcIp31_0}},
-    {0x0d, {F::kOuterDstIp127_96, F::kOuterDstIp31_0}},
-    {0x0e, {F::kOuterFrag}},
-    {0x0f, {F::kOuterIpProtocol}},
-    {0x10, {F::kOuterIpEcn}},
-    {0x11, {F::kOuterIpDscp}},
-    {0x12, {F::kOuterUdpSport}},
-    {0x13, {F::kOuterUdpDport}},
-    {0x14, {F::kOuterTcpSport}},
-    {0x15, {F::kOuterTcpDport}},
-    {0x16, {F::kOuterTcpFlags}},
     {0x17, {F::kGreProtocol}},
     {0x18, {F::kGreKeyH, F::kGreKeyL}},
     {0x19, {F::kVxlanVni}},
@@ -219,29 +228,6 @@ const SupportBit kFieldSupportBits[] = {
     {0x1d, {F::kGeneveOptLen}},
     {0x1e, {F::kSourceVhcaPort}},
     {0x1f, {F::kSourcePort}},
-    {0x20, {F::kInnerDmac47_16, F::kInnerDmac15_0}},
-    {0x21, {F::kInnerSmac47_16, F::kInnerSmac15_0}},
-    {0x22, {F::kInnerEthertype}},
-    {0x23, {F::kInnerIpVersion}},
-    {0x24, {F::kInnerFirstPrio}},
-    {0x25, {F::kInnerFirstCfi}},
-    {0x26, {F::kInnerFirstVid}},
-    {0x27, {F::kInnerIpTtlHoplimit}},
-    {0x28, {F::kInnerSecondPrio}},
-    {0x29, {F::kInnerSecondCfi}},
-    {0x2a, {F::kInnerSecondVid}},
-    {0x2b, {F::kInnerIpv6FlowLabel}},
-    {0x2c, {F::kInnerSrcIp127_96, F::kInnerSrcIp31_0}},
-    {0x2d, {F::kInnerDstIp127_96, F::kInnerDstIp31_0}},
-    {0x2e, {F::kInnerFrag}},
-    {0x2f, {F::kInnerIpProtocol}},
-    {0x30, {F::kInnerIpEcn}},
-    {0x31, {F::kInnerIpDscp}},
-    {0x32, {F::kInnerUdpSport}},
-    {0x33, {F::kInnerUdpDport}},
-    {0x34, {F::kInnerTcpSport}},
-    {0x35, {F::kInnerTcpDport}},
-    {0x36, {F::kInnerTcpFlags}},
     {0x3f, {F::kMetadataRegA}},
     {0x40, {F::kGeneveTlvOption0Data}},
     {0x41, {F::kGeneveTlvOption0Exist}},
@@ -396,11 +382,16 @@ void FieldSupport2(const sim::Function& fn, Page& page, uint32_t base) {
 // ft_field_support, and the same in ft_field_bitmask_support: the compiler takes any mask on a field.
 void FieldSupport(const sim::Function& fn, Page& page, uint32_t properties) {
   const hw::ParsedFields& parsed = fn.parsed_fields();
-  for (const SupportBit& b : kFieldSupportBits) {
-    const bool all = std::all_of(b.fields.begin(), b.fields.end(), [&](F f) { return parsed.Contains(f); });
-    Set(page, PrmField{b.bit, 1}.At(properties + kFieldSupport), all);
-    Set(page, PrmField{b.bit, 1}.At(properties + kFieldBitmaskSupport), all);
+  auto set = [&](uint32_t bit, std::initializer_list<hw::Field> fields) {
+    const bool all = std::all_of(fields.begin(), fields.end(), [&](F f) { return parsed.Contains(f); });
+    Set(page, PrmField{bit, 1}.At(properties + kFieldSupport), all);
+    Set(page, PrmField{bit, 1}.At(properties + kFieldBitmaskSupport), all);
+  };
+  for (const StackBit& b : kStackBits) {
+    set(b.bit, b.outer);
+    set(b.bit + kInnerStackBits, b.inner);
   }
+  for (const SupportBit& b : kFieldSupportBits) set(b.bit, b.fields);
 }
 
 void ReformatLimits(Page& page) {
