@@ -19,10 +19,11 @@ absl::Status Invalid(size_t i, const ActionSpec& a, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrFormat("action[%d] (%s): %s", i, ActionTypeName(a.type), why));
 }
 
-bool IsReformatOrModify(ActionType t) {
-  return t == T::kTnlL2ToL2 || t == T::kL2ToTnlL2 || t == T::kTnlL3ToL2 || t == T::kL2ToTnlL3 ||
-         t == T::kModifyHdr;
+bool IsReformat(ActionType t) {
+  return t == T::kTnlL2ToL2 || t == T::kL2ToTnlL2 || t == T::kTnlL3ToL2 || t == T::kL2ToTnlL3;
 }
+
+bool IsReformatOrModify(ActionType t) { return IsReformat(t) || t == T::kModifyHdr; }
 
 // rdma-core's per-type checks (EINVAL), shared by both paths.
 absl::Status CheckType(const RuleContext& rule, size_t i, const ActionSpec& a) {
@@ -133,6 +134,14 @@ absl::Status CheckRoot(const RuleContext& rule, absl::Span<const ActionSpec* con
             "action[%d] (%s) is not supported on root (level 0) tables", i, ActionTypeName(a.type)));
     }
     DRSIM_RETURN_IF_ERROR(CheckType(rule, i, a));
+    if (IsReformat(a.type) && !rule.root_reformat) {
+      const bool fdb = rule.domain_type == MLX5DV_DR_DOMAIN_TYPE_FDB;
+      return absl::UnimplementedError(absl::StrFormat(
+          "action[%d] (%s): the kernel makes %s root tables without reformat while the eSwitch encap mode is "
+          "%s (devlink dev eswitch set ... encap-mode %s; drsim-run --eswitch-encap %s)",
+          i, ActionTypeName(a.type), fdb ? "FDB" : "NIC", fdb ? "none" : "basic", fdb ? "basic" : "none",
+          fdb ? "basic" : "none"));
+    }
     if (++seen[static_cast<int>(a.type)] > 1) {
       return Invalid(i, a, "a root-table rule takes each action type once");
     }

@@ -72,7 +72,9 @@ struct RuleContext {
   const void* domain = nullptr;  // identity of the rule's domain
   const void* device = nullptr;  // identity of the domain's device
   bool root_table = false;       // the matcher's table is level 0
-  uint32_t table_level = 0;      // the matcher's table level
+  // Root tables of this domain take reformat actions (hw::RootTablesTakeReformat: the eSwitch encap mode).
+  bool root_reformat = true;
+  uint32_t table_level = 0;  // the matcher's table level
   // FDB only: pipes the rule is not inserted in (rdma-core's dr_rule_skip: a rule matching source_port
   // 0xffff, the wire, lives only in the RX pipe; one matching another vport only in the TX pipe).
   bool skip_rx = false;

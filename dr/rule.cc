@@ -142,6 +142,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::StatusOr<ProgramsObj*> ProgramsFor(
   context.domain = &d;
   context.device = d.device;
   context.root_table = m.table->ft.level == 0;
+  context.root_reformat = hw::RootTablesTakeReformat(d.type, d.device->eswitch_encap());
   context.table_level = m.table->ft.level;
   context.skip_rx = pipes == kTxOnly;
   context.skip_tx = pipes == kRxOnly;

@@ -431,6 +431,7 @@ class ActionListRun {
       case sim::Fate::kDomainDefault:
       case sim::Fate::kTableLoop:
       case sim::Fate::kWire:
+      case sim::Fate::kNoTunnel:
         return;
     }
     Fail(absl::StrFormat("a frame %s has no fate (%d)", from, static_cast<int>(d.fate)));

@@ -60,6 +60,17 @@ struct CounterActivity {
   }
 };
 
+// The eSwitch's encap mode, as an administrator sets it (`devlink dev eswitch set ... encap-mode`). It
+// decides which root (level-0, kernel-owned) tables take reformat actions: Linux mlx5_ib makes its NIC RX/TX
+// tables with decap and reformat enabled only when the mode is none, and its FDB tables only when it is basic
+// (drivers/infiniband/hw/mlx5/fs.c, _get_flow_table). Non-root tables are the driver's own and unaffected.
+enum class EswitchEncap : uint8_t { kNone, kBasic };
+
+// Whether root tables of `type` take reformat actions under `encap`.
+inline bool RootTablesTakeReformat(mlx5dv_dr_domain_type type, EswitchEncap encap) {
+  return (type == MLX5DV_DR_DOMAIN_TYPE_FDB) == (encap == EswitchEncap::kBasic);
+}
+
 // What a device says about itself (ibv_query_device and its HCA capabilities); dumps report it.
 struct DeviceInfo {
   std::string name = "drsim";        // the ibv device name
@@ -114,6 +125,8 @@ class Device {
   // eSwitch: only the eSwitch manager (the PF) may create FDB domains; dest_vport actions name an
   // existing vport (0 = the PF, 1..N the VFs, 0xffff the uplink).
   virtual bool IsEswitchManager() const = 0;
+  // The eSwitch's encap mode (which root tables take reformat actions).
+  virtual EswitchEncap eswitch_encap() const { return EswitchEncap::kNone; }
   virtual bool HasVport(uint32_t vport) const = 0;
 
   // TIRs (RSS over receive queues) that dest_devx_tir actions target; as queues.

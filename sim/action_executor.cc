@@ -308,7 +308,7 @@ bool ActionExecutor::Decap(const std::vector<uint8_t>* l2_header, PacketBuffer& 
   EnsureParsed(packet, meta, /*whole=*/true);
   // L2 decap keeps the inner Ethernet frame; L3 decap keeps the inner IP packet and gives it `l2_header`.
   const size_t keep_from = l2_header != nullptr ? layers().inner_l3 : layers().inner_l2;
-  if (keep_from == 0) return false;  // no such inner header: nothing to decapsulate
+  if (keep_from == 0) return false;  // no such inner header: no tunnel to remove
   packet.Erase(0, keep_from);
   if (l2_header != nullptr) packet.Insert(0, l2_header->data(), l2_header->size());
   parsed_ = Parsed::kNo;
@@ -390,8 +390,9 @@ ActionExecutor::Change ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketB
         break;
       case hw::OpCode::kDecapL2:
       case hw::OpCode::kDecapL3:
-        if (Decap(op.code == hw::OpCode::kDecapL3 ? op.bytes : nullptr, packet, meta))
-          changed(Change::kHeaders);
+        if (!Decap(op.code == hw::OpCode::kDecapL3 ? op.bytes : nullptr, packet, meta))
+          return Change::kNoTunnel;
+        changed(Change::kHeaders);
         break;
       case hw::OpCode::kAsoFlowMeter: {
         EnsureParsed(packet, meta);

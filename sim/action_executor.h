@@ -11,7 +11,8 @@
 //    outer UDP checksum is recomputed;
 //  - decapsulation removes everything before the inner Ethernet header (L2_TUNNEL_TO_L2) or before the
 //    inner IP header, which gets the action's 14- or 18-byte L2 header (L3_TUNNEL_TO_L2); a frame with no
-//    such inner header (not a tunnel the parser knows) is left as it is;
+//    such inner header (not a tunnel the parser knows) stops the program, and the caller drops it, as
+//    rdma-core's STE v0 decap (fail_on_error set) asks of the hardware;
 //  - pop_vlan on an untagged frame does nothing;
 //  - aso flow meter: the colour (red 0, yellow 1, green 2) replaces the low 8 bits of reg_c[return_reg_c];
 //    aso first hit: reg_c[return_reg_c] becomes 1 if the context had been hit before, else 0;
@@ -47,8 +48,9 @@ struct KnownParse {
 class ActionExecutor {
  public:
   // What Run changed: nothing, only metadata (registers a later lookup may match), or headers (and
-  // perhaps metadata).
-  enum class Change : uint8_t { kNothing, kMetadata, kHeaders };
+  // perhaps metadata); or kNoTunnel: a decap action found no tunnel to remove, and Run stopped there (the
+  // caller drops the frame; the actions before it may have run).
+  enum class Change : uint8_t { kNothing, kMetadata, kHeaders, kNoTunnel };
 
   ActionExecutor(CounterBank* counters, AsoBank* aso) : counters_(counters), aso_(aso) {}
 

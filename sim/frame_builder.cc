@@ -69,6 +69,7 @@ void FillL4(const FrameSpec& s, Bytes& f, size_t l4, uint32_t pseudo) {
     default:
       return;
   }
+  if (s.zero_checksums) return;
   uint16_t sum = Fold(SumWords(p, l4_len, pseudo));
   if (s.protocol == kIpProtoUdp && sum == 0) sum = 0xffff;
   StoreBe16(p + checksum_at, sum);
@@ -125,7 +126,7 @@ void AppendL3(const FrameSpec& s, const Bytes& payload, Bytes& f) {
     StoreBe32(ip + 12, s.ipv4_src.value);
     StoreBe32(ip + 16, s.ipv4_dst.value);
     std::memset(ip + 20, 1, s.ipv4_option_words * 4);  // NOP options
-    StoreBe16(ip + 10, Fold(SumWords(ip, ihl * 4)));
+    if (!s.zero_checksums) StoreBe16(ip + 10, Fold(SumWords(ip, ihl * 4)));
     const size_t l4 = f.size();
     Append(f, l4_len - payload.size());
     AppendBytes(f, payload);

@@ -76,6 +76,9 @@ struct FrameSpec {
   uint32_t icmp_data = 0;
 
   size_t payload_len = 0;  // bytes of 0xab after the L4 header
+  // The IPv4 header and TCP/UDP/ICMP checksums left 0, as rdma-core's tests send their frames
+  // (tests/utils.py gen_packet): a frame a device must not "fix" unless it changed bytes they cover.
+  bool zero_checksums = false;
 };
 
 std::vector<uint8_t> BuildFrame(const FrameSpec& spec);

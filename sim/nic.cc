@@ -35,6 +35,8 @@ const char* FateName(Fate fate) {
       return "wire";
     case Fate::kPort:
       return "port";
+    case Fate::kNoTunnel:
+      return "no tunnel to decapsulate (drop)";
   }
   return "?";
 }
@@ -67,6 +69,7 @@ void AddStats(const NicStats& s, NicStats* total) {
   total->table_loops += s.table_loops;
   total->to_wire += s.to_wire;
   total->to_port += s.to_port;
+  total->no_tunnel += s.no_tunnel;
 }
 
 }  // namespace
@@ -115,6 +118,7 @@ NicStats Worker::stats() const {
   s.table_loops = get(Fate::kTableLoop);
   s.to_wire = get(Fate::kWire);
   s.to_port = get(Fate::kPort);
+  s.no_tunnel = get(Fate::kNoTunnel);
   return s;
 }
 

@@ -105,6 +105,7 @@ enum class Fate : uint8_t {
   kTableLoop,      // more than kMaxTableJumps jumps
   kWire,           // sent out of the uplink
   kPort,           // to function `vport`'s own interface (its netdev), as it has no NIC_RX steering
+  kNoTunnel,       // a decap action met a frame without the inner header it keeps (docs/semantics.md)
 };
 
 const char* FateName(Fate fate);
@@ -133,7 +134,8 @@ struct NicStats {
   uint64_t queue_full = 0;
   uint64_t table_loops = 0;
   uint64_t to_wire = 0;
-  uint64_t to_port = 0;  // to a function's own interface (no NIC_RX steering)
+  uint64_t to_port = 0;    // to a function's own interface (no NIC_RX steering)
+  uint64_t no_tunnel = 0;  // dropped by a decap action that found no tunnel to remove
 };
 
 class Nic;
@@ -202,6 +204,7 @@ class Function : public hw::Device {
   absl::StatusOr<hw::CounterActivity> QueryCounterActivity(uint32_t counter_id) override;
   absl::StatusOr<hw::CounterActivity> QueryFirstHitActivity(uint32_t aso_context) override;
   bool IsEswitchManager() const override { return vport_ == 0; }
+  hw::EswitchEncap eswitch_encap() const override;
   bool HasVport(uint32_t vport) const override;
   absl::Status RetainTir(uint32_t tir) override;
   void ReleaseTir(uint32_t tir) override;
@@ -350,6 +353,12 @@ class Nic {
     return GeneveOptionSelector::FromPacked(geneve_option_.load(std::memory_order_acquire));
   }
 
+  // The eSwitch's encap mode (hw::EswitchEncap; default none, as drsim-run's): set it before rules are
+  // made, as an administrator sets it before programs run; rules made earlier keep what they were checked
+  // against.
+  void set_eswitch_encap(hw::EswitchEncap encap) { eswitch_encap_.store(encap, std::memory_order_relaxed); }
+  hw::EswitchEncap eswitch_encap() const { return eswitch_encap_.load(std::memory_order_relaxed); }
+
   // The NIC's clock, which meters and the counters' hit history run on: frames processed now arrive at
   // `ns`. It only moves forward.
   void set_time_ns(uint64_t ns);
@@ -374,7 +383,7 @@ class Nic {
     uint32_t root_rank = 0;
     int jumps = 0;
   };
-  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kDone };
+  enum class Exit : uint8_t { kDefault, kDrop, kQueue, kTir, kVport, kLoop, kNoTunnel, kDone };
   struct DomainExit {
     Exit exit = Exit::kDefault;
     uint32_t arg = 0;  // kQueue: the QP number; kTir: the TIR; kVport: the vport
@@ -465,6 +474,7 @@ class Nic {
   std::atomic<uint64_t> matcher_sequence_{0};
   std::unique_ptr<Objects> objects_;  // under control_mu_
   std::atomic<uint64_t> now_ns_{0};
+  std::atomic<hw::EswitchEncap> eswitch_encap_{hw::EswitchEncap::kNone};
   std::atomic<uint32_t> geneve_option_{0};  // GeneveOptionSelector::packed() of objects_->geneve_options
   std::mutex wire_mu_;                      // wire_out_, wire_spare_
   std::deque<std::vector<uint8_t>> wire_out_;
@@ -508,7 +518,7 @@ class Worker {
   std::unique_ptr<Nic::Burst> burst_;         // reused from one call to the next
   // Written only by the worker's thread, read by Nic::stats() from any.
   std::atomic<uint64_t> frames_{0};
-  std::atomic<uint64_t> fates_[static_cast<int>(Fate::kPort) + 1] = {};  // by Fate (kPort is the last)
+  std::atomic<uint64_t> fates_[static_cast<int>(Fate::kNoTunnel) + 1] = {};  // by Fate (the last)
 };
 
 }  // namespace drsim::sim

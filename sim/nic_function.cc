@@ -233,6 +233,8 @@ hw::Reclaimer* Function::reclaimer() { return &nic_->reclaimer_; }
 
 const hw::ParsedFields& Function::parsed_fields() const { return SoftwareParserFields(); }
 
+hw::EswitchEncap Function::eswitch_encap() const { return nic_->eswitch_encap(); }
+
 hw::DeviceInfo Function::Describe() const {
   hw::DeviceInfo info;
   info.name = vport_ == 0 ? "drsim_pf" : absl::StrFormat("drsim_vf%d", vport_);

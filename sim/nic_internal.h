@@ -143,7 +143,7 @@ struct Nic::InFlight {
   // What `executor_` changed: the headers (then `hv` is stale), only metadata (then the headers' words
   // still hold, and a whole parse takes the new metadata), or nothing.
   void Changed(ActionExecutor::Change change) {
-    if (change == ActionExecutor::Change::kHeaders) return Unparse();
+    if (change >= ActionExecutor::Change::kHeaders) return Unparse();
     if (change == ActionExecutor::Change::kNothing) return;
     if (parsed == Parsed::kWhole) StoreMetadata(meta, &hv);
     by_burst.matcher = nullptr;  // a lookup made ahead saw the old metadata
@@ -354,6 +354,8 @@ inline void Nic::Dispatch(InFlight& p, Stage stage, Function& fn, DomainExit e, 
       return;
     case Exit::kLoop:
       return Finish(Fate::kTableLoop, p);
+    case Exit::kNoTunnel:
+      return Finish(Fate::kNoTunnel, p);
     case Exit::kDrop:
       return Finish(Fate::kDropped, p);
     default:

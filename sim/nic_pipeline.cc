@@ -114,7 +114,10 @@ void Nic::Forward(InFlight& p, Stage stage, Function& fn, DomainExit e, bool tra
 }
 
 void Nic::RunReplica(InFlight& p, Stage stage, Function& fn, const hw::Replica& r, bool primary, bool trace) {
-  p.Changed(p.worker->executor_->Run(r.ops, p.buffer, p.meta, time_ns(), p.Known()));
+  const ActionExecutor::Change change =
+      p.worker->executor_->Run(r.ops, p.buffer, p.meta, time_ns(), p.Known());
+  p.Changed(change);
+  if (change == ActionExecutor::Change::kNoTunnel) return Finish(Fate::kNoTunnel, p);
   switch (r.destination) {
     case hw::Destination::kQueue:
       // A queue leg on NIC_TX comes only from a kernel sniffer entry: a copy of a sent frame.
@@ -257,8 +260,12 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     if (hit == nullptr) return {};
 
     const hw::ActionProgram& program = hit->program(pipe);
-    if (!program.ops.empty())
-      p.Changed(p.worker->executor_->Run(program.ops, p.buffer, p.meta, time_ns(), p.Known()));
+    if (!program.ops.empty()) {
+      const ActionExecutor::Change change =
+          p.worker->executor_->Run(program.ops, p.buffer, p.meta, time_ns(), p.Known());
+      p.Changed(change);
+      if (change == ActionExecutor::Change::kNoTunnel) return {Exit::kNoTunnel};
+    }
     if (DomainExit e; TerminalExit(program, &e)) return e;
     switch (program.destination) {
       case hw::Destination::kReplicate:

@@ -392,10 +392,14 @@ void ParseGeneve(const Ctx& c, size_t off) {
   ParseInnerByEthertype(c, opt + options, protocol);
 }
 
+// GRE of any version (RFC 2784/2890's 0, PPTP's enhanced GRE 1): the ConnectX parser reads the C, K and S
+// bits (the PRM's gre_c/k/s_present, its only GRE flags) and ignores the version, as rdma-core's tests show:
+// their GRE header is 0x2001 (version 1, key) and decap must restore the frame on hardware. A routing
+// header (R, RFC 1701) has a length of its own that the parser does not read: such a frame is no tunnel.
 void ParseGre(const Ctx& c, size_t off) {
   if (c.Room(off) < 4) return;
   const uint16_t flags = hw::LoadBe16(c.p + off);
-  if ((flags & 0x4007) != 0) return;  // version 0, no routing
+  if ((flags & 0x4000) != 0) return;  // routing present
   const bool checksum = flags & 0x8000, key = flags & 0x2000, seq = flags & 0x1000;
   const size_t header = 4 + (checksum ? 4 : 0) + (key ? 4 : 0) + (seq ? 4 : 0);
   if (c.Room(off) < header) return;

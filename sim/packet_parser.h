@@ -24,8 +24,9 @@
 //    misc3.geneve_tlv_option_0_data is its first data word (0 when it has none). With no option
 //    configured, or when the scan meets an option that does not fit before it, neither is set. Inner by
 //    protocol type (0x6558 Ethernet, 0x0800 IPv4, 0x86dd IPv6), after the options.
-//  - GRE (IP protocol 47, version 0, no routing bit; the whole header with the optional fields its C/K/S
-//    bits announce must fit): misc.gre_c/k/s_present, gre_protocol, gre_key_h/_l (key[31:8]/[7:0]);
+//  - GRE (IP protocol 47, any version, as the ConnectX parser; no routing bit; the whole header with the
+//    optional fields its C/K/S bits announce must fit): misc.gre_c/k/s_present, gre_protocol,
+//    gre_key_h/_l (key[31:8]/[7:0]);
 //    inner by protocol (0x6558, 0x0800, 0x86dd, 0x8847/0x8848 MPLS: misc2.outer_first_mpls_over_gre_*).
 //  - MPLS over Ethernet (ethertype 0x8847/0x8848 after the VLAN tags): misc2.outer_first_mpls_*; over UDP
 //    (port 6635): misc2.outer_first_mpls_over_udp_*. The fields are the first (top) label's. After the

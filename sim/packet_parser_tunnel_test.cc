@@ -264,15 +264,35 @@ TEST(PacketParserTunnelTest, GreMalformedHeaders) {
   EXPECT_EQ(Get(hv, Field::kGreKPresent), 0u);
   EXPECT_EQ(Get(hv, Field::kGreKeyH), 0u);
   EXPECT_EQ(l.tunnel_type, TunnelType::kNone);
-  f[34 + 1] = 0x01;  // version 1 (PPTP's enhanced GRE)
-  hv = Parse(f, &l);
-  EXPECT_EQ(Get(hv, Field::kGreProtocol), 0u);
-  EXPECT_EQ(l.tunnel, 0);
-  f[34 + 1] = 0x00;
   f[34] = 0x60;  // routing present
   hv = Parse(f, &l);
   EXPECT_EQ(Get(hv, Field::kGreKPresent), 0u);
   EXPECT_EQ(l.tunnel, 0);
+}
+
+// The ConnectX parser reads GRE of any version by its C, K and S bits: rdma-core's tests send version 1
+// with a key (flags 0x2001, tests/utils.py gen_gre_header) and decap it on hardware.
+TEST(PacketParserTunnelTest, GreOfAnyVersionIsATunnel) {
+  for (uint16_t protocol : {0x6558, 0x0800}) {
+    TunnelFrameSpec t = Tunnel(Encap::kGre);
+    t.tunnel.gre_protocol = protocol;
+    t.tunnel.gre_key_present = true;
+    t.tunnel.gre_key = 0x12345678;
+    std::vector<uint8_t> f = BuildFrame(t);
+    ASSERT_EQ(hw::LoadBe16(f.data() + 34), 0x2000);
+    for (uint8_t version = 0; version < 8; ++version) {
+      f[35] = version;
+      PacketLayers l;
+      const hw::HeaderVector hv = Parse(f, &l);
+      EXPECT_EQ(l.tunnel_type, TunnelType::kGre) << "version " << int{version};
+      EXPECT_EQ(Get(hv, Field::kGreKPresent), 1u);
+      EXPECT_EQ(Get(hv, Field::kGreKeyH), 0x123456u);
+      EXPECT_EQ(Get(hv, Field::kGreKeyL), 0x78u);
+      EXPECT_EQ(Get(hv, Field::kGreProtocol), protocol);
+      EXPECT_EQ(l.inner_l3, protocol == 0x6558 ? 34 + 8 + 14 : 34 + 8);
+      EXPECT_EQ(l.inner_l2, protocol == 0x6558 ? 34 + 8 : 0);
+    }
+  }
 }
 
 TEST(PacketParserTunnelTest, MplsOverEthernetAndUdp) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "capi/drsim.h"
 #include "capi/errors.h"
+#include "sim/nic.h"
 #include "sim/rx_queue.h"
 #include "soft_mlx5/verbs_objects.h"
 #include "soft_mlx5/verbs_ops.h"
@@ -62,11 +63,23 @@ SoftDevice* MakeDevice() {
                  std::string(wire.status().message()).c_str());
     return nullptr;
   }
+  const std::string encap = EnvOr("DRSIM_ESWITCH_ENCAP", "none");
+  if (encap != "none" && encap != "basic") {
+    std::fprintf(
+        stderr,
+        "drsim: DRSIM_ESWITCH_ENCAP='%s': the eSwitch encap mode is none or basic; the software mlx5 "
+        "device is off\n",
+        encap.c_str());
+    return nullptr;
+  }
   ibv_context* pf = drsim_open(vfs);
   if (pf == nullptr) {
     std::fprintf(stderr, "drsim: cannot open the software NIC: %s\n", drsim_last_error());
     return nullptr;
   }
+  sim::Nic& nic = *capi::FunctionOf(pf)->owner->nic;
+  nic.set_eswitch_encap(encap == "basic" ? hw::EswitchEncap::kBasic : hw::EswitchEncap::kNone);
+  nic.set_time_ns(MonotonicNs());  // the NIC's clock follows CLOCK_MONOTONIC from the start
   return SoftDevice::Create(name, capi::FunctionOf(pf)->owner, *std::move(wire));
 }
 
@@ -151,8 +164,8 @@ bool NicState::DeliverToPosted(ReceiveQueue& rq, const uint8_t* frame, size_t le
   if (!rq.ready || rq.posted.empty()) {
     ++ctx_->rx_out_of_buffer[rq.vport];
     if (debug_) {
-      std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n", rq.number,
-                   len);
+      std::fprintf(stderr, "drsim: queue 0x%x: a %zu-byte frame found no posted receive; dropped\n",
+                   rq.number, len);
     }
     return false;
   }
@@ -179,9 +192,17 @@ bool NicState::DeliverToPosted(ReceiveQueue& rq, const uint8_t* frame, size_t le
 }
 
 uint64_t NicState::CompletionTime() {
-  if (!pumping_) return CompletionTimestamp();
-  if (pump_time_ == 0) pump_time_ = CompletionTimestamp();
+  if (!pumping_) return MonotonicNs();
+  if (pump_time_ == 0) pump_time_ = MonotonicNs();
   return pump_time_;
+}
+
+size_t NicState::ReceiveWireFrames() {
+  const size_t n = wire_in_.size();
+  // What the wire brought goes into the NIC as one burst, whose lookups overlap.
+  if (n != 0) (void)ctx_->nic->ReceiveFromWire(wire_in_);
+  wire_in_.clear();
+  return n;
 }
 
 void NicState::Pump() {
@@ -193,17 +214,22 @@ void NicState::Pump() {
       wire_out_.clear();
       moved += ctx_->nic->TakeWireFrames(wire_out_);
       for (std::vector<uint8_t>& frame : wire_out_) wire_->Transmit(std::move(frame));
-      // What the wire brought goes into the NIC as one burst, whose lookups overlap.
       std::vector<std::vector<uint8_t>> in = wire_->Poll(kWireBurst);
+      // The NIC's clock is when they arrived: now, or for a pcap wire each frame's due time (runs of
+      // frames due at once go in together; a time behind the clock, as after a send, is the clock's).
+      const absl::Span<const int64_t> arrived = wire_->last_arrivals();
+      if (arrived.empty() && !in.empty()) ctx_->nic->set_time_ns(MonotonicNs());
       wire_in_.clear();
-      for (const std::vector<uint8_t>& frame : in) {
+      for (size_t i = 0; i < in.size(); ++i) {
+        const std::vector<uint8_t>& frame = in[i];
         if (frame.size() < 14 || frame.size() > 65535) continue;  // not an Ethernet frame the NIC can take
+        if (!arrived.empty() && static_cast<uint64_t>(arrived[i]) > ctx_->nic->time_ns()) {
+          moved += ReceiveWireFrames();
+          ctx_->nic->set_time_ns(static_cast<uint64_t>(arrived[i]));
+        }
         wire_in_.emplace_back(frame.data(), frame.size());
       }
-      if (!wire_in_.empty()) {
-        (void)ctx_->nic->ReceiveFromWire(wire_in_);
-        moved += wire_in_.size();
-      }
+      moved += ReceiveWireFrames();
       // The loopback wire's frames are the NIC's own buffers: handed back, the next ones reuse them.
       ctx_->nic->RecycleWireBuffers(in);
     }

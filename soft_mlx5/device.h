@@ -4,7 +4,9 @@
 //   One device per process, made on first use from the environment:
 //   - DRSIM_DEVICE: its name (default mlx5_0);
 //   - DRSIM_VFS: how many VFs its eSwitch has (default 0);
-//   - DRSIM_WIRE: the uplink's wire, as OpenWire reads it (default loopback).
+//   - DRSIM_WIRE: the uplink's wire, as OpenWire reads it (default loopback);
+//   - DRSIM_ESWITCH_ENCAP: the eSwitch encap mode, none or basic (default none; hw::EswitchEncap): which
+//     root tables take reformat actions.
 //   Each ibv_open_device (or mlx5dv_open_device) is a user context of its own on the PF, registered
 //   with the C API as a context of the NIC, so every mlx5dv_dr_* call works on it. Closing one never
 //   disturbs another.

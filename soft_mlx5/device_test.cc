@@ -6,13 +6,17 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi/drsim.h"
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
+#include "soft_mlx5/devx_test_fixture.h"
+#include "tests/flow_meter.h"
 #include "tests/kept_dr_objects.h"
 #include "tests/udp_frame.h"
 
@@ -221,6 +225,53 @@ TEST_F(DeviceTest, QpARuleTargetsRefusesDestroyAndStillReceives) {
   EXPECT_EQ(seen[1].qp_num, receiver_->qp_num);
   EXPECT_EQ(seen[1].byte_len, frame.size());
   EXPECT_EQ(0, std::memcmp(buf_.data(), frame.data(), frame.size()));
+}
+
+// Under the device the NIC's clock follows CLOCK_MONOTONIC, so a meter colours frames at the rate the
+// program really sends them, as on a ConnectX: a burst drains the committed bucket (the frames past it are
+// red), and after a pause long enough to refill it the same burst is green as far again. (With the clock
+// standing still, nothing after the first burst would be green.) The ASO meter object is made by DevX
+// CREATE_GENERAL_OBJECT with the PRM's meter parameters, as a program without ASO WQEs does.
+TEST_F(DeviceTest, AsoMeterColoursAtTheRateTheProgramSends) {
+  sim::MeterParams slow = tests::TestFlowMeter();  // a 4 KiB committed burst ...
+  slow.cir_exponent = 16;                          // ... refilled at 10^9 / 2^16 = 15259 bytes/s
+  const std::vector<uint8_t> prm = tests::MeterPrm(slow);
+  devx_testing::Bytes in = devx_testing::GeneralObjectIn(0xa00, 0x24), out(16);
+  std::copy(prm.begin(), prm.end(), in.begin() + 80);
+  mlx5dv_devx_obj* meter = mlx5dv_devx_obj_create(ctx_, in.data(), in.size(), out.data(), out.size());
+  ASSERT_NE(meter, nullptr) << drsim_last_error();
+  mlx5dv_dr_table* metered = Keep(mlx5dv_dr_table_create(rx_, 1));
+  mlx5dv_dr_table* by_colour = Keep(mlx5dv_dr_table_create(rx_, 2));
+  MatchParams none;
+  mlx5dv_dr_matcher* all = Keep(mlx5dv_dr_matcher_create(metered, 0, 0, none.get()));
+  MatchParams reg = *MatchBuilder().RegC(1, 0xff).Build();
+  mlx5dv_dr_matcher* green = Keep(mlx5dv_dr_matcher_create(by_colour, 0, reg.criteria(), reg.get()));
+  ASSERT_NE(Rule(matcher_, UdpDport(4791), {Keep(mlx5dv_dr_action_create_dest_table(metered))}), nullptr);
+  ASSERT_NE(
+      Rule(all, MatchParams(),
+           {Keep(mlx5dv_dr_action_create_aso(rx_, meter, 0, MLX5DV_DR_ACTION_FLAGS_ASO_FLOW_METER_GREEN, 1)),
+            Keep(mlx5dv_dr_action_create_dest_table(by_colour))}),
+      nullptr)
+      << drsim_last_error();
+  ASSERT_NE(
+      Rule(green, *MatchBuilder().RegC(1, 2).Build(), {Keep(mlx5dv_dr_action_create_dest_ibv_qp(receiver_))}),
+      nullptr);  // green (2) to the receiver; red misses and NIC_RX drops it
+  for (size_t slot = 0; slot < 14; ++slot) ASSERT_EQ(PostRecv(receiver_, slot), 0);
+  const std::vector<uint8_t> frame = tests::UdpFrame(1000, 4791, 1000);
+  auto burst = [&] {
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(Send(sender_, frame), 0) << drsim_last_error();
+    int received = 0;
+    for (const Seen& s : Poll()) received += s.opcode == IBV_WC_RECV;
+    return received;
+  };
+  const int first = burst();
+  EXPECT_GE(first, 1);
+  EXPECT_LT(first, 6);                                          // the bucket holds 4 KiB: not six 1 KB frames
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 6 KB of refill, capped at the 4 KiB
+  EXPECT_EQ(burst(), first);
+  EXPECT_EQ(mlx5dv_devx_obj_destroy(meter), EBUSY);  // the aso action holds it (destroyed with the rules)
+  DestroyDrObjects();
+  EXPECT_EQ(mlx5dv_devx_obj_destroy(meter), 0);
 }
 
 // out_of_buffer of a queue counter (ALLOC_Q_COUNTER, QUERY_Q_COUNTER through DevX, as DPDK reads it).

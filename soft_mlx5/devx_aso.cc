@@ -8,7 +8,9 @@
 // byte 63 - j / 8, bit j % 8 of the flag field, as DPDK reads a flow-hit line). MODIFY of a flow meter
 // object is drsim's stand-in for the ASO WQEs that set meters on hardware: modify_field_select bit 0 sets
 // the first meter of line obj_offset from the first 32 bytes of the parameters, bit 1 the second from the
-// next 32 (drsim_aso_flow_meter_configure's path).
+// next 32 (drsim_aso_flow_meter_configure's path). CREATE takes the PRM's flow_meter_aso object too: its
+// two flow_meter_parameters set the meters of line 0 (a block of zeros leaves its meter unset, as a new
+// object's meters are; DPDK sets them later by ASO WQE), checked before the object is made.
 //
 // Connection tracking: CREATE makes unprogrammed contexts (valid 0; what conn_track_offload carries at
 // CREATE is not read). QUERY of line obj_offset returns its 64-byte conn_track_aso at byte 80 (the
@@ -143,6 +145,50 @@ Outcome LineOf(const mlx5dv_devx_obj& obj, const Mailbox& m, uint32_t* line) {
   return Done();
 }
 
+// The flow_meter_parameters of the meters `select` picks (bit k: meter k of the line) from the mailbox,
+// all checked before any is used, so a bad second one changes nothing; a meter not selected is nullopt.
+Outcome ReadMeterParameters(const Mailbox& m, uint64_t select, std::optional<sim::MeterParams> (&params)[2]) {
+  for (uint32_t k = 0; k < 2; ++k) {
+    params[k].reset();
+    if ((select & (1u << k)) == 0) continue;
+    const char* name = k == 0 ? "the first meter's parameters" : "the second meter's parameters";
+    if (Outcome o = RequireInput(m, kMeterParameters[k], name); !o.ok()) return o;
+    absl::StatusOr<sim::MeterParams> p =
+        sim::MeterParams::Parse(m.in.subspan(kMeterParameters[k].first_byte(), kMeterParamBytes));
+    if (!p.ok()) {
+      return FirmwareError(PrmStatus::kBadParam, kMeterParameters[k],
+                           absl::StrFormat("%s: %s", name, p.status().message()));
+    }
+    params[k] = *p;
+  }
+  return Done();
+}
+
+// Sets meter k of `line` of flow-meter object `id` to params[k], where given.
+Outcome ConfigureMeters(sim::Nic& nic, uint32_t id, uint32_t line,
+                        const std::optional<sim::MeterParams> (&params)[2]) {
+  for (uint32_t k = 0; k < 2; ++k) {
+    if (!params[k].has_value()) continue;
+    absl::Status s = nic.ConfigureAsoFlowMeter(id, line * sim::AsoBank::kMetersPerLine + k, *params[k]);
+    if (!s.ok()) return FirmwareError(PrmStatus::kBadResource, kObjId, std::string(s.message()));
+  }
+  return Done();
+}
+
+// Which meters of the create mailbox carry parameters: bit k when flow_meter_parameters[k] is there and
+// not all zeros.
+uint64_t MetersGivenAtCreate(const Mailbox& m) {
+  uint64_t select = 0;
+  for (uint32_t k = 0; k < 2; ++k) {
+    const size_t at = kMeterParameters[k].first_byte();
+    if (m.in.size() < at + kMeterParamBytes) continue;
+    for (size_t b = 0; b < kMeterParamBytes; ++b) {
+      if (m.in[at + b] != 0) select |= 1u << k;
+    }
+  }
+  return select;
+}
+
 // MODIFY of a connection-tracking object: programs the context of line obj_offset.
 Outcome ModifyConnTrack(mlx5dv_devx_obj& obj, Mailbox m) {
   uint32_t line = 0;
@@ -173,20 +219,29 @@ Outcome CreateGeneralObject(const drsim_function_context& fn, Mailbox m, mlx5dv_
   const uint64_t type = PrmGet(m.in, kObjType);
   const std::optional<hw::AsoKind> aso_kind = KindOfType(type);
   if (!aso_kind.has_value()) {
-    return Unsupported(PrmStatus::kBadParam, kObjType,
-                       absl::StrFormat("obj_type 0x%x (%s): the software NIC has GENEVE_TLV_OPT (0x0b), "
-                                       "ASO_FLOW_METER (0x24), ASO_FLOW_HIT (0x25) and ASO_CONN_TRACK (0x31) objects",
-                                       type, GeneralObjectName(type)));
+    return Unsupported(
+        PrmStatus::kBadParam, kObjType,
+        absl::StrFormat("obj_type 0x%x (%s): the software NIC has GENEVE_TLV_OPT (0x0b), "
+                        "ASO_FLOW_METER (0x24), ASO_FLOW_HIT (0x25) and ASO_CONN_TRACK (0x31) objects",
+                        type, GeneralObjectName(type)));
   }
   const uint64_t log_range = PrmGet(m.in, kLogObjRange);
   if (log_range > kMaxLogObjRange) {
     return FirmwareError(PrmStatus::kExceedsLimit, kLogObjRange,
                          absl::StrFormat("log_obj_range %d: at most %d", log_range, kMaxLogObjRange));
   }
+  std::optional<sim::MeterParams> meters[2];
+  if (*aso_kind == hw::AsoKind::kFlowMeter) {
+    if (Outcome o = ReadMeterParameters(m, MetersGivenAtCreate(m), meters); !o.ok()) return o;
+  }
   capi::Context& ctx = *fn.owner;
   absl::StatusOr<uint32_t> id = ctx.nic->CreateAsoObject(*aso_kind, static_cast<uint32_t>(log_range));
   if (!id.ok())
     return FirmwareError(PrmStatus::kNoResources, kLogObjRange, std::string(id.status().message()));
+  if (Outcome o = ConfigureMeters(*ctx.nic, *id, 0, meters); !o.ok()) {
+    (void)ctx.nic->DestroyAsoObject(*id);  // a failed CREATE leaves nothing behind
+    return o;
+  }
   const capi::DevxKind kind = capi::DevxKindOf(*aso_kind);
   PrmSet(m.out, kOutObjId, *id);
   *created = capi::NewDevxObject(ctx, kind, fn.vport, *id, PerLine(kind) << log_range);
@@ -243,27 +298,9 @@ Outcome ModifyGeneralObject(mlx5dv_devx_obj& obj, Mailbox m) {
                                          "its second; no other bits",
                                          select));
   }
-  // Both meters' parameters are checked before either is set, so a bad second one changes nothing.
-  sim::MeterParams params[2];
-  for (uint32_t k = 0; k < 2; ++k) {
-    if ((select & (1u << k)) == 0) continue;
-    const char* name = k == 0 ? "the first meter's parameters" : "the second meter's parameters";
-    if (Outcome o = RequireInput(m, kMeterParameters[k], name); !o.ok()) return o;
-    absl::StatusOr<sim::MeterParams> p =
-        sim::MeterParams::Parse(m.in.subspan(kMeterParameters[k].first_byte(), kMeterParamBytes));
-    if (!p.ok()) {
-      return FirmwareError(PrmStatus::kBadParam, kMeterParameters[k],
-                           absl::StrFormat("%s: %s", name, p.status().message()));
-    }
-    params[k] = *p;
-  }
-  for (uint32_t k = 0; k < 2; ++k) {
-    if ((select & (1u << k)) == 0) continue;
-    absl::Status s =
-        obj.ctx->nic->ConfigureAsoFlowMeter(obj.id, line * sim::AsoBank::kMetersPerLine + k, params[k]);
-    if (!s.ok()) return FirmwareError(PrmStatus::kBadResource, kObjId, std::string(s.message()));
-  }
-  return Done();
+  std::optional<sim::MeterParams> params[2];
+  if (Outcome o = ReadMeterParameters(m, select, params); !o.ok()) return o;
+  return ConfigureMeters(*obj.ctx->nic, obj.id, line, params);
 }
 
 }  // namespace drsim::soft_mlx5

@@ -45,6 +45,11 @@
 //                                      reformat_l3_tunnel_to_l2 (decapsulation is NIC_RX's), with
 //                                      reformat_l2_to_l3_tunnel
 //     RDMA and sniffer properties 0    no RDMA or sniffer steering
+//     ft_field_support,                a bit per header field the parser fills (kFieldSupportBits):
+//       ft_field_bitmask_support       the outer and inner L2-L4 fields, GRE, VXLAN, GENEVE (VNI, OAM,
+//                                      protocol type, option length, option 0), MPLS, ESP SPI, BTH
+//                                      dst QP, source port/SQN, reg_a; the same bits for masks, as
+//                                      every field takes any mask
 //     ft_field_support_2               tunnel_header_0_1/2_3 and outer/inner_ipv4_ihl when the parser
 //                                      fills them (misc5 tunnel headers, the IHL fields)
 //   eSwitch flow table (the eSwitch manager's; 0 on a VF, which has no FDB)
@@ -53,8 +58,9 @@
 //   eSwitch: esw_manager_vport_number_valid 1, esw_manager_vport_number 0 (the PF).
 //   QoS: flow_meter_old 1 (srTCM/trTCM meters, sim/meter.h), log_max_flow_meter 24; ASO meters:
 //     log_meter_aso_granularity 0, log_meter_aso_max_alloc 16 (an object's log_obj_range, lines of two
-//     meters), log_max_num_meter_aso 24. flow_meter (color and meter id sharing a register) and
-//     flow_meter_reg_id 0: a meter writes the register its action names.
+//     meters), log_max_num_meter_aso 24. flow_meter_reg_id 0xff: a flow meter colours any reg_c 0..7 its
+//     action names (rdma-core's test takes the lowest bit; DPDK takes reg_c_3 when set). flow_meter 0:
+//     colour and meter id do not share a register.
 //
 // Limits that are properties of each flow table type: log_max_ft_size 24 (entries per table: tables grow),
 // max_ft_level 255 (the largest level the field holds; the compiler takes any), log_max_ft_num 24,
@@ -69,6 +75,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 
 #include "absl/strings/str_format.h"
 #include "capi/objects.h"
@@ -165,6 +172,94 @@ constexpr PrmField kLogMaxDestination{0x98, 8};
 constexpr PrmField kLogMaxFlow{0xb8, 8};
 }  // namespace props
 
+// flow_table_fields_supported (ft_field_support, then ft_field_bitmask_support), from the start of one
+// flow_table_prop_layout. Each bit is set when the parser fills every field listed for it: a program that
+// gates a match on a bit (rdma-core's tests do for GENEVE) finds it set exactly when such rules can match.
+// Bit offsets are rdma-core's mlx5_ifc.h (the kernel's agrees); pyverbs' tests/mlx5_prm_structs.py differs
+// from both in bits 0x37-0x4c (it names the bits rdma-core reserves and swaps MPLS over UDP and over GRE),
+// which this page leaves as rdma-core has them. Bits rdma-core reserves (0x37-0x3d, 0x42-0x44, 0x60-0x7f)
+// read 0, and so does metadata_reg_b (0x3e): SW steering's match layout has no reg_b.
+constexpr uint32_t kFieldSupport = 0x100;
+constexpr uint32_t kFieldBitmaskSupport = 0x180;
+struct SupportBit {
+  uint32_t bit;
+  std::initializer_list<hw::Field> fields;
+};
+using F = hw::Field;
+// The bits of one header stack: the outer one's at `bit`, the inner one's at `bit` + 0x20.
+struct StackBit {
+  uint32_t bit;
+  std::initializer_list<hw::Field> outer, inner;
+};
+constexpr uint32_t kInnerStackBits = 0x20;
+const StackBit kStackBits[] = {
+    {0x00, {F::kOuterDmac47_16, F::kOuterDmac15_0}, {F::kInnerDmac47_16, F::kInnerDmac15_0}},
+    {0x01, {F::kOuterSmac47_16, F::kOuterSmac15_0}, {F::kInnerSmac47_16, F::kInnerSmac15_0}},
+    {0x02, {F::kOuterEthertype}, {F::kInnerEthertype}},
+    {0x03, {F::kOuterIpVersion}, {F::kInnerIpVersion}},
+    {0x04, {F::kOuterFirstPrio}, {F::kInnerFirstPrio}},
+    {0x05, {F::kOuterFirstCfi}, {F::kInnerFirstCfi}},
+    {0x06, {F::kOuterFirstVid}, {F::kInnerFirstVid}},
+    {0x07, {F::kOuterIpTtlHoplimit}, {F::kInnerIpTtlHoplimit}},
+    {0x08, {F::kOuterSecondPrio}, {F::kInnerSecondPrio}},
+    {0x09, {F::kOuterSecondCfi}, {F::kInnerSecondCfi}},
+    {0x0a, {F::kOuterSecondVid}, {F::kInnerSecondVid}},
+    {0x0b, {F::kOuterIpv6FlowLabel}, {F::kInnerIpv6FlowLabel}},
+    {0x0c, {F::kOuterSrcIp127_96, F::kOuterSrcIp31_0}, {F::kInnerSrcIp127_96, F::kInnerSrcIp31_0}},
+    {0x0d, {F::kOuterDstIp127_96, F::kOuterDstIp31_0}, {F::kInnerDstIp127_96, F::kInnerDstIp31_0}},
+    {0x0e, {F::kOuterFrag}, {F::kInnerFrag}},
+    {0x0f, {F::kOuterIpProtocol}, {F::kInnerIpProtocol}},
+    {0x10, {F::kOuterIpEcn}, {F::kInnerIpEcn}},
+    {0x11, {F::kOuterIpDscp}, {F::kInnerIpDscp}},
+    {0x12, {F::kOuterUdpSport}, {F::kInnerUdpSport}},
+    {0x13, {F::kOuterUdpDport}, {F::kInnerUdpDport}},
+    {0x14, {F::kOuterTcpSport}, {F::kInnerTcpSport}},
+    {0x15, {F::kOuterTcpDport}, {F::kInnerTcpDport}},
+    {0x16, {F::kOuterTcpFlags}, {F::kInnerTcpFlags}},
+};
+// The other bits.
+const SupportBit kFieldSupportBits[] = {
+    {0x17, {F::kGreProtocol}},
+    {0x18, {F::kGreKeyH, F::kGreKeyL}},
+    {0x19, {F::kVxlanVni}},
+    {0x1a, {F::kGeneveVni}},
+    {0x1b, {F::kGeneveOam}},
+    {0x1c, {F::kGeneveProtocolType}},
+    {0x1d, {F::kGeneveOptLen}},
+    {0x1e, {F::kSourceVhcaPort}},
+    {0x1f, {F::kSourcePort}},
+    {0x3f, {F::kMetadataRegA}},
+    {0x40, {F::kGeneveTlvOption0Data}},
+    {0x41, {F::kGeneveTlvOption0Exist}},
+    {0x45, {F::kOuterFirstMplsOverUdpTtl}},
+    {0x46, {F::kOuterFirstMplsOverUdpSBos}},
+    {0x47, {F::kOuterFirstMplsOverUdpExp}},
+    {0x48, {F::kOuterFirstMplsOverUdpLabel}},
+    {0x49, {F::kOuterFirstMplsOverGreTtl}},
+    {0x4a, {F::kOuterFirstMplsOverGreSBos}},
+    {0x4b, {F::kOuterFirstMplsOverGreExp}},
+    {0x4c, {F::kOuterFirstMplsOverGreLabel}},
+    {0x4d, {F::kInnerFirstMplsTtl}},
+    {0x4e, {F::kInnerFirstMplsSBos}},
+    {0x4f, {F::kInnerFirstMplsExp}},
+    {0x50, {F::kInnerFirstMplsLabel}},
+    {0x51, {F::kOuterFirstMplsTtl}},
+    {0x52, {F::kOuterFirstMplsSBos}},
+    {0x53, {F::kOuterFirstMplsExp}},
+    {0x54, {F::kOuterFirstMplsLabel}},
+    {0x55, {F::kOuterEmdTag}},
+    {0x56, {F::kInnerEspSpi}},
+    {0x57, {F::kOuterEspSpi}},
+    {0x58, {F::kInnerIpTtlHoplimit}},
+    {0x59, {F::kOuterIpTtlHoplimit}},
+    {0x5a, {F::kBthDstQp}},
+    {0x5b, {F::kInnerSvlanTag}},
+    {0x5c, {F::kInnerSecondSvlanTag}},
+    {0x5d, {F::kOuterSvlanTag}},
+    {0x5e, {F::kOuterSecondSvlanTag}},
+    {0x5f, {F::kSourceSqn}},
+};
+
 // flow_table_fields_supported_2, from its start.
 constexpr PrmField kTunnelHeader2_3{0x0f, 1};
 constexpr PrmField kTunnelHeader0_1{0x10, 1};
@@ -178,6 +273,7 @@ constexpr PrmField kEswManagerVportNumber{0x70, 16};
 // qos_cap.
 constexpr PrmField kFlowMeterOld{0x07, 1};
 constexpr PrmField kLogMaxFlowMeter{0x10, 8};
+constexpr PrmField kFlowMeterRegId{0x18, 8};
 constexpr PrmField kLogMeterAsoGranularity{0x123, 5};
 constexpr PrmField kLogMeterAsoMaxAlloc{0x12b, 5};
 constexpr PrmField kLogMaxNumMeterAso{0x133, 5};
@@ -224,8 +320,9 @@ void GeneralDevicePage(const sim::Function& fn, Page& page) {
   Set(page, kLogMaxTir, kUnlimitedLog);
   Set(page, kLogMaxRqt, kUnlimitedLog);
   Set(page, kLogMaxRqtSize, 16);
-  Set(page, kGeneralObjTypes, (uint64_t{1} << kObjTypeGeneveTlvOption) | (uint64_t{1} << kObjTypeAsoFlowMeter) |
-                                  (uint64_t{1} << kObjTypeAsoFlowHit) | (uint64_t{1} << kObjTypeConnTrackOffload));
+  Set(page, kGeneralObjTypes,
+      (uint64_t{1} << kObjTypeGeneveTlvOption) | (uint64_t{1} << kObjTypeAsoFlowMeter) |
+          (uint64_t{1} << kObjTypeAsoFlowHit) | (uint64_t{1} << kObjTypeConnTrackOffload));
   Set(page, kMaxGeneveTlvOptions, sim::GeneveOptionParser::kMaxOptions);
   Set(page, kMaxGeneveTlvOptionDataLen, sim::GeneveOptionParser::kMaxDataWords);
   Set(page, kFlexParserIdGeneveOpt0, 0);
@@ -282,6 +379,21 @@ void FieldSupport2(const sim::Function& fn, Page& page, uint32_t base) {
   Set(page, kInnerIpv4Ihl.At(base), parsed.Contains(hw::Field::kInnerIpv4Ihl));
 }
 
+// ft_field_support, and the same in ft_field_bitmask_support: the compiler takes any mask on a field.
+void FieldSupport(const sim::Function& fn, Page& page, uint32_t properties) {
+  const hw::ParsedFields& parsed = fn.parsed_fields();
+  auto set = [&](uint32_t bit, std::initializer_list<hw::Field> fields) {
+    const bool all = std::all_of(fields.begin(), fields.end(), [&](F f) { return parsed.Contains(f); });
+    Set(page, PrmField{bit, 1}.At(properties + kFieldSupport), all);
+    Set(page, PrmField{bit, 1}.At(properties + kFieldBitmaskSupport), all);
+  };
+  for (const StackBit& b : kStackBits) {
+    set(b.bit, b.outer);
+    set(b.bit + kInnerStackBits, b.inner);
+  }
+  for (const SupportBit& b : kFieldSupportBits) set(b.bit, b.fields);
+}
+
 void ReformatLimits(Page& page) {
   Set(page, kEncapGeneralHeader, 1);
   Set(page, kLogMaxPacketReformatContext, kUnlimitedLog);
@@ -292,6 +404,8 @@ void NicFlowTablePage(const sim::Function& fn, Page& page) {
   ReformatLimits(page);
   TableProperties(page, kNicReceiveProperties, {/*rx=*/true, /*tx=*/false}, /*flow_tag=*/true);
   TableProperties(page, kNicTransmitProperties, {/*rx=*/false, /*tx=*/true}, /*flow_tag=*/false);
+  FieldSupport(fn, page, kNicReceiveProperties);
+  FieldSupport(fn, page, kNicTransmitProperties);
   FieldSupport2(fn, page, kNicReceiveFieldSupport2);
   FieldSupport2(fn, page, kNicTransmitFieldSupport2);
 }
@@ -300,6 +414,7 @@ void EswitchFlowTablePage(const sim::Function& fn, Page& page) {
   if (!fn.IsEswitchManager()) return;
   ReformatLimits(page);
   TableProperties(page, kFdbProperties, {/*rx=*/true, /*tx=*/true}, /*flow_tag=*/false);
+  FieldSupport(fn, page, kFdbProperties);
   FieldSupport2(fn, page, kFdbFieldSupport2);
 }
 
@@ -311,6 +426,7 @@ void EswitchPage(Page& page) {
 void QosPage(Page& page) {
   Set(page, kFlowMeterOld, 1);
   Set(page, kLogMaxFlowMeter, kUnlimitedLog);
+  Set(page, kFlowMeterRegId, 0xff);  // bit i: reg_c_i; a meter colours any register its action names
   Set(page, kLogMeterAsoGranularity, 0);
   Set(page, kLogMeterAsoMaxAlloc, 16);
   Set(page, kLogMaxNumMeterAso, kUnlimitedLog);

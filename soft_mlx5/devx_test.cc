@@ -129,6 +129,31 @@ TEST_F(DevxTest, NicFlowTableCapsPassTheReformatCheckOfRdmaCoresTests) {
   EXPECT_EQ(caps[320], 0);
 }
 
+// rdma-core's test_mlx5_dr.py gates GENEVE matching on ft_field_support (requires_geneve_fields_rx_support:
+// outer_geneve_vni, _oam, _protocol_type, _opt_len of the receive properties) and counters on flow_counter
+// in both directions (requires_flow_counter_support). The parser fills all four GENEVE fields, so the bits
+// are set, in receive, transmit and FDB properties, and the same in ft_field_bitmask_support.
+TEST_F(DevxTest, FieldSupportSaysWhatTheParserFills) {
+  const Bytes nic = Caps(7), fdb = Caps(8);
+  for (const auto& [page, properties] : {std::pair{&nic, 64}, {&nic, 256}, {&fdb, 64}}) {
+    SCOPED_TRACE(properties);
+    const Bytes& caps = *page;
+    EXPECT_TRUE(caps[properties] & 0x20);  // flow_counter
+    for (int support : {32, 48}) {         // ft_field_support, ft_field_bitmask_support (bytes)
+      const size_t at = properties + support;
+      EXPECT_EQ(caps[at], 0xff);             // outer dmac .. outer ipv4 ttl
+      EXPECT_EQ(caps[at + 3] & 0x3c, 0x3c);  // outer_geneve_vni, _oam, _protocol_type, _opt_len
+      EXPECT_EQ(caps[at + 3] & 0x40, 0x40);  // outer_vxlan_vni
+      EXPECT_EQ(caps[at + 2] & 0x03, 0x03);  // outer_gre_protocol, outer_gre_key
+      EXPECT_EQ(caps[at + 6] & 0xfe, 0xfe);  // inner ip_protocol .. inner tcp_flags
+      EXPECT_EQ(caps[at + 7], 0x01);         // metadata_reg_a; no reg_b, reserved bits 0
+      EXPECT_EQ(caps[at + 8] & 0xc0, 0xc0);  // geneve_tlv_option_0_data, _exist
+      EXPECT_EQ(caps[at + 8] & 0x38, 0);     // reserved
+      EXPECT_EQ(Get32(caps, at + 12), 0u);   // reserved (the kernel's reg_c bits: not in rdma-core)
+    }
+  }
+}
+
 TEST_F(DevxTest, GeneralCapsDescribeTheFunction) {
   Bytes pf = Caps(0);
   EXPECT_EQ(pf[54] & 0x03, 1);         // port_type Ethernet
@@ -177,6 +202,8 @@ TEST_F(DevxTest, EswitchQosAndOffloadPages) {
 
   Bytes qos = Caps(0xc);
   EXPECT_TRUE(qos[0] & 0x01);     // flow_meter_old: srTCM/trTCM meters
+  EXPECT_EQ(qos[3], 0xff);        // flow_meter_reg_id: a meter colours any reg_c (test_flow_meter takes 0)
+  EXPECT_FALSE(qos[5] & 0x80);    // flow_meter: colour and meter id do not share a register
   EXPECT_EQ(qos[37] & 0x1f, 16);  // log_meter_aso_max_alloc
   EXPECT_EQ(qos[36] & 0x1f, 0);   // log_meter_aso_granularity
 
@@ -509,6 +536,29 @@ TEST_F(DevxTest, AsoFlowMeterObjectsTakeParametersAndAsoActions) {
   ASSERT_EQ(Query(counters, QueryFlowCounterIn(counter_id, 2), &q, 48), 0) << drsim_last_error();
   EXPECT_EQ(Get64(q, 16), 3u);  // green
   EXPECT_EQ(Get64(q, 32), 7u);  // red
+}
+
+// The PRM's flow_meter_aso object holds two flow_meter_parameters (bytes 80 and 112 of the mailbox, as in
+// DPDK's mlx5_prm.h and the kernel's mlx5_ifc.h): CREATE_GENERAL_OBJECT takes them for line 0's meters. A
+// block of zeros leaves its meter unset; a bad block fails the CREATE and makes nothing.
+TEST_F(DevxTest, AsoFlowMeterObjectsTakeThePrmsMeterParametersAtCreate) {
+  const std::vector<uint8_t> prm = tests::MeterPrm();
+  Bytes in = CreateAsoIn(0x24, /*log_obj_range=*/1);
+  std::copy(prm.begin(), prm.end(), in.begin() + 80);
+  Bytes out;
+  mlx5dv_devx_obj* meters = Create(in, &out);
+  ASSERT_NE(meters, nullptr);
+  const uint32_t id = Get32(out, 8);
+  Bytes q;
+  ASSERT_EQ(Query(meters, GeneralObjectIn(0xa02, 0x24, id, 0), &q, 144), 0) << drsim_last_error();
+  EXPECT_EQ(Bytes(q.begin() + 80, q.begin() + 112), Bytes(prm.begin(), prm.end()));
+  EXPECT_EQ(Bytes(q.begin() + 112, q.begin() + 144), Bytes(32, 0));  // the second meter: unset
+  ASSERT_EQ(Query(meters, GeneralObjectIn(0xa02, 0x24, id, 1), &q, 144), 0) << drsim_last_error();
+  EXPECT_EQ(Bytes(q.begin() + 80, q.begin() + 144), Bytes(64, 0));  // line 1: not in the CREATE
+  Bytes bad = in;
+  bad[112] = 0x30;  // the second meter: start_color 3
+  CreateFails(bad, EREMOTEIO, kBadParam);
+  EXPECT_NE(std::string(drsim_last_error()).find("the second meter's parameters"), std::string::npos);
 }
 
 TEST_F(DevxTest, AsoFlowHitObjectRecordsHits) {

@@ -3,7 +3,7 @@
 Usage: drsim_run_check.py views|no-views EXIT_STATUS
 
 Expectations come from the environment the test sets before drsim-run: EXPECT_NAME, EXPECT_VFS,
-EXPECT_WIRE, EXPECT_LIBRARY, EXPECT_OLD_PRELOAD (LD_PRELOAD before drsim-run, may be empty) and, for
+EXPECT_WIRE, EXPECT_ENCAP (the eSwitch encap mode), EXPECT_LIBRARY, EXPECT_OLD_PRELOAD (LD_PRELOAD before drsim-run, may be empty) and, for
 "views", OUTSIDE_PCI, OUTSIDE_CLASSES, OUTSIDE_VERBS (what the real /sys held, space separated),
 OUTSIDE_LO_ADDRESS and REAL_DEVLINK_VERSION (`devlink -V` outside, or empty when devlink is missing).
 Prints each failure and exits 1 on any; exits EXIT_STATUS when everything holds.
@@ -35,6 +35,8 @@ def check_environment():
     check(env.get("DRSIM_DEVICE") == env["EXPECT_NAME"], f"DRSIM_DEVICE={env.get('DRSIM_DEVICE')!r}")
     check(env.get("DRSIM_VFS") == env["EXPECT_VFS"], f"DRSIM_VFS={env.get('DRSIM_VFS')!r}")
     check(env.get("DRSIM_WIRE") == env["EXPECT_WIRE"], f"DRSIM_WIRE={env.get('DRSIM_WIRE')!r}")
+    check(env.get("DRSIM_ESWITCH_ENCAP") == env["EXPECT_ENCAP"],
+          f"DRSIM_ESWITCH_ENCAP={env.get('DRSIM_ESWITCH_ENCAP')!r}")
     check(re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]", env.get("DRSIM_PCI_ADDRESS", "")),
           f"DRSIM_PCI_ADDRESS={env.get('DRSIM_PCI_ADDRESS')!r}")
     preload = env.get("LD_PRELOAD", "").split(":")
@@ -47,23 +49,23 @@ def check_environment():
 
 def check_views():
     env = os.environ
-    name, addr = env["EXPECT_NAME"], env["DRSIM_PCI_ADDRESS"]
+    name, addr, encap = env["EXPECT_NAME"], env["DRSIM_PCI_ADDRESS"], env["EXPECT_ENCAP"]
     check(addr not in env["OUTSIDE_PCI"].split(), f"{addr} is a real device's address")
 
-    # rdma-core's tests/utils.py eswitch_mode_check, step by step.
+    # rdma-core's tests/utils.py eswitch_mode_check and encap_mode_check, step by step.
     hits = glob.glob(f"/sys/bus/pci/devices/*/infiniband/{name}")
     check(len(hits) == 1, f"glob found {hits}")
     if hits:
         check(hits[0].split("/")[5] == addr, f"path component [5] of {hits[0]} is not {addr}")
     out = subprocess.run(["devlink", "dev", "eswitch", "show", f"pci/{addr}"], capture_output=True, text=True)
-    check(out.returncode == 0 and out.stdout == f"pci/{addr}: mode switchdev inline-mode none encap-mode basic\n",
+    check(out.returncode == 0 and out.stdout == f"pci/{addr}: mode switchdev inline-mode none encap-mode {encap}\n",
           f"devlink eswitch show: {out}")
     out = subprocess.run(["devlink", "-j", "dev", "eswitch", "show", f"pci/{addr}"], capture_output=True, text=True)
     try:
         answer = json.loads(out.stdout)
     except ValueError:
         answer = None
-    check(answer == {"dev": {f"pci/{addr}": {"mode": "switchdev", "inline-mode": "none", "encap-mode": "basic"}}},
+    check(answer == {"dev": {f"pci/{addr}": {"mode": "switchdev", "inline-mode": "none", "encap-mode": encap}}},
           f"devlink -j eswitch show: {out}")
     out = subprocess.run(["devlink", "-j", "-p", "dev", "eswitch", "show", f"pci/{addr}"], capture_output=True,
                          text=True)

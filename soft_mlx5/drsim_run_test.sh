@@ -40,9 +40,10 @@ export OUTSIDE_PCI OUTSIDE_CLASSES OUTSIDE_VERBS OUTSIDE_LO_ADDRESS REAL_DEVLINK
 capture="$TEST_TMPDIR/in.pcap"
 : >"$capture"
 status=0
-EXPECT_NAME=mlx5_7 EXPECT_VFS=2 EXPECT_WIRE="pcap:$capture,$TEST_TMPDIR/out.pcap" EXPECT_LIBRARY="$library" \
-  EXPECT_OLD_PRELOAD=/nonexistent/earlier.so LD_PRELOAD=/nonexistent/earlier.so DRSIM_LIBRARY="$library" \
-  "$run" --vfs 2 --wire "pcap:$capture,$TEST_TMPDIR/out.pcap" --name mlx5_7 -- python3 "$check" views 7 \
+EXPECT_NAME=mlx5_7 EXPECT_VFS=2 EXPECT_WIRE="pcap:$capture,$TEST_TMPDIR/out.pcap" EXPECT_ENCAP=basic \
+  EXPECT_LIBRARY="$library" EXPECT_OLD_PRELOAD=/nonexistent/earlier.so LD_PRELOAD=/nonexistent/earlier.so \
+  DRSIM_LIBRARY="$library" "$run" --vfs 2 --wire "pcap:$capture,$TEST_TMPDIR/out.pcap" --eswitch-encap basic \
+  --name mlx5_7 -- python3 "$check" views 7 \
   2>"$TEST_TMPDIR/stderr" || status=$?
 # ld.so warns about the missing earlier.so; anything else on stderr is a failure of the views.
 if grep -v "earlier.so" "$TEST_TMPDIR/stderr" >&2; then fail "unexpected output on stderr (above)"; fi
@@ -62,8 +63,9 @@ if [ -e /sys/class/infiniband/mlx5_0 ]; then
 fi
 had_infiniband="$(ls /sys/class/infiniband 2>/dev/null || true)"
 status=0
-EXPECT_NAME="$default_name" EXPECT_VFS=0 EXPECT_WIRE=loopback EXPECT_LIBRARY="$library" EXPECT_OLD_PRELOAD='' \
-  DRSIM_LIBRARY="$library" "$run" --vfs=0 --wire=loopback "--name=$default_name" -- python3 "$check" views 0 ||
+EXPECT_NAME="$default_name" EXPECT_VFS=0 EXPECT_WIRE=loopback EXPECT_ENCAP=none EXPECT_LIBRARY="$library" \
+  EXPECT_OLD_PRELOAD='' DRSIM_LIBRARY="$library" "$run" --vfs=0 --wire=loopback --eswitch-encap=none \
+  "--name=$default_name" -- python3 "$check" views 0 ||
   status=$?
 [ "$status" -eq 0 ] || fail "drsim-run with defaults exited $status"
 [ "$(ls /sys/class/infiniband 2>/dev/null || true)" = "$had_infiniband" ] ||
@@ -97,7 +99,8 @@ cp "$library" "$prefix/lib/libdrsim.so"
 cp "$check" "$prefix/check.py"
 chmod -R a+rX "$prefix"
 status=0
-EXPECT_NAME="$default_name" EXPECT_VFS=1 EXPECT_WIRE=loopback EXPECT_LIBRARY="$prefix/lib/libdrsim.so" \
+EXPECT_NAME="$default_name" EXPECT_VFS=1 EXPECT_WIRE=loopback EXPECT_ENCAP=none \
+  EXPECT_LIBRARY="$prefix/lib/libdrsim.so" \
   EXPECT_OLD_PRELOAD='' env -u DRSIM_LIBRARY "$prefix/bin/drsim-run" --vfs 1 --name "$default_name" -- \
   python3 "$prefix/check.py" views 3 || status=$?
 [ "$status" -eq 3 ] || fail "the installed drsim-run exited $status, not 3"
@@ -106,7 +109,8 @@ expect_clean
 # Not root: a note on stderr, the environment all the same, no views.
 if command -v setpriv >/dev/null; then
   status=0
-  (cd / && EXPECT_NAME=mlx5_0 EXPECT_VFS=0 EXPECT_WIRE=loopback EXPECT_LIBRARY="$prefix/lib/libdrsim.so" \
+  (cd / && EXPECT_NAME=mlx5_0 EXPECT_VFS=0 EXPECT_WIRE=loopback EXPECT_ENCAP=none \
+    EXPECT_LIBRARY="$prefix/lib/libdrsim.so" \
     EXPECT_OLD_PRELOAD='' env -u DRSIM_LIBRARY setpriv --reuid=65534 --regid=65534 --clear-groups -- \
     "$prefix/bin/drsim-run" -- python3 "$prefix/check.py" no-views 4) 2>"$TEST_TMPDIR/stderr" || status=$?
   [ "$status" -eq 4 ] || { cat "$TEST_TMPDIR/stderr" >&2; fail "drsim-run as nobody exited $status, not 4"; }
@@ -134,6 +138,8 @@ expect_refusal "drsim-run: --wire 'pcap:/nonexistent.pcap,o': cannot read the ca
   --wire pcap:/nonexistent.pcap,o -- true
 expect_refusal "drsim-run: --wire 'netdev:nosuch9': no network interface 'nosuch9'" --wire netdev:nosuch9 -- true
 expect_refusal "drsim-run: --name 'a/b'" --name a/b -- true
+expect_refusal "drsim-run: --eswitch-encap 'full': none or basic" --eswitch-encap full -- true
+expect_refusal "drsim-run: --eswitch-encap needs a value" --eswitch-encap
 expect_refusal "drsim-run: no program to run" --vfs 1
 status=0
 DRSIM_LIBRARY=/nonexistent.so "$run" -- true 2>"$TEST_TMPDIR/stderr" || status=$?

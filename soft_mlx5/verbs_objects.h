@@ -194,11 +194,13 @@ class NicState : public capi::ContextExtension {
   // A receive completion's timestamp: CLOCK_MONOTONIC, read once a pump (the frames a pump moves
   // complete together) and once a frame otherwise.
   uint64_t CompletionTime();
+  // Puts wire_in_'s frames into the NIC as one burst and empties it; returns how many there were.
+  size_t ReceiveWireFrames();
 
   capi::Context* const ctx_;
   const bool debug_;  // DRSIM_DEBUG: say why a frame was dropped
   bool pumping_ = false;
-  uint64_t pump_time_ = 0;  // 0 until the pump's first receive completion
+  uint64_t pump_time_ = 0;                      // 0 until the pump's first receive completion
   std::vector<std::vector<uint8_t>> wire_out_;  // scratch: frames leaving by the uplink
   std::unique_ptr<Wire> wire_;
   std::vector<absl::Span<const uint8_t>> wire_in_;  // Pump's views of the wire's frames, reused

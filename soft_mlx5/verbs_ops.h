@@ -45,8 +45,9 @@ int DestroyWq(ibv_wq* wq);
 ibv_rwq_ind_table* CreateRwqIndTable(ibv_context* ctx, ibv_rwq_ind_table_init_attr* attr);
 int DestroyRwqIndTable(ibv_rwq_ind_table* table);
 
-// The NIC's clock (CLOCK_MONOTONIC, nanoseconds), which stamps completions.
-uint64_t CompletionTimestamp();
+// The device's clock (CLOCK_MONOTONIC, nanoseconds): it stamps completions, and the NIC's clock (meters,
+// counters' hit history) follows it as frames are sent and arrive (NicState::Pump).
+uint64_t MonotonicNs();
 
 }  // namespace drsim::soft_mlx5
 

@@ -144,9 +144,10 @@ void SendGathered(capi::Context& nic, SoftQp& qp, NicState::SendScratch& scratch
     scratch.frames.emplace_back(scratch.bytes.data() + begin, end - begin);
     begin = end;
   }
+  nic.nic->set_time_ns(MonotonicNs());  // meters colour the frames at the rate the program sends them
   (void)nic.function(qp.base.vport).Send(scratch.frames, {}, false, qp.base.qp.qp_num);
   if (qp.send_cq != nullptr && !scratch.signaled.empty()) {
-    const uint64_t now = CompletionTimestamp();
+    const uint64_t now = MonotonicNs();
     for (uint64_t wr_id : scratch.signaled) {
       Completion done;
       done.wr_id = wr_id;
@@ -517,9 +518,7 @@ using drsim::soft_mlx5::SoftQp;
 
 namespace {
 
-bool IsSoftQp(const ibv_qp* qp) {
-  return drsim::capi::IsSoftwareNicObject(qp, Kind::kQp);
-}
+bool IsSoftQp(const ibv_qp* qp) { return drsim::capi::IsSoftwareNicObject(qp, Kind::kQp); }
 
 // Whether a QP state move is one verbs allows for a raw-packet QP (RESET→INIT→RTR→RTS, to RESET or ERR
 // from anywhere, and staying put).

@@ -201,7 +201,7 @@ int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
   return 0;
 }
 
-uint64_t CompletionTimestamp() {
+uint64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;

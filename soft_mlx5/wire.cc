@@ -166,6 +166,7 @@ class PcapWire : public Wire {
   // Frame i is due once (its timestamp - the first frame's) has passed since the first Poll.
   std::vector<std::vector<uint8_t>> Poll(size_t max) override {
     std::vector<std::vector<uint8_t>> frames;
+    due_ns_.clear();
     if (next_ >= arrivals_.size()) return frames;
     const int64_t now_us = NowMicros(CLOCK_MONOTONIC);
     if (start_us_ < 0) start_us_ = now_us;
@@ -174,17 +175,21 @@ class PcapWire : public Wire {
     while (next_ < arrivals_.size() && frames.size() < max &&
            arrivals_[next_].timestamp_us - first_us <= elapsed_us) {
       frames.push_back(std::move(arrivals_[next_].data));
+      due_ns_.push_back((start_us_ + arrivals_[next_].timestamp_us - first_us) * 1000);
       ++next_;
     }
     return frames;
   }
 
+  absl::Span<const int64_t> last_arrivals() const override { return due_ns_; }
+
  private:
   explicit PcapWire(absl::string_view spec) : losses_(std::string(spec)) {}
 
   std::vector<sim::PcapFrame> arrivals_;
-  size_t next_ = 0;        // the first frame not yet delivered
-  int64_t start_us_ = -1;  // CLOCK_MONOTONIC at the first Poll
+  size_t next_ = 0;              // the first frame not yet delivered
+  std::vector<int64_t> due_ns_;  // the due times of the last Poll's frames
+  int64_t start_us_ = -1;        // CLOCK_MONOTONIC at the first Poll
   std::unique_ptr<pcap_t, PcapCloser> dead_;
   std::unique_ptr<pcap_dumper_t, DumperCloser> dumper_;  // declared after dead_: closed before it
   std::string out_;

@@ -6,7 +6,8 @@
 //     as a NIC's local loopback does for two applications on one port. At most 65536 frames wait
 //     between polls; a frame sent to a full queue is dropped.
 //   - pcap:IN,OUT: frames of the capture IN arrive at their recorded pace: frame i is due once
-//     (its timestamp - the first frame's) has passed since the first Poll (CLOCK_MONOTONIC). IN may be
+//     (its timestamp - the first frame's) has passed since the first Poll (CLOCK_MONOTONIC), and
+//     last_arrivals() gives that due time, which the NIC's clock takes for the frame. IN may be
 //     empty ("pcap:,OUT": nothing arrives) and cannot contain a comma. What leaves is appended to OUT
 //     (a classic pcap, Ethernet, stamped with the wall-clock time of Transmit) and flushed at once, so a
 //     reader sees every complete frame while the program runs and after it exits.
@@ -46,6 +47,9 @@ class Wire {
   virtual void Transmit(std::vector<uint8_t>&& frame) { Transmit(absl::MakeConstSpan(frame)); }
   // The frames that arrived from outside since the last call, oldest first, at most `max`.
   virtual std::vector<std::vector<uint8_t>> Poll(size_t max) = 0;
+  // When each frame of the last Poll arrived, on CLOCK_MONOTONIC (ns), one per frame; empty when they
+  // arrived as Poll ran (loopback, netdev). A pcap wire gives each its due time: the capture's spacing.
+  virtual absl::Span<const int64_t> last_arrivals() const { return {}; }
 };
 
 // The wire `spec` names: "loopback", "pcap:IN,OUT" or "netdev:IF". Errors start with "wire 'SPEC': ":

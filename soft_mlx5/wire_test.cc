@@ -144,6 +144,12 @@ TEST_F(PcapWireTest, DeliversAtTheRecordedPaceAndWritesWhatLeaves) {
   std::vector<Frame> got = (*wire)->Poll(1);
   const int64_t first_after = MonotonicMicros();
   EXPECT_THAT(got, ElementsAre(TestFrame(0)));  // `max` holds back the second frame due at 0
+  // Each frame's arrival is its due time on CLOCK_MONOTONIC: the first Poll's time plus its offset, which
+  // the NIC's clock takes for it (meters see the capture's spacing).
+  ASSERT_EQ((*wire)->last_arrivals().size(), 1u);
+  const int64_t start_ns = (*wire)->last_arrivals()[0];
+  EXPECT_GE(start_ns, first_before * 1000);
+  EXPECT_LE(start_ns, first_after * 1000);
   size_t delivered = got.size();
   // Polls until every frame came: each Poll returns exactly the frames due by then. The wire's elapsed
   // time lies in [before - first_after, after - first_before]; frames due within that window may go
@@ -158,7 +164,11 @@ TEST_F(PcapWireTest, DeliversAtTheRecordedPaceAndWritesWhatLeaves) {
     while (may < offsets.size() && offsets[may] <= high) ++may;
     ASSERT_GE(delivered + got.size(), must) << "frames due were held back at " << low << " us";
     ASSERT_LE(delivered + got.size(), may) << "frames came early at " << high << " us";
-    for (const Frame& f : got) EXPECT_EQ(f, in_frames[delivered++]);
+    ASSERT_EQ((*wire)->last_arrivals().size(), got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ((*wire)->last_arrivals()[i], start_ns + offsets[delivered] * 1000);
+      EXPECT_EQ(got[i], in_frames[delivered++]);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(delivered, in_frames.size());

@@ -220,7 +220,7 @@ void StateFillerTunnel(MatchBuilder& b, const FrameSpec& o) {
   }
   if (o.protocol == sim::kIpProtoGre && tail.size() >= 4) {
     const uint32_t flags = at(0) << 8 | at(1);
-    if (flags & 0x4007) return;  // version or routing bits: not GRE as we know it
+    if (flags & 0x4000) return;  // routing: not GRE the parser reads (any version is, as on a ConnectX)
     const bool c = flags & 0x8000, k = flags & 0x2000, s = flags & 0x1000;
     const size_t header = 4 + 4 * (c + k + s);
     if (tail.size() < header) return;

@@ -62,11 +62,21 @@ std::vector<uint8_t> OuterL2L3(uint8_t proto) {
   return h;
 }
 
+// The GRE headers tests send: RFC 2784's plain one (flags 0), and the one of newer rdma-core tests
+// (tests/utils.py gen_gre_header: flags 0x2001, version 1 with the key bit, then key 0x12345678).
+enum class GreKind { kPlain, kVersion1WithKey };
+constexpr uint32_t kRdmaCoreGreKey = 0x12345678;
+
 // ETH/IPv4/GRE carrying `protocol` (0x6558: an Ethernet frame; 0x0800: an IPv4 packet).
-std::vector<uint8_t> GreHeader(uint16_t protocol) {
+std::vector<uint8_t> GreHeader(uint16_t protocol, GreKind kind = GreKind::kPlain) {
   std::vector<uint8_t> h = OuterL2L3(47);
   h.resize(38, 0);
   hw::StoreBe16(&h[36], protocol);
+  if (kind == GreKind::kVersion1WithKey) {
+    hw::StoreBe16(&h[34], 0x2001);
+    h.resize(42);
+    hw::StoreBe32(&h[38], kRdmaCoreGreKey);
+  }
   return h;
 }
 
@@ -177,6 +187,53 @@ TEST_P(ReformatTest, L3Geneve) {
   EXPECT_EQ(got, Inner());
 }
 
+// GRE of any version is a tunnel to a ConnectX: rdma-core's test_packet_reformat_{l2,l3}_gre (and their root
+// variants) send version 1 with a key (0x2001) and expect decap to give back the sent frame, byte for byte.
+TEST_P(ReformatTest, L2GreVersion1WithKeyDecapsToTheSentFrame) {
+  std::vector<uint8_t> header = GreHeader(0x6558, GreKind::kVersion1WithKey);
+  dr::Action encap = *dr::Action::PacketReformat(tx_, flags(), kL2Encap, header);
+  dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), kL2Decap, {});
+  auto [wire, got] = RoundTrip(Inner(), encap, decap);
+  ASSERT_EQ(wire.size(), Inner().size() + 42);
+  EXPECT_EQ(hw::LoadBe16(wire.data() + 34), 0x2001);
+  EXPECT_EQ(hw::LoadBe32(wire.data() + 38), kRdmaCoreGreKey);
+  EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 42, wire.end()), Inner());
+  EXPECT_EQ(got, Inner());
+}
+
+TEST_P(ReformatTest, L3GreVersion1WithKeyDecapsToTheSentFrame) {
+  std::vector<uint8_t> header = GreHeader(0x0800, GreKind::kVersion1WithKey), l2 = L2Header();
+  dr::Action encap = *dr::Action::PacketReformat(tx_, flags(), kL3Encap, header);
+  dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), kL3Decap, l2);
+  const std::vector<uint8_t> inner = Inner();
+  auto [wire, got] = RoundTrip(inner, encap, decap);
+  ASSERT_EQ(wire.size(), inner.size() - 14 + 42);
+  EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 42, wire.end()),
+            std::vector<uint8_t>(inner.begin() + 14, inner.end()));
+  EXPECT_EQ(got, inner);
+}
+
+// A decap that meets a frame with no tunnel drops it, counted apart (rdma-core's STE v0 decap sets
+// fail_on_error): the frame never reaches the QP with its headers as they came.
+TEST_P(ReformatTest, DecapOfAFrameWithoutATunnelDropsIt) {
+  for (auto type : {kL2Decap, kL3Decap}) {
+    SCOPED_TRACE(type);
+    const std::vector<uint8_t> l2 = type == kL3Decap ? L2Header() : std::vector<uint8_t>();
+    dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), type, l2);
+    qp_ = nic_.pf().CreateQueue();
+    qp_action_ = *dr::Action::DestQp(nic_.pf(), qp_);
+    CatchAll(rx_, {&decap, &qp_action_});
+    const uint64_t before = nic_.stats().no_tunnel;
+    EXPECT_EQ(nic_.ReceiveFromWire(Inner()).fate, sim::Fate::kNoTunnel);
+    EXPECT_EQ(nic_.stats().no_tunnel, before + 1);
+    EXPECT_FALSE(nic_.pf().queue(qp_)->Poll().has_value());
+    rules_.clear();
+    matchers_.clear();
+    jumps_.clear();
+    tables_.clear();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(RootAndNonRoot, ReformatTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Root" : "Table"; });
 
@@ -202,6 +259,38 @@ TEST(ReformatChecksTest, CreationErrorsFollowRdmaCore) {
   // A reformat action holds its domain.
   dr::Action hold = *dr::Action::PacketReformat(rx, 0, kL2Decap, {});
   EXPECT_EQ(rx.Destroy().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The eSwitch encap mode decides which root tables take reformat actions, as Linux mlx5_ib makes them
+// (drivers/infiniband/hw/mlx5/fs.c _get_flow_table): NIC RX/TX root tables with decap and reformat only
+// under encap-mode none, FDB root tables only under basic. Non-root tables take them under either mode.
+// rdma-core's root reformat tests skip on switchdev with encap-mode basic (requires_encap_disabled_if_
+// eswitch_on) for this reason.
+TEST(ReformatChecksTest, TheEswitchEncapModeDecidesWhichRootTablesTakeReformat) {
+  std::vector<uint8_t> gre = GreHeader(0x6558);
+  for (hw::EswitchEncap encap : {hw::EswitchEncap::kNone, hw::EswitchEncap::kBasic}) {
+    SCOPED_TRACE(encap == hw::EswitchEncap::kNone ? "encap-mode none" : "encap-mode basic");
+    sim::Nic nic;
+    nic.set_eswitch_encap(encap);
+    for (auto type : {MLX5DV_DR_DOMAIN_TYPE_NIC_TX, MLX5DV_DR_DOMAIN_TYPE_FDB}) {
+      const bool takes = (type == MLX5DV_DR_DOMAIN_TYPE_FDB) == (encap == hw::EswitchEncap::kBasic);
+      dr::Domain domain = *dr::Domain::Create(nic.pf(), type);
+      dr::Table root = *dr::Table::Create(domain, 0), table = *dr::Table::Create(domain, 1);
+      dr::Matcher root_all = *dr::Matcher::Create(root, 0, 0, nullptr);
+      dr::Matcher table_all = *dr::Matcher::Create(table, 0, 0, nullptr);
+      dr::Action root_encap =
+          *dr::Action::PacketReformat(domain, MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL, kL2Encap, gre);
+      dr::Action encap_action = *dr::Action::PacketReformat(domain, 0, kL2Encap, gre);
+      absl::StatusOr<dr::Rule> on_root = dr::Rule::Create(root_all, MatchParams(), {&root_encap});
+      if (takes) {
+        EXPECT_TRUE(on_root.ok()) << on_root.status();
+      } else {
+        EXPECT_EQ(on_root.status().code(), absl::StatusCode::kUnimplemented);
+        EXPECT_THAT(on_root.status().message(), ::testing::HasSubstr("eSwitch encap mode"));
+      }
+      EXPECT_TRUE(dr::Rule::Create(table_all, MatchParams(), {&encap_action}).ok());
+    }
+  }
 }
 
 TEST(ReformatChecksTest, FdbDecapsWireTrafficForAVfAndEncapsItsReplies) {

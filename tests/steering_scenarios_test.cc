@@ -27,7 +27,7 @@ const hw::MacAddress kSmac = *hw::MacAddress::Parse("88:88:88:88:88:88");
 const hw::MacAddress kOtherSmac = *hw::MacAddress::Parse("22:22:22:22:22:22");
 const hw::MacAddress kDmac = *hw::MacAddress::Parse("24:8a:07:a5:28:a2");
 
-std::vector<uint8_t> Packet(const hw::MacAddress& smac, const hw::MacAddress& dmac = kDmac) {
+sim::FrameSpec PacketSpec(const hw::MacAddress& smac, const hw::MacAddress& dmac = kDmac) {
   sim::FrameSpec s;
   s.smac = smac;
   s.dmac = dmac;
@@ -37,7 +37,10 @@ std::vector<uint8_t> Packet(const hw::MacAddress& smac, const hw::MacAddress& dm
   s.sport = 1234;
   s.dport = 5678;
   s.payload_len = 32;
-  return sim::BuildFrame(s);
+  return s;
+}
+std::vector<uint8_t> Packet(const hw::MacAddress& smac, const hw::MacAddress& dmac = kDmac) {
+  return sim::BuildFrame(PacketSpec(smac, dmac));
 }
 
 // The rdma-core tests' smac mask: ff*6 + 00 00, match_sz 8 (then padded to a multiple of 4 on non-root).
@@ -309,6 +312,35 @@ TEST_F(ActionScenarioTest, MetadataModifyActionSetCopyMatch) {
   ASSERT_TRUE(nic_.QueryCounter(counter, &packets, &bytes).ok());
   EXPECT_EQ(packets, 10u);
   EXPECT_EQ(bytes, 10 * Packet(kSmac).size());
+  // A modify header that sets or copies registers alone rewrites no frame byte, as on a ConnectX (which
+  // updates a checksum only for the header bytes it rewrote): each frame reaches the QP byte for byte as
+  // it came, checksums valid, or zero as rdma-core's tests send them (tests/utils.py gen_packet).
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, Packet(kSmac));
+  sim::FrameSpec zero = PacketSpec(kSmac);
+  zero.zero_checksums = true;
+  EXPECT_EQ(nic_.ReceiveFromWire(sim::BuildFrame(zero)).fate, sim::Fate::kQueued);
+  EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, sim::BuildFrame(zero));
+}
+
+TEST_F(ActionScenarioTest, AnSmacRewriteLeavesZeroChecksumsAsTheyCame) {
+  // RX: SET SMAC = 88:88:88:88:88:88 on frames from 22:22:22:22:22:22 whose checksums are 0 (rdma-core's
+  // frames). Only the smac changes: the IPv4 header checksum does not cover it and stays 0.
+  const uint64_t words[] = {hw::ModifySetWord(hw::ModifyField::kSmac47_16, 0, 0, 0x88888888),
+                            hw::ModifySetWord(hw::ModifyField::kSmac15_0, 0, 16, 0x8888)};
+  dr::Action modify = *dr::Action::ModifyHeader(domain_, 0, words);
+  dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+  root_ = *dr::Table::Create(domain_, 0);
+  table_ = *dr::Table::Create(domain_, 1);
+  root_matcher_ = *dr::Matcher::Create(root_, 0, 0, nullptr);
+  jump_ = *dr::Action::DestTable(table_);
+  root_rule_ = *dr::Rule::Create(root_matcher_, MatchParams(), {&jump_});
+  matcher_ = *dr::Matcher::Create(table_, 0, 0, nullptr);
+  rule_ = *dr::Rule::Create(matcher_, MatchParams(), {&modify, &qp});
+  sim::FrameSpec spec = PacketSpec(kOtherSmac);
+  spec.zero_checksums = true;
+  EXPECT_EQ(nic_.ReceiveFromWire(sim::BuildFrame(spec)).fate, sim::Fate::kQueued);
+  spec.smac = kSmac;
+  EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, sim::BuildFrame(spec));
 }
 
 TEST_F(ActionScenarioTest, TblCounterActionAndReuse) {
