@@ -508,10 +508,13 @@ bool TableIndex::Compile() const {
   return true;
 }
 
-bool TableIndex::IsCompiled() const {
+bool TableIndex::IsCompiled() const { return ServingForm() != nullptr; }
+
+const TableIndex::CompiledTrees* TableIndex::ServingForm() const {
   const uint64_t version = version_.load(std::memory_order_acquire);
   const CompiledTrees* compiled = compiled_.load(std::memory_order_acquire);
-  return compiled != nullptr && compiled->version.load(std::memory_order_acquire) == version;
+  return compiled != nullptr && compiled->version.load(std::memory_order_acquire) == version ? compiled
+                                                                                             : nullptr;
 }
 
 bool TableIndex::TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets) {
@@ -526,8 +529,8 @@ bool TableIndex::TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Spa
 }
 
 bool TableIndex::LooksUpByTrees() const {
-  return IsCompiled() && compiled_.load(std::memory_order_acquire)->method.load(std::memory_order_relaxed) ==
-                             CompiledTrees::kTrees;
+  const CompiledTrees* serving = ServingForm();
+  return serving != nullptr && serving->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees;
 }
 
 void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64_t version, size_t n) {

@@ -346,6 +346,8 @@ class TableIndex {
   // A change to the index, from its start to its end (hw/table_index.cc).
   class ChangeGuard;
 
+  // The compiled form that serves lookups at the index's version (IsCompiled, LooksUpByTrees), or nullptr.
+  const CompiledTrees* ServingForm() const;
   // Files `item` (its value under `mask`, of the matcher with `rank`, its pair `key`) at the node its
   // prefixes lead to, made if missing; a word-1 node growing past kFatNode entries splits.
   void FileEntry(Item* item, const PrefixPair& key, const std::array<uint32_t, kWords>& mask, uint64_t rank,
