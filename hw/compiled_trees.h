@@ -240,11 +240,13 @@ struct TableIndex::TreeUpkeep {
   std::atomic<bool> fold_wanted{false};
   // The pace of changes: a form is kept up only while they come at most kMaxKeptUpRate a second, measured
   // over windows of kRateWindow changes (faster, each costs more than the form saves the lookups: a burst
-  // of updates retires it, and a fold follows once lookups have gone without a form for a while).
+  // of updates retires it, and a fold follows once lookups have gone without a form for a while). It takes
+  // two fast windows in a row: one alone is a control path making up for time it lost, soon over.
   static constexpr uint32_t kRateWindow = 4096;
   static constexpr double kMaxKeptUpRate = 800e3;
   std::chrono::steady_clock::time_point window_start{};
   uint32_t window_changes = 0;
+  bool last_window_fast = false;
   // For tests and benches: folds published, forms retired because they could not take a change, and
   // forms retired because changes came too fast.
   uint64_t folds = 0;
@@ -282,7 +284,7 @@ class TableIndex::TreeCompiler {
   static void TakeChange(TableIndex* index, TreeChange::Kind kind, const Entry& e);
   static void EndChange(TableIndex* index, uint64_t version);
   // Counts a change against the pace (TreeUpkeep::kMaxKeptUpRate); true when the window it ends came too
-  // fast.
+  // fast, as did the one before.
   static bool ChangingTooFast(TreeUpkeep* upkeep);
   // Takes `change` into `form` (published or not); false, having changed nothing, when it cannot. With
   // `placed` (the maintained form's), it starts from where the last change put the same entry, and records

@@ -261,8 +261,10 @@ bool TableIndex::TreeCompiler::ChangingTooFast(TreeUpkeep* upkeep) {
       std::chrono::duration<double>(double{TreeUpkeep::kRateWindow} / TreeUpkeep::kMaxKeptUpRate);
   upkeep->window_start = now;
   upkeep->window_changes = 0;
-  if (fast) ++upkeep->busy_retirements;
-  return fast;
+  const bool too_fast = fast && upkeep->last_window_fast;
+  upkeep->last_window_fast = fast;
+  if (too_fast) ++upkeep->busy_retirements;
+  return too_fast;
 }
 
 void TableIndex::TreeCompiler::TakeChange(TableIndex* index, TreeChange::Kind kind, const Entry& e) {
