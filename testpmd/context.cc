@@ -31,9 +31,11 @@ const FlowShape* EngineContext::InternShape(const FlowRule& rule) {
   for (const Action& action : rule.actions) {
     if (action.def->type != ActionType::kVoid) shape_scratch_.second.emplace_back(action.def->list_name);
   }
+  if (last_shape_ != nullptr && *last_shape_ == shape_scratch_) return last_shape_;  // a file's usual case
   auto it = flow_shapes.find(shape_scratch_);
   if (it == flow_shapes.end()) it = flow_shapes.insert(shape_scratch_).first;
-  return &*it;
+  last_shape_ = &*it;
+  return last_shape_;
 }
 
 FlowInfo Flow::Info() const {

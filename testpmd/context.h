@@ -38,6 +38,10 @@ using FlowShape = std::pair<std::vector<std::string>, std::vector<std::string>>;
 // What the engine keeps of a flow: what `flow list`, `flow query`, `flow destroy` and traces need, and its
 // DR objects. Nothing of the command that made it.
 struct Flow {
+  explicit Flow(RecordPool<Flow>* pool) : pool(pool) {}
+  RecordPool<Flow>& record_pool() const { return *pool; }
+
+  RecordPool<Flow>* pool;  // where it lives
   uint32_t id = 0;
   uint32_t group = 0;
   uint32_t priority = 0;
@@ -99,6 +103,7 @@ class EngineContext {
  private:
   std::map<uint16_t, std::vector<uint32_t>> queues_;  // QP numbers by port
   FlowShape shape_scratch_;                           // InternShape's key, its room kept from flow to flow
+  const FlowShape* last_shape_ = nullptr;             // the shape InternShape gave last
 };
 
 }  // namespace drsim::testpmd

@@ -83,6 +83,8 @@ InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule,
   objects_->FileNote(rule_.id(), &note_);
 }
 
+RecordPool<InstalledRule>& InstalledRule::record_pool() const { return objects_->rules_; }
+
 InstalledRule::~InstalledRule() {
   objects_->WithdrawNote(rule_.id());
   --objects_->counts_.rules;

@@ -147,6 +147,8 @@ class InstalledRule {
   InstalledRule(const InstalledRule&) = delete;
   InstalledRule& operator=(const InstalledRule&) = delete;
 
+  RecordPool<InstalledRule>& record_pool() const;
+
  private:
   std::shared_ptr<MatcherRes> matcher_;
   dr::Rule rule_;

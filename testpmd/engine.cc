@@ -74,7 +74,7 @@ absl::StatusOr<FlowPtr> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint
   }
   DRSIM_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
 
-  FlowPtr flow = ctx.flow_records.Make();
+  FlowPtr flow = ctx.flow_records.Make(&ctx.flow_records);
   // (The group's table needs no hold of the flow's: every flow's first rule is in it, and holds its matcher,
   // which holds the table.)
   if (pattern.geneve_option) {

@@ -3,7 +3,7 @@
 //
 // What
 //   RecordPool<T> makes T objects owned by RecordPool<T>::Ptr, a unique_ptr that gives the memory back to
-//   the pool.
+//   the pool. A T names its pool (`RecordPool<T>& record_pool() const`), so a Ptr is one pointer.
 //
 // How
 //   The memory is an hw::SlabPool's: objects of one size cut from 2 MiB slabs advised as huge pages, freed
@@ -28,10 +28,10 @@ template <typename T>
 class RecordPool {
  public:
   struct Deleter {
-    RecordPool* pool = nullptr;
     void operator()(T* object) const {
+      RecordPool& pool = object->record_pool();
       object->~T();
-      pool->slabs_.Free(object);
+      pool.slabs_.Free(object);
     }
   };
   using Ptr = std::unique_ptr<T, Deleter>;
@@ -46,7 +46,7 @@ class RecordPool {
     static_assert(alignof(T) <= 16, "slab objects are 16-byte aligned");
     void* memory = slabs_.Allocate();
     try {
-      return Ptr(new (memory) T(std::forward<Args>(args)...), Deleter{this});
+      return Ptr(new (memory) T(std::forward<Args>(args)...));
     } catch (...) {
       slabs_.Free(memory);
       throw;
