@@ -530,7 +530,9 @@ TEST(CommandParserTest, AReusedParserParsesAsAFreshOne) {
     const Command* command = reused.Parse(tokens, &errors);
     const int line = tokens.tokens.front().pos.line;
     ASSERT_EQ(command != nullptr, fresh.command.has_value()) << "line " << line;
-    if (command != nullptr) EXPECT_EQ(DescribeCommand(*command), DescribeCommand(*fresh.command)) << line;
+    if (command != nullptr) {
+      EXPECT_EQ(DescribeCommand(*command), DescribeCommand(*fresh.command)) << line;
+    }
     ASSERT_EQ(errors.size(), fresh.errors.size()) << "line " << line;
     for (size_t i = 0; i < errors.size(); ++i) {
       EXPECT_EQ(errors[i], fresh.errors[i]) << "line " << line;

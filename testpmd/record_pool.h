@@ -7,9 +7,9 @@
 //
 // How
 //   The memory is an hw::SlabPool's: objects of one size cut from 2 MiB slabs advised as huge pages, freed
-//   ones reused first. A million-rule file's records then take a few hundred huge pages rather than a
-//   hundred thousand faults of the heap's 4 KiB pages, with no malloc call each (bench/README.md, "Rule
-//   files"). Slabs go back to the kernel with the pool, so the pool must outlive its objects.
+//   ones reused first. A large rule file's records then fault in a huge page at a time rather than the
+//   heap's 4 KiB pages, and cost no malloc call each (bench/README.md, "Rule files"). Slabs go back to the
+//   kernel with the pool, so the pool must outlive its objects.
 //
 // Thread-safety
 //   Not thread-safe: the engine serialises its calls.
