@@ -434,8 +434,7 @@ absl::StatusOr<const dr::Domain*> ActionLowering::PortDomain(mlx5dv_dr_domain_ty
 
 absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
                                     const DrList& list, const RuleLabel& label, SourcePos fallback) {
-  absl::StatusOr<std::unique_ptr<InstalledRule>> rule =
-      ctx_.objects.InsertRule(matcher, value, list.actions, label);
+  absl::StatusOr<InstalledRulePtr> rule = ctx_.objects.InsertRule(matcher, value, list.actions, label);
   if (!rule.ok()) return Blame(rule.status(), list, fallback);
   out_->rules.push_back(*std::move(rule));
   return absl::OkStatus();

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -52,8 +53,8 @@ uint32_t ActionParam(const Action& a, absl::string_view name, uint32_t fallback 
 // A DR action list under construction, with the testpmd action each entry came from (nullptr: the
 // engine's own, like a meter's flow-id tag).
 struct DrList {
-  std::vector<const dr::Action*> actions;
-  std::vector<const Action*> origins;
+  absl::InlinedVector<const dr::Action*, 4> actions;  // (a list is short: no heap for most flows)
+  absl::InlinedVector<const Action*, 4> origins;
   void Add(const dr::Action* a, const Action* origin) {
     actions.push_back(a);
     origins.push_back(origin);

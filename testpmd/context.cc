@@ -22,6 +22,22 @@ EngineContext::~EngineContext() {
   }
 }
 
+const FlowShape* EngineContext::InternShape(const FlowRule& rule) {
+  shape_scratch_.first.clear();
+  shape_scratch_.second.clear();
+  for (const Item& item : rule.pattern) {
+    if (item.def->type != ItemType::kVoid) shape_scratch_.first.emplace_back(item.def->list_name);
+  }
+  for (const Action& action : rule.actions) {
+    if (action.def->type != ActionType::kVoid) shape_scratch_.second.emplace_back(action.def->list_name);
+  }
+  if (last_shape_ != nullptr && *last_shape_ == shape_scratch_) return last_shape_;  // a file's usual case
+  auto it = flow_shapes.find(shape_scratch_);
+  if (it == flow_shapes.end()) it = flow_shapes.insert(shape_scratch_).first;
+  last_shape_ = &*it;
+  return last_shape_;
+}
+
 FlowInfo Flow::Info() const {
   FlowInfo info;
   info.id = id;

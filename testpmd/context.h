@@ -28,6 +28,7 @@
 #include "testpmd/geneve_option.h"
 #include "testpmd/indirect_actions.h"
 #include "testpmd/meters.h"
+#include "testpmd/record_pool.h"
 
 namespace drsim::testpmd {
 
@@ -37,6 +38,10 @@ using FlowShape = std::pair<std::vector<std::string>, std::vector<std::string>>;
 // What the engine keeps of a flow: what `flow list`, `flow query`, `flow destroy` and traces need, and its
 // DR objects. Nothing of the command that made it.
 struct Flow {
+  explicit Flow(RecordPool<Flow>* pool) : pool(pool) {}
+  RecordPool<Flow>& record_pool() const { return *pool; }
+
+  RecordPool<Flow>* pool;  // where it lives
   uint32_t id = 0;
   uint32_t group = 0;
   uint32_t priority = 0;
@@ -49,6 +54,8 @@ struct Flow {
   // Its line of `flow list`.
   FlowInfo Info() const;
 };
+
+using FlowPtr = RecordPool<Flow>::Ptr;
 
 class EngineContext {
  public:
@@ -68,13 +75,17 @@ class EngineContext {
   FlowHitPool flow_hits;            // ASO flow-hit contexts of ages outside root tables (aging.h)
   IndirectTable indirect;           // flow indirect_action (flows hold what they use)
   std::set<FlowShape> flow_shapes;  // Flow::shape points into it
+  RecordPool<Flow> flow_records;    // the flows' memory
   // By port, by id; a B-tree holds each id in about 12 bytes, where a std::map node takes 64.
-  std::map<uint16_t, absl::btree_map<uint32_t, std::unique_ptr<Flow>>> flows;
+  std::map<uint16_t, absl::btree_map<uint32_t, FlowPtr>> flows;
 
   // mlx5's ids of the E-Switch manager in port_id (MLX5_PORT_ESW_MGR) and represented_port
   // (MLX5_REPRESENTED_PORT_ESW_MGR) items.
   static constexpr uint32_t kEswManagerPortId = 0xffffffff;
   static constexpr uint32_t kEswManagerEthdevId = 0xffff;
+
+  // The interned shape of `rule` (what Flow::shape points to).
+  const FlowShape* InternShape(const FlowRule& rule);
 
   int num_ports() const { return nic.num_vfs() + 1; }
   // InvalidArgument unless `port` is a function's port.
@@ -91,6 +102,8 @@ class EngineContext {
 
  private:
   std::map<uint16_t, std::vector<uint32_t>> queues_;  // QP numbers by port
+  FlowShape shape_scratch_;                           // InternShape's key, its room kept from flow to flow
+  const FlowShape* last_shape_ = nullptr;             // the shape InternShape gave last
 };
 
 }  // namespace drsim::testpmd

@@ -34,7 +34,7 @@ TableRes::TableRes(std::shared_ptr<DomainRes> domain, dr::Table table, DrObjects
 
 TableRes::~TableRes() {
   if (default_jump_) {
-    objects_->notes_.erase(default_jump_->rule.id());
+    objects_->WithdrawNote(default_jump_->rule.id());
     default_jump_.reset();
     --objects_->counts_.rules;
     --objects_->counts_.matchers;
@@ -62,7 +62,7 @@ absl::StatusOr<uint32_t> TableRes::AddDefaultJump() {
   d->rule = std::move(rule);
   d->note.actions = {jump};
   d->note.part = &*objects_->label_parts_.insert("fdb_def_rule (root -> group 0)").first;
-  objects_->notes_[d->rule.id()] = &d->note;
+  objects_->FileNote(d->rule.id(), &d->note);
   default_jump_ = std::move(d);
   ++objects_->counts_.tables;
   ++objects_->counts_.matchers;
@@ -80,11 +80,13 @@ InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule,
                              DrObjects* objects)
     : matcher_(std::move(matcher)), rule_(std::move(rule)), note_(std::move(note)), objects_(objects) {
   ++objects_->counts_.rules;
-  objects_->notes_[rule_.id()] = &note_;
+  objects_->FileNote(rule_.id(), &note_);
 }
 
+RecordPool<InstalledRule>& InstalledRule::record_pool() const { return objects_->rules_; }
+
 InstalledRule::~InstalledRule() {
-  objects_->notes_.erase(rule_.id());
+  objects_->WithdrawNote(rule_.id());
   --objects_->counts_.rules;
 }
 
@@ -130,8 +132,13 @@ absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::HiddenTable(const std::shar
 absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared_ptr<TableRes>& table,
                                                                uint16_t priority,
                                                                const hw::MatchParams& mask) {
-  const std::string key(reinterpret_cast<const char*>(mask.bytes()), hw::kMatchParamBytes);
-  std::weak_ptr<MatcherRes>& slot = matchers_[{table.get(), priority, key}];
+  const std::string_view key(reinterpret_cast<const char*>(mask.bytes()), hw::kMatchParamBytes);
+  auto it = matchers_.find(std::make_tuple(table.get(), priority, key));  // (no key string made to look)
+  if (it == matchers_.end())
+    it = matchers_
+             .emplace(std::make_tuple(table.get(), priority, std::string(key)), std::weak_ptr<MatcherRes>())
+             .first;
+  std::weak_ptr<MatcherRes>& slot = it->second;
   if (std::shared_ptr<MatcherRes> m = slot.lock()) return m;
   DRSIM_ASSIGN_OR_RETURN(dr::Matcher matcher, dr::Matcher::Create(table->table(), priority, mask));
   auto m = std::make_shared<MatcherRes>(table, std::move(matcher), this);
@@ -139,11 +146,12 @@ absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared
   return m;
 }
 
-absl::StatusOr<std::unique_ptr<InstalledRule>> DrObjects::InsertRule(
-    const std::shared_ptr<MatcherRes>& matcher, const hw::MatchParams& value,
-    absl::Span<const dr::Action* const> actions, const RuleLabel& label) {
+absl::StatusOr<InstalledRulePtr> DrObjects::InsertRule(const std::shared_ptr<MatcherRes>& matcher,
+                                                       const hw::MatchParams& value,
+                                                       absl::Span<const dr::Action* const> actions,
+                                                       const RuleLabel& label) {
   DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(matcher->matcher(), value, actions));
-  return std::make_unique<InstalledRule>(matcher, std::move(rule), Note(label, actions), this);
+  return rules_.Make(matcher, std::move(rule), Note(label, actions), this);
 }
 
 RuleNote DrObjects::Note(const RuleLabel& label, absl::Span<const dr::Action* const> actions) {
@@ -157,10 +165,46 @@ RuleNote DrObjects::Note(const RuleLabel& label, absl::Span<const dr::Action* co
   return note;
 }
 
+namespace {
+
+bool IdBelow(const std::pair<uint32_t, const RuleNote*>& entry, uint32_t id) { return entry.first < id; }
+
+}  // namespace
+
+void DrObjects::FileNote(uint32_t rule_id, const RuleNote* note) {
+  if (notes_.empty() || notes_.back().first < rule_id) {
+    notes_.emplace_back(rule_id, note);
+    return;
+  }
+  // (DR's ids only grow; after they wrap, keep the order anyway.)
+  notes_.emplace(std::lower_bound(notes_.begin(), notes_.end(), rule_id, IdBelow), rule_id, note);
+}
+
+void DrObjects::WithdrawNote(uint32_t rule_id) {
+  size_t i = last_withdrawn_ + 1;
+  if (i >= notes_.size() || notes_[i].first != rule_id) {
+    i = std::lower_bound(notes_.begin(), notes_.end(), rule_id, IdBelow) - notes_.begin();
+    if (i == notes_.size() || notes_[i].first != rule_id || notes_[i].second == nullptr) return;
+  }
+  notes_[i].second = nullptr;
+  last_withdrawn_ = i;
+  if (++withdrawn_ * 2 <= notes_.size() || withdrawn_ < 1024) return;
+  notes_.erase(
+      std::remove_if(notes_.begin(), notes_.end(), [](const auto& e) { return e.second == nullptr; }),
+      notes_.end());
+  withdrawn_ = 0;
+  last_withdrawn_ = 0;
+}
+
+const RuleNote* DrObjects::FindNote(uint32_t rule_id) const {
+  auto it = std::lower_bound(notes_.begin(), notes_.end(), rule_id, IdBelow);
+  return it == notes_.end() || it->first != rule_id ? nullptr : it->second;
+}
+
 std::string DrObjects::LabelOf(uint32_t rule_id) const {
-  auto it = notes_.find(rule_id);
-  if (it == notes_.end()) return "";
-  const RuleNote& note = *it->second;
+  const RuleNote* found = FindNote(rule_id);
+  if (found == nullptr) return "";
+  const RuleNote& note = *found;
   RuleLabel label;
   if (note.port >= 0) label.flow.emplace(static_cast<uint16_t>(note.port), note.flow);
   if (note.part != nullptr) label.part = *note.part;
@@ -169,9 +213,9 @@ std::string DrObjects::LabelOf(uint32_t rule_id) const {
 
 std::vector<std::string> DrObjects::RuleActions(uint32_t rule_id) const {
   std::vector<std::string> out;
-  auto it = notes_.find(rule_id);
-  if (it == notes_.end()) return out;
-  for (const dr::Action* a : it->second->actions) out.push_back(a->Describe());
+  const RuleNote* note = FindNote(rule_id);
+  if (note == nullptr) return out;
+  for (const dr::Action* a : note->actions) out.push_back(a->Describe());
   return out;
 }
 

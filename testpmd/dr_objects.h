@@ -7,7 +7,9 @@
 //               the always-hit rule jumping to it
 //   MatcherRes  a dr::Matcher; holds its table. Rules of one (domain, table, priority, mask) share one
 //   InstalledRule  a dr::Rule; holds its matcher and notes what made it and its actions, for traces
-//               (DrObjects::LabelOf, RuleActions): a few words, as a flow keeps only what it needs
+//               (DrObjects::LabelOf, RuleActions): a few words, as a flow keeps only what it needs. The
+//               notes sit in the rules; DrObjects finds them by DR rule id in a vector sorted by id,
+//               which a new rule appends to (DR's ids grow), so an insert touches no hash table
 //
 // Members are declared so that destruction goes rule -> matcher -> (jump action) -> table -> domain. The
 // caches keep weak references: an object nobody holds is gone, and the next request makes a new one.
@@ -24,10 +26,12 @@
 #include <infiniband/mlx5dv.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -40,6 +44,7 @@
 #include "dr/dr.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
+#include "testpmd/record_pool.h"
 
 namespace drsim::testpmd {
 
@@ -142,12 +147,16 @@ class InstalledRule {
   InstalledRule(const InstalledRule&) = delete;
   InstalledRule& operator=(const InstalledRule&) = delete;
 
+  RecordPool<InstalledRule>& record_pool() const;
+
  private:
   std::shared_ptr<MatcherRes> matcher_;
   dr::Rule rule_;
   RuleNote note_;
   DrObjects* objects_;
 };
+
+using InstalledRulePtr = RecordPool<InstalledRule>::Ptr;
 
 class DrObjects {
  public:
@@ -169,10 +178,10 @@ class DrObjects {
   absl::StatusOr<std::shared_ptr<MatcherRes>> Matcher(const std::shared_ptr<TableRes>& table,
                                                       uint16_t priority, const hw::MatchParams& mask);
   // Inserts a rule and labels it (e.g. "port 0 flow 3").
-  absl::StatusOr<std::unique_ptr<InstalledRule>> InsertRule(const std::shared_ptr<MatcherRes>& matcher,
-                                                            const hw::MatchParams& value,
-                                                            absl::Span<const dr::Action* const> actions,
-                                                            const RuleLabel& label);
+  absl::StatusOr<InstalledRulePtr> InsertRule(const std::shared_ptr<MatcherRes>& matcher,
+                                              const hw::MatchParams& value,
+                                              absl::Span<const dr::Action* const> actions,
+                                              const RuleLabel& label);
 
   // The label of DR rule `rule_id`, or "" for a rule the engine did not make.
   std::string LabelOf(uint32_t rule_id) const;
@@ -198,12 +207,22 @@ class DrObjects {
   ObjectCounts counts_;
   std::map<std::pair<int, uint16_t>, std::weak_ptr<DomainRes>> domains_;
   std::map<std::pair<const DomainRes*, uint32_t>, std::weak_ptr<TableRes>> tables_;
-  std::map<std::tuple<const TableRes*, uint16_t, std::string>, std::weak_ptr<MatcherRes>> matchers_;
+  std::map<std::tuple<const TableRes*, uint16_t, std::string>, std::weak_ptr<MatcherRes>, std::less<>>
+      matchers_;
   // The note of a rule made with `label` and `actions`.
   RuleNote Note(const RuleLabel& label, absl::Span<const dr::Action* const> actions);
+  // Files `note` as DR rule `rule_id`'s / withdraws rule `rule_id`'s note.
+  void FileNote(uint32_t rule_id, const RuleNote* note);
+  void WithdrawNote(uint32_t rule_id);
+  // The live note of DR rule `rule_id`, or nullptr.
+  const RuleNote* FindNote(uint32_t rule_id) const;
 
-  absl::node_hash_set<std::string> label_parts_;          // RuleNote::part points into it
-  absl::flat_hash_map<uint32_t, const RuleNote*> notes_;  // by DR rule id
+  absl::node_hash_set<std::string> label_parts_;  // RuleNote::part points into it
+  RecordPool<InstalledRule> rules_;               // InsertRule's rules (they must go before DrObjects)
+  // By DR rule id, ascending; a withdrawn note leaves a null until the vector is compacted.
+  std::deque<std::pair<uint32_t, const RuleNote*>> notes_;  // (grows without copying)
+  size_t withdrawn_ = 0;                                    // the nulls in notes_
+  size_t last_withdrawn_ = 0;  // where the last note was withdrawn: flows go in id order (flush, exit)
 };
 
 }  // namespace drsim::testpmd

@@ -25,7 +25,7 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
-absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint32_t id) {
+absl::StatusOr<FlowPtr> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint32_t id) {
   if (absl::Status s = ctx.CheckPort(rule.port); !s.ok()) return WithPos(s, rule.port_pos);
   const FlowAttr& attr = rule.attr;
   if (!attr.ingress && !attr.egress && !attr.transfer) {
@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   }
   DRSIM_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
 
-  auto flow = std::make_unique<Flow>();
+  FlowPtr flow = ctx.flow_records.Make(&ctx.flow_records);
   // (The group's table needs no hold of the flow's: every flow's first rule is in it, and holds its matcher,
   // which holds the table.)
   if (pattern.geneve_option) {
@@ -91,14 +91,7 @@ absl::StatusOr<std::unique_ptr<Flow>> BuildFlow(EngineContext& ctx, const FlowRu
   flow->egress = attr.egress;
   flow->transfer = attr.transfer;
   flow->user_id = attr.user_id;
-  FlowShape shape;
-  for (const Item& item : rule.pattern) {
-    if (item.def->type != ItemType::kVoid) shape.first.emplace_back(item.def->list_name);
-  }
-  for (const Action& action : rule.actions) {
-    if (action.def->type != ActionType::kVoid) shape.second.emplace_back(action.def->list_name);
-  }
-  flow->shape = &*ctx.flow_shapes.insert(std::move(shape)).first;
+  flow->shape = ctx.InternShape(rule);
   return flow;
 }
 
@@ -124,24 +117,27 @@ int FlowEngine::num_ports() const { return context_->num_ports(); }
 
 absl::Status FlowEngine::ValidateFlow(const FlowRule& rule) {
   pristine_ = false;  // (it may make the port's queues)
-  absl::StatusOr<std::unique_ptr<Flow>> flow = BuildFlow(*context_, rule, 0);
+  absl::StatusOr<FlowPtr> flow = BuildFlow(*context_, rule, 0);
   return flow.status();  // the flow, if built, is torn down here
 }
 
-absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) {
+absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) { return CreateFlowOfLine(rule, 0); }
+
+absl::StatusOr<uint32_t> FlowEngine::CreateFlowOfLine(const FlowRule& rule, int line) {
   pristine_ = false;
-  absl::btree_map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[rule.port];
+  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[rule.port];
   // testpmd: the newest flow's id + 1 (ids only grow while flows exist).
   const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
-  DRSIM_ASSIGN_OR_RETURN(std::unique_ptr<Flow> flow, BuildFlow(*context_, rule, id));
-  flows[id] = std::move(flow);
+  DRSIM_ASSIGN_OR_RETURN(FlowPtr flow, BuildFlow(*context_, rule, id));
+  flow->line = line;
+  flows.insert_or_assign(flows.end(), id, std::move(flow));  // (the newest id: at the end, no search)
   if (options_.keep_history) Record(Command{rule.port_pos, FlowCreateCmd{rule}});  // (no copy otherwise)
   return id;
 }
 
 std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uint32_t> ids) {
   const std::set<uint32_t> wanted(ids.begin(), ids.end());
-  absl::btree_map<uint32_t, std::unique_ptr<Flow>>& flows = context_->flows[port];
+  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[port];
   std::vector<uint32_t> destroyed;
   for (auto id = wanted.rbegin(); id != wanted.rend(); ++id) {  // newest first; each a lookup, not a walk
     if (flows.erase(*id) != 0) destroyed.push_back(*id);
@@ -270,10 +266,9 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
         return absl::OkStatus();
       },
       [&](const FlowCreateCmd& c) {
-        DRSIM_ASSIGN_OR_RETURN(const uint32_t id, CreateFlow(c.rule));
-        context_->flows[c.rule.port][id]->line = command.pos.line;
+        DRSIM_ASSIGN_OR_RETURN(const uint32_t id, CreateFlowOfLine(c.rule, command.pos.line));
         result.flow_id = id;
-        result.text = absl::StrFormat("Flow rule #%d created\n", id);
+        result.text = absl::StrCat("Flow rule #", id, " created\n");
         return absl::OkStatus();
       },
       [&](const FlowDestroyCmd& c) {

@@ -194,6 +194,8 @@ class FlowEngine {
   static std::string FormatAged(uint16_t port, const AgedReport& report);
 
  private:
+  // CreateFlow of the command on line `line` of a file (0: none).
+  absl::StatusOr<uint32_t> CreateFlowOfLine(const FlowRule& rule, int line);
   // Destroys the flows of `port` whose ids are in `ids`, newest first (testpmd's order); returns them.
   std::vector<uint32_t> EraseFlows(uint16_t port, absl::Span<const uint32_t> ids);
   // The ids of the flows of `port` that hold indirect object `object`.

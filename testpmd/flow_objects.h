@@ -41,13 +41,24 @@ class OwnedAction {
 
 struct FlowObjects {
   // Declared in reverse order of destruction.
-  std::vector<std::shared_ptr<const void>> holds;  // tables jumped to, engine tables, meter instances, ids
+  // Tables jumped to, engine tables, meter instances, ids, shared actions (most flows hold one: inline).
+  absl::InlinedVector<std::shared_ptr<const void>, 1> holds;
   std::shared_ptr<AgeState> age;  // its age action's (its own, or an indirect one's); its flow-hit context
                                   // goes back to the pool once the aso actions using it are gone
   std::vector<std::unique_ptr<OwnedAction>> actions;
-  absl::InlinedVector<std::unique_ptr<InstalledRule>, 1> rules;  // most flows make one
+  absl::InlinedVector<InstalledRulePtr, 1> rules;  // most flows make one
   std::optional<uint32_t> counter;  // the id of the count action's counter (its own or an indirect one)
   bool indirect_age = false;        // `age` is an indirect action's (flow aged reports that instead)
+
+  FlowObjects() = default;
+  FlowObjects(FlowObjects&&) = default;
+  FlowObjects& operator=(FlowObjects&&) = default;
+  ~FlowObjects() {  // as declared, but the holds oldest first (an InlinedVector destroys newest first)
+    rules.clear();
+    actions.clear();
+    age.reset();
+    for (std::shared_ptr<const void>& hold : holds) hold.reset();
+  }
 };
 
 }  // namespace drsim::testpmd

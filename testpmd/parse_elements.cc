@@ -87,12 +87,13 @@ absl::StatusOr<HexField> ParseHexField(const Token& token, const FieldDef& field
 }
 
 absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, const ParamDef& param) {
-  const std::string what = absl::StrFormat("%s parameter '%s'", action.name, param.name);
+  // (The names in messages are formatted only for an error.)
+  auto what = [&action, &param] { return absl::StrFormat("%s parameter '%s'", action.name, param.name); };
   ParamValue v;
   switch (param.kind) {
     case ValueKind::kKeyword: {
       const std::string choices =
-          absl::StrFormat("one of %s for %s", absl::StrJoin(param.keywords, ", "), what);
+          absl::StrFormat("one of %s for %s", absl::StrJoin(param.keywords, ", "), what());
       DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(choices));
       if (std::find(param.keywords.begin(), param.keywords.end(), t->text) == param.keywords.end()) {
         return ErrorAt(t->pos, StatusCode::kInvalidArgument,
@@ -105,9 +106,9 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
     case ValueKind::kKeywordList:
     case ValueKind::kUnsignedList: {
       const bool keywords = param.kind == ValueKind::kKeywordList;
-      const std::string expected =
-          keywords ? absl::StrFormat("a value of %s (%s) or 'end'", what, absl::StrJoin(param.keywords, ", "))
-                   : absl::StrFormat("a number for %s or 'end'", what);
+      const std::string expected = keywords ? absl::StrFormat("a value of %s (%s) or 'end'", what(),
+                                                              absl::StrJoin(param.keywords, ", "))
+                                            : absl::StrFormat("a number for %s or 'end'", what());
       while (true) {
         DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(expected));
         if (!v.pos.known()) v.pos = t->pos;
@@ -121,22 +122,23 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
                            absl::StrFormat("expected %s, found '%s'", expected, t->text));
           }
         } else {
-          DRSIM_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned(*t, param.width, what));
+          DRSIM_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned(*t, param.width, what()));
           element.number = n;
         }
         v.list.push_back(std::move(element));
       }
     }
     case ValueKind::kHex: {
-      DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a hex string for %s", what)));
-      DRSIM_ASSIGN_OR_RETURN(v.bytes, ParseHex(*t, what));
+      DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a hex string for %s", what())));
+      DRSIM_ASSIGN_OR_RETURN(v.bytes, ParseHex(*t, what()));
       v.pos = t->pos;
       v.text = t->text;
       return v;
     }
     default: {
-      DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a value for %s", what)));
-      DRSIM_ASSIGN_OR_RETURN(v.number, ParseScalar(*t, param.kind, param.width, what));
+      if (c.AtEnd()) return c.Expected(absl::StrFormat("a value for %s", what()));
+      const Token* t = &c.Take();
+      DRSIM_ASSIGN_OR_RETURN(v.number, ParseScalarNamed(*t, param.kind, param.width, what));
       v.pos = t->pos;
       v.text = t->text;
       return v;
@@ -194,7 +196,7 @@ absl::Status CheckModifyFieldOrder(const Action& a) {
 
 }  // namespace
 
-absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
+absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out) {
   // (Messages are formatted only on the way to an error: a rule file's items are mostly right.)
   auto expected_item = [end_word] { return absl::StrFormat("a pattern item or '%s'", end_word); };
   if (c.AtEnd()) return c.Expected(expected_item());
@@ -208,10 +210,11 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
     return ErrorAt(name->pos, StatusCode::kInvalidArgument,
                    absl::StrFormat("expected %s, found '%s'", expected_item(), name->text));
   }
-  Item item;
+  Item& item = *out;
   item.def = def;
   item.pos = name->pos;
-  item.words.resize(def->storage.size());
+  item.words.assign(def->storage.size(), ItemWord{});
+  item.mask_given = false;
   // testpmd writes the conntrack item's one field bare and once: `conntrack OP FLAGS /` (ITEM_CONNTRACK: the
   // op stands where a name would, and '/' must follow the value).
   const bool bare = def->type == ItemType::kConntrack;
@@ -247,25 +250,20 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
       return ErrorAt(op->pos, StatusCode::kInvalidArgument,
                      absl::StrFormat("expected %s, found '%s'", after(), op->text));
     }
-    char what_buffer[160];  // "ipv4 field 'src'", for the value's errors, without a heap string
-    const int what_size = std::snprintf(what_buffer, sizeof(what_buffer), "%.*s field '%.*s'",
-                                        static_cast<int>(def->name.size()), def->name.data(),
-                                        static_cast<int>(field->name.size()), field->name.data());
-    const absl::string_view what(what_buffer,
-                                 std::min<size_t>(std::max(what_size, 0), sizeof(what_buffer) - 1));
-    if (c.AtEnd()) return c.Expected(absl::StrFormat("a value for %s", what));
+    auto what = [def, field] { return absl::StrFormat("%s field '%s'", def->name, field->name); };
+    if (c.AtEnd()) return c.Expected(absl::StrFormat("a value for %s", what()));
     const Token* value_token = &c.Take();
     absl::uint128 value;
     if (op->text == "prefix") {
       DRSIM_ASSIGN_OR_RETURN(uint64_t n,
-                             ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what)));
+                             ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what())));
       if (n > field->width) {
         return ErrorAt(value_token->pos, StatusCode::kInvalidArgument,
-                       absl::StrFormat("prefix %d is longer than %s (%d bits)", n, what, field->width));
+                       absl::StrFormat("prefix %d is longer than %s (%d bits)", n, what(), field->width));
       }
       value = n;
     } else if (field->kind == ValueKind::kHex) {
-      DRSIM_ASSIGN_OR_RETURN(HexField hex, ParseHexField(*value_token, *field, what));
+      DRSIM_ASSIGN_OR_RETURN(HexField hex, ParseHexField(*value_token, *field, what()));
       ApplyFieldOp(item, *field, op->text, hex.value, fname.pos);
       // `is` masks the bytes given (testpmd sets the mask of an arbitrary-length field as long as its value).
       if (op->text == "is") {
@@ -274,14 +272,14 @@ absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word) {
       }
       continue;
     } else {
-      DRSIM_ASSIGN_OR_RETURN(value, ParseScalar(*value_token, field->kind, field->width, what));
+      DRSIM_ASSIGN_OR_RETURN(value, ParseScalarNamed(*value_token, field->kind, field->width, what));
     }
     ApplyFieldOp(item, *field, op->text, value, fname.pos);
   }
-  return item;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
+absl::Status ParseAction(Cursor& c, absl::string_view end_word, Action* out) {
   auto expected_action = [end_word] { return absl::StrFormat("an action or '%s'", end_word); };
   if (c.AtEnd()) return c.Expected(expected_action());
   const Token* name = &c.Take();
@@ -294,9 +292,10 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
     return ErrorAt(name->pos, StatusCode::kInvalidArgument,
                    absl::StrFormat("expected %s, found '%s'", expected_action(), name->text));
   }
-  Action a;
+  Action& a = *out;
   a.def = def;
   a.pos = name->pos;
+  a.args.clear();
   if (def->type == ActionType::kIndirect) {  // testpmd writes its one parameter bare: `indirect 5`
     DRSIM_ASSIGN_OR_RETURN(const Token* id, c.Next("the indirect action id"));
     ParamValue value;
@@ -331,7 +330,7 @@ absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word) {
   if (def->type == ActionType::kModifyField) {
     DRSIM_RETURN_IF_ERROR(CheckModifyFieldOrder(a));
   }
-  return a;
+  return absl::OkStatus();
 }
 
 }  // namespace drsim::testpmd

@@ -87,27 +87,32 @@ absl::StatusOr<T> Number(Cursor& c, int width, absl::string_view what) {
   return static_cast<T>(v);
 }
 
-// One pattern item, stopping before `/`, `end_word` or the end of the tokens.
-absl::StatusOr<Item> ParseItem(Cursor& c, absl::string_view end_word);
+// One pattern item into `out` (whatever it held before is overwritten; the room of its words is kept),
+// stopping before `/`, `end_word` or the end of the tokens.
+absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out);
 
-// One action, stopping likewise; modify_field's parameters must come in testpmd's order.
-absl::StatusOr<Action> ParseAction(Cursor& c, absl::string_view end_word);
+// One action into `out` likewise; modify_field's parameters must come in testpmd's order.
+absl::Status ParseAction(Cursor& c, absl::string_view end_word, Action* out);
 
-// A `/`-separated list ending in `end_word`, of elements parsed by `parse`. Errors inside an element are
-// collected in `errors` and parsing resumes after the next `/`; a word of `stops` ends the list early
-// (after an error). Returns false when the list could not be finished.
+// A `/`-separated list ending in `end_word`, of elements parsed by `parse` into `out`, which then holds
+// exactly the list's elements: the elements `out` held before are parsed into again, so a parser reused
+// from command to command keeps their room. Errors inside an element are collected in `errors` and
+// parsing resumes after the next `/`; a word of `stops` ends the list early (after an error). Returns
+// false when the list could not be finished.
 template <typename T, typename ParseFn>
 bool ParseList(Cursor& c, absl::string_view end_word, std::initializer_list<absl::string_view> stops,
                ParseFn parse, std::vector<T>* out, std::vector<absl::Status>* errors) {
+  size_t n = 0;
   while (true) {
     if (c.PeekIs(end_word)) {
       c.Take();
+      out->resize(n);
       return true;
     }
-    absl::StatusOr<T> element = parse(c, end_word);
-    absl::Status status = element.status();
+    if (n == out->size()) out->emplace_back();
+    absl::Status status = parse(c, end_word, &(*out)[n]);
     if (status.ok()) {
-      out->push_back(*std::move(element));
+      ++n;
       if (c.PeekIs("/")) {
         c.Take();
         continue;
@@ -116,6 +121,7 @@ bool ParseList(Cursor& c, absl::string_view end_word, std::initializer_list<absl
     }
     errors->push_back(status);
     if (c.Recover(stops)) continue;
+    out->resize(n);
     return !c.AtEnd();
   }
 }

@@ -25,6 +25,19 @@ absl::Status ExpectEnd(const Cursor& c) { return c.AtEnd() ? absl::OkStatus() : 
 // Each Parse* below parses the rest of one kind of command into `out`. Structural errors are returned;
 // errors inside pattern and action lists are appended to `errors` (and `out` is then incomplete).
 
+// The rule of `out`'s command of type T (made when `out` holds another command), its attributes reset and
+// its lists left for ParseList to parse into (which keeps their room).
+template <typename T>
+FlowRule& ReusedRule(CommandBody* out) {
+  T* cmd = std::get_if<T>(out);
+  if (cmd == nullptr) cmd = &out->template emplace<T>();
+  FlowRule& rule = cmd->rule;
+  rule.port = 0;
+  rule.port_pos = rule.pattern_pos = rule.actions_pos = SourcePos{};
+  rule.attr = FlowAttr{};
+  return rule;
+}
+
 absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRule* rule) {
   DRSIM_ASSIGN_OR_RETURN(const Token* port, c.Next("a port id"));
   DRSIM_ASSIGN_OR_RETURN(uint64_t port_id, ParseUnsigned(*port, 16, "the port id"));
@@ -79,8 +92,9 @@ absl::Status ParseIndirectActionSpec(Cursor& c, std::vector<absl::Status>* error
   cmd->action_pos = c.Take().pos;
   if (!ParseList<Action>(c, "end", {}, ParseAction, &cmd->actions, errors)) return absl::OkStatus();
   if (cmd->actions.size() != 1) {
-    return ErrorAt(cmd->action_pos, StatusCode::kInvalidArgument,
-                   absl::StrFormat("an indirect action is one action, found %d before 'end'", cmd->actions.size()));
+    return ErrorAt(
+        cmd->action_pos, StatusCode::kInvalidArgument,
+        absl::StrFormat("an indirect action is one action, found %d before 'end'", cmd->actions.size()));
   }
   return ExpectEnd(c);
 }
@@ -89,7 +103,7 @@ absl::Status ParseIndirectActionSpec(Cursor& c, std::vector<absl::Status>* error
 absl::Status ParseIndirectAction(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
   IndirectActionCmd cmd;
   DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
-  const std::string ops = "create, update, destroy or query after the port";
+  constexpr absl::string_view ops = "create, update, destroy or query after the port";
   DRSIM_ASSIGN_OR_RETURN(const Token* op, c.Next(ops));
   auto id = [&](absl::string_view what) -> absl::Status {
     DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(what));
@@ -128,26 +142,19 @@ absl::Status ParseIndirectAction(Cursor& c, std::vector<absl::Status>* errors, C
     DRSIM_RETURN_IF_ERROR(id("the indirect action id"));
     DRSIM_RETURN_IF_ERROR(ExpectEnd(c));
   } else {
-    return ErrorAt(op->pos, StatusCode::kInvalidArgument, absl::StrFormat("expected %s, found '%s'", ops, op->text));
+    return ErrorAt(op->pos, StatusCode::kInvalidArgument,
+                   absl::StrFormat("expected %s, found '%s'", ops, op->text));
   }
   *out = std::move(cmd);
   return absl::OkStatus();
 }
 
 absl::Status ParseFlow(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
-  const std::string subcommands =
+  constexpr absl::string_view subcommands =
       "validate, create, destroy, flush, list, query, aged or indirect_action after 'flow'";
   DRSIM_ASSIGN_OR_RETURN(const Token* sub, c.Next(subcommands));
-  if (sub->text == "validate" || sub->text == "create") {
-    FlowRule rule;
-    DRSIM_RETURN_IF_ERROR(ParseFlowRule(c, errors, &rule));
-    if (sub->text == "validate") {
-      *out = FlowValidateCmd{std::move(rule)};
-    } else {
-      *out = FlowCreateCmd{std::move(rule)};
-    }
-    return absl::OkStatus();
-  }
+  if (sub->text == "validate") return ParseFlowRule(c, errors, &ReusedRule<FlowValidateCmd>(out));
+  if (sub->text == "create") return ParseFlowRule(c, errors, &ReusedRule<FlowCreateCmd>(out));
   if (sub->text == "destroy") {
     FlowDestroyCmd cmd;
     DRSIM_ASSIGN_OR_RETURN(cmd.port, Number<uint16_t>(c, 16, "the port id"));
@@ -303,8 +310,9 @@ absl::Status ParseSetConntrack(Cursor& c, CommandBody* out) {
         {"max_ack", 32, [&](uint64_t v) { d.max_ack = static_cast<uint32_t>(v); }},
     };
   } else {
-    return ErrorAt(part->pos, StatusCode::kInvalidArgument,
-                   absl::StrFormat("expected com, orig or rply after 'set conntrack', found '%s'", part->text));
+    return ErrorAt(
+        part->pos, StatusCode::kInvalidArgument,
+        absl::StrFormat("expected com, orig or rply after 'set conntrack', found '%s'", part->text));
   }
   for (const Key& key : keys) {
     DRSIM_RETURN_IF_ERROR(c.Expect(key.name));
@@ -319,7 +327,7 @@ absl::Status ParseSetConntrack(Cursor& c, CommandBody* out) {
 }
 
 absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
-  const std::string variants =
+  constexpr absl::string_view variants =
       "raw_encap, raw_decap, sample_actions, vxlan, vxlan-with-vlan, vxlan-tos-ttl, nvgre, nvgre-with-vlan "
       "or conntrack after 'set'";
   DRSIM_ASSIGN_OR_RETURN(const Token* what, c.Next(variants));
@@ -353,7 +361,7 @@ absl::Status ParseSet(Cursor& c, std::vector<absl::Status>* errors, CommandBody*
 
 absl::Status ParseMeterProfile(Cursor& c, CommandBody* out) {
   AddMeterProfileCmd cmd;
-  const std::string algorithms = "srtcm_rfc2697, trtcm_rfc2698 or trtcm_rfc4115";
+  constexpr absl::string_view algorithms = "srtcm_rfc2697, trtcm_rfc2698 or trtcm_rfc4115";
   DRSIM_ASSIGN_OR_RETURN(const Token* alg, c.Next(algorithms));
   if (alg->text == "srtcm_rfc2697") {
     cmd.algorithm = MeterAlgorithm::kSrTcmRfc2697;
@@ -477,7 +485,7 @@ absl::Status ParseMeterObject(Cursor& c, absl::string_view verb, CommandBody* ou
 }
 
 absl::Status ParseBody(Cursor& c, std::vector<absl::Status>* errors, CommandBody* out) {
-  const std::string commands = "a command (flow, set, add, create, enable, disable or del)";
+  constexpr absl::string_view commands = "a command (flow, set, add, create, enable, disable or del)";
   DRSIM_ASSIGN_OR_RETURN(const Token* verb, c.Next(commands));
   if (verb->text == "flow") return ParseFlow(c, errors, out);
   if (verb->text == "set") return ParseSet(c, errors, out);
@@ -498,13 +506,20 @@ absl::Status ParseBody(Cursor& c, std::vector<absl::Status>* errors, CommandBody
 
 }  // namespace
 
+Command* CommandParser::Parse(const CommandTokens& tokens, std::vector<absl::Status>* errors) {
+  const size_t errors_before = errors->size();
+  Cursor c(tokens);
+  absl::Status status = ParseBody(c, errors, &command_.body);
+  if (!status.ok()) errors->push_back(std::move(status));
+  if (errors->size() != errors_before) return nullptr;
+  command_.pos = tokens.tokens.front().pos;
+  return &command_;
+}
+
 ParsedCommand ParseCommand(const CommandTokens& tokens) {
   ParsedCommand out;
-  Cursor c(tokens);
-  CommandBody body;
-  absl::Status status = ParseBody(c, &out.errors, &body);
-  if (!status.ok()) out.errors.push_back(std::move(status));
-  if (out.errors.empty()) out.command = Command{tokens.tokens.front().pos, std::move(body)};
+  CommandParser parser;
+  if (Command* command = parser.Parse(tokens, &out.errors)) out.command = std::move(*command);
   return out;
 }
 

@@ -53,6 +53,19 @@ struct ParsedCommand {
 // Parses one command.
 ParsedCommand ParseCommand(const CommandTokens& tokens);
 
+// A parser of one command after another that parses each into the same Command, whose room (a rule's
+// items and their words, its actions and their arguments) is kept from command to command: a stream of
+// a million `flow create` commands then allocates nothing to parse them. One reader's; not thread-safe.
+class CommandParser {
+ public:
+  // Parses `tokens`: the command, valid until the next call, or nullptr with every error appended to
+  // `errors` (as ParseCommand reports them).
+  Command* Parse(const CommandTokens& tokens, std::vector<absl::Status>* errors);
+
+ private:
+  Command command_;
+};
+
 struct ParsedText {
   std::vector<Command> commands;     // the commands that parsed, in order
   std::vector<absl::Status> errors;  // every error of every command, in order

@@ -234,9 +234,10 @@ TEST(ParserTest, ErrorPositionsSayWhatWasExpected) {
   EXPECT_EQ(FirstError("flow create 0 ingress pattern eth / end"), "1:40: expected 'actions' at end of line");
   EXPECT_EQ(FirstError("flow create 0 ingres pattern end actions end"),
             "1:15: expected group, priority, ingress, egress, transfer, user_id or pattern, found 'ingres'");
-  EXPECT_EQ(FirstError("flow make 0"),
-            "1:6: expected validate, create, destroy, flush, list, query, aged or indirect_action after 'flow', "
-            "found 'make'");
+  EXPECT_EQ(
+      FirstError("flow make 0"),
+      "1:6: expected validate, create, destroy, flush, list, query, aged or indirect_action after 'flow', "
+      "found 'make'");
   EXPECT_EQ(FirstError("flow create 0 ingress pattern eth / tag index spec 1 / end actions drop / end"),
             "1:47: expected 'is' after 'index', found 'spec'");
   EXPECT_THAT(FirstError("flow create 0 ingress pattern eth / end actions rss types ipv4-tcp / end"),
@@ -421,9 +422,9 @@ TEST(ValuesTest, NumbersFollowStrtoumaxBaseZero) {
 
 }  // namespace
 TEST(ParserTest, AgeIndirectAndIndirectActionCommands) {
-  absl::StatusOr<Command> c =
-      ParseOne("flow create 0 group 1 user_id 9 ingress pattern end actions age timeout 30 / indirect 4 / drop / "
-               "end");
+  absl::StatusOr<Command> c = ParseOne(
+      "flow create 0 group 1 user_id 9 ingress pattern end actions age timeout 30 / indirect 4 / drop / "
+      "end");
   ASSERT_TRUE(c.ok()) << c.status();
   const FlowRule& rule = std::get<FlowCreateCmd>(c->body).rule;
   EXPECT_EQ(rule.attr.user_id, 9u);
@@ -460,7 +461,84 @@ TEST(ParserTest, AgeIndirectAndIndirectActionCommands) {
   EXPECT_EQ(FirstError("flow indirect_action 0 create ingres action count / end"),
             "1:31: expected action_id, ingress, egress, transfer or action, found 'ingres'");
   EXPECT_EQ(FirstError("flow indirect_action 0 query 7 8"), "1:32: expected end of line, found '8'");
-  EXPECT_EQ(FirstError("flow indirect_action 0 update 7 count / end"), "1:33: expected 'action', found 'count'");
+  EXPECT_EQ(FirstError("flow indirect_action 0 update 7 count / end"),
+            "1:33: expected 'action', found 'count'");
 }
 
+}  // namespace drsim::testpmd
+
+namespace drsim::testpmd {
+namespace {
+
+// Every value of a flow rule the parser sets, as text.
+std::string DescribeRule(const FlowRule& r) {
+  std::string out = absl::StrCat(
+      "port ", r.port, "@", r.port_pos.column, " group ", r.attr.group, " priority ", r.attr.priority, " ",
+      r.attr.ingress, r.attr.egress, r.attr.transfer, " user_id ", r.attr.user_id.value_or(0),
+      r.attr.user_id ? "+" : "-", " @", r.pattern_pos.column, "/", r.actions_pos.column, ":");
+  for (const Item& item : r.pattern) {
+    absl::StrAppend(&out, " ", item.def->name, "@", item.pos.column, item.mask_given ? "m" : "", "[");
+    for (const ItemWord& w : item.words) {
+      absl::StrAppend(&out, absl::Uint128Low64(w.spec), "/", absl::Uint128Low64(w.last), "/",
+                      absl::Uint128Low64(w.mask), w.spec_set, w.last_set, w.mask_set, "@", w.pos.column, ",");
+    }
+    absl::StrAppend(&out, "]");
+  }
+  for (const Action& a : r.actions) {
+    absl::StrAppend(&out, " ", a.def->name, "@", a.pos.column, "(");
+    for (const ActionArg& arg : a.args) {
+      absl::StrAppend(&out, arg.def->name, "=", arg.value.text, "#", absl::Uint128Low64(arg.value.number),
+                      "#", arg.value.bytes.size(), "#", arg.value.list.size(), ",");
+    }
+    absl::StrAppend(&out, ")");
+  }
+  return out;
+}
+
+std::string DescribeCommand(const Command& c) {
+  std::string out = absl::StrCat(c.pos.line, ":", c.pos.column, " ", c.body.index(), " ");
+  if (const auto* create = std::get_if<FlowCreateCmd>(&c.body))
+    absl::StrAppend(&out, DescribeRule(create->rule));
+  if (const auto* validate = std::get_if<FlowValidateCmd>(&c.body)) {
+    absl::StrAppend(&out, DescribeRule(validate->rule));
+  }
+  return out;
+}
+
+TEST(CommandParserTest, AReusedParserParsesAsAFreshOne) {
+  // Rules of more and fewer items, words and arguments after one another, errors in between (which leave
+  // a rule half parsed), other commands between rules.
+  const std::vector<CommandTokens> commands = Lex(
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.1 dst is 10.0.0.2 / udp src is 1 dst is 2 / "
+      "end "
+      "actions queue index 1 / end\n"
+      "flow create 1 egress group 3 priority 2 user_id 9 pattern eth / end actions mark id 5 / count / rss "
+      "queues 0 1 end / end\n"
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.300 / udp / end actions drop / end\n"
+      "flow validate 0 transfer pattern ipv6 src spec ::1 src mask ffff:: / end actions drop / end\n"
+      "flow create 0 ingress pattern eth / ipv4 src is 1.2.3.4 / tcp dst spec 80 dst mask 0xff00 / end "
+      "actions queue index x / end\n"
+      "flow list 0\n"
+      "flow create 0 ingress pattern vlan vid is 3 / end actions drop / end\n"
+      "flow create 0 ingress group 1 pattern eth / ipv4 / end actions jump group 2 / end\n"
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.1 / udp / end actions queue index 1 / end\n");
+  ASSERT_THAT(commands, SizeIs(9));
+  CommandParser reused;
+  for (const CommandTokens& tokens : commands) {
+    const ParsedCommand fresh = ParseCommand(tokens);
+    std::vector<absl::Status> errors;
+    const Command* command = reused.Parse(tokens, &errors);
+    const int line = tokens.tokens.front().pos.line;
+    ASSERT_EQ(command != nullptr, fresh.command.has_value()) << "line " << line;
+    if (command != nullptr) {
+      EXPECT_EQ(DescribeCommand(*command), DescribeCommand(*fresh.command)) << line;
+    }
+    ASSERT_EQ(errors.size(), fresh.errors.size()) << "line " << line;
+    for (size_t i = 0; i < errors.size(); ++i) {
+      EXPECT_EQ(errors[i], fresh.errors[i]) << "line " << line;
+    }
+  }
+}
+
+}  // namespace
 }  // namespace drsim::testpmd

@@ -79,18 +79,21 @@ FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& i
   FileReport report;
   CommandStream stream(in);
   CommandTokens tokens;
+  CommandParser parser;
+  std::vector<absl::Status> errors;
   while (stream.Next(&tokens)) {
-    ParsedCommand parsed = ParseCommand(tokens);
-    for (const absl::Status& e : parsed.errors) report.diagnostics.push_back(MakeDiagnostic(file, e));
-    if (!parsed.command) continue;
-    absl::StatusOr<CommandResult> r = engine.Execute(*parsed.command);
+    errors.clear();
+    Command* command = parser.Parse(tokens, &errors);
+    for (const absl::Status& e : errors) report.diagnostics.push_back(MakeDiagnostic(file, e));
+    if (command == nullptr) continue;
+    absl::StatusOr<CommandResult> r = engine.Execute(*command);
     if (!r.ok()) {
       report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
       continue;
     }
     ++report.commands;
     if (options.keep_outcomes && report.diagnostics.empty()) {
-      report.outcomes.push_back({parsed.command->pos, *std::move(r)});
+      report.outcomes.push_back({command->pos, *std::move(r)});
     }
     if (options.on_command) options.on_command(report.commands);
   }

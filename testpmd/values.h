@@ -28,6 +28,15 @@ absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::stri
 absl::StatusOr<absl::uint128> ParseScalar(const Token& token, ValueKind kind, int width,
                                           absl::string_view what);
 
+// ParseScalar with the value's name made by `what()` only when there is an error to name it in: a rule
+// file's values are mostly right, and formatting names for them all costs more than parsing them.
+template <typename WhatFn>
+absl::StatusOr<absl::uint128> ParseScalarNamed(const Token& token, ValueKind kind, int width, WhatFn what) {
+  absl::StatusOr<absl::uint128> value = ParseScalar(token, kind, width, "");
+  if (value.ok()) return value;
+  return ParseScalar(token, kind, width, what());
+}
+
 // A hex byte string ("0a0b0c" or "0x0a0b0c"); an odd number of digits gets a leading zero.
 absl::StatusOr<std::vector<uint8_t>> ParseHex(const Token& token, absl::string_view what);
 
