@@ -567,14 +567,20 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
   const TreeDescent descent = tree_descent();
   std::array<uint32_t, kDescentPackets> at;
   DescentKeys key;  // the packets' words as trie keys, together
-  for (size_t j = 0; j < n; ++j) std::copy(walks[j].key.begin(), walks[j].key.end(), &key[j * kWords]);
+  // The packets' bounds, together: which go down a tree is asked once a tree, and a walk is a line or two
+  // apart from the next.
+  std::array<uint64_t, kDescentPackets> bound;
+  for (size_t j = 0; j < n; ++j) {
+    __builtin_memcpy(&key[j * kWords], walks[j].key.data(), sizeof(uint32_t) * kWords);
+    bound[j] = walks[j].bound;
+  }
   const uint32_t trees = compiled.tree_count.load(std::memory_order_acquire);
   std::array<CompiledTrees::TreeNode, kDescentPackets> leaf;
   for (uint32_t t = 0; t < trees; ++t) {
     const CompiledTrees::Tree& tree = compiled.trees[t];
     const uint64_t least = __atomic_load_n(&tree.least, __ATOMIC_RELAXED);
     uint32_t going = 0;
-    for (size_t j = 0; j < n; ++j) going |= uint32_t{walks[j].bound >= least} << j;
+    for (size_t j = 0; j < n; ++j) going |= uint32_t{bound[j] >= least} << j;
     if (going == 0) continue;
     switch (descent) {
 #if defined(__x86_64__)
@@ -588,14 +594,16 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
       default:
         DescendScalar<CompiledTrees>(compiled.nodes.data(), tree.root, key, n, going, at.data());
     }
-    for (size_t j = 0; j < n; ++j) {
-      if ((going >> j & 1) == 0) continue;
+    for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
+      const int j = __builtin_ctz(rest);
       leaf[j] = compiled.LoadNode(at[j]);
       __builtin_prefetch(&compiled.entries[leaf[j].next]);
     }
     // The leaves' entries up to the bound that the packet matches.
-    for (size_t j = 0; j < n; ++j) {
-      if ((going >> j & 1) != 0) ScanLeaf(compiled, leaf[j], &key[j * kWords], &walks[j]);
+    for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
+      const int j = __builtin_ctz(rest);
+      ScanLeaf(compiled, leaf[j], &key[j * kWords], &walks[j]);
+      bound[j] = walks[j].bound;
     }
   }
 }
@@ -608,12 +616,28 @@ void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledT
   // which a lookup may miss. A match is confirmed under the entry's sequence lock (its matcher word, read
   // before and after the rest, all atomically). (The plain reads are what the sequence lock allows, not
   // races a sanitizer should report: this function is not instrumented.)
+  const uint64_t from_rank = q->query->from_rank;
+#if defined(__SSE2__)
+  static_assert(kWords == 4 && offsetof(CompiledTrees::LeafEntry, mask) == 16 &&
+                    alignof(CompiledTrees::LeafEntry) >= 16,
+                "a leaf entry's values and masks are one aligned 16-byte vector each");
+  const __m128i packet = _mm_loadu_si128(reinterpret_cast<const __m128i*>(key));
+#endif
   for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
     const CompiledTrees::LeafEntry& e = compiled.entries[i];
-    if (e.rank > q->bound || e.rank < q->query->from_rank) continue;
+    // (First plainly, and the words in one vector step where the CPU has one.)
+#if defined(__SSE2__)
+    const __m128i value = _mm_load_si128(reinterpret_cast<const __m128i*>(e.value.data()));
+    const __m128i mask = _mm_load_si128(reinterpret_cast<const __m128i*>(e.mask.data()));
+    const __m128i differs = _mm_xor_si128(_mm_and_si128(packet, mask), value);
+    const bool matches = _mm_movemask_epi8(_mm_cmpeq_epi32(differs, _mm_setzero_si128())) == 0xffff;
+#else
+    uint32_t plain_differ = 0;
+    for (int k = 0; k < kWords; ++k) plain_differ |= (key[k] & e.mask[k]) ^ e.value[k];
+    const bool matches = plain_differ == 0;
+#endif
+    if (!matches || e.rank > q->bound || e.rank < from_rank) continue;
     uint32_t differ = 0;
-    for (int k = 0; k < kWords; ++k) differ |= (key[k] & e.mask[k]) ^ e.value[k];
-    if (differ != 0) continue;
     const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
     if ((matcher & CompiledTrees::kGone) != 0) continue;
     const uint64_t rank = __atomic_load_n(&e.rank, __ATOMIC_RELAXED);
@@ -623,7 +647,7 @@ void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledT
     }
     const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (differ != 0 || rank > q->bound || rank < q->query->from_rank ||
+    if (differ != 0 || rank > q->bound || rank < from_rank ||
         __atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher)
       continue;  // (filled again meanwhile)
     if (!q->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit)) break;

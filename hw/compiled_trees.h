@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hw/flow_table.h"
+#include "hw/lookup_memory.h"
 #include "hw/table_index.h"
 
 // A function whose plain reads a sequence lock makes safe (ScanLeaf): ThreadSanitizer does not instrument it.
@@ -93,7 +94,8 @@ struct TableIndex::CompiledTrees {
   static constexpr int kGenerationShift = 56;  // (user-space addresses have fewer bits)
   static constexpr uintptr_t kGenerations = ~uintptr_t{0} << kGenerationShift;
   static constexpr uintptr_t kTagged = ~(kGone | kGenerations);  // TagMatcher's word
-  struct LeafEntry {
+  // (A line each: at 56 bytes most entries would straddle two, and a leaf scan would wait on both.)
+  struct alignas(64) LeafEntry {
     std::array<uint32_t, kWords> value;
     std::array<uint32_t, kWords> mask;
     uint64_t rank;
@@ -108,9 +110,10 @@ struct TableIndex::CompiledTrees {
   // took into it (readers use the form only at that version, or while the change after it is under way).
   std::atomic<uint64_t> version{0};
   // The trees' nodes and leaf entries. Both keep room at their ends (reserved when built) for what the
-  // writer adds: the vectors never grow past it, so readers index them while the writer appends.
-  std::vector<TreeNode> nodes;
-  std::vector<LeafEntry> entries;
+  // writer adds: the vectors never grow past it, so readers index them while the writer appends. They are
+  // lookup memory (huge pages): a lookup's descent and leaf land on lines scattered over megabytes.
+  std::vector<TreeNode, LookupAllocator<TreeNode>> nodes;
+  std::vector<LeafEntry, LookupAllocator<LeafEntry>> entries;
   // A tree for each group of entries that test the same index words (at least kTestedBits bits of each):
   // its root, and the least rank of its entries; in that order.
   static constexpr int kTestedBits = 4;
