@@ -26,7 +26,6 @@
 // Before a lookup is timed, drsim's verdicts on the trace are checked against classbench::FirstMatch; a
 // mismatch skips the bench with an error.
 #include <malloc.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,6 +45,7 @@
 #include "base/status_macros.h"
 #include "bench/acl_sets.h"
 #include "bench/flows.h"
+#include "bench/thread_cpu.h"
 #include "benchmark/benchmark.h"
 #include "classbench/acl_nic.h"
 #include "classbench/dr_acl.h"
@@ -512,13 +512,6 @@ BENCHMARK(BM_DrAclRuleUpdateMany)->Args({1000, 64})->Args({10000, 64});
 
 void BM_DrAclRuleMoveMany(benchmark::State& state) { RunRuleUpdates(state, true, state.range(1)); }
 BENCHMARK(BM_DrAclRuleMoveMany)->Args({1000, 64})->Args({10000, 16})->Args({10000, 64})->Args({10000, 256});
-
-// The seconds of CPU the calling thread has taken.
-double ThreadCpuSeconds() {
-  timespec cpu;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-  return static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec);
-}
 
 // How BM_DrAclLookupUnderChurn moves its rules (its third argument).
 enum ChurnMoves : int64_t {

@@ -29,7 +29,6 @@
 //   bazel run --config=opt //bench:verbs_bench -- --benchmark_counters_tabular=true
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
-#include <time.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -44,6 +43,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "bench/flows.h"
+#include "bench/thread_cpu.h"
 #include "benchmark/benchmark.h"
 #include "capi/drsim.h"
 #include "dr/dr.h"
@@ -469,14 +469,6 @@ void BM_Direct(benchmark::State& state) {
   RunBursts(state, path, state.range(1));
 }
 
-// The CPU time this thread has used: the machine is shared, and a wall clock would count the time other
-// processes held the core.
-double ThreadSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
 // The four paths, a trace each in turn, so that all see the machine at the same speed.
 void BM_VerbsOverDirect(benchmark::State& state) {
   const size_t burst = state.range(1);
@@ -506,10 +498,10 @@ void BM_VerbsOverDirect(benchmark::State& state) {
   double seconds[4] = {};
   bool ok = true;
   for (auto _ : state) {
-    double at = ThreadSeconds();
+    double at = bench::ThreadCpuSeconds();
     for (int path = 0; path < 4; ++path) {
       for (size_t i = 0; i < kTrace / burst; ++i) ok &= burst_of(path, false);
-      const double now = ThreadSeconds();
+      const double now = bench::ThreadCpuSeconds();
       seconds[path] += now - at;
       at = now;
     }
