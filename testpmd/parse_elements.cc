@@ -210,11 +210,11 @@ absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out) {
     return ErrorAt(name->pos, StatusCode::kInvalidArgument,
                    absl::StrFormat("expected %s, found '%s'", expected_item(), name->text));
   }
+  ResetAllBut(out, &Item::words);
   Item& item = *out;
   item.def = def;
   item.pos = name->pos;
   item.words.assign(def->storage.size(), ItemWord{});
-  item.mask_given = false;
   // testpmd writes the conntrack item's one field bare and once: `conntrack OP FLAGS /` (ITEM_CONNTRACK: the
   // op stands where a name would, and '/' must follow the value).
   const bool bare = def->type == ItemType::kConntrack;
@@ -292,6 +292,7 @@ absl::Status ParseAction(Cursor& c, absl::string_view end_word, Action* out) {
     return ErrorAt(name->pos, StatusCode::kInvalidArgument,
                    absl::StrFormat("expected %s, found '%s'", expected_action(), name->text));
   }
+  ResetAllBut(out, &Action::args);
   Action& a = *out;
   a.def = def;
   a.pos = name->pos;

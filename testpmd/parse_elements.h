@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -85,6 +87,16 @@ absl::StatusOr<T> Number(Cursor& c, int width, absl::string_view what) {
   DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(what));
   DRSIM_ASSIGN_OR_RETURN(uint64_t v, ParseUnsigned(*t, width, what));
   return static_cast<T>(v);
+}
+
+// Resets `*object` to a fresh T{} but for its members `kept`, which keep what they hold (and their room):
+// a parser reused from command to command resets what it parses into from the type, so that no member is
+// left over from the command before.
+template <typename T, typename... Members>
+void ResetAllBut(T* object, Members T::*... kept) {
+  std::tuple<Members...> saved(std::move(object->*kept)...);
+  *object = T{};
+  std::apply([&](Members&... room) { ((object->*kept = std::move(room)), ...); }, saved);
 }
 
 // One pattern item into `out` (whatever it held before is overwritten; the room of its words is kept),

@@ -25,17 +25,14 @@ absl::Status ExpectEnd(const Cursor& c) { return c.AtEnd() ? absl::OkStatus() : 
 // Each Parse* below parses the rest of one kind of command into `out`. Structural errors are returned;
 // errors inside pattern and action lists are appended to `errors` (and `out` is then incomplete).
 
-// The rule of `out`'s command of type T (made when `out` holds another command), its attributes reset and
-// its lists left for ParseList to parse into (which keeps their room).
+// The rule of `out`'s command of type T (made when `out` holds another command), reset but for its lists,
+// left for ParseList to parse into (which keeps their room).
 template <typename T>
 FlowRule& ReusedRule(CommandBody* out) {
   T* cmd = std::get_if<T>(out);
   if (cmd == nullptr) cmd = &out->template emplace<T>();
-  FlowRule& rule = cmd->rule;
-  rule.port = 0;
-  rule.port_pos = rule.pattern_pos = rule.actions_pos = SourcePos{};
-  rule.attr = FlowAttr{};
-  return rule;
+  ResetAllBut(&cmd->rule, &FlowRule::pattern, &FlowRule::actions);
+  return cmd->rule;
 }
 
 absl::Status ParseFlowRule(Cursor& c, std::vector<absl::Status>* errors, FlowRule* rule) {
