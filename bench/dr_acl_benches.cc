@@ -143,8 +143,9 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
   return true;
 }
 
-// How long a lookup bench goes on, untimed, once the ACL's table is compiled: its compiled form's trial
-// takes 2,048 calls (a burst each), well within this time.
+// How long a lookup bench goes on, untimed, once the ACL's table is compiled and its compiled form's trial
+// (2,048 calls, a burst each) has kept a method: the caches warm to what the timed lookups read. (Under a
+// slow tool such as callgrind the trial alone outlasts this time: WarmUp waits for its verdict.)
 constexpr std::chrono::milliseconds kWarmUpAfterCompiled{600};
 // How long a lookup bench waits, untimed, for the ACL's table to compile after its quiet lookups: the trees
 // are built on the index's compiler thread (bench/README.md has the times), and the next lookup publishes
@@ -157,6 +158,12 @@ constexpr std::chrono::seconds kCompileWait{5};
 bool AclCompiled(const DrSetup& s) {
   const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
   return index != nullptr && index->IsCompiled();
+}
+
+// Whether that compiled form's trial is over (hw::TableIndex::TrialDecided).
+bool AclTrialDecided(const DrSetup& s) {
+  const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
+  return index != nullptr && index->TrialDecided();
 }
 
 // What a lookup bench runs on: its set, installed on a NIC, and its trace; `dr` nullptr (the bench skipped)
@@ -180,8 +187,8 @@ LookupBed SetUpLookups(benchmark::State& state) {
 
 // Untimed, as rte_acl's build is: `burst()` (the next burst of the trace through the lookup a bench times;
 // false when it failed) until the ACL's table on `s` has been found unchanged
-// (hw::TableIndex::kQuietLookups), then until it is compiled (up to kCompileWait), then for
-// kWarmUpAfterCompiled, its compiled form's trial. False when a burst failed.
+// (hw::TableIndex::kQuietLookups), then until it is compiled and its compiled form's trial is over (up to
+// kCompileWait each), then for kWarmUpAfterCompiled. False when a burst failed.
 template <typename SendBurst>
 bool WarmUp(const DrSetup& s, SendBurst burst) {
   using Clock = std::chrono::steady_clock;
@@ -191,7 +198,10 @@ bool WarmUp(const DrSetup& s, SendBurst burst) {
   for (const auto quiet = Clock::now(); !AclCompiled(s) && Clock::now() - quiet < kCompileWait;) {
     if (!burst()) return false;
   }
-  for (const auto compiled = Clock::now(); Clock::now() - compiled < kWarmUpAfterCompiled;) {
+  for (const auto compiled = Clock::now(); !AclTrialDecided(s) && Clock::now() - compiled < kCompileWait;) {
+    if (!burst()) return false;
+  }
+  for (const auto decided = Clock::now(); Clock::now() - decided < kWarmUpAfterCompiled;) {
     if (!burst()) return false;
   }
   return true;

@@ -533,6 +533,11 @@ bool TableIndex::LooksUpByTrees() const {
   return serving != nullptr && serving->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees;
 }
 
+bool TableIndex::TrialDecided() const {
+  const CompiledTrees* serving = ServingForm();
+  return serving != nullptr && serving->method.load(std::memory_order_relaxed) != CompiledTrees::kUndecided;
+}
+
 void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64_t version, size_t n) {
   // (Changes or not: enough lookups without a form want one folded by the writer, as it changes the index.)
   TreeUpkeep& upkeep = *index.upkeep_;

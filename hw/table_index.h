@@ -294,12 +294,14 @@ class TableIndex {
   // publishes them. Compile, for tests, compiles the index now, has the compiled form serve every lookup
   // through the trees while the index stays as it is, and returns whether it does (false: the index changed
   // meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups, and
-  // LooksUpByTrees whether it does so by its trees (its trial is over and kept them).
+  // LooksUpByTrees whether it does so by its trees (its trial is over and kept them), TrialDecided whether
+  // its trial is over (whichever way it went).
   static constexpr uint64_t kQuietLookups = uint64_t{1} << 17;
   static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
   bool Compile() const;
   bool IsCompiled() const;
   bool LooksUpByTrees() const;
+  bool TrialDecided() const;
   // The trial's verdict: of runs of lookups timed in turn, by the trees (the even runs) and by the walk (the
   // odd ones), run r taking `nanoseconds[r]` for `packets[r]` packets (0: not timed), whether the trees'
   // fastest run took less a packet than the walk's fastest (hw/compiled_trees.h says why the fastest); false
