@@ -1,10 +1,11 @@
 /* Root (level-0) tables take the masks the kernel and the firmware take, from C, as a DPDK-style program
  * writes them: DPDK's mlx5 PMD sets ip_version's mask to 0xf on group 0 (flow_dv_set_match_ip_version), and
  * rdma-core hands root matchers to the kernel (dr_matcher_init_root), not to its STE builders. Each mask is
- * tried with frames on a root table, and on a level-1 table, where rdma-core refuses it (EOPNOTSUPP). Then
+ * tried with frames on a root table (NIC_RX; then NIC_TX and FDB), and on a level-1 table, where rdma-core
+ * refuses it (EOPNOTSUPP). Then
  * what the kernel refuses: sizes and criteria (EINVAL at the matcher), value bits outside the mask and masks
- * the firmware cannot match (EINVAL at the rule, the matcher having been accepted), with what is installed
- * left working. */
+ * the firmware cannot match, reserved bits included (EINVAL at the rule, the matcher having been accepted),
+ * with what is installed left working. */
 #include <errno.h>
 #include <infiniband/mlx5dv.h>
 #include <stdint.h>
@@ -15,7 +16,8 @@
 #include "capi/c_match.h"
 #include "capi/drsim.h"
 
-/* Outer header fields, in bits from the start of the buffer (PRM fte_match_set_lyr_2_4). */
+/* Header fields, in bits from the start of the buffer: the outer ones (PRM fte_match_set_lyr_2_4) and misc's
+ * source_port. */
 enum {
   ETHERTYPE = 0x030,
   IP_PROTOCOL = 0x080,
@@ -25,8 +27,9 @@ enum {
   L3_OK = 0x0d4,
   UDP_DPORT = 0x0f0,
   DST_IP_31_0 = 0x1e0,
+  SOURCE_PORT = 0x200 + 0x30, /* misc (fte_match_set_misc) */
 };
-enum { OUTER = 1 << 0 };
+enum { OUTER = 1 << 0, MISC = 1 << 1 };
 
 /* A masked field of a test case: where it is, its mask and the rule's value. */
 struct field {
@@ -119,6 +122,93 @@ static struct mlx5dv_dr_matcher* on_root_only(struct mlx5dv_dr_table* root, stru
   CHECK(mlx5dv_dr_matcher_create(t1, prio, OUTER, P(mask)) == NULL && errno == err);
   CHECK(strstr(drsim_last_error(), culprit) != NULL);
   return m;
+}
+
+/* A matcher of `mask` at `prio` on `root`, which the kernel takes, and a rule of `value` with the two
+ * `actions`, which fails with EINVAL naming `culprit` (the firmware refusing the flow group of the mask). */
+static struct mlx5dv_dr_matcher* refused_at_rule(struct mlx5dv_dr_table* root, uint16_t prio,
+                                                 struct match* mask, struct match* value,
+                                                 struct mlx5dv_dr_action** actions, const char* culprit) {
+  struct mlx5dv_dr_matcher* m = mlx5dv_dr_matcher_create(root, prio, OUTER, P(mask));
+  CHECK(m != NULL);
+  errno = 0;
+  CHECK(m != NULL && mlx5dv_dr_rule_create(m, P(value), 2, actions) == NULL && errno == EINVAL);
+  CHECK(strstr(drsim_last_error(), culprit) != NULL);
+  return m;
+}
+
+/* Whether the frame `from_vport` sends comes out at `out_vport` (-1: the wire), byte for byte; false when it
+ * does not arrive (a rule dropped it). */
+static int passes(struct ibv_context* ctx, int from_vport, int out_vport, int version, uint8_t proto,
+                  uint16_t dport) {
+  uint8_t f[256], got[256];
+  size_t len = frame(f, version, proto, 0x0a000002, dport);
+  CHECK(drsim_send(ctx, from_vport, f, len) == 0);
+  int n = drsim_recv_port(ctx, out_vport, got, sizeof got);
+  if (n <= 0) return 0;
+  CHECK(n == (int)len && memcmp(got, f, len) == 0);
+  return 1;
+}
+
+/* The masks DPDK writes for egress and transfer flows of group 0, on the NIC_TX and FDB root tables of a NIC
+ * whose PF has no NIC_RX steering (frames the FDB sends it arrive at its interface): "eth / ipv4 / udp dst
+ * is 4789" egress, and "represented_port 1 / eth / ipv4 / tcp dst is 80" transfer (misc.source_port, as the
+ * PMD writes it without vport metadata). Each drops its frames; IPv6 frames pass. Level-1 tables refuse the
+ * masks (EOPNOTSUPP). */
+static void egress_and_transfer_roots(void) {
+  struct ibv_context* ctx = drsim_open(1);
+  CHECK(ctx != NULL);
+  struct mlx5dv_dr_domain* tx = mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
+  struct mlx5dv_dr_domain* fdb = mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_FDB);
+  CHECK(tx != NULL && fdb != NULL);
+  struct mlx5dv_dr_table* tx_root = mlx5dv_dr_table_create(tx, 0);
+  struct mlx5dv_dr_table* tx_t1 = mlx5dv_dr_table_create(tx, 1);
+  struct mlx5dv_dr_table* fdb_root = mlx5dv_dr_table_create(fdb, 0);
+  struct mlx5dv_dr_table* fdb_t1 = mlx5dv_dr_table_create(fdb, 1);
+  struct mlx5dv_dr_action* drop = mlx5dv_dr_action_create_drop();
+  CHECK(tx_root != NULL && tx_t1 != NULL && fdb_root != NULL && fdb_t1 != NULL && drop != NULL);
+  struct match mask, value;
+
+  static const struct field egress_fields[] = {
+      {IP_VERSION, 4, 0xf, 4}, {IP_PROTOCOL, 8, 0xff, 17}, {UDP_DPORT, 16, 0xffff, 4789}};
+  build(&mask, &value, egress_fields, 3);
+  struct mlx5dv_dr_matcher* egress = mlx5dv_dr_matcher_create(tx_root, 0, OUTER, P(&mask));
+  struct mlx5dv_dr_rule* egress_rule =
+      egress == NULL ? NULL : mlx5dv_dr_rule_create(egress, P(&value), 1, &drop);
+  CHECK(egress_rule != NULL);
+  errno = 0;
+  CHECK(mlx5dv_dr_matcher_create(tx_t1, 0, OUTER, P(&mask)) == NULL && errno == EOPNOTSUPP);
+
+  static const struct field transfer_fields[] = {{SOURCE_PORT, 16, 0xffff, 1},
+                                                 {IP_VERSION, 4, 0xf, 4},
+                                                 {IP_PROTOCOL, 8, 0xff, 6},
+                                                 {TCP_DPORT, 16, 0xffff, 80}};
+  build(&mask, &value, transfer_fields, 4);
+  struct mlx5dv_dr_matcher* transfer = mlx5dv_dr_matcher_create(fdb_root, 0, OUTER | MISC, P(&mask));
+  struct mlx5dv_dr_rule* transfer_rule =
+      transfer == NULL ? NULL : mlx5dv_dr_rule_create(transfer, P(&value), 1, &drop);
+  CHECK(transfer_rule != NULL);
+  errno = 0;
+  CHECK(mlx5dv_dr_matcher_create(fdb_t1, 0, OUTER | MISC, P(&mask)) == NULL && errno == EOPNOTSUPP);
+
+  /* The PF sends to the wire through its NIC_TX root. */
+  CHECK(!passes(ctx, 0, -1, 4, 17, 4789));
+  CHECK(passes(ctx, 0, -1, 6, 17, 4789));
+  CHECK(passes(ctx, 0, -1, 4, 17, 4790));
+  CHECK(passes(ctx, 0, -1, 4, 6, 4789));
+  /* VF 1 sends into the eSwitch, whose FDB root takes its IPv4 TCP port 80; the rest goes to the eSwitch
+   * manager (the PF), as the FDB default does. */
+  CHECK(!passes(ctx, 1, 0, 4, 6, 80));
+  CHECK(passes(ctx, 1, 0, 6, 6, 80));
+  CHECK(passes(ctx, 1, 0, 4, 17, 80));
+
+  CHECK(mlx5dv_dr_rule_destroy(egress_rule) == 0 && mlx5dv_dr_rule_destroy(transfer_rule) == 0);
+  CHECK(mlx5dv_dr_matcher_destroy(egress) == 0 && mlx5dv_dr_matcher_destroy(transfer) == 0);
+  CHECK(mlx5dv_dr_action_destroy(drop) == 0);
+  CHECK(mlx5dv_dr_table_destroy(tx_root) == 0 && mlx5dv_dr_table_destroy(tx_t1) == 0);
+  CHECK(mlx5dv_dr_table_destroy(fdb_root) == 0 && mlx5dv_dr_table_destroy(fdb_t1) == 0);
+  CHECK(mlx5dv_dr_domain_destroy(tx) == 0 && mlx5dv_dr_domain_destroy(fdb) == 0);
+  CHECK(drsim_close(ctx) == 0);
 }
 
 int main(void) {
@@ -219,23 +309,21 @@ int main(void) {
   /* Masks the firmware cannot match: the kernel takes the matcher, and its rules fail with EINVAL. */
   match_init(&mask);
   set_bits(&mask, L3_OK, 1, 1);
-  struct mlx5dv_dr_matcher* l3_ok = mlx5dv_dr_matcher_create(root, 5, OUTER, P(&mask));
-  CHECK(l3_ok != NULL);
   match_init(&value);
   set_bits(&value, L3_OK, 1, 1);
-  errno = 0;
-  CHECK(l3_ok != NULL && mlx5dv_dr_rule_create(l3_ok, P(&value), 2, list9) == NULL && errno == EINVAL);
-  CHECK(strstr(drsim_last_error(), "outer.l3_ok") != NULL);
+  struct mlx5dv_dr_matcher* l3_ok = refused_at_rule(root, 5, &mask, &value, list9, "outer.l3_ok");
   errno = 0;
   CHECK(mlx5dv_dr_matcher_create(t1, 5, OUTER, P(&mask)) == NULL && errno == EINVAL); /* no builder */
   match_init(&mask);
   set_bits(&mask, RESERVED_AT_C0, 1, 1);
-  struct mlx5dv_dr_matcher* reserved = mlx5dv_dr_matcher_create(root, 6, OUTER, P(&mask));
-  CHECK(reserved != NULL);
   match_init(&value);
-  errno = 0;
-  CHECK(reserved != NULL && mlx5dv_dr_rule_create(reserved, P(&value), 2, list9) == NULL && errno == EINVAL);
-  CHECK(strstr(drsim_last_error(), "reserved") != NULL);
+  struct mlx5dv_dr_matcher* reserved = refused_at_rule(root, 6, &mask, &value, list9, "reserved");
+  /* The same for a bit in the kernel's reserved tail, bytes 448 to 511: the kernel stores the mask. */
+  match_init(&mask);
+  mask.match_sz = 512;
+  set_bits(&mask, 500 * 8, 8, 1);
+  struct mlx5dv_dr_matcher* tail =
+      refused_at_rule(root, 7, &mask, &value, list9, "reserved_at_e00 (byte 500");
 
   /* What was installed still steers. */
   CHECK(steer(ctx, qp, 4, 17, 0x0a000002, 4789) == 1);
@@ -243,11 +331,14 @@ int main(void) {
 
   CHECK(mlx5dv_dr_matcher_destroy(l3_ok) == 0);
   CHECK(mlx5dv_dr_matcher_destroy(reserved) == 0);
+  CHECK(mlx5dv_dr_matcher_destroy(tail) == 0);
   CHECK(mlx5dv_dr_rule_destroy(short_value) == 0);
   for (int i = 0; i < 4; ++i) CHECK(mlx5dv_dr_rule_destroy(rules[i]) == 0);
   CHECK(mlx5dv_dr_matcher_destroy(v4_udp) == 0);
   CHECK(mlx5dv_dr_matcher_destroy(by_ethertype) == 0);
   CHECK(mlx5dv_dr_matcher_destroy(port_only) == 0);
   CHECK(mlx5dv_dr_matcher_destroy(v4_bit) == 0);
+
+  egress_and_transfer_roots();
   return check_result();
 }

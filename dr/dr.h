@@ -172,7 +172,8 @@ class Matcher {
   // A matcher of `priority` (lower is tried first) in `table`, matching the sections enabled in
   // `match_criteria_enable` under `mask` (null = all zero). Mask errors as in rdma-core:
   // InvalidArgument (EINVAL) for criteria >= 0x80, match_sz > 448 or nothing to match on (on a root table,
-  // whose masks rdma-core hands to the kernel: match_sz 0 or over 512, or a byte set past 448);
+  // whose masks rdma-core hands to the kernel: match_sz 0 or over 512; masks the firmware refuses are
+  // taken, and their rules refused, see Rule::Create);
   // Unimplemented (EOPNOTSUPP/ENOTSUP) for an ip_version mask other than 4/6, a partial source_port mask,
   // or a masked field that cannot be matched (named in the message).
   static absl::StatusOr<Matcher> Create(const Table& table, uint16_t priority, uint8_t match_criteria_enable,
@@ -313,7 +314,8 @@ class Rule {
   // outside the mask, Unimplemented for an ip_version other than the mask's; a bad size is one that is not
   // a multiple of 4 or over 448, but on a root table, whose values rdma-core hands to the kernel, 0 or over
   // 512: there any size in between is zero-extended, and bits outside the mask are refused in every
-  // section), then the actions (see
+  // section; then InvalidArgument when the firmware refuses the mask, naming the masked reserved bit or
+  // unmatchable field), then the actions (see
   // actions/action_compiler.h; messages name the action index), then AlreadyExists (EEXIST) for a
   // duplicate when the domain disallows them.
   static absl::StatusOr<Rule> Create(const Matcher& matcher, const mlx5dv_flow_match_parameters* value,

@@ -1,6 +1,5 @@
 #include "matcher/mask_compiler.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -124,12 +123,9 @@ absl::StatusOr<CompiledMask> CompileMask(mlx5dv_dr_domain_type domain, uint8_t c
   if (kernel) {
     // The kernel and the firmware check what they check at rule creation (kernel_path.h); the mask the
     // firmware compares under is the user's, bit for bit: no STE builder widens or folds a field.
-    out.kernel_mask.assign(hw::kMatchParamBytes, 0);
-    if (mask != nullptr) {
-      std::memcpy(out.kernel_mask.data(), mask->match_buf,
-                  std::min<size_t>(mask->match_sz, hw::kMatchParamBytes));
-    }
-    out.root_rule_refusal = RootRuleRefusal(out.mask.data(), parsed);
+    out.kernel_mask.assign(kKernelMatchParamBytes, 0);
+    if (mask != nullptr) std::memcpy(out.kernel_mask.data(), mask->match_buf, mask->match_sz);
+    out.root_rule_refusal = RootRuleRefusal(out.kernel_mask.data(), criteria, parsed);
     out.definer = hw::Definer::FromMask(out.mask.data());
     return out;
   }

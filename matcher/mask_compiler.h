@@ -52,7 +52,8 @@ struct alignas(64) CompiledMask {
   hw::Definer definer;                  // over the effective mask (see above)
   std::vector<SteBuilder> rx_builders;  // per pipe; empty when the domain lacks the pipe
   std::vector<SteBuilder> tx_builders;
-  // kKernel only (else empty): the whole mask as the kernel holds it, disabled sections too (448 bytes).
+  // kKernel only (else empty): the whole mask as the kernel holds it, disabled sections and the reserved
+  // tail too (kKernelMatchParamBytes).
   std::vector<uint8_t> kernel_mask;
   // kKernel only: what every rule insert fails with after its value checks, as the firmware refuses the
   // flow group of the mask (RootRuleRefusal); OK when it accepts it.
@@ -63,7 +64,7 @@ struct alignas(64) CompiledMask {
 // Compiles a matcher mask for a domain type, for rules taking `path`. `mask` may be null (all zero; on the
 // kernel path rdma-core would dereference it). Errors, in rdma-core's order:
 //  - InvalidArgument (EINVAL): criteria >= 0x80; mask->match_sz > 448 (kSoftwareSteering), or 0 or over
-//    512 or a nonzero byte past 448 (kKernel); criteria nonzero with nothing masked (kSoftwareSteering);
+//    512 (kKernel); criteria nonzero with nothing masked (kSoftwareSteering);
 //  - kSoftwareSteering only: Unimplemented (EOPNOTSUPP) for an ip_version mask not 0, 4 or 6, or a masked
 //    field no builder consumes; Unimplemented (ENOTSUP) for a source_port mask other than 0 or 0xffff;
 //    Unimplemented (EOPNOTSUPP) for a masked field outside `parsed`, the fields the device's parser fills.

@@ -325,9 +325,22 @@ TEST(KernelPathTest, MaskSizesAreTheKernels) {
               absl::StatusCode::kInvalidArgument, "match_sz 513");
   raw.get()->match_sz = 512;  // the reserved tail, all zero
   ASSERT_TRUE(CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel).ok());
+  // A bit in the tail: the kernel stores the mask as it stores any other (flow_matcher_create), and the
+  // firmware refuses the flow group of every rule (BAD_PARAM -> EINVAL).
   raw.bytes()[500] = 1;
-  ExpectError(CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel).status(),
-              absl::StatusCode::kInvalidArgument, "root-table matcher mask byte 500 is set");
+  absl::StatusOr<CompiledMask> tail =
+      CompileMask(kTx, hw::kCriteriaOuter, raw.get(), AllParsed(), RulePath::kKernel);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  std::vector<uint32_t> key(tail->definer.key_words());
+  ExpectError(BuildRuleKey(*tail, SixByteSmac(hw::MacAddress::AllOnes()).get(), key.data()),
+              absl::StatusCode::kInvalidArgument,
+              "root-table mask sets reserved_at_e00 (byte 500 of the kernel's fte_match_param): the firmware "
+              "refuses the rule's flow group (BAD_PARAM)");
+  // The same bit in the value is under the mask: check_valid_spec passes it, and the firmware refuses.
+  RawParams value(smac, 512);
+  value.bytes()[500] = 1;
+  ExpectError(BuildRuleKey(*tail, value.get(), key.data()), absl::StatusCode::kInvalidArgument,
+              "root-table mask sets reserved_at_e00 (byte 500");
 }
 
 TEST(KernelPathTest, ValuesOfAnySizeAreZeroExtended) {
@@ -359,9 +372,10 @@ TEST(KernelPathTest, ValuesOfAnySizeAreZeroExtended) {
   ExpectError(BuildRuleKey(*root, v.get(), key.data()), absl::StatusCode::kInvalidArgument,
               "root-table rule value match_sz 513");
   v.get()->match_sz = 512;
-  v.bytes()[hw::kMatchParamBytes] = 0x80;
+  v.bytes()[hw::kMatchParamBytes] = 0x80;  // the reserved tail, not under the mask: check_valid_spec
   ExpectError(BuildRuleKey(*root, v.get(), key.data()), absl::StatusCode::kInvalidArgument,
-              "root-table rule value byte 448 is set");
+              "rule value sets reserved_at_e00 (byte 448 of the kernel's fte_match_param) bits outside the "
+              "matcher's mask (the kernel's check_valid_spec)");
 }
 
 // The kernel checks every value bit against the mask as given (mlx5_core's check_valid_spec), sections the
