@@ -308,7 +308,7 @@ std::string DescribeAction(const ActionSpec& a) {
     case T::kPushVlan:
       return absl::StrFormat("%s 0x%08x", name, a.vlan_header);
     case T::kModifyHdr:
-      return absl::StrFormat("%s (%d actions)", name, a.modify ? a.modify->size() : 0);
+      return absl::StrFormat("%s (%d actions)", name, a.modify ? a.modify->actions.size() : 0);
     case T::kL2ToTnlL2:
     case T::kL2ToTnlL3:
     case T::kTnlL3ToL2:

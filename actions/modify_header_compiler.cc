@@ -1,6 +1,8 @@
 #include "actions/modify_header_compiler.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -58,8 +60,8 @@ absl::Status CheckFits(const hw::ModifyFieldInfo& f, int offset, int length, con
 
 }  // namespace
 
-absl::StatusOr<std::vector<hw::ModifyAction>> CompileModifyHeader(mlx5dv_dr_domain_type domain,
-                                                                  absl::Span<const uint64_t> words) {
+absl::StatusOr<hw::ModifyProgram> CompileModifyHeader(mlx5dv_dr_domain_type domain,
+                                                      absl::Span<const uint64_t> words) {
   if (words.empty()) return absl::InvalidArgumentError("modify_header: the action list is empty");
   std::vector<hw::ModifyAction> out;
   ModifyLayer l3 = ModifyLayer::kMeta, l4 = ModifyLayer::kMeta;  // kMeta: none seen yet
@@ -114,7 +116,7 @@ absl::StatusOr<std::vector<hw::ModifyAction>> CompileModifyHeader(mlx5dv_dr_doma
     }
     out.push_back(a);
   }
-  return out;
+  return hw::MakeModifyProgram(std::move(out));
 }
 
 }  // namespace drsim::actions

@@ -1,6 +1,7 @@
 #include "actions/modify_header_compiler.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -25,12 +26,12 @@ absl::Status Check(mlx5dv_dr_domain_type d, std::vector<uint64_t> words) {
 
 TEST(ModifyHeaderCompilerTest, AcceptsTheRdmaCoreTestLists) {
   // test_tbl_modify_header_rule: SET SMAC_47_16 = 0x88888888, SET SMAC_15_0 = 0x8888.
-  absl::StatusOr<std::vector<hw::ModifyAction>> a =
+  absl::StatusOr<hw::ModifyProgram> a =
       CompileModifyHeader(kTx, {hw::ModifySetWord(ModifyField::kSmac47_16, 0, 0, 0x88888888),
                                 hw::ModifySetWord(ModifyField::kSmac15_0, 0, 16, 0x8888)});
   ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_EQ(a->size(), 2u);
-  EXPECT_EQ((*a)[0].length, 32);
+  ASSERT_EQ(a->actions.size(), 2u);
+  EXPECT_EQ(a->actions[0].length, 32);
   // test_metadata_modify_action_set_copy_match: SET reg_c_0, COPY reg_c_0 -> reg_c_1.
   EXPECT_TRUE(
       Check(kRx, {hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 0x1234),
@@ -72,6 +73,35 @@ TEST(ModifyHeaderCompilerTest, Errors) {
                           hw::ModifySetWord(ModifyField::kSipv6_31_0, 0, 0, 1),
                           hw::ModifySetWord(ModifyField::kIpEcn, 0, 2, 1)})
                   .ok());
+}
+
+// What a list rewrites is decided once, here: the device fixes the checksums over the fields the list writes
+// and no others, as the hardware "recalcs checksums only if re-writing headers" (Linux mlx5e,
+// en/tc/act/csum.c, csum_offload_supported). A COPY's source is only read.
+TEST(ModifyHeaderCompilerTest, TheProgramSaysWhichChecksumsTheListRewrites) {
+  auto compile = [](std::vector<uint64_t> words) {
+    absl::StatusOr<hw::ModifyProgram> p = CompileModifyHeader(kRx, words);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? std::make_pair(p->checksums, p->writes_packet) : std::make_pair(uint8_t{0xff}, true);
+  };
+  using Summary = std::pair<uint8_t, bool>;
+  const uint8_t kIpv4 = hw::kModifyIpv4HeaderChecksum, kL4 = hw::kModifyL4Checksum;
+  // rdma-core's test_metadata_modify_action_set_copy_match: registers only, and a frame field read.
+  EXPECT_EQ(compile({hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 0x1234),
+                     hw::ModifyCopyWord(ModifyField::kMetadataRegC0, 0, ModifyField::kMetadataRegC1, 0, 0),
+                     hw::ModifyCopyWord(ModifyField::kSipv4, 0, ModifyField::kMetadataRegC2, 0, 0)}),
+            Summary(hw::kModifyNoChecksum, false));
+  EXPECT_EQ(compile({hw::ModifySetWord(ModifyField::kSmac47_16, 0, 0, 1),
+                     hw::ModifySetWord(ModifyField::kFirstVid, 0, 12, 5)}),
+            Summary(hw::kModifyNoChecksum, true));
+  EXPECT_EQ(compile({hw::ModifyAddWord(ModifyField::kIpTtl, 0xff)}), Summary(kIpv4, true));
+  EXPECT_EQ(compile({hw::ModifySetWord(ModifyField::kIpDscp, 0, 6, 1)}), Summary(kIpv4, true));
+  EXPECT_EQ(compile({hw::ModifySetWord(ModifyField::kDipv4, 0, 0, 1)}), Summary(kIpv4 | kL4, true));
+  EXPECT_EQ(compile({hw::ModifySetWord(ModifyField::kUdpDport, 0, 16, 1)}), Summary(kL4, true));
+  EXPECT_EQ(compile({hw::ModifySetWord(ModifyField::kIpv6Hoplimit, 0, 8, 1)}),
+            Summary(hw::kModifyNoChecksum, true));
+  EXPECT_EQ(compile({hw::ModifyCopyWord(ModifyField::kMetadataRegC0, 0, ModifyField::kTcpSport, 0, 16)}),
+            Summary(kL4, true));
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ absl::StatusOr<Action> Action::ModifyHeader(const Domain& domain, uint32_t flags
     return absl::InvalidArgumentError(
         absl::StrFormat("modify_header: flags 0x%x: only ROOT_LEVEL (0x1) is known", flags));
   }
-  DRSIM_ASSIGN_OR_RETURN(std::vector<hw::ModifyAction> decoded, actions::CompileModifyHeader(d->type, words));
+  DRSIM_ASSIGN_OR_RETURN(hw::ModifyProgram decoded, actions::CompileModifyHeader(d->type, words));
   ActionObj* a = NewAction(ActionType::kModifyHdr);
   a->modify = std::move(decoded);
   a->spec.modify = &a->modify;

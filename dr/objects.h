@@ -150,7 +150,7 @@ struct ActionObj {
   hw::Device* device = nullptr;                  // the device holding the object behind the action
   std::shared_ptr<DomainObj> referenced_domain;  // modify/reformat/sampler/dest array: a reference on it
   std::vector<ActionObj*> members;               // dest array and sampler: the actions they use
-  std::vector<hw::ModifyAction> modify;          // kModifyHdr (spec.modify points here)
+  hw::ModifyProgram modify;                      // kModifyHdr (spec.modify points here)
   std::vector<uint8_t> reformat;                 // reformat data (spec.reformat points here)
   hw::Replica sample;                            // kSampler (spec.sample points here)
   std::vector<hw::Replica> replicas;             // kDestArray (spec.replicas points here)

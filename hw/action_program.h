@@ -37,7 +37,7 @@ enum class OpCode : uint8_t {
 struct Op {
   OpCode code;
   uint32_t arg = 0;
-  const std::vector<ModifyAction>* modify = nullptr;
+  const ModifyProgram* modify = nullptr;
   const std::vector<uint8_t>* bytes = nullptr;
   uint8_t reg = 0;            // kAso*: the reg_c the result goes to
   bool set = false;           // kAsoFirstHit: mark the context hit; kAsoConnTrack: the initiator's side

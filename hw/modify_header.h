@@ -12,6 +12,7 @@
 #define DRSIM_HW_MODIFY_HEADER_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -62,11 +63,22 @@ enum class ModifyField : uint16_t {
   kIpEcn = 0x73,
 };
 
+// The frame checksums that cover a field, as bits: rewriting the field obliges the device to fix them.
+// The IPv4 header checksum covers DSCP, ECN, TTL and the addresses; a TCP/UDP checksum covers the IP
+// addresses (its pseudo-header) and the TCP/UDP fields. MACs, VLAN, ethertype, IPv6 hop limit, GTP-U and
+// the metadata registers lie under none.
+enum ModifyChecksum : uint8_t {
+  kModifyNoChecksum = 0,
+  kModifyIpv4HeaderChecksum = 1,
+  kModifyL4Checksum = 2,
+};
+
 struct ModifyFieldInfo {
   ModifyField id;
   absl::string_view name;  // "IP_TTL" etc., as in MLX5_ACTION_IN_FIELD_OUT_<name>
   uint8_t width;           // bits
   ModifyLayer layer;
+  uint8_t checksums;  // ModifyChecksum bits
 };
 
 // The field with PRM id `id`, or nullptr when SW steering does not accept it.
@@ -85,6 +97,20 @@ struct ModifyAction {
 
 // Decodes a big-endian action word (as the user passes it, __be64 in memory).
 ModifyAction DecodeModifyWord(uint64_t be_word);
+
+// A modify-header list as the device runs it, with what it rewrites decided once, when the list is made,
+// rather than per packet: the checksums the device must fix after it, and whether it writes the packet
+// at all (a list of register writes leaves every packet byte as it came).
+struct ModifyProgram {
+  std::vector<ModifyAction> actions;
+  uint8_t checksums = kModifyNoChecksum;  // ModifyChecksum bits of the fields the list writes
+  bool writes_packet = false;             // a field it writes lies in the packet, not in a register
+};
+
+// The program of `actions`, summarised by the fields they write (SET and ADD fields, COPY destinations;
+// a COPY's source is only read). Fields FindModifyField does not know count as writing nothing.
+// actions/modify_header_compiler.h validates the list first.
+ModifyProgram MakeModifyProgram(std::vector<ModifyAction> actions);
 
 // Builders of big-endian action words, for users and tests.
 uint64_t ModifySetWord(ModifyField field, uint8_t offset, uint8_t length, uint32_t data);

@@ -1,7 +1,6 @@
 #include "sim/action_executor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <new>
 
 #include "hw/byte_order.h"
@@ -137,11 +136,15 @@ uint32_t* Register(ModifyField f, PacketMeta& meta) {
 
 constexpr uint32_t Mask(int bits) { return bits >= 32 ? 0xffffffffu : (1u << bits) - 1; }
 
-// A field to read or write: a register, or bits of the frame.
+// A field to read or write: a register, or bits of the frame. `writable` is the frame `h` describes, to
+// write to; null when the list writes registers only (then no frame field is ever set).
 class FieldRef {
  public:
-  FieldRef(ModifyField f, uint8_t* frame, const Headers& h, PacketMeta& meta)
-      : frame_(frame), reg_(Register(f, meta)), loc_(reg_ ? FieldLoc{} : Locate(f, h)) {}
+  FieldRef(ModifyField f, uint8_t* writable, const Headers& h, PacketMeta& meta)
+      : frame_(h.frame),
+        writable_(writable),
+        reg_(Register(f, meta)),
+        loc_(reg_ ? FieldLoc{} : Locate(f, h)) {}
   bool present() const { return reg_ != nullptr || loc_.present; }
   uint32_t Get() const {
     if (reg_) return *reg_;
@@ -154,11 +157,12 @@ class FieldRef {
     }
     const uint32_t m = Mask(loc_.width) << loc_.shift;
     const uint32_t w = hw::LoadBe32(frame_ + loc_.window);
-    hw::StoreBe32(frame_ + loc_.window, (w & ~m) | ((value << loc_.shift) & m));
+    hw::StoreBe32(writable_ + loc_.window, (w & ~m) | ((value << loc_.shift) & m));
   }
 
  private:
-  uint8_t* frame_;
+  const uint8_t* frame_;
+  uint8_t* writable_;
   uint32_t* reg_;
   FieldLoc loc_;
 };
@@ -184,41 +188,6 @@ uint32_t CoveredSum(const Headers& h) {
   return sum;
 }
 
-// The bytes under the frame's checksums that modify-header fields can reach, as they were before the
-// actions ran: the IPv4 header, and for a TCP/UDP checksum the pseudo-header addresses and the L4 header.
-// A checksum is rewritten only when bytes it covers changed, as on hardware: a rule that sets MACs or
-// registers alone leaves every checksum as it came, a zero ("not computed") one included.
-class CoveredBytes {
- public:
-  CoveredBytes(const Headers& h, bool l4_checksum) {
-    if (h.l3 && h.ip_version == 4) {
-      ipv4_len_ = (h.frame[h.l3] & 0xf) * 4u;  // the parser saw the whole header in the frame
-      std::memcpy(ipv4_, h.frame + h.l3, ipv4_len_);
-    }
-    if (l4_checksum) {
-      addresses_len_ = h.ip_version == 4 ? 8 : 32;
-      std::memcpy(l4_, h.frame + AddressesAt(h), addresses_len_);
-      l4_len_ = h.ip_protocol == kTcp ? 20 : 8;
-      std::memcpy(l4_ + addresses_len_, h.frame + h.l4, l4_len_);
-    }
-  }
-  bool Ipv4HeaderChanged(const Headers& h) const {
-    return ipv4_len_ != 0 && std::memcmp(ipv4_, h.frame + h.l3, ipv4_len_) != 0;
-  }
-  bool L4Changed(const Headers& h) const {
-    return l4_len_ != 0 && (std::memcmp(l4_, h.frame + AddressesAt(h), addresses_len_) != 0 ||
-                            std::memcmp(l4_ + addresses_len_, h.frame + h.l4, l4_len_) != 0);
-  }
-
- private:
-  static size_t AddressesAt(const Headers& h) { return h.l3 + (h.ip_version == 4 ? 12 : 8); }
-
-  uint8_t ipv4_[60];
-  size_t ipv4_len_ = 0;                    // 0: no IPv4 header
-  uint8_t l4_[32 + 20];                    // the addresses, then the TCP or UDP header
-  size_t addresses_len_ = 0, l4_len_ = 0;  // l4_len_ 0: no TCP/UDP checksum to keep
-};
-
 void FixIpv4HeaderChecksum(uint8_t* ip) {
   const size_t ihl = (ip[0] & 0xf) * 4u;
   hw::StoreBe16(ip + 10, 0);
@@ -239,22 +208,25 @@ void ActionExecutor::Parse(const PacketBuffer& packet, const PacketMeta& meta, b
   parsed_ = whole ? Parsed::kWhole : Parsed::kOuter;
 }
 
-void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, PacketBuffer& packet,
-                            PacketMeta& meta) {
+bool ActionExecutor::Modify(const hw::ModifyProgram& program, PacketBuffer& packet, PacketMeta& meta) {
   EnsureParsed(packet, meta);
-  uint8_t* frame = packet.mutable_data();  // before `h` points into it: a borrowed frame is copied in here
-  const Headers h{frame,
+  // A list that writes only registers reads the frame and never writes it: a borrowed frame stays
+  // borrowed. Otherwise it is copied in here, before `h` points into it.
+  uint8_t* frame = program.writes_packet ? packet.mutable_data() : nullptr;
+  const Headers h{frame != nullptr ? frame : packet.data(),
                   packet.size(),
                   layers().l3,
                   layers().l4,
                   hw::GetField(hv().bytes, hw::Field::kOuterIpVersion),
                   hw::GetField(hv().bytes, hw::Field::kOuterIpProtocol)};
-  const bool l4_checksum = h.l4 && (h.ip_protocol == kTcp || (h.ip_protocol == kUdp && h.l4 + 8 <= h.len)) &&
+  // The checksums the list rewrites were decided when it was compiled; a frame without that header has
+  // none of them to fix.
+  const bool ipv4_checksum = (program.checksums & hw::kModifyIpv4HeaderChecksum) && h.l3 && h.ip_version == 4;
+  const bool l4_checksum = (program.checksums & hw::kModifyL4Checksum) && h.l4 &&
+                           (h.ip_protocol == kTcp || h.ip_protocol == kUdp) &&
                            h.l4 + (h.ip_protocol == kTcp ? 20u : 8u) <= h.len;
-  const size_t checksum_at = h.ip_protocol == kTcp ? 16 : 6;
-  const CoveredBytes covered(h, l4_checksum);
   const uint32_t before = l4_checksum ? CoveredSum(h) : 0;
-  for (const hw::ModifyAction& a : actions) {
+  for (const hw::ModifyAction& a : program.actions) {
     FieldRef dst(
         static_cast<ModifyField>(a.op == static_cast<uint8_t>(hw::ModifyOp::kCopy) ? a.dst_field : a.field),
         frame, h, meta);
@@ -275,9 +247,9 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
       }
     }
   }
-  if (covered.Ipv4HeaderChanged(h)) FixIpv4HeaderChecksum(frame + h.l3);
-  if (covered.L4Changed(h)) {
-    uint8_t* field = frame + h.l4 + checksum_at;
+  if (ipv4_checksum) FixIpv4HeaderChecksum(frame + h.l3);
+  if (l4_checksum) {
+    uint8_t* field = frame + h.l4 + (h.ip_protocol == kTcp ? 16 : 6);
     const uint16_t old = hw::LoadBe16(field);
     if (!(h.ip_protocol == kUdp && h.ip_version == 4 && old == 0)) {
       uint16_t updated = ChecksumUpdate(old, before, CoveredSum(h));
@@ -285,7 +257,8 @@ void ActionExecutor::Modify(const std::vector<hw::ModifyAction>& actions, Packet
       hw::StoreBe16(field, updated);
     }
   }
-  parsed_ = Parsed::kNo;
+  if (program.writes_packet) parsed_ = Parsed::kNo;
+  return program.writes_packet;
 }
 
 void ActionExecutor::PushVlan(uint32_t vlan_header, PacketBuffer& packet) {
@@ -373,8 +346,7 @@ ActionExecutor::Change ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketB
         counters_->Add(op.arg, packet.size(), now_ns);
         break;
       case hw::OpCode::kModifyHeader:
-        Modify(*op.modify, packet, meta);
-        changed(Change::kHeaders);
+        changed(Modify(*op.modify, packet, meta) ? Change::kHeaders : Change::kMetadata);
         break;
       case hw::OpCode::kPushVlan:
         PushVlan(op.arg, packet);

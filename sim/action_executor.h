@@ -2,10 +2,13 @@
 // program's (the hardware's) order — flow tag, VLAN pop/push, modify-header SET/ADD/COPY, counters,
 // encapsulation — and keeps the frame one a real stack accepts:
 //  - modify-header: an action whose header is absent from the packet (a TCP field on a UDP packet, an
-//    IPv4 field on IPv6) does nothing; after the list runs, a checksum is fixed only if bytes it covers
-//    changed: an IPv4 header with a changed byte gets its checksum recomputed, and a TCP/UDP checksum is
-//    updated incrementally (RFC 1624) for changed addresses, ports, flags, sequence and acknowledgment
-//    numbers (a zero IPv4 UDP checksum stays zero). MAC, VLAN and register rewrites touch no checksum;
+//    IPv4 field on IPv6) does nothing; after the list runs, only the checksums over the fields the list
+//    writes are fixed (hw::ModifyProgram::checksums, decided when the list was compiled): a list writing
+//    an IPv4 header field gets the IPv4 header checksum recomputed, one writing addresses, ports, TCP
+//    flags, sequence or acknowledgment numbers gets the TCP/UDP checksum updated incrementally (RFC 1624;
+//    a zero IPv4 UDP checksum stays zero). A list of MAC, VLAN and register writes leaves the frame's
+//    bytes other than those fields as they came, a wrong checksum included: the hardware "recalcs
+//    checksums only if re-writing headers" (Linux mlx5e, en/tc/act/csum.c, csum_offload_supported);
 //  - encapsulation: the new outer IPv4 total length and header checksum, IPv6 payload length and UDP
 //    length are set from the frame (the user's header template cannot know the inner size), and a nonzero
 //    outer UDP checksum is recomputed;
@@ -69,7 +72,8 @@ class ActionExecutor {
   }
   // Parses into the executor's own: the outer headers, or with `whole` all of it.
   void Parse(const PacketBuffer& packet, const PacketMeta& meta, bool whole);
-  void Modify(const std::vector<hw::ModifyAction>& actions, PacketBuffer& packet, PacketMeta& meta);
+  // Runs a modify-header list; true if it may have changed the headers, false if it wrote registers only.
+  bool Modify(const hw::ModifyProgram& program, PacketBuffer& packet, PacketMeta& meta);
   void PushVlan(uint32_t vlan_header, PacketBuffer& packet);
   bool PopVlan(PacketBuffer& packet);
   void Encap(const std::vector<uint8_t>& headers, bool l3, PacketBuffer& packet, const PacketMeta& meta);

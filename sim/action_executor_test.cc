@@ -2,6 +2,7 @@
 #include "sim/action_executor.h"
 
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -58,8 +59,9 @@ class ExecutorTest : public ::testing::Test {
     return Bytes(packet_);
   }
   hw::Op Modify(std::vector<uint64_t> words) {
-    modify_.emplace_back();
-    for (uint64_t w : words) modify_.back().push_back(hw::DecodeModifyWord(w));
+    std::vector<hw::ModifyAction> actions;
+    for (uint64_t w : words) actions.push_back(hw::DecodeModifyWord(w));
+    modify_.push_back(hw::MakeModifyProgram(std::move(actions)));
     return {hw::OpCode::kModifyHeader, 0, &modify_.back()};
   }
 
@@ -68,7 +70,7 @@ class ExecutorTest : public ::testing::Test {
   ActionExecutor executor_{&counters_, &aso_};
   PacketBuffer packet_;
   PacketMeta meta_;
-  std::deque<std::vector<hw::ModifyAction>> modify_;
+  std::deque<hw::ModifyProgram> modify_;
 };
 
 TEST_F(ExecutorTest, SetSmacAsTheRdmaCoreTestDoes) {
@@ -117,11 +119,19 @@ TEST_F(ExecutorTest, AnSmacRewriteLeavesZeroChecksumsZero) {
   }
 }
 
+// A frame whose IPv4 header checksum was wrong when it arrived.
+std::vector<uint8_t> WithWrongIpv4Checksum(const FrameSpec& spec) {
+  std::vector<uint8_t> f = BuildFrame(spec);
+  hw::StoreBe16(f.data() + 24, hw::LoadBe16(f.data() + 24) ^ 0x5a5a);
+  return f;
+}
+
 // A modify header that only sets and copies registers (reading a frame field into one) changes no frame
-// byte, checksums valid or zero.
+// byte, checksums valid, zero or wrong: the hardware "recalcs checksums only if re-writing headers" (Linux
+// mlx5e, en/tc/act/csum.c, csum_offload_supported), and such a list rewrites none.
 TEST_F(ExecutorTest, ARegisterOnlyModifyLeavesTheFrameAsItCame) {
   const std::vector<uint8_t> valid = BuildFrame(Udp4());
-  for (const std::vector<uint8_t>& in : {valid, WithZeroChecksums(Udp4())}) {
+  for (const std::vector<uint8_t>& in : {valid, WithZeroChecksums(Udp4()), WithWrongIpv4Checksum(Udp4())}) {
     EXPECT_EQ(
         Run(in,
             {Modify({hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 0x1234),
@@ -132,6 +142,38 @@ TEST_F(ExecutorTest, ARegisterOnlyModifyLeavesTheFrameAsItCame) {
     EXPECT_EQ(meta_.reg_c[1], 0x1234u);
     EXPECT_EQ(meta_.reg_c[2], 5678u);
   }
+}
+
+// The frame is read where it lies: a register-only list does not even copy a borrowed frame in, and Run
+// reports a metadata change, so the caller's parse of the headers still holds.
+TEST_F(ExecutorTest, ARegisterOnlyModifyLeavesABorrowedFrameBorrowed) {
+  const std::vector<uint8_t> in = WithWrongIpv4Checksum(Udp4());
+  packet_.Borrow(in.data(), in.size());
+  const hw::Op set_and_copy =
+      Modify({hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 0xabcd),
+              hw::ModifyCopyWord(ModifyField::kMetadataRegC0, 0, ModifyField::kMetadataRegC1, 0, 0)});
+  EXPECT_EQ(executor_.Run({set_and_copy}, packet_, meta_), ActionExecutor::Change::kMetadata);
+  EXPECT_EQ(packet_.data(), in.data());
+  EXPECT_EQ(Bytes(packet_), in);
+  EXPECT_EQ(meta_.reg_c[1], 0xabcdu);
+}
+
+// A list that writes an IPv4 header field recomputes the header checksum, whatever it was on arrival
+// (wrong included), even when the written value equals the old one: what the list rewrites is decided
+// when it is compiled (hw::ModifyProgram), not by comparing bytes per packet.
+TEST_F(ExecutorTest, AnIpv4FieldRewriteRecomputesTheHeaderChecksum) {
+  const std::vector<uint8_t> valid = BuildFrame(Udp4());
+  for (const std::vector<uint8_t>& in : {valid, WithWrongIpv4Checksum(Udp4())}) {
+    EXPECT_EQ(Run(in, {Modify({hw::ModifySetWord(ModifyField::kIpTtl, 0, 8, in[22])})}), valid);
+    EXPECT_EQ(Run(in, {Modify({hw::ModifySetWord(ModifyField::kIpDscp, 0, 6, in[15] >> 2),
+                               hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 1)})}),
+              valid);
+  }
+  // A MAC rewrite is no IPv4 rewrite: the wrong checksum stays as it came.
+  const std::vector<uint8_t> wrong = WithWrongIpv4Checksum(Udp4());
+  std::vector<uint8_t> want = wrong;
+  want[11] = 0x77;
+  EXPECT_EQ(Run(wrong, {Modify({hw::ModifySetWord(ModifyField::kSmac15_0, 0, 8, 0x77)})}), want);
 }
 
 // Where a rule changes checksummed bytes, the checksums covering them follow, and only those: the TTL is
@@ -313,7 +355,8 @@ TEST_F(ExecutorTest, RunSaysWhatChanged) {
   EXPECT_EQ(change({{hw::OpCode::kTag, 7}, hit}), Change::kMetadata);
   EXPECT_EQ(change({hit, {hw::OpCode::kPushVlan, 0x81000001}}), Change::kHeaders);
   EXPECT_EQ(change({Modify({hw::ModifySetWord(ModifyField::kMetadataRegC0, 0, 0, 1)}), hit}),
-            Change::kHeaders);
+            Change::kMetadata);
+  EXPECT_EQ(change({Modify({hw::ModifySetWord(ModifyField::kSmac15_0, 0, 16, 1)})}), Change::kHeaders);
 }
 
 // The aso ct action reads the TCP segment where the caller's parse (KnownParse) says it is, until an action

@@ -220,13 +220,15 @@ void AppendGeneve(const TunnelSpec& t, const Bytes& inner, Bytes& f) {
 
 void AppendGre(const TunnelSpec& t, const Bytes& inner, Bytes& f) {
   const size_t at = f.size();
-  const uint16_t flags =
-      (t.gre_checksum ? 0x8000 : 0) | (t.gre_key_present ? 0x2000 : 0) | (t.gre_seq_present ? 0x1000 : 0);
-  AppendBe16(f, flags);  // version 0
+  const uint16_t flags = (t.gre_checksum ? 0x8000 : 0) | (t.gre_key_present ? 0x2000 : 0) |
+                         (t.gre_seq_present ? 0x1000 : 0) | (t.gre_ack_present ? 0x0080 : 0) |
+                         (t.gre_version & 7);
+  AppendBe16(f, flags);
   AppendBe16(f, t.gre_protocol);
   if (t.gre_checksum) AppendBe32(f, 0);  // checksum (below) and reserved1
   if (t.gre_key_present) AppendBe32(f, t.gre_key);
   if (t.gre_seq_present) AppendBe32(f, t.gre_seq);
+  if (t.gre_ack_present) AppendBe32(f, t.gre_ack);
   if (IsMplsEthertype(t.gre_protocol)) AppendMplsStack(t.mpls, f);
   AppendBytes(f, inner);
   if (t.gre_checksum) StoreBe16(f.data() + at + 4, Fold(SumWords(f.data() + at, f.size() - at)));

@@ -144,14 +144,19 @@ struct TunnelSpec {
   bool geneve_critical = false;
   uint16_t geneve_protocol = 0x6558;
   std::vector<GeneveOption> geneve_options;
-  // GRE: protocol (0x6558 Ethernet, 0x0800, 0x86dd, 0x8847/0x8848 MPLS with `mpls`), and which optional
-  // fields are present. The checksum is computed over the GRE header and its payload.
+  // GRE: protocol (0x6558 Ethernet, 0x0800, 0x86dd, 0x8847/0x8848 MPLS with `mpls`), version (0; 1 is
+  // PPTP's enhanced GRE, RFC 2637), and which optional fields are present, in their order: checksum, key,
+  // sequence number, then acknowledgment number (the A bit, 0x0080, which only version 1 defines; it is
+  // written as asked whatever the version). The checksum is computed over the GRE header and its payload.
   uint16_t gre_protocol = 0x0800;
+  uint8_t gre_version = 0;
   bool gre_checksum = false;
   bool gre_key_present = false;
   uint32_t gre_key = 0;
   bool gre_seq_present = false;
   uint32_t gre_seq = 0;
+  bool gre_ack_present = false;
+  uint32_t gre_ack = 0;
   // MPLS label stack, outermost first: kMpls, kMplsOverUdp, and kGre with an MPLS protocol.
   std::vector<MplsLabel> mpls;
   uint16_t mpls_ethertype = 0x8847;  // kMpls: 0x8847 unicast or 0x8848 multicast

@@ -394,14 +394,18 @@ void ParseGeneve(const Ctx& c, size_t off) {
 
 // GRE of any version (RFC 2784/2890's 0, PPTP's enhanced GRE 1): the ConnectX parser reads the C, K and S
 // bits (the PRM's gre_c/k/s_present, its only GRE flags) and ignores the version, as rdma-core's tests show:
-// their GRE header is 0x2001 (version 1, key) and decap must restore the frame on hardware. A routing
-// header (R, RFC 1701) has a length of its own that the parser does not read: such a frame is no tunnel.
+// their GRE header is 0x2001 (version 1, key) and decap must restore the frame on hardware. Version 1's A
+// bit (0x0080, RFC 2637 4.1) adds an acknowledgment number after the sequence number, as Linux's flow
+// dissector reads it (__skb_flow_dissect_gre); in version 0 that bit is reserved (RFC 2784) and adds
+// nothing. A routing header (R, RFC 1701) has a length of its own that the parser does not read: such a
+// frame is no tunnel.
 void ParseGre(const Ctx& c, size_t off) {
   if (c.Room(off) < 4) return;
   const uint16_t flags = hw::LoadBe16(c.p + off);
   if ((flags & 0x4000) != 0) return;  // routing present
   const bool checksum = flags & 0x8000, key = flags & 0x2000, seq = flags & 0x1000;
-  const size_t header = 4 + (checksum ? 4 : 0) + (key ? 4 : 0) + (seq ? 4 : 0);
+  const bool ack = (flags & 0x0007) == 1 && (flags & 0x0080) != 0;
+  const size_t header = 4 + (checksum ? 4 : 0) + (key ? 4 : 0) + (seq ? 4 : 0) + (ack ? 4 : 0);
   if (c.Room(off) < header) return;
   RecordTunnel(c, TunnelType::kGre, off);
   const uint16_t protocol = hw::LoadBe16(c.p + off + 2);

@@ -25,8 +25,8 @@
 //    configured, or when the scan meets an option that does not fit before it, neither is set. Inner by
 //    protocol type (0x6558 Ethernet, 0x0800 IPv4, 0x86dd IPv6), after the options.
 //  - GRE (IP protocol 47, any version, as the ConnectX parser; no routing bit; the whole header with the
-//    optional fields its C/K/S bits announce must fit): misc.gre_c/k/s_present, gre_protocol,
-//    gre_key_h/_l (key[31:8]/[7:0]);
+//    optional words its C/K/S bits, and in version 1 its A bit (acknowledgment), announce must fit):
+//    misc.gre_c/k/s_present, gre_protocol, gre_key_h/_l (key[31:8]/[7:0]);
 //    inner by protocol (0x6558, 0x0800, 0x86dd, 0x8847/0x8848 MPLS: misc2.outer_first_mpls_over_gre_*).
 //  - MPLS over Ethernet (ethertype 0x8847/0x8848 after the VLAN tags): misc2.outer_first_mpls_*; over UDP
 //    (port 6635): misc2.outer_first_mpls_over_udp_*. The fields are the first (top) label's. After the

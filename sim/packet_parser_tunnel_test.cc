@@ -295,6 +295,68 @@ TEST(PacketParserTunnelTest, GreOfAnyVersionIsATunnel) {
   }
 }
 
+// Every combination of GRE's optional words, in both versions: checksum (C), key (K), sequence (S) and, in
+// version 1 (PPTP's enhanced GRE, RFC 2637 4.1), acknowledgment (A, 0x0080), in that order. The inner
+// packet starts after the words present, as Linux's flow dissector finds it (__skb_flow_dissect_gre); the
+// PRM's gre_c/k/s_present say which of C, K and S were there, and the key is read wherever it lies.
+TEST(PacketParserTunnelTest, GreOptionalWordsInEveryCombination) {
+  for (uint16_t protocol : {0x6558, 0x0800}) {
+    for (uint8_t version : {0, 1}) {
+      for (int bits = 0; bits < (version == 1 ? 16 : 8); ++bits) {
+        TunnelFrameSpec t = Tunnel(Encap::kGre);
+        t.tunnel.gre_protocol = protocol;
+        t.tunnel.gre_version = version;
+        t.tunnel.gre_checksum = bits & 1;
+        t.tunnel.gre_key_present = bits & 2;
+        t.tunnel.gre_key = 0x0040abcd;  // PPTP's key: payload length 0x0040, call ID 0xabcd
+        t.tunnel.gre_seq_present = bits & 4;
+        t.tunnel.gre_seq = 0x11111111;
+        t.tunnel.gre_ack_present = bits & 8;
+        t.tunnel.gre_ack = 0x22222222;
+        const std::vector<uint8_t> f = BuildFrame(t);
+        SCOPED_TRACE(testing::Message()
+                     << "protocol 0x" << std::hex << protocol << " flags 0x" << hw::LoadBe16(f.data() + 34));
+        const size_t words = __builtin_popcount(bits);
+        PacketLayers l;
+        const hw::HeaderVector hv = Parse(f, &l);
+        EXPECT_EQ(l.tunnel_type, TunnelType::kGre);
+        EXPECT_EQ(l.tunnel, 34);
+        EXPECT_EQ(Get(hv, Field::kGreCPresent), bits & 1 ? 1u : 0u);
+        EXPECT_EQ(Get(hv, Field::kGreKPresent), bits & 2 ? 1u : 0u);
+        EXPECT_EQ(Get(hv, Field::kGreSPresent), bits & 4 ? 1u : 0u);
+        EXPECT_EQ(Get(hv, Field::kGreProtocol), protocol);
+        EXPECT_EQ(Get(hv, Field::kGreKeyH), bits & 2 ? 0x0040abu : 0u);
+        EXPECT_EQ(Get(hv, Field::kGreKeyL), bits & 2 ? 0xcdu : 0u);
+        const size_t inner = 34 + 4 + 4 * words;
+        EXPECT_EQ(l.inner_l2, protocol == 0x6558 ? inner : 0);
+        EXPECT_EQ(l.inner_l3, protocol == 0x6558 ? inner + 14 : inner);
+        ExpectInnerTcpV4(hv);
+      }
+    }
+  }
+}
+
+// In version 0 the A bit's place is reserved (RFC 2784: ignored on receipt): it announces no word.
+TEST(PacketParserTunnelTest, GreVersion0ReservedBitsAddNoWord) {
+  TunnelFrameSpec t = Tunnel(Encap::kGre);
+  t.tunnel.gre_key_present = true;
+  t.tunnel.gre_key = 0x12345678;
+  std::vector<uint8_t> f = BuildFrame(t);
+  f[35] |= 0x80;
+  PacketLayers l;
+  hw::HeaderVector hv = Parse(f, &l);
+  EXPECT_EQ(l.inner_l3, 34 + 8);
+  ExpectInnerTcpV4(hv);
+  // Cut 10 bytes into GRE: version 0 needs 8 of them, version 1 with A set 12, so it is no tunnel.
+  std::vector<uint8_t> cut(f.begin(), f.begin() + 34 + 10);
+  Parse(cut, &l);
+  EXPECT_EQ(l.tunnel_type, TunnelType::kGre);
+  cut[35] = 0x81;
+  hv = Parse(cut, &l);
+  EXPECT_EQ(l.tunnel_type, TunnelType::kNone);
+  EXPECT_EQ(Get(hv, Field::kGreKPresent), 0u);
+}
+
 TEST(PacketParserTunnelTest, MplsOverEthernetAndUdp) {
   TunnelFrameSpec t = Tunnel(Encap::kMpls);
   t.outer.vlans = {{0x8100, 3}};

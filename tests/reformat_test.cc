@@ -35,7 +35,7 @@ constexpr auto kL3Encap = MLX5DV_FLOW_ACTION_PACKET_REFORMAT_TYPE_L2_TO_L3_TUNNE
 const hw::MacAddress kSrc = *hw::MacAddress::Parse("88:88:88:88:88:88");
 const hw::MacAddress kDst = *hw::MacAddress::Parse("24:8a:07:a5:28:a2");
 
-std::vector<uint8_t> Inner() {
+sim::FrameSpec InnerSpec() {
   sim::FrameSpec s;
   s.smac = kSrc;
   s.dmac = kDst;
@@ -45,7 +45,31 @@ std::vector<uint8_t> Inner() {
   s.sport = 1234;
   s.dport = 5678;
   s.payload_len = 40;  // 82 bytes: no padding, so decapsulation gives back exactly this frame
-  return sim::BuildFrame(s);
+  return s;
+}
+
+std::vector<uint8_t> Inner() { return sim::BuildFrame(InnerSpec()); }
+
+// Inner() in ETH/IPv4/GRE `version` with `protocol` and the optional words `bits` announce (1 checksum,
+// 2 key, 4 sequence, 8 acknowledgment), as a peer sends it.
+std::vector<uint8_t> GreFrame(uint16_t protocol, uint8_t version, int bits) {
+  sim::TunnelFrameSpec t;
+  t.outer.smac = *hw::MacAddress::Parse("02:00:00:00:00:aa");
+  t.outer.dmac = *hw::MacAddress::Parse("02:00:00:00:00:bb");
+  t.outer.ipv4_src = *hw::Ipv4Address::Parse("10.10.10.1");
+  t.outer.ipv4_dst = *hw::Ipv4Address::Parse("10.10.10.2");
+  t.tunnel.kind = sim::Encap::kGre;
+  t.tunnel.gre_protocol = protocol;
+  t.tunnel.gre_version = version;
+  t.tunnel.gre_checksum = bits & 1;
+  t.tunnel.gre_key_present = bits & 2;
+  t.tunnel.gre_key = 0x00520001;  // PPTP's key: payload length, call ID
+  t.tunnel.gre_seq_present = bits & 4;
+  t.tunnel.gre_seq = 7;
+  t.tunnel.gre_ack_present = bits & 8;
+  t.tunnel.gre_ack = 6;
+  t.inner = InnerSpec();
+  return sim::BuildFrame(t);
 }
 
 // Outer Ethernet + IPv4 (protocol `proto`), lengths and checksum left for the device to fill.
@@ -138,6 +162,22 @@ class ReformatTest : public ::testing::TestWithParam<bool> {
     return {*wire, got ? got->frame : std::vector<uint8_t>()};
   }
 
+  // Sends each of `frames` in from the wire through `decap` + QP for every frame; returns what the QP
+  // received of each (empty: nothing).
+  std::vector<std::vector<uint8_t>> Decapsulated(const std::vector<std::vector<uint8_t>>& frames,
+                                                 const dr::Action& decap) {
+    qp_ = nic_.pf().CreateQueue();
+    qp_action_ = *dr::Action::DestQp(nic_.pf(), qp_);
+    CatchAll(rx_, {&decap, &qp_action_});
+    std::vector<std::vector<uint8_t>> got;
+    for (const std::vector<uint8_t>& frame : frames) {
+      nic_.ReceiveFromWire(frame);
+      std::optional<sim::RxCompletion> c = nic_.pf().queue(qp_)->Poll();
+      got.push_back(c ? c->frame : std::vector<uint8_t>());
+    }
+    return got;
+  }
+
   sim::Nic nic_;
   dr::Domain tx_ = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_TX);
   dr::Domain rx_ = *dr::Domain::Create(nic_.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
@@ -211,6 +251,34 @@ TEST_P(ReformatTest, L3GreVersion1WithKeyDecapsToTheSentFrame) {
   EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 42, wire.end()),
             std::vector<uint8_t>(inner.begin() + 14, inner.end()));
   EXPECT_EQ(got, inner);
+}
+
+// A peer's GRE with any optional words — version 0 with checksum, key and sequence; version 1 (PPTP's
+// enhanced GRE, RFC 2637) with key, sequence and acknowledgment — is a tunnel to a ConnectX, and both decaps
+// remove all of it: what the QP receives is the inner frame byte for byte (L3 decap: the inner IP packet
+// behind the action's L2 header, which here equals the inner frame's own).
+TEST_P(ReformatTest, GreWithEveryOptionalWordDecapsToTheInnerFrame) {
+  for (auto type : {kL2Decap, kL3Decap}) {
+    SCOPED_TRACE(type == kL2Decap ? "L2 decap" : "L3 decap");
+    const uint16_t protocol = type == kL2Decap ? 0x6558 : 0x0800;
+    std::vector<std::vector<uint8_t>> frames;
+    for (uint8_t version : {0, 1}) {
+      for (int bits = 0; bits < (version == 1 ? 16 : 8); ++bits)
+        frames.push_back(GreFrame(protocol, version, bits));
+    }
+    const std::vector<uint8_t> l2 = type == kL3Decap ? L2Header() : std::vector<uint8_t>();
+    dr::Action decap = *dr::Action::PacketReformat(rx_, flags(), type, l2);
+    const std::vector<std::vector<uint8_t>> got = Decapsulated(frames, decap);
+    ASSERT_EQ(got.size(), frames.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+      EXPECT_EQ(got[i], Inner()) << "GRE flags 0x" << std::hex << hw::LoadBe16(frames[i].data() + 34);
+    }
+    EXPECT_EQ(nic_.stats().no_tunnel, 0u);
+    rules_.clear();
+    matchers_.clear();
+    jumps_.clear();
+    tables_.clear();
+  }
 }
 
 // A decap that meets a frame with no tunnel drops it, counted apart (rdma-core's STE v0 decap sets

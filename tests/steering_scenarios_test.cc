@@ -320,6 +320,47 @@ TEST_F(ActionScenarioTest, MetadataModifyActionSetCopyMatch) {
   zero.zero_checksums = true;
   EXPECT_EQ(nic_.ReceiveFromWire(sim::BuildFrame(zero)).fate, sim::Fate::kQueued);
   EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, sim::BuildFrame(zero));
+  // A wrong IPv4 header checksum stays wrong: the hardware "recalcs checksums only if re-writing headers"
+  // (Linux mlx5e, en/tc/act/csum.c, csum_offload_supported).
+  std::vector<uint8_t> wrong = Packet(kSmac);
+  hw::StoreBe16(wrong.data() + 24, hw::LoadBe16(wrong.data() + 24) ^ 0x0f0f);
+  EXPECT_EQ(nic_.ReceiveFromWire(wrong).fate, sim::Fate::kQueued);
+  EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, wrong);
+}
+
+// The other side of the same rule: a list that rewrites an IPv4 header field (TTL) recomputes the header
+// checksum, one that arrived wrong included, on a root table and behind it.
+TEST_F(ActionScenarioTest, AnIpv4RewriteFixesTheHeaderChecksum) {
+  const uint64_t words[] = {hw::ModifySetWord(hw::ModifyField::kIpTtl, 0, 8, 9),
+                            hw::ModifySetWord(hw::ModifyField::kMetadataRegC0, 0, 0, 1)};
+  for (bool root : {true, false}) {
+    SCOPED_TRACE(root ? "root table" : "level 1 table");
+    dr::Action modify =
+        *dr::Action::ModifyHeader(domain_, root ? MLX5DV_DR_ACTION_FLAGS_ROOT_LEVEL : 0, words);
+    dr::Action qp = *dr::Action::DestQp(nic_.pf(), qp_);
+    root_ = *dr::Table::Create(domain_, 0);
+    root_matcher_ = *dr::Matcher::Create(root_, 0, 0, nullptr);
+    if (!root) {
+      table_ = *dr::Table::Create(domain_, 1);
+      jump_ = *dr::Action::DestTable(table_);
+      root_rule_ = *dr::Rule::Create(root_matcher_, MatchParams(), {&jump_});
+      matcher_ = *dr::Matcher::Create(table_, 0, 0, nullptr);
+    }
+    rule_ = *dr::Rule::Create(root ? root_matcher_ : matcher_, MatchParams(), {&modify, &qp});
+    sim::FrameSpec spec = PacketSpec(kSmac);
+    std::vector<uint8_t> wrong = sim::BuildFrame(spec);
+    hw::StoreBe16(wrong.data() + 24, hw::LoadBe16(wrong.data() + 24) ^ 0x0f0f);
+    EXPECT_EQ(nic_.ReceiveFromWire(wrong).fate, sim::Fate::kQueued);
+    spec.ttl = 9;
+    EXPECT_EQ(nic_.pf().queue(qp_)->Poll()->frame, sim::BuildFrame(spec));
+    rule_ = dr::Rule();
+    root_rule_ = dr::Rule();
+    matcher_ = dr::Matcher();
+    root_matcher_ = dr::Matcher();
+    jump_ = dr::Action();
+    table_ = dr::Table();
+    root_ = dr::Table();
+  }
 }
 
 TEST_F(ActionScenarioTest, AnSmacRewriteLeavesZeroChecksumsAsTheyCame) {
