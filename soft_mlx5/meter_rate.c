@@ -6,7 +6,6 @@
  * fast; nearly all, when paced. It prints what it saw and exits 0 when both hold. Only libibverbs and
  * mlx5dv calls: run it under scripts/drsim-run.
  */
-#include <errno.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -15,13 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond, what)                                        \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s failed: %s\n", what, strerror(errno)); \
-      return 1;                                                  \
-    }                                                            \
-  } while (0)
+#include "soft_mlx5/test_program.h"
 
 enum { SLOT = 2048, SLOTS = 256, FRAME = 1000, FAST = 300, PACED = 40, PACED_GAP_MS = 20 };
 
@@ -36,9 +29,7 @@ static double now_s(void) {
 }
 
 static int post_recv(struct ibv_qp* qp, struct ibv_mr* mr, uint8_t* buf, uint64_t slot) {
-  struct ibv_sge sge = {(uintptr_t)(buf + slot * SLOT), SLOT, mr->lkey};
-  struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1}, *bad;
-  return ibv_post_recv(qp, &wr, &bad);
+  return raw_qp_post_recv(qp, mr, buf + slot * SLOT, SLOT, slot);
 }
 
 /* Receives waiting on `cq`, each reposted. */
@@ -72,19 +63,8 @@ int main(void) {
   struct ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
   struct ibv_cq* cq = ibv_create_cq(ctx, 2 * SLOTS, NULL, NULL, 0);
   CHECK(pd && mr && cq, "pd, mr, cq");
-  struct ibv_qp_init_attr attr = {
-      .send_cq = cq,
-      .recv_cq = cq,
-      .cap = {.max_send_wr = 64, .max_recv_wr = SLOTS, .max_send_sge = 1, .max_recv_sge = 1},
-      .qp_type = IBV_QPT_RAW_PACKET};
-  struct ibv_qp* qp = ibv_create_qp(pd, &attr);
-  CHECK(qp != NULL, "ibv_create_qp");
-  struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-  CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT) == 0, "INIT");
-  qa.qp_state = IBV_QPS_RTR;
-  CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0, "RTR");
-  qa.qp_state = IBV_QPS_RTS;
-  CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0, "RTS");
+  struct ibv_qp* qp = raw_qp_ready(pd, cq, 64, SLOTS);
+  CHECK(qp != NULL, "a raw-packet QP in RTS");
   for (uint64_t i = 0; i < SLOTS; ++i) CHECK(post_recv(qp, mr, buf, i) == 0, "ibv_post_recv");
 
   /* The ASO flow meter object (obj_type 0x24), one line; its first meter's flow_meter_parameters at byte
