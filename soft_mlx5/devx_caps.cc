@@ -47,9 +47,10 @@
 //     RDMA and sniffer properties 0    no RDMA or sniffer steering
 //     ft_field_support,                a bit per header field the parser fills (kFieldSupportBits):
 //       ft_field_bitmask_support       the outer and inner L2-L4 fields, GRE, VXLAN, GENEVE (VNI, OAM,
-//                                      protocol type, option length, option 0), MPLS, ESP SPI, BTH
-//                                      dst QP, source port/SQN, reg_a; the same bits for masks, as
-//                                      every field takes any mask
+//                                      protocol type, option length, option 0), MPLS, BTH
+//                                      dst QP, source port/SQN (not on transmit, whose tables see
+//                                      their own function's frames), reg_a; the same bits for masks,
+//                                      as every field takes any mask
 //     ft_field_support_2               tunnel_header_0_1/2_3 and outer/inner_ipv4_ihl when the parser
 //                                      fills them (misc5 tunnel headers, the IHL fields)
 //   eSwitch flow table (the eSwitch manager's; 0 on a VF, which has no FDB)
@@ -58,9 +59,12 @@
 //   eSwitch: esw_manager_vport_number_valid 1, esw_manager_vport_number 0 (the PF).
 //   QoS: flow_meter_old 1 (srTCM/trTCM meters, sim/meter.h), log_max_flow_meter 24; ASO meters:
 //     log_meter_aso_granularity 0, log_meter_aso_max_alloc 16 (an object's log_obj_range, lines of two
-//     meters), log_max_num_meter_aso 24. flow_meter_reg_id 0xff: a flow meter colours any reg_c 0..7 its
-//     action names (rdma-core's test takes the lowest bit; DPDK takes reg_c_3 when set). flow_meter 0:
-//     colour and meter id do not share a register.
+//     meters), log_max_num_meter_aso 24. flow_meter_reg_id 0x2a: reg_c_1, 3 and 5, the registers both
+//     kinds of meter colour (a legacy meter takes any reg_c 0..7, an ASO action only 1, 3 or 5, as
+//     rdma-core's dr_action_create_aso checks); DPDK takes its ASO register from this bitmap (reg_c_3
+//     when set), rdma-core's test_flow_meter its legacy meter's register (the lowest bit). flow_meter 1:
+//     a meter writes its colour into the register's low byte and keeps the other 24 bits, so a program
+//     may keep a meter id beside it (DPDK's mtr_reg_share).
 //
 // Limits that are properties of each flow table type: log_max_ft_size 24 (entries per table: tables grow),
 // max_ft_level 255 (the largest level the field holds; the compiler takes any), log_max_ft_num 24,
@@ -274,6 +278,8 @@ constexpr PrmField kEswManagerVportNumber{0x70, 16};
 constexpr PrmField kFlowMeterOld{0x07, 1};
 constexpr PrmField kLogMaxFlowMeter{0x10, 8};
 constexpr PrmField kFlowMeterRegId{0x18, 8};
+constexpr PrmField kFlowMeter{0x28, 1};
+constexpr uint64_t kMeterColourRegisters = (1u << 1) | (1u << 3) | (1u << 5);  // bit i: reg_c_i
 constexpr PrmField kLogMeterAsoGranularity{0x123, 5};
 constexpr PrmField kLogMeterAsoMaxAlloc{0x12b, 5};
 constexpr PrmField kLogMaxNumMeterAso{0x133, 5};
@@ -380,10 +386,14 @@ void FieldSupport2(const sim::Function& fn, Page& page, uint32_t base) {
 }
 
 // ft_field_support, and the same in ft_field_bitmask_support: the compiler takes any mask on a field.
-void FieldSupport(const sim::Function& fn, Page& page, uint32_t properties) {
+// NIC_TX tables do not match the frame's source (source_port, source_sqn): the function that sent it is
+// the table's own (rdma-core's dr_matcher builds src_gvmi_qpn only on NIC_RX and FDB).
+void FieldSupport(const sim::Function& fn, Page& page, uint32_t properties, bool nic_tx) {
   const hw::ParsedFields& parsed = fn.parsed_fields();
   auto set = [&](uint32_t bit, std::initializer_list<hw::Field> fields) {
-    const bool all = std::all_of(fields.begin(), fields.end(), [&](F f) { return parsed.Contains(f); });
+    const bool all = std::all_of(fields.begin(), fields.end(), [&](F f) {
+      return parsed.Contains(f) && !(nic_tx && (f == F::kSourcePort || f == F::kSourceSqn));
+    });
     Set(page, PrmField{bit, 1}.At(properties + kFieldSupport), all);
     Set(page, PrmField{bit, 1}.At(properties + kFieldBitmaskSupport), all);
   };
@@ -404,8 +414,8 @@ void NicFlowTablePage(const sim::Function& fn, Page& page) {
   ReformatLimits(page);
   TableProperties(page, kNicReceiveProperties, {/*rx=*/true, /*tx=*/false}, /*flow_tag=*/true);
   TableProperties(page, kNicTransmitProperties, {/*rx=*/false, /*tx=*/true}, /*flow_tag=*/false);
-  FieldSupport(fn, page, kNicReceiveProperties);
-  FieldSupport(fn, page, kNicTransmitProperties);
+  FieldSupport(fn, page, kNicReceiveProperties, /*nic_tx=*/false);
+  FieldSupport(fn, page, kNicTransmitProperties, /*nic_tx=*/true);
   FieldSupport2(fn, page, kNicReceiveFieldSupport2);
   FieldSupport2(fn, page, kNicTransmitFieldSupport2);
 }
@@ -414,7 +424,7 @@ void EswitchFlowTablePage(const sim::Function& fn, Page& page) {
   if (!fn.IsEswitchManager()) return;
   ReformatLimits(page);
   TableProperties(page, kFdbProperties, {/*rx=*/true, /*tx=*/true}, /*flow_tag=*/false);
-  FieldSupport(fn, page, kFdbProperties);
+  FieldSupport(fn, page, kFdbProperties, /*nic_tx=*/false);
   FieldSupport2(fn, page, kFdbFieldSupport2);
 }
 
@@ -426,7 +436,8 @@ void EswitchPage(Page& page) {
 void QosPage(Page& page) {
   Set(page, kFlowMeterOld, 1);
   Set(page, kLogMaxFlowMeter, kUnlimitedLog);
-  Set(page, kFlowMeterRegId, 0xff);  // bit i: reg_c_i; a meter colours any register its action names
+  Set(page, kFlowMeterRegId, kMeterColourRegisters);
+  Set(page, kFlowMeter, 1);
   Set(page, kLogMeterAsoGranularity, 0);
   Set(page, kLogMeterAsoMaxAlloc, 16);
   Set(page, kLogMaxNumMeterAso, kUnlimitedLog);

@@ -202,8 +202,8 @@ TEST_F(DevxTest, EswitchQosAndOffloadPages) {
 
   Bytes qos = Caps(0xc);
   EXPECT_TRUE(qos[0] & 0x01);     // flow_meter_old: srTCM/trTCM meters
-  EXPECT_EQ(qos[3], 0xff);        // flow_meter_reg_id: a meter colours any reg_c (test_flow_meter takes 0)
-  EXPECT_FALSE(qos[5] & 0x80);    // flow_meter: colour and meter id do not share a register
+  EXPECT_EQ(qos[3], 0x2a);        // flow_meter_reg_id: reg_c_1, 3, 5 (test_flow_meter takes 1, DPDK 3)
+  EXPECT_TRUE(qos[5] & 0x80);     // flow_meter: the colour keeps the register's upper 24 bits
   EXPECT_EQ(qos[37] & 0x1f, 16);  // log_meter_aso_max_alloc
   EXPECT_EQ(qos[36] & 0x1f, 0);   // log_meter_aso_granularity
 

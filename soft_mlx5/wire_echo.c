@@ -3,7 +3,6 @@
  * swapped, out of the uplink. It prints one line a frame and exits after `count` frames (argv[1]) or 10
  * seconds. Only libibverbs and mlx5dv calls: run it under scripts/drsim-run --wire netdev:IF or pcap:IN,OUT.
  */
-#include <errno.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -12,20 +11,12 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond, what)                                        \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s failed: %s\n", what, strerror(errno)); \
-      return 1;                                                  \
-    }                                                            \
-  } while (0)
+#include "soft_mlx5/test_program.h"
 
 enum { SLOT = 2048, SLOTS = 8 };
 
 static int post_recv(struct ibv_qp* qp, struct ibv_mr* mr, uint8_t* buf, uint64_t slot) {
-  struct ibv_sge sge = {(uintptr_t)(buf + slot * SLOT), SLOT, mr->lkey};
-  struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1}, *bad;
-  return ibv_post_recv(qp, &wr, &bad);
+  return raw_qp_post_recv(qp, mr, buf + slot * SLOT, SLOT, slot);
 }
 
 int main(int argc, char** argv) {
@@ -41,19 +32,8 @@ int main(int argc, char** argv) {
   struct ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
   struct ibv_cq* cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
   CHECK(pd && mr && cq, "pd, mr, cq");
-  struct ibv_qp_init_attr attr = {
-      .send_cq = cq,
-      .recv_cq = cq,
-      .cap = {.max_send_wr = 8, .max_recv_wr = SLOTS, .max_send_sge = 1, .max_recv_sge = 1},
-      .qp_type = IBV_QPT_RAW_PACKET};
-  struct ibv_qp* qp = ibv_create_qp(pd, &attr);
-  CHECK(qp != NULL, "ibv_create_qp");
-  struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-  CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT) == 0, "INIT");
-  qa.qp_state = IBV_QPS_RTR;
-  CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0, "RTR");
-  qa.qp_state = IBV_QPS_RTS;
-  CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0, "RTS");
+  struct ibv_qp* qp = raw_qp_ready(pd, cq, 8, SLOTS);
+  CHECK(qp != NULL, "a raw-packet QP in RTS");
   for (uint64_t i = 0; i < SLOTS; ++i) CHECK(post_recv(qp, mr, buf, i) == 0, "ibv_post_recv");
 
   /* NIC_RX root table: IPv4 UDP to port 4791 -> the QP. PRM bit offsets of the outer headers. */
