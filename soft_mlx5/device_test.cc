@@ -258,23 +258,34 @@ TEST_F(DeviceTest, AsoMeterColoursAtTheRateTheProgramSends) {
       nullptr);  // green (2) to the receiver; red misses and NIC_RX drops it
   for (size_t slot = 0; slot < 14; ++slot) ASSERT_EQ(PostRecv(receiver_, slot), 0);
   const std::vector<uint8_t> frame = tests::UdpFrame(1000, 4791, 1000);
+  // The meter counts IP lengths (meter_mode 0): 1028 bytes a frame, three to a full bucket, refilled at
+  // cir_per_second(). A burst's greens are bounded by the bucket it began with and what refilled while it
+  // was sent, timed around it on CLOCK_MONOTONIC (the NIC's clock), so the bounds hold on a slow machine too.
+  const double frame_bytes = static_cast<double>(frame.size() - 14);
+  const double rate = slow.cir_per_second();
+  const int full_bucket = static_cast<int>(slow.cbs() / frame_bytes);
+  ASSERT_EQ(full_bucket, 3);
+  auto most_green = [&](double start_bytes, std::chrono::steady_clock::duration took) {
+    return static_cast<int>((start_bytes + rate * std::chrono::duration<double>(took).count()) / frame_bytes);
+  };
   auto burst = [&] {
     for (int i = 0; i < 6; ++i) EXPECT_EQ(Send(sender_, frame), 0) << drsim_last_error();
     int received = 0;
     for (const Seen& s : Poll()) received += s.opcode == IBV_WC_RECV;
     return received;
   };
-  // (The bucket refills while a burst is sent, a frame's worth in about 70 ms, so a slow build may see one
-  // frame more than a fast one: each count is bounded, not pinned.)
+  const auto start = std::chrono::steady_clock::now();
   const int first = burst();
-  EXPECT_GE(first, 1);
-  EXPECT_LT(first, 6);                                          // the bucket holds 4 KiB: not six 1 KB frames
-  EXPECT_LT(burst(), first);                                    // sent again at once: the bucket is empty
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 6 KB of refill, capped at the 4 KiB
+  const int second = burst();  // sent again at once: the bucket is empty
+  const auto drained = std::chrono::steady_clock::now();
+  EXPECT_GE(first, full_bucket);
+  EXPECT_LE(first + second, most_green(slow.cbs(), drained - start));
+  // 400 ms refill 6 KB, capped at the 4 KiB: full again. (With the clock standing still, nothing would be.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const auto refill_start = std::chrono::steady_clock::now();
   const int refilled = burst();
-  EXPECT_GE(refilled, first);
-  EXPECT_LE(refilled, first + 1);
-  EXPECT_LT(refilled, 6);
+  EXPECT_GE(refilled, full_bucket);
+  EXPECT_LE(refilled, most_green(slow.cbs(), std::chrono::steady_clock::now() - refill_start));
   EXPECT_EQ(mlx5dv_devx_obj_destroy(meter), EBUSY);  // the aso action holds it (destroyed with the rules)
   DestroyDrObjects();
   EXPECT_EQ(mlx5dv_devx_obj_destroy(meter), 0);
