@@ -245,18 +245,28 @@ class ActionListRun {
     tir_ = *function_->CreateTir({queues_[0].qp, queues_[2].qp}, IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4);
     counters_ = *nic_.AllocateCounters(kCounterBulk);
     mask_kind_ = in_.Below(4);
-    // A mask the domain type cannot match on (source_port outside FDB) must be rejected with a message;
-    // the matchers then take the empty mask.
+    // A mask the domain type cannot match on (source_port outside FDB) must be rejected with a message: at
+    // level 1 by the STE builders' checks; a root matcher goes through the kernel's path, which stores any
+    // mask, and its rules are refused instead (InsertRule checks that they are, with a message). When
+    // either matcher is rejected, both take the empty mask.
     absl::StatusOr<dr::Matcher> root = dr::Matcher::Create(tables_[0], 0, Mask());
-    if (!root.ok()) {
-      CheckRejected(root.status(), absl::StrFormat("a %s matcher of mask kind %d", DomainName(), mask_kind_));
+    absl::StatusOr<dr::Matcher> level1 = dr::Matcher::Create(tables_[1], 0, Mask());
+    if (!root.ok() || !level1.ok()) {
+      for (absl::StatusOr<dr::Matcher>* m : {&root, &level1}) {
+        if (!m->ok()) {
+          CheckRejected(m->status(),
+                        absl::StrFormat("a %s matcher of mask kind %d", DomainName(), mask_kind_));
+        } else {
+          CheckOk((*m)->Destroy(), "Matcher::Destroy of a matcher left for the empty mask");
+        }
+      }
       mask_kind_ = 0;
       root = dr::Matcher::Create(tables_[0], 0, Mask());
+      level1 = dr::Matcher::Create(tables_[1], 0, Mask());
     }
     CheckOk(root.status(), "Matcher::Create in the root");
-    matchers_.push_back(*std::move(root));
-    absl::StatusOr<dr::Matcher> level1 = dr::Matcher::Create(tables_[1], 0, Mask());
     CheckOk(level1.status(), "Matcher::Create at level 1");
+    matchers_.push_back(*std::move(root));
     matchers_.push_back(*std::move(level1));
   }
 
