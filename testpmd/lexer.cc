@@ -7,7 +7,8 @@ namespace {
 
 constexpr absl::string_view kPrompt = "testpmd>";
 
-bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+// ' ', '\t', '\v', '\f', '\r' (the control characters 9 to 13 but '\n').
+bool IsBlank(char c) { return c == ' ' || (static_cast<unsigned char>(c - '\t') <= 4 && c != '\n'); }
 
 }  // namespace
 
@@ -25,14 +26,18 @@ bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out
     absl::string_view word = line.substr(start, i - start);
     if (current_.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
     // A lone backslash, or one ending the line's last token, joins the next line.
-    size_t rest = i;
-    while (rest < line.size() && IsBlank(line[rest])) ++rest;
-    if (rest == line.size() && word.back() == '\\') {
-      continued = true;
-      word.remove_suffix(1);
-      if (word.empty()) break;
+    if (word.back() == '\\') {
+      size_t rest = i;
+      while (rest < line.size() && IsBlank(line[rest])) ++rest;
+      if (rest == line.size()) {
+        continued = true;
+        word.remove_suffix(1);
+        if (word.empty()) break;
+      }
     }
-    current_.tokens.push_back({std::string(word), SourcePos{line_number, static_cast<int>(start) + 1}});
+    Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
+    token.text = word;                              // stalls on its store to load forwarding)
+    token.pos = SourcePos{line_number, static_cast<int>(start) + 1};
     current_.end = SourcePos{line_number, static_cast<int>(start + word.size()) + 1};
   }
   if (continued || current_.tokens.empty()) return false;
@@ -59,8 +64,13 @@ std::vector<CommandTokens> Lex(absl::string_view text) {
 }
 
 bool CommandStream::Next(CommandTokens* out) {
-  while (std::getline(in_, line_)) {
-    if (lexer_.Take(line_, ++line_number_, out)) return true;
+  size_t used = 0;  // lines of the open command (the last command's lines are free again)
+  while (true) {
+    if (used == lines_.size()) lines_.emplace_back();
+    std::string& line = lines_[used];
+    if (!std::getline(in_, line)) break;
+    if (lexer_.Take(line, ++line_number_, out)) return true;
+    used = lexer_.open() ? used + 1 : 0;
   }
   return lexer_.Finish(out);
 }

@@ -7,12 +7,15 @@
 // "testpmd>" as a command's first token, is skipped, so lines pasted from a session read as typed.
 //
 // Lex takes a whole text; LineLexer and CommandStream take it a line at a time, so that a file of a million
-// commands is never held whole (runner.h streams rule files through them).
+// commands is never held whole (runner.h streams rule files through them). A token is a view of the text
+// it was read from, not a copy: Lex's tokens live as long as the text, a CommandStream's until its next
+// Next().
 //
 // Lex is a pure function of its input, thread-safe; a LineLexer or CommandStream is one reader's.
 #ifndef DRSIM_TESTPMD_LEXER_H_
 #define DRSIM_TESTPMD_LEXER_H_
 
+#include <deque>
 #include <istream>
 #include <string>
 #include <vector>
@@ -23,7 +26,7 @@
 namespace drsim::testpmd {
 
 struct Token {
-  std::string text;
+  absl::string_view text;  // a view of the lexed text
   SourcePos pos;
 };
 
@@ -39,8 +42,10 @@ std::vector<CommandTokens> Lex(absl::string_view text);
 class LineLexer {
  public:
   // Takes line `line_number` (1-based, without its newline); true when it ends a command, which is then
-  // moved to `out`.
+  // moved to `out`. The command's tokens are views of its lines, which must outlive their use.
   bool Take(absl::string_view line, int line_number, CommandTokens* out);
+  // Whether a command is open: its tokens so far wait for the line that continues it.
+  bool open() const { return !current_.tokens.empty(); }
   // At the end of the text: true when a command was left open (a backslash on the last line), moved to
   // `out`.
   bool Finish(CommandTokens* out);
@@ -59,7 +64,9 @@ class CommandStream {
  private:
   std::istream& in_;
   LineLexer lexer_;
-  std::string line_;
+  // The lines of the command being read (a deque: a new line moves none of the others, which its tokens
+  // view); each keeps its room for the next command.
+  std::deque<std::string> lines_;
   int line_number_ = 0;
 };
 

@@ -100,7 +100,7 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
                        absl::StrFormat("expected %s, found '%s'", choices, t->text));
       }
       v.pos = t->pos;
-      v.text = t->text;
+      v.text.assign(t->text.data(), t->text.size());
       return v;
     }
     case ValueKind::kKeywordList:
@@ -115,7 +115,7 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
         if (t->text == "end") return v;
         ParamValue element;
         element.pos = t->pos;
-        element.text = t->text;
+        element.text.assign(t->text.data(), t->text.size());
         if (keywords) {
           if (std::find(param.keywords.begin(), param.keywords.end(), t->text) == param.keywords.end()) {
             return ErrorAt(t->pos, StatusCode::kInvalidArgument,
@@ -132,7 +132,7 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
       DRSIM_ASSIGN_OR_RETURN(const Token* t, c.Next(absl::StrFormat("a hex string for %s", what())));
       DRSIM_ASSIGN_OR_RETURN(v.bytes, ParseHex(*t, what()));
       v.pos = t->pos;
-      v.text = t->text;
+      v.text.assign(t->text.data(), t->text.size());
       return v;
     }
     default: {
@@ -140,7 +140,7 @@ absl::StatusOr<ParamValue> ParseParamValue(Cursor& c, const ActionDef& action, c
       const Token* t = &c.Take();
       DRSIM_ASSIGN_OR_RETURN(v.number, ParseScalarNamed(*t, param.kind, param.width, what));
       v.pos = t->pos;
-      v.text = t->text;
+      v.text.assign(t->text.data(), t->text.size());
       return v;
     }
   }
@@ -301,7 +301,7 @@ absl::Status ParseAction(Cursor& c, absl::string_view end_word, Action* out) {
     DRSIM_ASSIGN_OR_RETURN(const Token* id, c.Next("the indirect action id"));
     ParamValue value;
     value.pos = id->pos;
-    value.text = id->text;
+    value.text.assign(id->text.data(), id->text.size());
     DRSIM_ASSIGN_OR_RETURN(value.number, ParseUnsigned(*id, 32, "the indirect action id"));
     a.args.push_back(ActionArg{&def->params.front(), id->pos, std::move(value)});
   }
@@ -312,7 +312,7 @@ absl::Status ParseAction(Cursor& c, absl::string_view end_word, Action* out) {
         def->type == ActionType::kConntrackUpdate) {  // bare flags: `conntrack_update dir`
       ParamValue value;
       value.pos = pname.pos;
-      value.text = pname.text;
+      value.text.assign(pname.text.data(), pname.text.size());
       value.number = 1;
       a.args.push_back(ActionArg{param, pname.pos, std::move(value)});
       continue;
