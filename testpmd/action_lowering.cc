@@ -230,7 +230,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Fate(const Action& fate, const
       }
       absl::StatusOr<std::shared_ptr<TableRes>> table = ctx_.objects.GroupTable(domain_, group);
       if (!table.ok()) return Fail(table.status(), &fate);
-      out_->holds.push_back(*table);
+      out_->Hold(*table);
       absl::StatusOr<const dr::Action*> jump = (*table)->JumpAction();
       if (!jump.ok()) return Fail(jump.status(), &fate);
       return *jump;
@@ -277,7 +277,7 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
   std::vector<std::pair<const Action*, std::shared_ptr<IndirectObject>>> others;
   for (const Action* a : c.indirects) {
     DRSIM_ASSIGN_OR_RETURN(const std::shared_ptr<IndirectObject> object, Indirect(*a));
-    out_->holds.push_back(object);
+    out_->Hold(object);
     const ActionType kind = object->def().type;
     if (kind == ActionType::kCount && flow.indirect_count == nullptr) {
       flow.indirect_count = a;
@@ -347,10 +347,11 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
     std::optional<uint32_t> id;
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*age, &id));
     list->Add(counter, c.count != nullptr ? c.count : age);
-    if (c.count != nullptr) out_->counter = id;
-    out_->age = std::make_shared<AgeState>();
-    out_->age->timeout_s = *age_timeout;
-    out_->age->counter = *id;
+    if (c.count != nullptr) out_->SetCounter(id);
+    auto state = std::make_shared<AgeState>();
+    state->timeout_s = *age_timeout;
+    state->counter = *id;
+    out_->SetAge(std::move(state), false);
     return absl::OkStatus();
   }
   // Aged by an ASO flow-hit context: its own, or the indirect age's.
@@ -366,20 +367,19 @@ absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList*
                         MLX5DV_DR_ACTION_FLAGS_ASO_FIRST_HIT_SET, kMeterRegC);
     if (!aso.ok()) return Fail(aso.status(), age);
     list->Add(Own(*std::move(aso)), age);
-    out_->age = std::move(state);
-    out_->indirect_age = age != c.age;
+    out_->SetAge(std::move(state), age != c.age);
   }
   if (c.count != nullptr) {
     std::optional<uint32_t> id;
     DRSIM_ASSIGN_OR_RETURN(const dr::Action* counter, Counter(*c.count, &id));
     list->Add(counter, c.count);
-    out_->counter = id;
+    out_->SetCounter(id);
   } else if (shared_count != nullptr) {
     const uint32_t id = *shared_count->counter();
     absl::StatusOr<dr::Action> action = dr::Action::FlowCounter(domain_->function(), id, 0);
     if (!action.ok()) return Fail(action.status(), flow.indirect_count);
     list->Add(Own(*std::move(action)), flow.indirect_count);
-    out_->counter = id;
+    out_->SetCounter(id);
   }
   return absl::OkStatus();
 }
@@ -428,7 +428,7 @@ absl::StatusOr<const dr::Domain*> ActionLowering::PortDomain(mlx5dv_dr_domain_ty
   if (type == domain_->type()) return &domain_->domain();
   absl::StatusOr<std::shared_ptr<DomainRes>> domain = ctx_.objects.Domain(type, port_);
   if (!domain.ok()) return domain.status();
-  out_->holds.push_back(*domain);
+  out_->Hold(*domain);
   return &(*domain)->domain();
 }
 
@@ -436,7 +436,7 @@ absl::Status ActionLowering::Insert(const std::shared_ptr<MatcherRes>& matcher, 
                                     const DrList& list, const RuleLabel& label, SourcePos fallback) {
   absl::StatusOr<InstalledRulePtr> rule = ctx_.objects.InsertRule(matcher, value, list.actions, label);
   if (!rule.ok()) return Blame(rule.status(), list, fallback);
-  out_->rules.push_back(*std::move(rule));
+  out_->AddRule(*std::move(rule));
   return absl::OkStatus();
 }
 
@@ -465,13 +465,12 @@ absl::StatusOr<const dr::Action*> ActionLowering::Shared(
   DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const dr::Action> action,
                          ctx_.shared_actions.Get(full_key, std::move(keep_alive), make));
   const dr::Action* raw = action.get();
-  out_->holds.push_back(std::move(action));
+  out_->Hold(std::move(action));
   return raw;
 }
 
 const dr::Action* ActionLowering::Own(dr::Action a, std::function<void()> release) {
-  out_->actions.push_back(std::make_unique<OwnedAction>(std::move(a), std::move(release)));
-  return out_->actions.back()->get();
+  return out_->Own(std::make_unique<OwnedAction>(std::move(a), std::move(release)));
 }
 
 absl::Status ActionLowering::Fail(const absl::Status& s, const Action* origin) const {
@@ -631,7 +630,7 @@ absl::StatusOr<const dr::Action*> ActionLowering::Rss(const Action& rss, const R
   // A dispatch table: most specific matchers first, one TIR per hash-field set.
   absl::StatusOr<std::shared_ptr<TableRes>> table = ctx_.objects.HiddenTable(domain_, false);
   if (!table.ok()) return Fail(table.status(), &rss);
-  out_->holds.push_back(*table);
+  out_->Hold(*table);
   std::map<uint64_t, const dr::Action*> tirs;
   for (const RssCase& c : plan.cases) {
     if (!tirs.count(c.hash_fields)) {

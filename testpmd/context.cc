@@ -23,34 +23,44 @@ EngineContext::~EngineContext() {
 }
 
 const FlowShape* EngineContext::InternShape(const FlowRule& rule) {
-  shape_scratch_.first.clear();
-  shape_scratch_.second.clear();
+  names_scratch_.items.clear();
+  names_scratch_.actions.clear();
   for (const Item& item : rule.pattern) {
-    if (item.def->type != ItemType::kVoid) shape_scratch_.first.emplace_back(item.def->list_name);
+    if (item.def->type != ItemType::kVoid) names_scratch_.items.emplace_back(item.def->list_name);
   }
   for (const Action& action : rule.actions) {
-    if (action.def->type != ActionType::kVoid) shape_scratch_.second.emplace_back(action.def->list_name);
+    if (action.def->type != ActionType::kVoid) names_scratch_.actions.emplace_back(action.def->list_name);
   }
-  if (last_shape_ != nullptr && *last_shape_ == shape_scratch_) return last_shape_;  // a file's usual case
-  auto it = flow_shapes.find(shape_scratch_);
-  if (it == flow_shapes.end()) it = flow_shapes.insert(shape_scratch_).first;
-  last_shape_ = &*it;
+  // A file's usual case: the names of the flow before.
+  if (last_names_ == nullptr || last_names_->items != names_scratch_.items ||
+      last_names_->actions != names_scratch_.actions) {
+    last_names_ = &*flow_names.insert(names_scratch_).first;
+  }
+  const FlowAttr& attr = rule.attr;
+  FlowShape shape;
+  shape.group = attr.group;
+  shape.priority = attr.priority;
+  shape.ingress = attr.ingress;
+  shape.egress = attr.egress;
+  shape.transfer = attr.transfer;
+  shape.has_user_id = attr.user_id.has_value();
+  shape.names = last_names_;
+  if (last_shape_ == nullptr || !(*last_shape_ == shape)) last_shape_ = &*flow_shapes.insert(shape).first;
   return last_shape_;
 }
 
 FlowInfo Flow::Info() const {
   FlowInfo info;
   info.id = id;
-  info.group = group;
-  info.priority = priority;
-  info.ingress = ingress;
-  info.egress = egress;
-  info.transfer = transfer;
-  info.user_id = user_id;
-  if (shape != nullptr) {
-    info.items = shape->first;
-    info.actions = shape->second;
-  }
+  if (shape == nullptr) return info;
+  info.group = shape->group;
+  info.priority = shape->priority;
+  info.ingress = shape->ingress;
+  info.egress = shape->egress;
+  info.transfer = shape->transfer;
+  if (shape->has_user_id) info.user_id = user_id;
+  info.items = shape->names->items;
+  info.actions = shape->names->actions;
   return info;
 }
 

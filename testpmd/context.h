@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,23 +33,40 @@
 
 namespace drsim::testpmd {
 
-// The rte_flow names of a flow's items and actions, as `flow list` shows them; flows of one shape share one.
-using FlowShape = std::pair<std::vector<std::string>, std::vector<std::string>>;
+// The rte_flow names of a flow's items and actions, as `flow list` shows them.
+struct FlowNames {
+  std::vector<std::string> items;
+  std::vector<std::string> actions;
+  friend bool operator<(const FlowNames& a, const FlowNames& b) {
+    return std::tie(a.items, a.actions) < std::tie(b.items, b.actions);
+  }
+};
+
+// What `flow list` shows of a flow but its id: its attributes, and its names (interned apart: a file's
+// rules mostly share them, and differ in attributes more often). Flows of one shape share one.
+struct FlowShape {
+  uint32_t group = 0;
+  uint32_t priority = 0;
+  bool ingress = false, egress = false, transfer = false;
+  bool has_user_id = false;          // the flow has a user_id attribute (Flow::user_id)
+  const FlowNames* names = nullptr;  // interned
+
+  auto Tie() const { return std::tie(group, priority, ingress, egress, transfer, has_user_id, names); }
+  friend bool operator==(const FlowShape& a, const FlowShape& b) { return a.Tie() == b.Tie(); }
+  friend bool operator<(const FlowShape& a, const FlowShape& b) { return a.Tie() < b.Tie(); }
+};
 
 // What the engine keeps of a flow: what `flow list`, `flow query`, `flow destroy` and traces need, and its
-// DR objects. Nothing of the command that made it.
+// DR objects. Nothing of the command that made it; what flows share (the shape) is interned.
 struct Flow {
   explicit Flow(RecordPool<Flow>* pool) : pool(pool) {}
   RecordPool<Flow>& record_pool() const { return *pool; }
 
   RecordPool<Flow>* pool;  // where it lives
   uint32_t id = 0;
-  uint32_t group = 0;
-  uint32_t priority = 0;
-  bool ingress = false, egress = false, transfer = false;
-  int line = 0;  // of the command that created it (0: a typed call)
-  std::optional<uint64_t> user_id;
-  const FlowShape* shape = nullptr;
+  int line = 0;                      // of the command that created it (0: a typed call)
+  const FlowShape* shape = nullptr;  // its attributes, items and actions (interned)
+  uint64_t user_id = 0;              // when shape->has_user_id
   FlowObjects objects;
 
   // Its line of `flow list`.
@@ -74,6 +92,7 @@ class EngineContext {
   std::map<uint32_t, std::vector<Action>> sample_actions;
   FlowHitPool flow_hits;            // ASO flow-hit contexts of ages outside root tables (aging.h)
   IndirectTable indirect;           // flow indirect_action (flows hold what they use)
+  std::set<FlowNames> flow_names;   // FlowShape::names points into it
   std::set<FlowShape> flow_shapes;  // Flow::shape points into it
   RecordPool<Flow> flow_records;    // the flows' memory
   // By port, by id; a B-tree holds each id in about 12 bytes, where a std::map node takes 64.
@@ -102,7 +121,8 @@ class EngineContext {
 
  private:
   std::map<uint16_t, std::vector<uint32_t>> queues_;  // QP numbers by port
-  FlowShape shape_scratch_;                           // InternShape's key, its room kept from flow to flow
+  FlowNames names_scratch_;                           // InternShape's key, its room kept from flow to flow
+  const FlowNames* last_names_ = nullptr;             // the names InternShape gave last
   const FlowShape* last_shape_ = nullptr;             // the shape InternShape gave last
 };
 

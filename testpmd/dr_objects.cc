@@ -1,6 +1,7 @@
 #include "testpmd/dr_objects.h"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -129,15 +130,27 @@ absl::StatusOr<std::shared_ptr<TableRes>> DrObjects::HiddenTable(const std::shar
   return std::make_shared<TableRes>(domain, std::move(table), this);
 }
 
+namespace {
+
+constexpr size_t kMaskOffset = sizeof(const TableRes*) + sizeof(uint16_t);  // in a matcher's key
+
+}  // namespace
+
+absl::string_view DrObjects::MatcherKey(const TableRes* table, uint16_t priority, const hw::MatchParams& mask) {
+  matcher_key_.resize(kMaskOffset + hw::kMatchParamBytes);
+  char* key = matcher_key_.data();
+  std::memcpy(key, &table, sizeof(table));
+  std::memcpy(key + sizeof(table), &priority, sizeof(priority));
+  std::memcpy(key + kMaskOffset, mask.bytes(), hw::kMatchParamBytes);
+  return matcher_key_;
+}
+
 absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared_ptr<TableRes>& table,
                                                                uint16_t priority,
                                                                const hw::MatchParams& mask) {
-  const std::string_view key(reinterpret_cast<const char*>(mask.bytes()), hw::kMatchParamBytes);
-  auto it = matchers_.find(std::make_tuple(table.get(), priority, key));  // (no key string made to look)
-  if (it == matchers_.end())
-    it = matchers_
-             .emplace(std::make_tuple(table.get(), priority, std::string(key)), std::weak_ptr<MatcherRes>())
-             .first;
+  const absl::string_view key = MatcherKey(table.get(), priority, mask);
+  auto it = matchers_.find(key);  // (no key string made to look)
+  if (it == matchers_.end()) it = matchers_.emplace(std::string(key), std::weak_ptr<MatcherRes>()).first;
   std::weak_ptr<MatcherRes>& slot = it->second;
   if (std::shared_ptr<MatcherRes> m = slot.lock()) return m;
   DRSIM_ASSIGN_OR_RETURN(dr::Matcher matcher, dr::Matcher::Create(table->table(), priority, mask));
@@ -224,8 +237,7 @@ std::optional<hw::MatchParams> DrObjects::MatcherMask(uint32_t matcher_id) const
     std::shared_ptr<MatcherRes> m = weak.lock();
     if (m == nullptr || m->matcher().id() != matcher_id) continue;
     hw::MatchParams mask;
-    const std::string& bytes = std::get<2>(key);
-    std::copy(bytes.begin(), bytes.end(), mask.bytes());
+    std::memcpy(mask.bytes(), key.data() + kMaskOffset, hw::kMatchParamBytes);
     return mask;
   }
   return std::nullopt;

@@ -207,8 +207,12 @@ class DrObjects {
   ObjectCounts counts_;
   std::map<std::pair<int, uint16_t>, std::weak_ptr<DomainRes>> domains_;
   std::map<std::pair<const DomainRes*, uint32_t>, std::weak_ptr<TableRes>> tables_;
-  std::map<std::tuple<const TableRes*, uint16_t, std::string>, std::weak_ptr<MatcherRes>, std::less<>>
-      matchers_;
+  // By MatcherKey: a hash and one comparison find a rule's matcher among many (an ACL's masks).
+  absl::flat_hash_map<std::string, std::weak_ptr<MatcherRes>> matchers_;
+  std::string matcher_key_;  // Matcher's key, its room kept from rule to rule
+  // The key of the matcher of `priority` and `mask` in `table`, in matcher_key_: the table's address, the
+  // priority, then the mask's bytes.
+  absl::string_view MatcherKey(const TableRes* table, uint16_t priority, const hw::MatchParams& mask);
   // The note of a rule made with `label` and `actions`.
   RuleNote Note(const RuleLabel& label, absl::Span<const dr::Action* const> actions);
   // Files `note` as DR rule `rule_id`'s / withdraws rule `rule_id`'s note.

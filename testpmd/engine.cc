@@ -81,16 +81,11 @@ absl::StatusOr<FlowPtr> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint
     // Held before the rules are made, released after they and their matchers are gone.
     DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<const void> option,
                            ctx.geneve_option.Acquire(*pattern.geneve_option));
-    flow->objects.holds.push_back(std::move(option));
+    flow->objects.Hold(std::move(option));
   }
   DRSIM_RETURN_IF_ERROR(LowerFlow(ctx, rule, pattern, target, &flow->objects));
   flow->id = id;
-  flow->group = attr.group;
-  flow->priority = attr.priority;
-  flow->ingress = attr.ingress;
-  flow->egress = attr.egress;
-  flow->transfer = attr.transfer;
-  flow->user_id = attr.user_id;
+  flow->user_id = attr.user_id.value_or(0);
   flow->shape = ctx.InternShape(rule);
   return flow;
 }
@@ -169,7 +164,7 @@ absl::StatusOr<std::vector<FlowInfo>> FlowEngine::ListFlows(uint16_t port,
   auto it = context_->flows.find(port);
   if (it == context_->flows.end()) return out;
   for (const auto& [id, flow] : it->second) {
-    if (groups.empty() || std::find(groups.begin(), groups.end(), flow->group) != groups.end()) {
+    if (groups.empty() || std::find(groups.begin(), groups.end(), flow->shape->group) != groups.end()) {
       out.push_back(flow->Info());
     }
   }
@@ -186,11 +181,12 @@ absl::StatusOr<CountResult> FlowEngine::QueryCount(uint16_t port, uint32_t flow_
     return absl::NotFoundError(absl::StrFormat("Flow rule #%d not found", flow_id));
   }
   const Flow& flow = *flows->second.at(flow_id);
-  if (!flow.objects.counter) {
+  const std::optional<uint32_t> counter = flow.objects.counter();
+  if (!counter) {
     return absl::InvalidArgumentError(absl::StrFormat("flow rule #%d has no count action to query", flow_id));
   }
   CountResult r;
-  DRSIM_RETURN_IF_ERROR(nic_.QueryCounter(*flow.objects.counter, &r.hits, &r.bytes));
+  DRSIM_RETURN_IF_ERROR(nic_.QueryCounter(*counter, &r.hits, &r.bytes));
   return r;
 }
 
@@ -256,23 +252,24 @@ std::string FlowEngine::FormatCount(const CountResult& count) {
                          count.hits_set ? 1 : 0, count.bytes_set ? 1 : 0, count.hits, count.bytes);
 }
 
-absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
+absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command, bool with_text) {
   pristine_ = false;
   CommandResult result;
   const Overloaded run{
       [&](const FlowValidateCmd& c) {
         DRSIM_RETURN_IF_ERROR(ValidateFlow(c.rule));
-        result.text = "Flow rule validated\n";
+        if (with_text) result.text = "Flow rule validated\n";
         return absl::OkStatus();
       },
       [&](const FlowCreateCmd& c) {
         DRSIM_ASSIGN_OR_RETURN(const uint32_t id, CreateFlowOfLine(c.rule, command.pos.line));
         result.flow_id = id;
-        result.text = absl::StrCat("Flow rule #", id, " created\n");
+        if (with_text) result.text = absl::StrCat("Flow rule #", id, " created\n");
         return absl::OkStatus();
       },
       [&](const FlowDestroyCmd& c) {
         DRSIM_ASSIGN_OR_RETURN(result.destroyed, DestroyFlows(c.port, c.rule_ids));
+        if (!with_text) return absl::OkStatus();
         for (uint32_t id : result.destroyed)
           absl::StrAppendFormat(&result.text, "Flow rule #%d destroyed\n", id);
         return absl::OkStatus();
@@ -283,7 +280,7 @@ absl::StatusOr<CommandResult> FlowEngine::Execute(const Command& command) {
       },
       [&](const FlowListCmd& c) {
         DRSIM_ASSIGN_OR_RETURN(result.flows, ListFlows(c.port, c.groups));
-        result.text = FormatFlowList(result.flows);
+        if (with_text) result.text = FormatFlowList(result.flows);
         return absl::OkStatus();
       },
       [&](const FlowQueryCmd& c) {

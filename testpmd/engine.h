@@ -133,8 +133,9 @@ class FlowEngine {
   FlowEngine(const FlowEngine&) = delete;
   FlowEngine& operator=(const FlowEngine&) = delete;
 
-  // Runs one command.
-  absl::StatusOr<CommandResult> Execute(const Command& command);
+  // Runs one command. Without `with_text`, the result's text is left empty for flow commands (a stream of
+  // a million rules has no use for a million "Flow rule #N created").
+  absl::StatusOr<CommandResult> Execute(const Command& command, bool with_text = true);
 
   // The commands that changed the engine's state, in order (flows created, destroyed or flushed through
   // Execute or the typed calls, set and meter commands); replaying them on a fresh engine of the same NIC

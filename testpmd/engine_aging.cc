@@ -15,7 +15,7 @@ absl::StatusOr<uint32_t> FlowEngine::FlowOfUserId(uint16_t port, uint64_t user_i
   auto flows = context_->flows.find(port);
   if (flows != context_->flows.end()) {
     for (const auto& [id, flow] : flows->second) {
-      if (flow->user_id == user_id) return id;
+      if (flow->shape->has_user_id && flow->user_id == user_id) return id;
     }
   }
   return absl::NotFoundError(absl::StrFormat("Flow rule #%d not found (no flow with that user_id)", user_id));
@@ -38,11 +38,11 @@ absl::StatusOr<AgeResult> FlowEngine::QueryAge(uint16_t port, uint32_t flow_id) 
   query.rule_id = flow_id;
   DRSIM_ASSIGN_OR_RETURN(const uint32_t id, QueriedFlow(query));
   const Flow& flow = *context_->flows.at(port).at(id);
-  if (flow.objects.age == nullptr) {
+  if (flow.objects.age() == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrFormat("flow rule #%d has no age action: age data not available", flow_id));
   }
-  return testpmd::QueryAge(nic_, *flow.objects.age);
+  return testpmd::QueryAge(nic_, *flow.objects.age());
 }
 
 absl::StatusOr<AgedReport> FlowEngine::AgedFlows(uint16_t port, bool destroy) {
@@ -58,8 +58,8 @@ absl::StatusOr<AgedReport> FlowEngine::AgedFlows(uint16_t port, bool destroy) {
   };
   for (const auto& [id, flow] : context_->flows[port]) {
     // A flow aging by an indirect age is reported as that indirect action, not as a flow.
-    AgeState* age = flow->objects.age.get();
-    if (age == nullptr || flow->objects.indirect_age) continue;
+    AgeState* age = flow->objects.age();
+    if (age == nullptr || flow->objects.indirect_age()) continue;
     DRSIM_ASSIGN_OR_RETURN(const bool aged, newly_aged(*age));
     if (aged) report.flows.push_back(flow->Info());
   }

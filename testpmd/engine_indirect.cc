@@ -64,12 +64,7 @@ std::vector<uint32_t> FlowEngine::FlowsUsing(uint16_t port, const IndirectObject
   auto flows = context_->flows.find(port);
   if (flows == context_->flows.end()) return users;
   for (const auto& [id, flow] : flows->second) {
-    for (const std::shared_ptr<const void>& hold : flow->objects.holds) {
-      if (hold.get() == static_cast<const void*>(&object)) {
-        users.push_back(id);
-        break;
-      }
-    }
+    if (flow->objects.Holds(&object)) users.push_back(id);
   }
   return users;
 }

@@ -12,7 +12,6 @@
 #include <optional>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "dr/dr.h"
 #include "testpmd/aging.h"
 #include "testpmd/dr_objects.h"
@@ -39,26 +38,49 @@ class OwnedAction {
   std::function<void()> release_;
 };
 
-struct FlowObjects {
-  // Declared in reverse order of destruction.
-  // Tables jumped to, engine tables, meter instances, ids, shared actions (most flows hold one: inline).
-  absl::InlinedVector<std::shared_ptr<const void>, 1> holds;
-  std::shared_ptr<AgeState> age;  // its age action's (its own, or an indirect one's); its flow-hit context
-                                  // goes back to the pool once the aso actions using it are gone
-  std::vector<std::unique_ptr<OwnedAction>> actions;
-  absl::InlinedVector<InstalledRulePtr, 1> rules;  // most flows make one
-  std::optional<uint32_t> counter;  // the id of the count action's counter (its own or an indirect one)
-  bool indirect_age = false;        // `age` is an indirect action's (flow aged reports that instead)
-
+// Most flows make one rule and hold one shared object (their action): those two sit in the record, and
+// everything else a flow makes or holds in its Extra, made on first use.
+class FlowObjects {
+ public:
   FlowObjects() = default;
   FlowObjects(FlowObjects&&) = default;
   FlowObjects& operator=(FlowObjects&&) = default;
-  ~FlowObjects() {  // as declared, but the holds oldest first (an InlinedVector destroys newest first)
-    rules.clear();
-    actions.clear();
-    age.reset();
-    for (std::shared_ptr<const void>& hold : holds) hold.reset();
-  }
+  ~FlowObjects();  // rules, then own actions, then the age, then the holds oldest first
+
+  // Holds `object` (a table jumped to, an engine table, a meter instance, an id, a shared action) until
+  // the flow's rules and actions are gone.
+  void Hold(std::shared_ptr<const void> object);
+  void AddRule(InstalledRulePtr rule);
+  // Whether the flow holds `object`.
+  bool Holds(const void* object) const;
+
+  AgeState* age() const { return extra_ != nullptr ? extra_->age.get() : nullptr; }
+  bool indirect_age() const { return extra_ != nullptr && extra_->indirect_age; }
+  std::optional<uint32_t> counter() const { return extra_ != nullptr ? extra_->counter : std::nullopt; }
+
+  // Sets the age (its own age action's, or an indirect one's; `indirect`: the latter).
+  void SetAge(std::shared_ptr<AgeState> age, bool indirect);
+  // The id of the count action's counter (its own or an indirect one).
+  void SetCounter(std::optional<uint32_t> id) { Extras().counter = id; }
+  // Keeps a DR action the flow made for itself; returns it.
+  const dr::Action* Own(std::unique_ptr<OwnedAction> action);
+
+ private:
+  struct Extra {
+    // Declared in reverse order of destruction.
+    std::vector<std::shared_ptr<const void>> holds;  // after first_hold_
+    std::shared_ptr<AgeState> age;  // its flow-hit context goes back to the pool once the aso actions using
+                                    // it are gone
+    std::vector<std::unique_ptr<OwnedAction>> actions;
+    std::vector<InstalledRulePtr> rules;  // after first_rule_
+    std::optional<uint32_t> counter;
+    bool indirect_age = false;
+  };
+  Extra& Extras();
+
+  std::shared_ptr<const void> first_hold_;
+  InstalledRulePtr first_rule_;
+  std::unique_ptr<Extra> extra_;  // nullptr: none
 };
 
 }  // namespace drsim::testpmd

@@ -7,7 +7,7 @@
 //   fail otherwise, as the device parses one option; the last flow to go destroys it.
 //
 // How
-//   Acquire returns a hold, which the flow keeps among its FlowObjects::holds: they are released after
+//   Acquire returns a hold, which the flow keeps among its holds (FlowObjects::Hold): they are released after
 //   its rules and matchers, so the object is destroyed once no matcher reads the option 0 fields. The
 //   object is the NIC's (sim::Nic::CreateGeneveTlvOption), shared by all ports as mlx5 shares it across
 //   the ports of one device.

@@ -153,7 +153,7 @@ class FlowLowering {
     absl::StatusOr<std::shared_ptr<MeterInstance>> instance =
         MeterInstanceFor(ctx_, target_.port, id, target_.domain);
     if (!instance.ok()) return lowering_.Fail(instance.status(), &meter);
-    out_->holds.push_back(*instance);
+    out_->Hold(*instance);
     DrList prefix;
     if (!policy.default_policy) {
       if (c_.fate != nullptr || c_.last != &meter) {
@@ -171,7 +171,7 @@ class FlowLowering {
     uint32_t flow_id = 0;
     absl::StatusOr<std::shared_ptr<const void>> hold = ctx_.meters.AllocateFlowId(&flow_id);
     if (!hold.ok()) return lowering_.Fail(hold.status(), &meter);
-    out_->holds.push_back(*hold);
+    out_->Hold(*hold);
     const std::vector<uint64_t> tag_words =
         SetRegisterWords(kMeterRegC, flow_id << kMeterFlowIdShift, 0xffffff00);
     Classified prefix_actions = CountingOnly();
@@ -207,7 +207,7 @@ class FlowLowering {
     // The flow's other actions run on every packet, in an engine table after the sampler.
     absl::StatusOr<std::shared_ptr<TableRes>> suffix = ctx_.objects.HiddenTable(target_.domain, false);
     if (!suffix.ok()) return lowering_.Fail(suffix.status(), &sample);
-    out_->holds.push_back(*suffix);
+    out_->Hold(*suffix);
     DRSIM_ASSIGN_OR_RETURN(std::shared_ptr<MatcherRes> all,
                            lowering_.MatcherIn(*suffix, 0, hw::MatchParams(), sample.pos));
     DrList rest;

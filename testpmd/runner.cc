@@ -27,7 +27,7 @@ FileReport CheckFile(const FlowEngine& engine, absl::string_view file, absl::str
   sim::Nic scratch_nic(engine.nic().num_vfs());
   FlowEngine scratch(scratch_nic, engine.options());
   for (const Command& past : engine.history()) {
-    absl::StatusOr<CommandResult> r = scratch.Execute(past);
+    absl::StatusOr<CommandResult> r = scratch.Execute(past, false);
     if (!r.ok()) {  // the engine ran it once; replaying it must not fail
       report.diagnostics.push_back(
           MakeDiagnostic(file, absl::InternalError(absl::StrCat("replaying the engine's history failed: ",
@@ -36,7 +36,7 @@ FileReport CheckFile(const FlowEngine& engine, absl::string_view file, absl::str
     }
   }
   for (const Command& command : parsed.commands) {
-    absl::StatusOr<CommandResult> r = scratch.Execute(command);
+    absl::StatusOr<CommandResult> r = scratch.Execute(command, false);
     if (!r.ok()) report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
   }
   SortByPosition(report.diagnostics);
@@ -56,7 +56,7 @@ FileReport CheckThenRun(FlowEngine& engine, absl::string_view file, const std::s
   FileReport report = CheckFile(engine, file, text);
   if (!report.ok()) return report;
   for (const Command& command : ParseText(text).commands) {
-    absl::StatusOr<CommandResult> r = engine.Execute(command);
+    absl::StatusOr<CommandResult> r = engine.Execute(command, options.keep_outcomes);
     if (!r.ok()) {  // the check passed, so this means the engine's state changed behind the file's back
       report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
       return report;
@@ -86,7 +86,7 @@ FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& i
     Command* command = parser.Parse(tokens, &errors);
     for (const absl::Status& e : errors) report.diagnostics.push_back(MakeDiagnostic(file, e));
     if (command == nullptr) continue;
-    absl::StatusOr<CommandResult> r = engine.Execute(*command);
+    absl::StatusOr<CommandResult> r = engine.Execute(*command, options.keep_outcomes);
     if (!r.ok()) {
       report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
       continue;

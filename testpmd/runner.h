@@ -48,7 +48,8 @@ struct FileReport {
 };
 
 struct StreamOptions {
-  // Keep each command's outcome in the report (a million-rule file's would cost more than its flows).
+  // Keep each command's outcome and text in the report (a million-rule file's would cost more than its
+  // flows); without it, commands make no text.
   bool keep_outcomes = true;
   // Called after each command that ran, with the number run so far (progress lines).
   std::function<void(size_t commands)> on_command;
