@@ -1,5 +1,10 @@
 #include "testpmd/lexer.h"
 
+#include <cstdint>
+#include <cstring>
+
+#include "absl/base/config.h"
+#include "absl/numeric/bits.h"
 #include "absl/strings/str_split.h"
 
 namespace drsim::testpmd {
@@ -9,6 +14,29 @@ constexpr absl::string_view kPrompt = "testpmd>";
 
 // ' ', '\t', '\v', '\f', '\r' (the control characters 9 to 13 but '\n').
 bool IsBlank(char c) { return c == ' ' || (static_cast<unsigned char>(c - '\t') <= 4 && c != '\n'); }
+
+// The index of the first blank of `line` from `i` on, or its size. Eight bytes at a time where it can: a
+// byte below '!' is flagged exactly when it is the lowest such byte of the word (the subtraction borrows
+// only upwards), and only such a byte can be a blank.
+size_t TokenEnd(absl::string_view line, size_t i) {
+#ifdef ABSL_IS_LITTLE_ENDIAN
+  constexpr uint64_t kOnes = 0x0101010101010101u, kHighBits = 0x8080808080808080u;
+  while (i + 8 <= line.size()) {
+    uint64_t word;
+    std::memcpy(&word, line.data() + i, sizeof(word));
+    const uint64_t below = (word - kOnes * '!') & ~word & kHighBits;
+    if (below == 0) {
+      i += 8;
+      continue;
+    }
+    i += absl::countr_zero(below) / 8;
+    if (IsBlank(line[i])) return i;
+    ++i;
+  }
+#endif
+  while (i < line.size() && !IsBlank(line[i])) ++i;
+  return i;
+}
 
 }  // namespace
 
@@ -22,7 +50,7 @@ bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out
     }
     if (line[i] == '#') break;  // a comment to the end of the line
     const size_t start = i;
-    while (i < line.size() && !IsBlank(line[i])) ++i;
+    i = TokenEnd(line, i);
     absl::string_view word = line.substr(start, i - start);
     if (current_.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
     // A lone backslash, or one ending the line's last token, joins the next line.

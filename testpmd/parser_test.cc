@@ -11,6 +11,7 @@
 namespace drsim::testpmd {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
@@ -47,6 +48,20 @@ TEST(LexerTest, TokensCommentsAndContinuations) {
   EXPECT_EQ(commands[1].tokens[3].text, "ingress");
   EXPECT_EQ(commands[1].tokens[4].text, "pattern");
   EXPECT_EQ(commands[1].tokens[4].pos, (SourcePos{5, 4}));
+}
+
+TEST(LexerTest, SplitsOnEveryBlankInLongTokens) {
+  // Tokens longer than a word of the scan, blanks of every kind, and a control character that is none.
+  const std::string text =
+      "flow\tcreate\v0x0123456789abcdef\x01z\f10.200.300.400/32\rend  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n";
+  std::vector<CommandTokens> commands = Lex(text);
+  ASSERT_THAT(commands, SizeIs(1));
+  std::vector<std::string> words;
+  for (const Token& t : commands[0].tokens) words.emplace_back(t.text);
+  EXPECT_THAT(words, ElementsAre("flow", "create", "0x0123456789abcdef\x01z", "10.200.300.400/32", "end",
+                                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+  EXPECT_EQ(commands[0].tokens[3].pos, (SourcePos{1, 34}));
+  EXPECT_EQ(commands[0].tokens[5].pos, (SourcePos{1, 57}));
 }
 
 TEST(LexerTest, SkipsTestpmdPromptsOnlyWhereACommandStarts) {
