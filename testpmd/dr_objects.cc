@@ -77,18 +77,19 @@ MatcherRes::MatcherRes(std::shared_ptr<TableRes> table, dr::Matcher matcher, DrO
 }
 MatcherRes::~MatcherRes() { --objects_->counts_.matchers; }
 
-InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, RuleNote note,
-                             DrObjects* objects)
-    : matcher_(std::move(matcher)), rule_(std::move(rule)), note_(std::move(note)), objects_(objects) {
-  ++objects_->counts_.rules;
-  objects_->FileNote(rule_.id(), &note_);
+InstalledRule::InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, RuleNote note)
+    : matcher_(std::move(matcher)), rule_(std::move(rule)), note_(std::move(note)) {
+  DrObjects& objects = matcher_->objects();
+  ++objects.counts_.rules;
+  objects.FileNote(rule_.id(), &note_);
 }
 
-RecordPool<InstalledRule>& InstalledRule::record_pool() const { return objects_->rules_; }
+RecordPool<InstalledRule>& InstalledRule::record_pool() const { return matcher_->objects().rules_; }
 
 InstalledRule::~InstalledRule() {
-  objects_->WithdrawNote(rule_.id());
-  --objects_->counts_.rules;
+  DrObjects& objects = matcher_->objects();
+  objects.WithdrawNote(rule_.id());
+  --objects.counts_.rules;
 }
 
 DrObjects::DrObjects(sim::Nic& nic, bool fdb_default_rule) : nic_(nic), fdb_default_rule_(fdb_default_rule) {}
@@ -136,7 +137,8 @@ constexpr size_t kMaskOffset = sizeof(const TableRes*) + sizeof(uint16_t);  // i
 
 }  // namespace
 
-absl::string_view DrObjects::MatcherKey(const TableRes* table, uint16_t priority, const hw::MatchParams& mask) {
+absl::string_view DrObjects::MatcherKey(const TableRes* table, uint16_t priority,
+                                        const hw::MatchParams& mask) {
   matcher_key_.resize(kMaskOffset + hw::kMatchParamBytes);
   char* key = matcher_key_.data();
   std::memcpy(key, &table, sizeof(table));
@@ -164,7 +166,7 @@ absl::StatusOr<InstalledRulePtr> DrObjects::InsertRule(const std::shared_ptr<Mat
                                                        absl::Span<const dr::Action* const> actions,
                                                        const RuleLabel& label) {
   DRSIM_ASSIGN_OR_RETURN(dr::Rule rule, dr::Rule::Create(matcher->matcher(), value, actions));
-  return rules_.Make(matcher, std::move(rule), Note(label, actions), this);
+  return rules_.Make(matcher, std::move(rule), Note(label, actions));
 }
 
 RuleNote DrObjects::Note(const RuleLabel& label, absl::Span<const dr::Action* const> actions) {

@@ -133,6 +133,7 @@ class MatcherRes {
   MatcherRes& operator=(const MatcherRes&) = delete;
 
   const dr::Matcher& matcher() const { return matcher_; }
+  DrObjects& objects() const { return *objects_; }
 
  private:
   std::shared_ptr<TableRes> table_;
@@ -142,7 +143,8 @@ class MatcherRes {
 
 class InstalledRule {
  public:
-  InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, RuleNote note, DrObjects* objects);
+  // (Its DrObjects is its matcher's.)
+  InstalledRule(std::shared_ptr<MatcherRes> matcher, dr::Rule rule, RuleNote note);
   ~InstalledRule();
   InstalledRule(const InstalledRule&) = delete;
   InstalledRule& operator=(const InstalledRule&) = delete;
@@ -153,7 +155,6 @@ class InstalledRule {
   std::shared_ptr<MatcherRes> matcher_;
   dr::Rule rule_;
   RuleNote note_;
-  DrObjects* objects_;
 };
 
 using InstalledRulePtr = RecordPool<InstalledRule>::Ptr;
