@@ -37,14 +37,9 @@ const FlowShape* EngineContext::InternShape(const FlowRule& rule) {
     last_names_ = &*flow_names.insert(names_scratch_).first;
   }
   const FlowAttr& attr = rule.attr;
-  FlowShape shape;
-  shape.group = attr.group;
-  shape.priority = attr.priority;
-  shape.ingress = attr.ingress;
-  shape.egress = attr.egress;
-  shape.transfer = attr.transfer;
-  shape.has_user_id = attr.user_id.has_value();
-  shape.names = last_names_;
+  const FlowShape shape{attr.group,  attr.priority, attr.ingress,
+                        attr.egress, attr.transfer, attr.user_id.has_value(),
+                        last_names_};
   if (last_shape_ == nullptr || !(*last_shape_ == shape)) last_shape_ = &*flow_shapes.insert(shape).first;
   return last_shape_;
 }
