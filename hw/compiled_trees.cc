@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <system_error>
@@ -165,6 +166,35 @@ __attribute__((target("avx512f"))) void DescendAvx512(const Node* nodes, uint32_
   for (size_t g = 0; g < groups; ++g) _mm512_mask_storeu_epi32(at + g * kLanes, goes[g], node[g]);
 }
 #endif
+
+// Which of packets [0, n) go down a tree whose least rank is `least`: bit j set when bound[j] >= least.
+// (A tree a burst; with AVX2, four packets a step.)
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) uint32_t PacketsGoingAvx2(const std::array<uint64_t, kDescentPackets>& bound,
+                                                          size_t n, uint64_t least) {
+  // Unsigned compares, as signed ones of the values with their top bits flipped.
+  const __m256i flip = _mm256_set1_epi64x(std::numeric_limits<int64_t>::min());
+  const __m256i flipped_least = _mm256_xor_si256(_mm256_set1_epi64x(static_cast<int64_t>(least)), flip);
+  uint32_t below = 0;  // bit j: bound[j] < least
+  for (size_t j = 0; j < n; j += 4) {
+    const __m256i b = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(&bound[j])), flip);
+    below |=
+        static_cast<uint32_t>(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(flipped_least, b))))
+        << j;
+  }
+  return ~below & static_cast<uint32_t>((uint64_t{1} << n) - 1);
+}
+#endif
+
+uint32_t PacketsGoing(const std::array<uint64_t, kDescentPackets>& bound, size_t n, uint64_t least,
+                      TableIndex::TreeDescent descent) {
+#if defined(__x86_64__)
+  if (descent != TableIndex::TreeDescent::kScalar) return PacketsGoingAvx2(bound, n, least);
+#endif
+  uint32_t going = 0;
+  for (size_t j = 0; j < n; ++j) going |= uint32_t{bound[j] >= least} << j;
+  return going;
+}
 
 // The descent lookups take: at first, the fastest the CPU has. AVX2 before AVX-512: on the trees of ACL sets
 // AVX-512's gathers of 16 lanes were slower than two of AVX2's 8 (measured on AMD Zen 4, whose 512-bit
@@ -562,7 +592,50 @@ void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64
   }
 }
 
-void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled, Walk* walks, size_t n) {
+inline void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf,
+                                               const uint32_t* key, CandidateList* list) {
+  // Entries are not in rank order once the writer added to the leaf: each is taken up to the bound, and
+  // the candidates are ordered after. The writer fills a gone entry's slot with another in place, so the
+  // plain reads that find a match may tear while it does: each entry's matcher word is read before its words
+  // and rank, and again after them (TakeIfUnchanged), and a match counts only when the two agree (a sequence
+  // lock). (The plain reads are what the sequence lock allows, not races a sanitizer should report: this
+  // function is not instrumented.)
+#if defined(__SSE2__)
+  static_assert(kWords == 4 && offsetof(CompiledTrees::LeafEntry, mask) == 16 &&
+                    alignof(CompiledTrees::LeafEntry) >= 16,
+                "a leaf entry's values and masks are one aligned 16-byte vector each");
+  const __m128i packet = _mm_loadu_si128(reinterpret_cast<const __m128i*>(key));
+#endif
+  const uint64_t from_rank = list->query->from_rank;
+  const CompiledTrees::LeafEntry* e = compiled.entries.data() + leaf.next;
+  for (const CompiledTrees::LeafEntry* const end = e + leaf.bits; e != end; ++e) {
+    const uintptr_t matcher = __atomic_load_n(&e->matcher, __ATOMIC_ACQUIRE);
+#if defined(__SSE2__)
+    const __m128i value = _mm_load_si128(reinterpret_cast<const __m128i*>(e->value.data()));
+    const __m128i mask = _mm_load_si128(reinterpret_cast<const __m128i*>(e->mask.data()));
+    const __m128i differs = _mm_xor_si128(_mm_and_si128(packet, mask), value);
+    const bool matches = _mm_movemask_epi8(_mm_cmpeq_epi32(differs, _mm_setzero_si128())) == 0xffff;
+#else
+    uint32_t plain_differ = 0;
+    for (int k = 0; k < kWords; ++k) plain_differ |= (key[k] & e->mask[k]) ^ e->value[k];
+    const bool matches = plain_differ == 0;
+#endif
+    const uint64_t rank = e->rank;
+    if (!matches || rank > list->bound || rank < from_rank || (matcher & CompiledTrees::kGone) != 0) continue;
+    if (!TakeIfUnchanged(*e, matcher, rank, list)) return;
+  }
+}
+
+bool TableIndex::TreeCompiler::TakeIfUnchanged(const CompiledTrees::LeafEntry& e, uintptr_t matcher,
+                                               uint64_t rank, CandidateList* list) {
+  const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (__atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher) return true;  // (filled again meanwhile)
+  return list->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit);
+}
+
+void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, const CompiledTrees& compiled,
+                                                   Query* queries, size_t n) {
   static_assert(sizeof(CompiledTrees::TreeNode) == 8 && offsetof(CompiledTrees::TreeNode, word) == 4 &&
                     offsetof(CompiledTrees::TreeNode, shift) == 5 &&
                     offsetof(CompiledTrees::TreeNode, bits) == 6,
@@ -572,20 +645,21 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
   const TreeDescent descent = tree_descent();
   std::array<uint32_t, kDescentPackets> at;
   DescentKeys key;  // the packets' words as trie keys, together
-  // The packets' bounds, together: which go down a tree is asked once a tree, and a walk is a line or two
-  // apart from the next.
+  // The packets' bounds, together: which go down a tree is asked once a tree.
   std::array<uint64_t, kDescentPackets> bound;
+  std::array<CandidateList, kDescentPackets> list;
   for (size_t j = 0; j < n; ++j) {
-    __builtin_memcpy(&key[j * kWords], walks[j].key.data(), sizeof(uint32_t) * kWords);
-    bound[j] = walks[j].bound;
+    list[j].query = &queries[j];
+    for (int k = 0; k < kWords; ++k) key[j * kWords + k] = index.PacketKey(k, queries[j].hv);
+    bound[j] = ~uint64_t{0};
   }
+  std::fill(bound.begin() + n, bound.end(), 0);
   const uint32_t trees = compiled.tree_count.load(std::memory_order_acquire);
   std::array<CompiledTrees::TreeNode, kDescentPackets> leaf;
   for (uint32_t t = 0; t < trees; ++t) {
     const CompiledTrees::Tree& tree = compiled.trees[t];
     const uint64_t least = __atomic_load_n(&tree.least, __ATOMIC_RELAXED);
-    uint32_t going = 0;
-    for (size_t j = 0; j < n; ++j) going |= uint32_t{bound[j] >= least} << j;
+    const uint32_t going = PacketsGoing(bound, n, least, descent);
     if (going == 0) continue;
     switch (descent) {
 #if defined(__x86_64__)
@@ -607,56 +681,11 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const CompiledTrees& compiled
     // The leaves' entries up to the bound that the packet matches.
     for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
-      ScanLeaf(compiled, leaf[j], &key[j * kWords], &walks[j]);
-      bound[j] = walks[j].bound;
+      ScanLeaf(compiled, leaf[j], &key[j * kWords], &list[j]);
+      bound[j] = list[j].bound;
     }
   }
-}
-
-void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf,
-                                        const uint32_t* key, Walk* q) {
-  // Entries are not in rank order once the writer added to the leaf: each is taken up to the bound, and
-  // the candidates are ordered after. The writer fills a gone entry's slot with another in place, so the
-  // plain reads that find a match may tear while it does: the entry is then one being removed or added,
-  // which a lookup may miss. A match is confirmed under the entry's sequence lock (its matcher word, read
-  // before and after the rest, all atomically). (The plain reads are what the sequence lock allows, not
-  // races a sanitizer should report: this function is not instrumented.)
-  const uint64_t from_rank = q->query->from_rank;
-#if defined(__SSE2__)
-  static_assert(kWords == 4 && offsetof(CompiledTrees::LeafEntry, mask) == 16 &&
-                    alignof(CompiledTrees::LeafEntry) >= 16,
-                "a leaf entry's values and masks are one aligned 16-byte vector each");
-  const __m128i packet = _mm_loadu_si128(reinterpret_cast<const __m128i*>(key));
-#endif
-  for (uint32_t i = leaf.next; i < leaf.next + leaf.bits; ++i) {
-    const CompiledTrees::LeafEntry& e = compiled.entries[i];
-    // (First plainly, and the words in one vector step where the CPU has one.)
-#if defined(__SSE2__)
-    const __m128i value = _mm_load_si128(reinterpret_cast<const __m128i*>(e.value.data()));
-    const __m128i mask = _mm_load_si128(reinterpret_cast<const __m128i*>(e.mask.data()));
-    const __m128i differs = _mm_xor_si128(_mm_and_si128(packet, mask), value);
-    const bool matches = _mm_movemask_epi8(_mm_cmpeq_epi32(differs, _mm_setzero_si128())) == 0xffff;
-#else
-    uint32_t plain_differ = 0;
-    for (int k = 0; k < kWords; ++k) plain_differ |= (key[k] & e.mask[k]) ^ e.value[k];
-    const bool matches = plain_differ == 0;
-#endif
-    if (!matches || e.rank > q->bound || e.rank < from_rank) continue;
-    uint32_t differ = 0;
-    const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
-    if ((matcher & CompiledTrees::kGone) != 0) continue;
-    const uint64_t rank = __atomic_load_n(&e.rank, __ATOMIC_RELAXED);
-    for (int k = 0; k < kWords; ++k) {
-      differ |= (key[k] & __atomic_load_n(&e.mask[k], __ATOMIC_RELAXED)) ^
-                __atomic_load_n(&e.value[k], __ATOMIC_RELAXED);
-    }
-    const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (differ != 0 || rank > q->bound || rank < from_rank ||
-        __atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher)
-      continue;  // (filled again meanwhile)
-    if (!q->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit)) break;
-  }
+  for (size_t j = 0; j < n; ++j) list[j].Finish();
 }
 
 }  // namespace drsim::hw

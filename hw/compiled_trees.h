@@ -19,17 +19,17 @@
 #include "hw/lookup_memory.h"
 #include "hw/table_index.h"
 
-// A function whose plain reads a sequence lock makes safe (ScanLeaf): ThreadSanitizer does not instrument it.
-// (Only in such builds: elsewhere the attribute would keep it from being inlined.)
+// A function whose plain reads a sequence lock makes safe (ScanLeaf): ThreadSanitizer does not instrument it
+// in its builds (where it cannot be inlined into instrumented code); elsewhere it is inlined into its caller.
 #if defined(__SANITIZE_THREAD__)
-#define DRSIM_NOT_THREAD_SANITIZED __attribute__((no_sanitize("thread")))
+#define DRSIM_SEQUENCE_LOCKED_READS __attribute__((no_sanitize("thread")))
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define DRSIM_NOT_THREAD_SANITIZED __attribute__((no_sanitize("thread")))
+#define DRSIM_SEQUENCE_LOCKED_READS __attribute__((no_sanitize("thread")))
 #endif
 #endif
-#ifndef DRSIM_NOT_THREAD_SANITIZED
-#define DRSIM_NOT_THREAD_SANITIZED
+#ifndef DRSIM_SEQUENCE_LOCKED_READS
+#define DRSIM_SEQUENCE_LOCKED_READS __attribute__((always_inline))
 #endif
 
 namespace drsim::hw {
@@ -297,11 +297,17 @@ class TableIndex::TreeCompiler {
   // Starts a fold at `version` (the writer's, between changes); FinishFold publishes the fold built.
   static void StartFold(TableIndex* index, uint64_t version);
   static void FinishFold(TableIndex* index, uint64_t version);
-  // The candidates of the queries of walks[0, n) (n <= 32; set up: query and words), from `compiled`;
-  // ScanLeaf takes a packet's (its words `key`, as trie keys) from the leaf it reached.
+  // The candidates of queries[0, n) (n <= 32) of `index`, from `compiled`, as CandidatesOf sets them.
+  // ScanLeaf takes a packet's (its words `key`, as trie keys) from the leaf it reached into its list;
+  // TakeIfUnchanged takes an entry it found the packet matches, with rank `rank`, if the entry's matcher
+  // word is still `matcher`, as read before the rest (its sequence lock), and returns false once the list
+  // overflowed. (TakeIfUnchanged is instrumented: its acquire of the named hit is what a sanitizer sees.)
+  static void CandidatesFromTrees(const TableIndex& index, const CompiledTrees& compiled, Query* queries,
+                                  size_t n);
   static void ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf, const uint32_t* key,
-                       Walk* q) DRSIM_NOT_THREAD_SANITIZED;
-  static void CandidatesFromTrees(const CompiledTrees& compiled, Walk* walks, size_t n);
+                       CandidateList* list) DRSIM_SEQUENCE_LOCKED_READS;
+  static bool TakeIfUnchanged(const CompiledTrees::LeafEntry& e, uintptr_t matcher, uint64_t rank,
+                              CandidateList* list);
 };
 
 }  // namespace drsim::hw

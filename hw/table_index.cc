@@ -707,19 +707,18 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   }
   for (size_t at = 0; at < n; at += kMaxWalks) {
     const size_t walks = std::min(kMaxWalks, n - at);
+    if (method == CompiledTrees::kTrees) {
+      TreeCompiler::CandidatesFromTrees(*this, *compiled, queries + at, walks);
+      continue;
+    }
     Walk walk[kMaxWalks];
     uint8_t live[kMaxWalks];
     for (size_t i = 0; i < walks; ++i) {
       Walk& q = walk[i];
       q.query = &queries[at + i];
-      for (int k = 0; k < kWords; ++k) {
-        q.word[k] = words_[k].used
-                        ? Definer::Word{words_[k].offset, words_[k].fold_from, 0xffffffffu}.Read(q.query->hv)
-                        : 0;
-      }
+      for (int k = 0; k < kWords; ++k) q.word[k] = PacketWord(k, q.query->hv);
       live[i] = static_cast<uint8_t>(i);
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
-      if (method == CompiledTrees::kTrees) continue;  // (its candidates come from the trees, below)
       // From the packet's shortcut: the sub-tries of the nodes it passes, and the node it reaches.
       if (shortcuts != nullptr) {
         const ShortcutTable::Shortcut* shortcut = &shortcuts->cell[q.key[0] >> (32 - kShortcutBits)];
@@ -733,7 +732,6 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       }
       q.TakeAhead();
     }
-    if (method == CompiledTrees::kTrees) TreeCompiler::CandidatesFromTrees(*compiled, walk, walks);
     // One step of each walk in turn: what a step requests has the others' steps' time to arrive.
     size_t active = walks;
     while (active > 0) {
@@ -750,32 +748,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
         ++i;
       }
     }
-    for (size_t i = 0; i < walks; ++i) {
-      Walk& q = walk[i];
-      Candidate* out = q.query->out;
-      if (q.overflow) {
-        q.query->count = kMaxCandidates + 1;
-        continue;
-      }
-      // Ascending rank (a handful, mostly), up to the bound, each matcher once (ranks are distinct per
-      // matcher), exact if any of its entries found was.
-      for (size_t k = 1; k < q.count; ++k) {
-        const Candidate c = out[k];
-        size_t j = k;
-        for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
-        out[j] = c;
-      }
-      size_t kept = 0;
-      for (size_t k = 0; k < q.count && out[k].rank <= q.bound; ++k) {
-        if (kept > 0 && out[kept - 1].rank == out[k].rank) {
-          out[kept - 1].exact |= out[k].exact;
-          if (out[kept - 1].hit == nullptr) out[kept - 1].hit = out[k].hit;
-        } else {
-          out[kept++] = out[k];
-        }
-      }
-      q.query->count = kept;
-    }
+    for (size_t i = 0; i < walks; ++i) walk[i].Finish();
   }
   if (timed) {
     compiled->run_nanoseconds[trial_run].fetch_add(

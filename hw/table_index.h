@@ -336,6 +336,7 @@ class TableIndex {
   struct PrefixPair;
   struct PrefixPairMap;
   struct ShortcutTable;
+  struct CandidateList;
   struct Walk;
   // The compiled form, a compile under way, a change as the form takes it, the writer's upkeep of the form,
   // and the functions that compile, keep up and serve the trees (hw/compiled_trees.h).
@@ -370,7 +371,10 @@ class TableIndex {
   // The link `node` hangs from (its up's child, or sub, or the root).
   std::atomic<Node*>* LinkHolding(const Node& node);
   // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
+  // PacketKey: word `i` of the header vector `hv` as its trie reads it.
   uint32_t TrieKey(int i, uint32_t word) const;
+  uint32_t PacketWord(int i, const uint8_t* hv) const;
+  uint32_t PacketKey(int i, const uint8_t* hv) const { return TrieKey(i, PacketWord(i, hv)); }
   int TrieDepth(int i, uint32_t mask) const;
   // Puts `item`'s entry in `node`'s slot array: in its first hole, else at its end (the array grows when
   // full).

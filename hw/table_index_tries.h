@@ -394,12 +394,78 @@ struct TableIndex::PrefixPairMap {
   LineHashMap<PrefixPair, Location> locations;
 };
 
-// Inline: a walk reads each packet's words through it, and a compile each entry's.
+// Inline: a lookup reads each packet's words through them, and a compile each entry's.
+inline uint32_t TableIndex::PacketWord(int i, const uint8_t* hv) const {
+  const Word& w = words_[i];
+  return w.used ? Definer::Word{w.offset, w.fold_from, 0xffffffffu}.Read(hv) : 0;
+}
+
 inline uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
   const uint32_t host = table_index_internal::HostOrder(word);
   const int r = words_[i].rotate;
   return r == 0 ? host : host << r | host >> (32 - r);
 }
+
+// A query's candidates as a lookup finds them (a walk's, or the trees'): in its `out`, in the order found,
+// with the rank of the first exact one as the bound past which none is taken.
+struct TableIndex::CandidateList {
+  Query* query = nullptr;
+  uint64_t bound = ~uint64_t{0};
+  size_t count = 0;
+  bool overflow = false;
+
+  // Takes the entry of matcher word `tagged` (TagMatcher), `rank` and named hit `hit`, which the packet
+  // matches, as a candidate; false once `out` overflowed (the lookup is over).
+  bool TakeCandidate(uint64_t rank, uintptr_t tagged, const RuleRecord* hit) {
+    const bool exact = (tagged & 1) != 0;
+    if (exact) {
+      bound = rank;
+      if (hit != nullptr) __builtin_prefetch(hit);
+    }
+    if (count == kMaxCandidates && !MakeRoom()) {
+      overflow = true;
+      return false;
+    }
+    query->out[count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
+                           exact ? hit : nullptr, exact};
+    return true;
+  }
+  // Keeps the candidates up to the bound; false when `out` is still full. (Seldom called: kept out of line,
+  // so that TakeCandidate's callers keep their registers.)
+  __attribute__((noinline)) bool MakeRoom() {
+    size_t kept = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (query->out[i].rank <= bound) query->out[kept++] = query->out[i];
+    }
+    count = kept;
+    return count < kMaxCandidates;
+  }
+  // Sets the query's count as Candidates returns it: its candidates in ascending rank (a handful, mostly), up
+  // to the bound, each matcher once (ranks are distinct per matcher), exact if any of its entries found was.
+  void Finish() {
+    if (overflow) {
+      query->count = kMaxCandidates + 1;
+      return;
+    }
+    Candidate* out = query->out;
+    for (size_t k = 1; k < count; ++k) {
+      const Candidate c = out[k];
+      size_t j = k;
+      for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
+      out[j] = c;
+    }
+    size_t kept = 0;
+    for (size_t k = 0; k < count && out[k].rank <= bound; ++k) {
+      if (kept > 0 && out[kept - 1].rank == out[k].rank) {
+        out[kept - 1].exact |= out[k].exact;
+        if (out[kept - 1].hit == nullptr) out[kept - 1].hit = out[k].hit;
+      } else {
+        out[kept++] = out[k];
+      }
+    }
+    query->count = kept;
+  }
+};
 
 // A query's walk through the tries: the steps it has still to take, each with a bound below the rank of
 // every entry it leads to, its candidates so far, and the rank of the first exact one. It takes the step of
@@ -408,16 +474,12 @@ inline uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
 // requested a turn ahead: the next node down the path it is on, or else the pending step of the least bound.
 // Pending steps are not requested as they are added: most of the sub-tries a walk passes are never taken,
 // and their requests would hold up the others.
-struct TableIndex::Walk {
+struct TableIndex::Walk : CandidateList {
   // Far more than a walk has pending (an overflow ends the walk: the chain is walked instead).
   static constexpr size_t kMaxPending = 64;
 
-  Query* query;
   std::array<uint32_t, kWords> word;
   std::array<uint32_t, kWords> key;  // word i as its trie reads it
-  uint64_t bound = ~uint64_t{0};
-  size_t count = 0;
-  bool overflow = false;
   uint32_t pending = 0;
   uint64_t least = 0;   // the bound of the step being taken, or of the one ahead once it is set
   uintptr_t ahead = 0;  // the step of the next turn, its lines requested (0: none, the walk is done)
@@ -488,31 +550,6 @@ struct TableIndex::Walk {
     // (An entry being removed, or added, now may be missed either way.)
     if (!e.UnchangedSince(generation)) return true;
     return TakeCandidate(rank, tagged, hit);
-  }
-  // Takes the entry of matcher word `tagged` (TagMatcher), `rank` and named hit `hit`, which the packet
-  // matches, as a candidate; false once `out` overflowed (the walk is over).
-  bool TakeCandidate(uint64_t rank, uintptr_t tagged, const RuleRecord* hit) {
-    const bool exact = (tagged & 1) != 0;
-    if (exact) {
-      bound = rank;
-      if (hit != nullptr) __builtin_prefetch(hit);
-    }
-    if (count == kMaxCandidates && !MakeRoom()) {
-      overflow = true;
-      return false;
-    }
-    query->out[count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
-                           exact ? hit : nullptr, exact};
-    return true;
-  }
-  // Keeps the candidates up to the bound; false when `out` is still full.
-  bool MakeRoom() {
-    size_t kept = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (query->out[i].rank <= bound) query->out[kept++] = query->out[i];
-    }
-    count = kept;
-    return count < kMaxCandidates;
   }
 };
 
