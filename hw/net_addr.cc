@@ -40,11 +40,24 @@ std::string MacAddress::ToString() const {
 }
 
 absl::StatusOr<Ipv4Address> Ipv4Address::Parse(absl::string_view text) {
-  in_addr addr;
-  if (inet_pton(AF_INET, std::string(text).c_str(), &addr) != 1) {
+  // inet_pton's dotted quad: four decimal parts of 0..255 with no leading zero, read in place.
+  uint32_t value = 0;
+  int parts = 0;
+  size_t i = 0;
+  bool ok = true;
+  while (ok && parts < 4) {
+    size_t start = i;
+    uint32_t part = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 3)
+      part = part * 10 + (text[i++] - '0');
+    ok = i > start && part <= 255 && (text[start] != '0' || i - start == 1);
+    value = value << 8 | part;
+    if (++parts < 4) ok = ok && i < text.size() && text[i++] == '.';
+  }
+  if (!ok || i != text.size()) {
     return absl::InvalidArgumentError(absl::StrFormat("bad IPv4 address \"%s\"", text));
   }
-  return Ipv4Address{LoadBe32(reinterpret_cast<const uint8_t*>(&addr.s_addr))};
+  return Ipv4Address{value};
 }
 
 Ipv4Address Ipv4Address::PrefixMask(int prefix_len) {
