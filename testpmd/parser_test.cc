@@ -432,6 +432,15 @@ TEST(ValuesTest, NumbersFollowStrtoumaxBaseZero) {
   EXPECT_EQ(*ParseUnsigned(Token{"10", {}}, 16, "x"), 10u);
   EXPECT_FALSE(ParseUnsigned(Token{"09", {}}, 16, "x").ok());
   EXPECT_FALSE(ParseUnsigned(Token{"65536", {}}, 16, "x").ok());
+  EXPECT_EQ(*ParseUnsigned(Token{"65535", {}}, 16, "x"), 65535u);
+  // 64 bits: the largest value in each base, and one more, which overflows.
+  EXPECT_EQ(*ParseUnsigned(Token{"18446744073709551615", {}}, 64, "x"), ~uint64_t{0});
+  EXPECT_EQ(*ParseUnsigned(Token{"0xffffffffffffffff", {}}, 64, "x"), ~uint64_t{0});
+  EXPECT_EQ(*ParseUnsigned(Token{"01777777777777777777777", {}}, 64, "x"), ~uint64_t{0});
+  EXPECT_FALSE(ParseUnsigned(Token{"18446744073709551616", {}}, 64, "x").ok());
+  EXPECT_FALSE(ParseUnsigned(Token{"0x10000000000000000", {}}, 64, "x").ok());
+  EXPECT_FALSE(ParseUnsigned(Token{"02000000000000000000000", {}}, 64, "x").ok());
+  EXPECT_FALSE(ParseUnsigned(Token{"18446744073709551615", {}}, 63, "x").ok());
   EXPECT_EQ(*ParseHex(Token{"0xabc", {}}, "x"), (std::vector<uint8_t>{0x0a, 0xbc}));
 }
 

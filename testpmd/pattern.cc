@@ -23,12 +23,12 @@ struct Word {
   uint128 mask = 0;
   uint128 spec = 0;
   SourcePos pos;
-  // The `width` bits at `shift`.
-  uint32_t mask_bits(int shift, int width) const {
-    return static_cast<uint32_t>((mask >> shift) & Ones(width));
-  }
-  uint32_t spec_bits(int shift, int width) const {
-    return static_cast<uint32_t>((spec >> shift) & Ones(width));
+  // The `width` bits at `shift` (width 0..32).
+  uint32_t mask_bits(int shift, int width) const { return Bits(mask, shift, width); }
+  uint32_t spec_bits(int shift, int width) const { return Bits(spec, shift, width); }
+  static uint32_t Bits(uint128 word, int shift, int width) {
+    const uint32_t low = width >= 32 ? ~0u : (1u << width) - 1;
+    return static_cast<uint32_t>(word >> shift) & low;
   }
 };
 
@@ -72,7 +72,11 @@ class PatternBuilder {
     const ItemWord& w = item.words[index];
     Word out;
     out.pos = w.pos.known() ? w.pos : item.pos;
-    if (!HasSpec(item)) return out;
+    if (&item != spec_checked_) {  // (each item's words are read one after another)
+      spec_checked_ = &item;
+      has_spec_ = HasSpec(item);
+    }
+    if (!has_spec_) return out;
     out.mask = item.mask_given ? w.mask : item.def->storage[index].default_mask;
     out.spec = w.spec & out.mask;
     return out;
@@ -749,6 +753,8 @@ class PatternBuilder {
   bool source_given_ = false;  // a port_id / represented_port item
   bool svlan_next_ = false;    // the next vlan item's tag is an S-tag (0x88a8)
   bool conntrack_given_ = false;
+  mutable const Item* spec_checked_ = nullptr;  // the item W last read, and whether it has a spec
+  mutable bool has_spec_ = false;
 };
 
 }  // namespace

@@ -22,12 +22,6 @@ int DigitValue(char c) {
 
 }  // namespace
 
-absl::uint128 Ones(int width) {
-  if (width <= 0) return 0;
-  if (width >= 128) return absl::Uint128Max();
-  return (absl::uint128(1) << width) - 1;
-}
-
 absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::string_view what) {
   absl::string_view s = token.text;
   auto expected = [width] { return absl::StrFormat("an unsigned number of at most %d bits", width); };
@@ -40,18 +34,21 @@ absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::stri
     s.remove_prefix(1);
   }
   if (s.empty()) return Expected(token, expected(), what);
-  absl::uint128 value = 0;
+  uint64_t value = 0;
   for (char c : s) {
     const int d = DigitValue(c);
     if (d >= base) return Expected(token, expected(), what);
-    value = value * base + d;
-    if (value > Ones(64)) return Expected(token, expected(), what);
+    if (__builtin_mul_overflow(value, static_cast<uint64_t>(base), &value) ||
+        __builtin_add_overflow(value, static_cast<uint64_t>(d), &value)) {
+      return Expected(token, expected(), what);  // over 64 bits
+    }
   }
-  if (value > Ones(width)) {
+  const bool fits = width >= 64 || (width > 0 ? value >> width == 0 : value == 0);
+  if (!fits) {
     return ErrorAt(token.pos, absl::StatusCode::kInvalidArgument,
                    absl::StrFormat("%s does not fit %s (%d bits)", token.text, what, width));
   }
-  return absl::Uint128Low64(value);
+  return value;
 }
 
 absl::StatusOr<absl::uint128> ParseScalar(const Token& token, ValueKind kind, int width,

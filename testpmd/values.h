@@ -41,7 +41,11 @@ absl::StatusOr<absl::uint128> ParseScalarNamed(const Token& token, ValueKind kin
 absl::StatusOr<std::vector<uint8_t>> ParseHex(const Token& token, absl::string_view what);
 
 // All ones in the low `width` bits (width 0..128).
-absl::uint128 Ones(int width);
+inline absl::uint128 Ones(int width) {
+  if (width <= 0) return 0;
+  if (width >= 128) return absl::Uint128Max();
+  return (absl::uint128(1) << width) - 1;
+}
 
 }  // namespace drsim::testpmd
 
