@@ -60,7 +60,8 @@ int Dump(const Options& options, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool progress) {
+int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool progress,
+          bool leave_to_exit) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
     out << Usage();
     return kExitOk;
@@ -70,6 +71,7 @@ int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream&
     err << "drctl: " << options.status().message() << "\n" << Usage();
     return kExitUsage;
   }
+  options->leave_to_exit = leave_to_exit;
   if (options->command == "validate") return Validate(*options, out, err, progress);
   if (options->command == "run") return RunFrames(*options, out, err, progress);
   if (options->command == "trace") return TraceFrame(*options, out, err);

@@ -31,8 +31,11 @@ namespace drsim::tools {
 
 // Runs drctl with `args` (without the program name), writing to `out` and `err`; returns the exit status.
 // `progress` enables a progress line on `err` (rules installed, frames sent) for loads and runs that take
-// over a second, as when stderr is a terminal; without it nothing extra is printed.
-int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool progress = false);
+// over a second, as when stderr is a terminal; without it nothing extra is printed. With `leave_to_exit`
+// the rules loaded are not torn down before returning: the process is about to exit, which frees them at
+// once (drctl's main; a million flows take most of a second to tear down one by one).
+int Drctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool progress = false,
+          bool leave_to_exit = false);
 
 }  // namespace drsim::tools
 

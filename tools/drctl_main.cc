@@ -19,5 +19,6 @@ int main(int argc, char** argv) {
     return 2;  // drctl.h: bad usage
   }
   std::vector<std::string> args(argv + 1, argv + argc);
-  return drsim::tools::Drctl(args, std::cout, std::cerr, isatty(STDERR_FILENO) != 0);
+  return drsim::tools::Drctl(args, std::cout, std::cerr, isatty(STDERR_FILENO) != 0,
+                             /*leave_to_exit=*/true);
 }

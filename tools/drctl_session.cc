@@ -150,6 +150,12 @@ std::optional<std::string> ReadTextFile(const std::string& path, absl::string_vi
   return text.str();
 }
 
+Session::~Session() {
+  if (!leave_to_exit) return;
+  (void)engine.release();  // freed by the process's exit
+  (void)nic.release();
+}
+
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
                                    uint64_t start_ns, Progress* progress) {
   std::ifstream in(options.rules);
@@ -159,6 +165,7 @@ std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, in
     return nullptr;
   }
   auto session = std::make_unique<Session>();
+  session->leave_to_exit = options.leave_to_exit;
   session->nic = std::make_unique<sim::Nic>(options.vfs);
   session->nic->set_time_ns(start_ns);
   testpmd::EngineOptions engine_options;

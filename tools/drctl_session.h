@@ -37,6 +37,7 @@ struct Options {
   int queues = 16;
   std::string after;             // run: testpmd commands to run after the last frame
   std::optional<double> wait_s;  // run: seconds the NIC clock runs on after the last frame
+  bool leave_to_exit = false;    // sessions are left to the process's exit (drctl.h)
 };
 
 // Parses drctl's arguments; InvalidArgument naming the culprit (kExitUsage).
@@ -46,10 +47,17 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
 const char* Usage();
 
 // A NIC with `options.vfs` VFs and a testpmd engine on it that ran the rule file.
+// With `leave_to_exit` its destructor lets the NIC and the engine go without tearing them down.
 struct Session {
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
   std::unique_ptr<sim::Nic> nic;
   std::unique_ptr<testpmd::FlowEngine> engine;
   testpmd::FileReport report;  // the commands run (their outcomes are not kept)
+  bool leave_to_exit = false;
 };
 
 // Streams the rule file into a NIC whose clock reads `start_ns` (the first frame's time: rules are made as
