@@ -592,6 +592,14 @@ void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64
   }
 }
 
+inline bool TableIndex::TreeCompiler::TakeIfUnchanged(const CompiledTrees::LeafEntry& e, uintptr_t matcher,
+                                                      uint64_t rank, CandidateList* list) {
+  const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (__atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher) return true;  // (filled again meanwhile)
+  return list->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit);
+}
+
 inline void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf,
                                                const uint32_t* key, CandidateList* list) {
   // Entries are not in rank order once the writer added to the leaf: each is taken up to the bound, and
@@ -624,14 +632,6 @@ inline void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, Co
     if (!matches || rank > list->bound || rank < from_rank || (matcher & CompiledTrees::kGone) != 0) continue;
     if (!TakeIfUnchanged(*e, matcher, rank, list)) return;
   }
-}
-
-bool TableIndex::TreeCompiler::TakeIfUnchanged(const CompiledTrees::LeafEntry& e, uintptr_t matcher,
-                                               uint64_t rank, CandidateList* list) {
-  const RuleRecord* hit = __atomic_load_n(&e.hit, __ATOMIC_ACQUIRE);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (__atomic_load_n(&e.matcher, __ATOMIC_RELAXED) != matcher) return true;  // (filled again meanwhile)
-  return list->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit);
 }
 
 void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, const CompiledTrees& compiled,

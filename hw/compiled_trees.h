@@ -30,6 +30,12 @@
 #endif
 #ifndef DRSIM_SEQUENCE_LOCKED_READS
 #define DRSIM_SEQUENCE_LOCKED_READS __attribute__((always_inline))
+#define DRSIM_INLINED_UNLESS_THREAD_SANITIZED __attribute__((always_inline))
+#endif
+// A function such a reader calls that ThreadSanitizer must see (its acquires): inlined too, but for in its
+// builds, where it stays instrumented.
+#ifndef DRSIM_INLINED_UNLESS_THREAD_SANITIZED
+#define DRSIM_INLINED_UNLESS_THREAD_SANITIZED
 #endif
 
 namespace drsim::hw {
@@ -307,7 +313,7 @@ class TableIndex::TreeCompiler {
   static void ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf, const uint32_t* key,
                        CandidateList* list) DRSIM_SEQUENCE_LOCKED_READS;
   static bool TakeIfUnchanged(const CompiledTrees::LeafEntry& e, uintptr_t matcher, uint64_t rank,
-                              CandidateList* list);
+                              CandidateList* list) DRSIM_INLINED_UNLESS_THREAD_SANITIZED;
 };
 
 }  // namespace drsim::hw
