@@ -19,23 +19,24 @@
 #include "hw/lookup_memory.h"
 #include "hw/table_index.h"
 
-// A function whose plain reads a sequence lock makes safe (ScanLeaf): ThreadSanitizer does not instrument it
-// in its builds (where it cannot be inlined into instrumented code); elsewhere it is inlined into its caller.
+// DRSIM_SEQUENCE_LOCKED_READS: a function whose plain reads a sequence lock makes safe (ScanLeaf).
+// ThreadSanitizer does not instrument it in its builds (where it cannot be inlined into instrumented code);
+// elsewhere it is inlined into its caller. DRSIM_INLINED_UNLESS_THREAD_SANITIZED: a function such a reader
+// calls whose acquires ThreadSanitizer must see (TakeIfUnchanged): inlined too, but not in its builds, where
+// it stays an instrumented call.
 #if defined(__SANITIZE_THREAD__)
-#define DRSIM_SEQUENCE_LOCKED_READS __attribute__((no_sanitize("thread")))
+#define DRSIM_THREAD_SANITIZED_BUILD 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
+#define DRSIM_THREAD_SANITIZED_BUILD 1
+#endif
+#endif
+#ifdef DRSIM_THREAD_SANITIZED_BUILD
 #define DRSIM_SEQUENCE_LOCKED_READS __attribute__((no_sanitize("thread")))
-#endif
-#endif
-#ifndef DRSIM_SEQUENCE_LOCKED_READS
+#define DRSIM_INLINED_UNLESS_THREAD_SANITIZED
+#else
 #define DRSIM_SEQUENCE_LOCKED_READS __attribute__((always_inline))
 #define DRSIM_INLINED_UNLESS_THREAD_SANITIZED __attribute__((always_inline))
-#endif
-// A function such a reader calls that ThreadSanitizer must see (its acquires): inlined too, but for in its
-// builds, where it stays instrumented.
-#ifndef DRSIM_INLINED_UNLESS_THREAD_SANITIZED
-#define DRSIM_INLINED_UNLESS_THREAD_SANITIZED
 #endif
 
 namespace drsim::hw {

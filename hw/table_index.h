@@ -371,11 +371,12 @@ class TableIndex {
   // The link `node` hangs from (its up's child, or sub, or the root).
   std::atomic<Node*>* LinkHolding(const Node& node);
   // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
-  // PacketKey: word `i` of the header vector `hv` as its trie reads it.
+  // PacketWord: word `i` as read from the header vector `hv` (0 when unused); PacketKey: that word as its
+  // trie reads it.
   uint32_t TrieKey(int i, uint32_t word) const;
+  int TrieDepth(int i, uint32_t mask) const;
   uint32_t PacketWord(int i, const uint8_t* hv) const;
   uint32_t PacketKey(int i, const uint8_t* hv) const { return TrieKey(i, PacketWord(i, hv)); }
-  int TrieDepth(int i, uint32_t mask) const;
   // Puts `item`'s entry in `node`'s slot array: in its first hole, else at its end (the array grows when
   // full).
   void AddToSlots(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
