@@ -318,25 +318,27 @@ class TableLookup {
     if (index == nullptr) {
       for (size_t i = 0; i < n; ++i) hits[i] = WalkChain(hv[i].bytes);
     } else {
-      for (size_t i = 0; i < n; ++i) queries_[i] = {hv[i].bytes, 0, candidates_[i], 0};
+      for (size_t i = 0; i < n; ++i) queries_[i] = {index->ReadWords(hv[i].bytes), 0, candidates_[i], 0};
       index->CandidatesOf(queries_, n);
-      for (size_t i = 0; i < n; ++i) hits[i] = FirstHit(*index, queries_[i]);
+      for (size_t i = 0; i < n; ++i) hits[i] = FirstHit(*index, queries_[i], hv[i].bytes);
     }
     reader_.Leave();
   }
 
  private:
-  // The first hit among query `q`'s candidates, asking the index again as LookUpBurst says.
-  const hw::RuleRecord* FirstHit(const hw::TableIndex& index, const hw::TableIndex::Query& q) {
+  // The first hit among query `q`'s candidates (of the header vector `hv`), asking the index again as
+  // LookUpBurst says.
+  const hw::RuleRecord* FirstHit(const hw::TableIndex& index, const hw::TableIndex::Query& q,
+                                 const uint8_t* hv) {
     size_t n = q.count;
     for (;;) {
-      if (n > hw::TableIndex::kMaxCandidates) return WalkChain(q.hv);
+      if (n > hw::TableIndex::kMaxCandidates) return WalkChain(hv);
       for (size_t i = 0; i < n; ++i) {
         const hw::TableIndex::Candidate& c = q.out[i];
-        if (const hw::RuleRecord* hit = c.hit != nullptr ? c.hit : LookUpIn(*c.matcher, q.hv)) return hit;
+        if (const hw::RuleRecord* hit = c.hit != nullptr ? c.hit : LookUpIn(*c.matcher, hv)) return hit;
       }
       if (n == 0 || !q.out[n - 1].exact) return nullptr;
-      n = index.Candidates(q.hv, q.out[n - 1].rank + 1, q.out);
+      n = index.Candidates(hv, q.out[n - 1].rank + 1, q.out);
     }
   }
   const hw::RuleRecord* WalkChain(const uint8_t* hv) {

@@ -88,6 +88,14 @@ class TableIndex::ChangeGuard {
 
 TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclaimer* reclaimer)
     : words_(ChooseWords(matchers)),
+      word_reads_([this] {
+        std::array<Definer::Word, kWords> reads;
+        for (int k = 0; k < kWords; ++k) {
+          const Word& w = words_[k];
+          reads[k] = w.used ? Definer::Word{w.offset, w.fold_from, 0xffffffffu} : Definer::Word{0, 0, 0};
+        }
+        return reads;
+      }()),
       serial_(last_index_serial.fetch_add(1, std::memory_order_relaxed) + 1),
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
@@ -716,7 +724,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     for (size_t i = 0; i < walks; ++i) {
       Walk& q = walk[i];
       q.query = &queries[at + i];
-      for (int k = 0; k < kWords; ++k) q.word[k] = PacketWord(k, q.query->hv);
+      q.word = q.query->words;
       live[i] = static_cast<uint8_t>(i);
       for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
       // From the packet's shortcut: the sub-tries of the nodes it passes, and the node it reaches.

@@ -197,6 +197,17 @@ class TableIndex {
   // the most mask bits: it only filters).
   static std::array<Word, kWords> ChooseWords(absl::Span<const CompiledMatcher* const> matchers);
   const std::array<Word, kWords>& words() const { return words_; }
+  // A packet's words as the index reads them: word i as read from its header vector (0 when unused).
+  using PacketWords = std::array<uint32_t, kWords>;
+  // How the index reads each word from a header vector, as a definer reads a word: a full mask, or an empty
+  // one for an unused word (it reads as 0). A caller holding the packet another way (a plain frame, say)
+  // reads its words by these.
+  const std::array<Definer::Word, kWords>& word_reads() const { return word_reads_; }
+  PacketWords ReadWords(const uint8_t* hv) const {
+    PacketWords words;
+    for (int k = 0; k < kWords; ++k) words[k] = word_reads_[k].Read(hv);
+    return words;
+  }
   int chain_first() const { return chain_first_; }
 
   // Control side, under the driver's lock. A matcher joins before its first rule is indexed and leaves
@@ -256,14 +267,15 @@ class TableIndex {
   // matcher holding a rule the packet matches, of a rank up to the last candidate's (any rank when that is
   // not exact), is a candidate.
   size_t Candidates(const uint8_t* hv, uint64_t from_rank, Candidate* out) const {
-    Query query{hv, from_rank, out, 0};
+    Query query{ReadWords(hv), from_rank, out, 0};
     CandidatesOf(&query, 1);
     return query.count;
   }
   // Candidates for many packets at once, their walks interleaved so that their loads overlap (a burst's):
-  // sets each query's `count` as Candidates returns it, with its candidates in its `out`.
+  // sets each query's `count` as Candidates returns it, with its candidates in its `out`. A query carries
+  // the packet's words (ReadWords), not its header vector.
   struct Query {
-    const uint8_t* hv;
+    PacketWords words;
     uint64_t from_rank;
     Candidate* out;
     size_t count;
@@ -371,12 +383,8 @@ class TableIndex {
   // The link `node` hangs from (its up's child, or sub, or the root).
   std::atomic<Node*>* LinkHolding(const Node& node);
   // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
-  // PacketWord: word `i` as read from the header vector `hv` (0 when unused); PacketKey: that word as its
-  // trie reads it.
   uint32_t TrieKey(int i, uint32_t word) const;
   int TrieDepth(int i, uint32_t mask) const;
-  uint32_t PacketWord(int i, const uint8_t* hv) const;
-  uint32_t PacketKey(int i, const uint8_t* hv) const { return TrieKey(i, PacketWord(i, hv)); }
   // Puts `item`'s entry in `node`'s slot array: in its first hole, else at its end (the array grows when
   // full).
   void AddToSlots(Node* node, Item* item, const std::array<uint32_t, kWords>& mask, uint64_t rank,
@@ -408,7 +416,8 @@ class TableIndex {
   void RefreshShortcuts(uint32_t key, int depth);
 
   std::array<Word, kWords> words_;
-  const uint64_t serial_;  // this index's, unique in the process (a Filing's)
+  std::array<Definer::Word, kWords> word_reads_;  // (word_reads())
+  const uint64_t serial_;                         // this index's, unique in the process (a Filing's)
   int chain_first_;
   Reclaimer* reclaimer_;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)

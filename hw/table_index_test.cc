@@ -418,7 +418,8 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
     std::vector<TableIndex::Query> queries;
     std::vector<std::vector<TableIndex::Candidate>> out(
         packets.size(), std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
-    for (size_t p = 0; p < packets.size(); ++p) queries.push_back({packets[p].bytes(), 0, out[p].data(), 0});
+    for (size_t p = 0; p < packets.size(); ++p)
+      queries.push_back({t.index().ReadWords(packets[p].bytes()), 0, out[p].data(), 0});
     t.index().CandidatesOf(queries.data(), queries.size());
     for (size_t p = 0; p < packets.size(); ++p) {
       const std::vector<TableIndex::Candidate> alone = t.Candidates(packets[p]);

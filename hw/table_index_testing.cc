@@ -43,7 +43,7 @@ std::vector<std::vector<TableIndex::Candidate>> CandidatesOfAll(const TableIndex
   std::vector<std::vector<TableIndex::Candidate>> out(
       packets.size(), std::vector<TableIndex::Candidate>(TableIndex::kMaxCandidates));
   for (size_t p = 0; p < packets.size(); ++p)
-    queries.push_back({packets[p].bytes(), from_rank, out[p].data(), 0});
+    queries.push_back({index.ReadWords(packets[p].bytes()), from_rank, out[p].data(), 0});
   index.CandidatesOf(queries.data(), queries.size());
   for (size_t p = 0; p < packets.size(); ++p) out[p].resize(queries[p].count);
   return out;

@@ -394,12 +394,7 @@ struct TableIndex::PrefixPairMap {
   LineHashMap<PrefixPair, Location> locations;
 };
 
-// Inline: a lookup reads each packet's words through them, and a compile each entry's.
-inline uint32_t TableIndex::PacketWord(int i, const uint8_t* hv) const {
-  const Word& w = words_[i];
-  return w.used ? Definer::Word{w.offset, w.fold_from, 0xffffffffu}.Read(hv) : 0;
-}
-
+// Inline: a lookup reads each packet's words through it, and a compile each entry's.
 inline uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
   const uint32_t host = table_index_internal::HostOrder(word);
   const int r = words_[i].rotate;

@@ -429,12 +429,24 @@ class Nic {
   // The exit of a program whose destination ends its domain's walk (a queue, TIR, vport, drop, or the
   // domain's default), in `e`; false for destinations the walk goes on from.
   static bool TerminalExit(const hw::ActionProgram& program, DomainExit* e);
+  // Takes, before FollowJumps, the frames whose first hit only jumps (Burst::jumping_frame) into a table
+  // with an index that reads only outer headers' words (FilledByOuterParse): reads their index words,
+  // straight from `frames` for plain IPv4 frames (sim/plain_ipv4.h), from their outer headers parsed aside
+  // for the others; asks the index about them all together; and finishes each whose first candidate is a
+  // hit the index names from that hit, when that is all it needs (FinishFromHit, with the fresh `meta` and
+  // the frame's verdict in `verdicts`: bit j of the result), else leaves its walk to start at that hit (bit
+  // j of `*named`, the hit in Burst::named_*). Those frames need no set-up or walk to get there. The others
+  // stay jumping, as do all frames into a table whose chain WalkTogether walks this burst
+  // (Burst::ChainWalkPolicy). Not when tracing.
+  uint64_t LookUpJumpsInIndexes(Worker& worker, Burst& burst, const Frame* frames, uint16_t source,
+                                const FirstLookup& first, const PacketMeta& meta, Verdict* verdicts,
+                                uint64_t* named);
   // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination:
   // Burst::jumping_frame), the jump: looks up the table's first matcher the same overlapped way, level
   // after level, and leaves the frame's walk to start at the last table reached
-  // (InFlight::BurstLookups::after_jumps, which it sets for all `n` frames of the burst). Not when
-  // tracing: the walk records the path.
-  void FollowJumps(Burst& burst, size_t n, const FirstLookup& first);
+  // (InFlight::BurstLookups::after_jumps, which the caller clears for all frames of the burst first). Not
+  // when tracing: the walk records the path.
+  void FollowJumps(Burst& burst, const FirstLookup& first);
   // Walks, for the frames FollowJumps led into a table whose first matcher missed them, the table's
   // matchers once for them all, in lookup order: each matcher is read once a burst rather than once a
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start

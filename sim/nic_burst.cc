@@ -1,5 +1,6 @@
 // sim::Nic's burst fast path: Process takes frames a burst (kBurst) at a time, makes the first lookup of
-// all of them together, follows the jumps of those whose hit only jumps together (FollowJumps), walks the
+// all of them together, finishes those whose hit only jumps into an indexed table from the index's answer
+// about their plain headers (LookUpJumpsInIndexes), follows the other jumps together (FollowJumps), walks the
 // tables those jumps lead to together (WalkTogether, LookUpIndexedTogether), and then finishes each frame
 // from its hit when that is all it needs (FinishFromHit, DispatchLookedUpHit), or hands what it looked up
 // (InFlight::BurstLookups) to the frame's walk (nic_pipeline.cc). Lookups made together overlap their
@@ -81,9 +82,80 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::FinishFromHit(Worker& worker, cons
   }
 }
 
-void Nic::FollowJumps(Burst& b, size_t n, const FirstLookup& first) {
+uint64_t Nic::LookUpJumpsInIndexes(Worker& worker, Burst& b, const Frame* frames, uint16_t source,
+                                   const FirstLookup& first, const PacketMeta& meta, Verdict* verdicts,
+                                   uint64_t* named) {
+  uint64_t finished = 0;
+  bool taken[kBurst] = {};  // by jumping entry: looked at with its table
+  bool keep[kBurst];        // by jumping entry: left jumping
+  std::fill_n(keep, b.num_jumping, true);
+  for (size_t s = 0; s < b.num_jumping; ++s) {
+    if (taken[s]) continue;
+    // The entries into this table (mostly every one).
+    const hw::FlowTable* table = b.jump_table[s];
+    size_t entry[kBurst];
+    size_t count = 0;
+    for (size_t i = s; i < b.num_jumping; ++i) {
+      if (taken[i] || b.jump_table[i] != table) continue;
+      taken[i] = true;
+      entry[count++] = i;
+    }
+    const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
+    if (index == nullptr || !index->ReadsOnly(FilledByOuterParse)) continue;
+    Burst::ChainWalkPolicy& policy = b.PolicyOf(index);
+    if (policy.WalkThisBurst(b.serial)) continue;
+    // The plain frames' words straight from them (when the index's words allow), the others' from their
+    // outer headers, parsed aside.
+    Frame into[kBurst];
+    for (size_t c = 0; c < count; ++c) into[c] = frames[b.jumping_frame[entry[c]]];
+    hw::TableIndex::PacketWords words[kBurst];
+    static_assert(sizeof words[0] == hw::TableIndex::kWords * sizeof(uint32_t), "read end to end");
+    const uint64_t plain = b.index_words.Prepare(index->word_reads())
+                               ? b.index_words.ReadBurst(into, count, source, words[0].data())
+                               : 0;
+    for (size_t c = 0; c < count; ++c) {
+      if (plain >> c & 1) continue;
+      ParseOuterHeaders(into[c].data(), into[c].size(), source, &b.outer_headers);
+      words[c] = index->ReadWords(b.outer_headers.bytes);
+    }
+    // From the table's first matcher on, as WalkTogether asks when it walks none of the chain.
+    const uint64_t from_rank = hw::LookupRank(*b.jump_matcher[s]);
+    for (size_t c = 0; c < count; ++c) b.queries[c] = {words[c], from_rank, b.index_candidates[c], 0};
+    index->CandidatesOf(b.queries, count);
+    uint32_t answered = 0, hits_in_walked_part = 0;
+    for (size_t c = 0; c < count; ++c) {
+      const hw::TableIndex::Query& query = b.queries[c];
+      if (query.count == 0 || query.count > hw::TableIndex::kMaxCandidates || query.out[0].hit == nullptr)
+        continue;
+      const hw::TableIndex::Candidate& named_hit = query.out[0];
+      ++answered;
+      if (named_hit.rank < policy.walked_end_rank) ++hits_in_walked_part;
+      keep[entry[c]] = false;
+      const size_t j = b.jumping_frame[entry[c]];
+      if (FinishFromHit(worker, *named_hit.hit, first, frames[j], meta, verdicts[j])) {
+        finished |= uint64_t{1} << j;
+        continue;
+      }
+      *named |= uint64_t{1} << j;
+      b.named_table[j] = table;
+      b.named_matcher[j] = named_hit.matcher;
+      b.named_hit[j] = named_hit.hit;
+    }
+    policy.Tally(answered, hits_in_walked_part);
+  }
+  size_t left = 0;
+  for (size_t i = 0; i < b.num_jumping; ++i) {
+    if (!keep[i]) continue;
+    b.jumping_frame[left] = b.jumping_frame[i];
+    b.jump_table[left] = b.jump_table[i];
+    b.jump_matcher[left++] = b.jump_matcher[i];
+  }
+  b.num_jumping = left;
+  return finished;
+}
+
+void Nic::FollowJumps(Burst& b, const FirstLookup& first) {
   InFlight* burst = b.frames;
-  for (size_t j = 0; j < n; ++j) burst[j].by_burst.after_jumps = {};
   // A level's jumps, taken aside: AddIfOnlyJumps refills the burst's list with the next level's.
   size_t jumping_frame[kBurst];
   const hw::FlowTable* jump_table[kBurst];
@@ -161,9 +233,8 @@ void Nic::WalkTogether(Burst& b, size_t n) {
     Burst::ChainWalkPolicy* policy = nullptr;
     int chain_left = std::numeric_limits<int>::max();
     if (index != nullptr) {
-      if (b.chain_walk_policies.size() > kMaxChainWalkPolicies) b.chain_walk_policies.clear();
-      policy = &b.chain_walk_policies[index];
-      chain_left = policy->WalkThisBurst() ? index->chain_first() : 0;
+      policy = &b.PolicyOf(index);
+      chain_left = policy->WalkThisBurst(b.serial) ? index->chain_first() : 0;
     }
     const bool walk_chain = chain_left > 0;
     uint32_t chain_hits = 0;
@@ -231,7 +302,8 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
   for (size_t i = 0; i < k; ++i) {
     InFlight& p = b.frames[b.to_index[i]];
     p.EnsureParsedFor(outer_words);
-    b.queries[i] = {p.hv.bytes, hw::LookupRank(*p.by_burst.walk.stopped_before), b.index_candidates[i], 0};
+    b.queries[i] = {index.ReadWords(p.hv.bytes), hw::LookupRank(*p.by_burst.walk.stopped_before),
+                    b.index_candidates[i], 0};
   }
   index.CandidatesOf(b.queries, k);
   // Each frame's first candidate (its hit, mostly: an exact candidate ends them) looked up the overlapped
@@ -294,6 +366,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     Verdict* out = verdicts.empty() ? worker.burst_->scratch_verdicts : verdicts.data() + at;
     // One read section per burst: what the driver retires meanwhile waits at most a burst.
     worker.reader_.Enter();
+    ++worker.burst_->serial;
     worker.frames_.store(worker.frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     // Each frame starts afresh; the vectors keep their capacity from one frame to the next.
     // Copied whole into each frame (memcpy: a few wide stores, where assigning stores field by field).
@@ -324,6 +397,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     const FirstLookup first = FirstLookupOf(stage, fn);
     Burst& b = *worker.burst_;
     bool followed = false;  // FollowJumps set the frames' entries
+    uint64_t done = 0;      // frames LookUpJumpsInIndexes finished
     // The frames not started yet: those whose key needs no parse wait for their first lookup's hit, as most
     // need nothing of the walk (FinishFromHit).
     uint64_t unstarted = 0;
@@ -360,26 +434,42 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         // jump.
         if (!trace && b.first_hits[j] != nullptr) b.AddIfOnlyJumps(j, *b.first_hits[j], first.pipe);
       }
-      followed = b.num_jumping > 0;
+      uint64_t named = 0;  // frames whose walk starts at a hit LookUpJumpsInIndexes found
+      if (b.num_jumping > 0)
+        done = LookUpJumpsInIndexes(worker, b, in, source, first, fresh_meta, out, &named);
+      followed = b.num_jumping > 0 || named != 0;
       if (followed) {  // FollowJumps and WalkTogether go through every frame of the burst
         for (size_t j = 0; j < n; ++j) {
-          if (unstarted >> j & 1) start(j);
+          if ((unstarted & ~done) >> j & 1) start(j);
         }
         unstarted = 0;
       }
       for (size_t j = 0; j < n; ++j) {
-        if (unstarted >> j & 1) continue;
+        if ((unstarted | done) >> j & 1) continue;
         burst[j].by_burst.matcher = m;
         burst[j].by_burst.hit = b.first_hits[j];
       }
       if (followed) {
-        FollowJumps(b, n, first);
-        WalkTogether(b, n);
+        // (Every frame's: WalkTogether reads them all, a done frame's left from an earlier burst.)
+        for (size_t j = 0; j < n; ++j) burst[j].by_burst.after_jumps = {};
+        for (uint64_t left = named; left != 0; left &= left - 1) {
+          const int j = __builtin_ctzll(left);
+          InFlight::BurstLookups& looked_up = burst[j].by_burst;
+          looked_up.after_jumps = {b.named_table[j], 0, 1};
+          looked_up.matcher = b.named_matcher[j];
+          looked_up.hit = b.named_hit[j];
+          looked_up.walk = {b.named_table[j], b.named_matcher[j], nullptr};
+        }
+        if (b.num_jumping > 0) {  // (else no frame missed a table: every frame left hit)
+          FollowJumps(b, first);
+          WalkTogether(b, n);
+        }
       }
     } else {
       for (size_t j = 0; j < n; ++j) start(j);
     }
     for (size_t j = 0; j < n; ++j) {
+      if (done >> j & 1) continue;
       InFlight& p = burst[j];
       if (unstarted >> j & 1) {
         const hw::RuleRecord* hit = b.first_hits[j];

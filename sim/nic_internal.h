@@ -249,6 +249,13 @@ struct Nic::Burst {
   const hw::CompiledMatcher* jump_matcher[kBurst];
   // LookUpIndexedTogether: no lookup ahead (no candidate, too many, or the index named the hit).
   bool no_lookup_ahead[kBurst];
+  // LookUpJumpsInIndexes: plain frames' index words read straight from them, and by frame, where the walk
+  // of those it leaves to the walk starts: the table, and the hit the index named there with its matcher.
+  PlainIpv4KeyReader index_words;
+  hw::HeaderVector outer_headers;  // a frame's that is not plain, parsed for its index words
+  const hw::FlowTable* named_table[kBurst];
+  const hw::CompiledMatcher* named_matcher[kBurst];
+  const hw::RuleRecord* named_hit[kBurst];
   // WalkTogether: the frames the index takes over for, and their queries and candidates.
   size_t to_index[kBurst];
   hw::TableIndex::Query queries[kBurst];
@@ -269,7 +276,14 @@ struct Nic::Burst {
     uint32_t hits_in_walked_part = 0;  // frames that hit a matcher of a rank below `walked_end_rank`
     uint32_t bursts = 0;
     bool walk_pays = true;
-    bool WalkThisBurst() { return walk_pays || ++bursts % kProbeEvery == 0; }
+    // Whether to walk the chain in the burst numbered `burst` (Burst::serial): decided once a burst.
+    bool WalkThisBurst(uint64_t burst) {
+      if (burst != decided_burst) {
+        decided_burst = burst;
+        walk_this_burst = walk_pays || ++bursts % kProbeEvery == 0;
+      }
+      return walk_this_burst;
+    }
     // Counts `n` frames into the table, `hits` of them in the walked part.
     void Tally(uint32_t n, uint32_t hits) {
       frames += n;
@@ -278,9 +292,21 @@ struct Nic::Burst {
       walk_pays = 2 * hits_in_walked_part >= frames;
       frames = hits_in_walked_part = 0;
     }
+
+   private:
+    uint64_t decided_burst = ~uint64_t{0};
+    bool walk_this_burst = false;
   };
   // By index (stale entries only mislead until they are cleared).
   absl::flat_hash_map<const hw::TableIndex*, ChainWalkPolicy> chain_walk_policies;
+  // The policy for `index`, made if missing (the map is cleared when it holds more than
+  // kMaxChainWalkPolicies).
+  ChainWalkPolicy& PolicyOf(const hw::TableIndex* index) {
+    if (chain_walk_policies.size() > kMaxChainWalkPolicies) chain_walk_policies.clear();
+    return chain_walk_policies[index];
+  }
+  // Counts the bursts Process takes (ChainWalkPolicy decides once a burst).
+  uint64_t serial = 0;
 
   // Adds frame `j` to the jumping frames when its looked-up `hit` only jumps (no ops, a kTable destination
   // with a matcher in it).

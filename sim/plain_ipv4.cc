@@ -1,5 +1,6 @@
 #include "sim/plain_ipv4.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -117,17 +118,17 @@ PlainIpv4KeyReader::PlainIpv4KeyReader(bool byte_shuffle)
   Compile({});  // the empty definer's key, which prepared_ starts with
 }
 
-bool PlainIpv4KeyReader::Prepare(const hw::Definer& definer) {
-  const size_t n = definer.key_words();
+bool PlainIpv4KeyReader::Prepare(absl::Span<const hw::Definer::Word> key) {
+  const size_t n = key.size();
   if (n > kMaxWords) return false;
   static_assert(sizeof(hw::Definer::Word) == 2 * sizeof(uint32_t), "compared with memcmp: no padding");
-  if (n == prepared_words_ &&
-      std::memcmp(definer.words().data(), prepared_.data(), n * sizeof(hw::Definer::Word)) == 0) {
+  if (n == prepared_words_ && std::memcmp(key.data(), prepared_.data(), n * sizeof(hw::Definer::Word)) == 0) {
     return prepared_ok_;
   }
-  std::copy(definer.words().begin(), definer.words().end(), prepared_.begin());
+  std::copy(key.begin(), key.end(), prepared_.begin());
   std::array<PlainWordBytes, kMaxWords> words;
-  bool ok = definer.ReadsOnly(FilledByOuterParse);
+  bool ok = std::all_of(key.begin(), key.end(),
+                        [](const hw::Definer::Word& w) { return w.ReadsOnly(FilledByOuterParse); });
   for (size_t i = 0; i < n && ok; ++i) {
     const hw::Definer::Word d = prepared_[i];
     words[i] = PlainBytesOf(PlainWordAt(d.offset));

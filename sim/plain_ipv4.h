@@ -196,7 +196,9 @@ class PlainIpv4KeyReader {
   // fills). False when the key reads a word ParseOuterHeaders does not fill (FilledByOuterParse), or folds
   // two words a plain frame fills from different bytes; then ReadBurst must not be called. Made per burst:
   // a definer equal to the one last prepared costs a comparison of their words.
-  bool Prepare(const hw::Definer& definer);
+  bool Prepare(const hw::Definer& definer) { return Prepare(definer.words()); }
+  // The same for a key of `words`, read as a definer reads its words (a table index's, say).
+  bool Prepare(absl::Span<const hw::Definer::Word> words);
 
   // For each plain IPv4 frame j among `frames[0, n)` (IsPlainIpv4Frame; n <= 64) from vport `source_port`,
   // writes its key (key_words() words) at keys + j * key_words() and sets bit j of the result; leaves the
