@@ -23,18 +23,26 @@ EngineContext::~EngineContext() {
 }
 
 const FlowShape* EngineContext::InternShape(const FlowRule& rule) {
-  names_scratch_.items.clear();
-  names_scratch_.actions.clear();
+  defs_scratch_.clear();
   for (const Item& item : rule.pattern) {
-    if (item.def->type != ItemType::kVoid) names_scratch_.items.emplace_back(item.def->list_name);
+    if (item.def->type != ItemType::kVoid) defs_scratch_.push_back(item.def);
   }
+  defs_scratch_.push_back(nullptr);
   for (const Action& action : rule.actions) {
-    if (action.def->type != ActionType::kVoid) names_scratch_.actions.emplace_back(action.def->list_name);
+    if (action.def->type != ActionType::kVoid) defs_scratch_.push_back(action.def);
   }
-  // A file's usual case: the names of the flow before.
-  if (last_names_ == nullptr || last_names_->items != names_scratch_.items ||
-      last_names_->actions != names_scratch_.actions) {
+  // A file's usual case: the items and actions of the flow before.
+  if (last_names_ == nullptr || defs_scratch_ != last_defs_) {
+    names_scratch_.items.clear();
+    names_scratch_.actions.clear();
+    for (const Item& item : rule.pattern) {
+      if (item.def->type != ItemType::kVoid) names_scratch_.items.emplace_back(item.def->list_name);
+    }
+    for (const Action& action : rule.actions) {
+      if (action.def->type != ActionType::kVoid) names_scratch_.actions.emplace_back(action.def->list_name);
+    }
     last_names_ = &*flow_names.insert(names_scratch_).first;
+    std::swap(last_defs_, defs_scratch_);
   }
   const FlowAttr& attr = rule.attr;
   const FlowShape shape{attr.group,  attr.priority, attr.ingress,

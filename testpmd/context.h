@@ -29,6 +29,7 @@
 #include "testpmd/geneve_option.h"
 #include "testpmd/indirect_actions.h"
 #include "testpmd/meters.h"
+#include "testpmd/pattern.h"
 #include "testpmd/record_pool.h"
 
 namespace drsim::testpmd {
@@ -94,7 +95,9 @@ class EngineContext {
   IndirectTable indirect;           // flow indirect_action (flows hold what they use)
   std::set<FlowNames> flow_names;   // FlowShape::names points into it
   std::set<FlowShape> flow_shapes;  // Flow::shape points into it
-  RecordPool<Flow> flow_records;    // the flows' memory
+  TranslatedPattern
+      pattern_scratch;            // a flow's pattern while it is built, its buffers kept from flow to flow
+  RecordPool<Flow> flow_records;  // the flows' memory
   // By port, by id; a B-tree holds each id in about 12 bytes, where a std::map node takes 64.
   std::map<uint16_t, absl::btree_map<uint32_t, FlowPtr>> flows;
 
@@ -122,8 +125,11 @@ class EngineContext {
  private:
   std::map<uint16_t, std::vector<uint32_t>> queues_;  // QP numbers by port
   FlowNames names_scratch_;                           // InternShape's key, its room kept from flow to flow
-  const FlowNames* last_names_ = nullptr;             // the names InternShape gave last
-  const FlowShape* last_shape_ = nullptr;             // the shape InternShape gave last
+  // The item and action definitions InternShape saw last (items, a null, actions), and the ones it reads
+  // now: equal definitions give equal names, found without building them.
+  std::vector<const void*> last_defs_, defs_scratch_;
+  const FlowNames* last_names_ = nullptr;  // the names InternShape gave last
+  const FlowShape* last_shape_ = nullptr;  // the shape InternShape gave last
 };
 
 }  // namespace drsim::testpmd

@@ -151,13 +151,21 @@ absl::StatusOr<std::shared_ptr<MatcherRes>> DrObjects::Matcher(const std::shared
                                                                uint16_t priority,
                                                                const hw::MatchParams& mask) {
   const absl::string_view key = MatcherKey(table.get(), priority, mask);
+  if (key == last_matcher_key_) {
+    // (A live matcher holds its table, so the table's address in the key is still that table's.)
+    if (std::shared_ptr<MatcherRes> m = last_matcher_.lock()) return m;
+  }
   auto it = matchers_.find(key);  // (no key string made to look)
   if (it == matchers_.end()) it = matchers_.emplace(std::string(key), std::weak_ptr<MatcherRes>()).first;
   std::weak_ptr<MatcherRes>& slot = it->second;
-  if (std::shared_ptr<MatcherRes> m = slot.lock()) return m;
-  DRSIM_ASSIGN_OR_RETURN(dr::Matcher matcher, dr::Matcher::Create(table->table(), priority, mask));
-  auto m = std::make_shared<MatcherRes>(table, std::move(matcher), this);
-  slot = m;
+  std::shared_ptr<MatcherRes> m = slot.lock();
+  if (m == nullptr) {
+    DRSIM_ASSIGN_OR_RETURN(dr::Matcher matcher, dr::Matcher::Create(table->table(), priority, mask));
+    m = std::make_shared<MatcherRes>(table, std::move(matcher), this);
+    slot = m;
+  }
+  last_matcher_key_.assign(key.data(), key.size());
+  last_matcher_ = m;
   return m;
 }
 

@@ -211,6 +211,10 @@ class DrObjects {
   // By MatcherKey: a hash and one comparison find a rule's matcher among many (an ACL's masks).
   absl::flat_hash_map<std::string, std::weak_ptr<MatcherRes>> matchers_;
   std::string matcher_key_;  // Matcher's key, its room kept from rule to rule
+  // The key and matcher Matcher gave last: a file's rules mostly share their neighbour's matcher, found by
+  // one comparison without hashing the mask.
+  std::string last_matcher_key_;
+  std::weak_ptr<MatcherRes> last_matcher_;
   // The key of the matcher of `priority` and `mask` in `table`, in matcher_key_: the table's address, the
   // priority, then the mask's bytes.
   absl::string_view MatcherKey(const TableRes* table, uint16_t priority, const hw::MatchParams& mask);

@@ -72,7 +72,8 @@ absl::StatusOr<FlowPtr> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint
     if (!own.ok()) return WithPos(own.status(), rule.pattern_pos);
     pattern_ctx.implicit_source_vport = *own;
   }
-  DRSIM_ASSIGN_OR_RETURN(TranslatedPattern pattern, TranslatePattern(rule.pattern, pattern_ctx));
+  TranslatedPattern& pattern = ctx.pattern_scratch;
+  DRSIM_RETURN_IF_ERROR(TranslatePatternInto(rule.pattern, pattern_ctx, &pattern));
 
   FlowPtr flow = ctx.flow_records.Make(&ctx.flow_records);
   // (The group's table needs no hold of the flow's: every flow's first rule is in it, and holds its matcher,

@@ -32,7 +32,7 @@ class Cursor {
   explicit Cursor(const CommandTokens& tokens) : tokens_(tokens) {}
 
   bool AtEnd() const { return i_ >= tokens_.tokens.size(); }
-  bool PeekIs(absl::string_view word) const { return !AtEnd() && tokens_.tokens[i_].text == word; }
+  bool PeekIs(absl::string_view word) const { return !AtEnd() && SameWord(tokens_.tokens[i_].text, word); }
   bool PeekIsAny(std::initializer_list<absl::string_view> words) const {
     for (absl::string_view w : words) {
       if (PeekIs(w)) return true;
@@ -71,7 +71,7 @@ class Cursor {
   bool Recover(std::initializer_list<absl::string_view> stops) {
     while (!AtEnd()) {
       if (PeekIsAny(stops)) return false;
-      if (Take().text == "/") return true;
+      if (SameWord(Take().text, "/")) return true;
     }
     return false;
   }

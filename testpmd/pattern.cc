@@ -1,5 +1,6 @@
 #include "testpmd/pattern.h"
 
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -49,9 +50,11 @@ absl::string_view FieldName(const Item& item, int index, uint128 mask) {
 
 class PatternBuilder {
  public:
-  PatternBuilder(absl::Span<const Item> items, const PatternContext& ctx) : items_(items), ctx_(ctx) {}
+  // Translates into `out`, whose mask and value start all zero.
+  PatternBuilder(absl::Span<const Item> items, const PatternContext& ctx, TranslatedPattern& out)
+      : items_(items), ctx_(ctx), out_(out) {}
 
-  absl::StatusOr<TranslatedPattern> Build() {
+  absl::Status Build() {
     for (size_t i = 0; i < items_.size(); ++i) {
       const Item& item = items_[i];
       DRSIM_RETURN_IF_ERROR(CheckSpecAndRanges(item));
@@ -62,7 +65,7 @@ class PatternBuilder {
     if (ctx_.implicit_source_vport && !source_given_) {
       DRSIM_RETURN_IF_ERROR(PutExact(Field::kSourcePort, *ctx_.implicit_source_vport, SourcePos{}));
     }
-    return std::move(out_);
+    return absl::OkStatus();
   }
 
  private:
@@ -748,7 +751,7 @@ class PatternBuilder {
 
   absl::Span<const Item> items_;
   const PatternContext& ctx_;
-  TranslatedPattern out_;
+  TranslatedPattern& out_;
   ItemType previous_ = ItemType::kVoid;
   bool source_given_ = false;  // a port_id / represented_port item
   bool svlan_next_ = false;    // the next vlan item's tag is an S-tag (0x88a8)
@@ -760,7 +763,20 @@ class PatternBuilder {
 }  // namespace
 
 absl::StatusOr<TranslatedPattern> TranslatePattern(absl::Span<const Item> items, const PatternContext& ctx) {
-  return PatternBuilder(items, ctx).Build();
+  TranslatedPattern out;
+  DRSIM_RETURN_IF_ERROR(PatternBuilder(items, ctx, out).Build());
+  return out;
+}
+
+absl::Status TranslatePatternInto(absl::Span<const Item> items, const PatternContext& ctx,
+                                  TranslatedPattern* out) {
+  for (hw::MatchParams* params : {&out->mask, &out->value}) {
+    std::memset(params->bytes(), 0, hw::kMatchParamBytes);
+    params->set_match_sz(hw::kMatchParamBytes);
+  }
+  out->info = PatternInfo{};
+  out->geneve_option.reset();
+  return PatternBuilder(items, ctx, *out).Build();
 }
 
 }  // namespace drsim::testpmd

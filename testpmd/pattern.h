@@ -87,6 +87,10 @@ struct TranslatedPattern {
 };
 
 absl::StatusOr<TranslatedPattern> TranslatePattern(absl::Span<const Item> items, const PatternContext& ctx);
+// The same into `out`, whose match buffers are reused: a loader translating rule after rule allocates none.
+// On an error `out` holds a partial translation.
+absl::Status TranslatePatternInto(absl::Span<const Item> items, const PatternContext& ctx,
+                                  TranslatedPattern* out);
 
 }  // namespace drsim::testpmd
 

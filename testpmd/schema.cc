@@ -442,7 +442,7 @@ constexpr std::pair<absl::string_view, const char*> kUnsupportedActions[] = {
 template <typename Def>
 const Def* FindByName(absl::Span<const Def> defs, absl::string_view name) {
   for (const Def& d : defs) {
-    if (d.name == name) return &d;
+    if (SameWord(name, d.name)) return &d;
   }
   return nullptr;
 }
@@ -450,7 +450,7 @@ const Def* FindByName(absl::Span<const Def> defs, absl::string_view name) {
 const char* FindReason(absl::Span<const std::pair<absl::string_view, const char*>> table,
                        absl::string_view name) {
   for (const auto& [n, reason] : table) {
-    if (n == name) return reason;
+    if (SameWord(name, n)) return reason;
   }
   return nullptr;
 }

@@ -13,6 +13,7 @@
 #define DRSIM_TESTPMD_SCHEMA_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/string_view.h"
@@ -132,8 +133,8 @@ enum class ActionType : uint8_t {
   kSetMeta,
   kModifyField,
   kSample,
-  kAge,       // age timeout N: flow aging
-  kIndirect,  // indirect ID: an indirect action (flow indirect_action), its id written bare
+  kAge,              // age timeout N: flow aging
+  kIndirect,         // indirect ID: an indirect action (flow indirect_action), its id written bare
   kConntrack,        // conntrack: the context of `set conntrack` (an indirect action on mlx5)
   kConntrackUpdate,  // conntrack_update [dir] [ctx]: what an indirect conntrack update takes (bare flags)
 };
@@ -151,6 +152,14 @@ struct ActionDef {
   ActionType type;
   absl::Span<const ParamDef> params;
 };
+
+// Whether `text` is the word `word`. The size and the first byte settle most mismatches (names and
+// keywords mostly differ there) without a call to memcmp.
+inline bool SameWord(absl::string_view text, absl::string_view word) {
+  if (text.size() != word.size()) return false;
+  if (text.empty()) return true;
+  return text[0] == word[0] && std::memcmp(text.data() + 1, word.data() + 1, text.size() - 1) == 0;
+}
 
 // The item or action called `name`, or nullptr.
 const ItemDef* FindItem(absl::string_view name);
