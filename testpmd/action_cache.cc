@@ -16,8 +16,15 @@ struct SharedAction {
 absl::StatusOr<std::shared_ptr<const dr::Action>> ActionCache::Get(
     const std::string& key, std::shared_ptr<const void> keep_alive,
     absl::FunctionRef<absl::StatusOr<dr::Action>()> make) {
+  if (key == last_key_) {
+    if (std::shared_ptr<const dr::Action> live = last_.lock()) return live;
+  }
   std::weak_ptr<const dr::Action>& slot = entries_[key];
-  if (std::shared_ptr<const dr::Action> live = slot.lock()) return live;
+  if (std::shared_ptr<const dr::Action> live = slot.lock()) {
+    last_key_ = key;
+    last_ = live;
+    return live;
+  }
   absl::StatusOr<dr::Action> action = make();
   if (!action.ok()) {
     entries_.erase(key);
@@ -32,6 +39,8 @@ absl::StatusOr<std::shared_ptr<const dr::Action>> ActionCache::Get(
                                        });
   std::shared_ptr<const dr::Action> handle(shared, &shared->action);
   slot = handle;  // (`slot` is still valid: nothing was inserted since)
+  last_key_ = key;
+  last_ = handle;
   return handle;
 }
 

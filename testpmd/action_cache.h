@@ -44,6 +44,10 @@ class ActionCache {
 
  private:
   absl::flat_hash_map<std::string, std::weak_ptr<const dr::Action>> entries_;
+  // The key and action Get gave last: a file's rules mostly ask for their neighbour's action, found by one
+  // comparison without hashing the key.
+  std::string last_key_;
+  std::weak_ptr<const dr::Action> last_;
 };
 
 }  // namespace drsim::testpmd

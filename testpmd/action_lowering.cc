@@ -271,6 +271,10 @@ absl::StatusOr<const dr::Action*> ActionLowering::Counter(const Action& count, s
 }
 
 absl::Status ActionLowering::AddCounting(const Classified& c, bool root, DrList* list) {
+  // A flow without counts, ages or indirect actions (a rule file's usual one) only has the ASO checks.
+  if (c.indirects.empty() && c.count == nullptr && c.age == nullptr) {
+    return CheckAsoActions(flow_ != nullptr ? *flow_ : c, root);
+  }
   // The indirect actions, looked up; count and age ones by kind.
   Classified flow = flow_ != nullptr ? *flow_ : c;  // what mlx5 validates: the whole flow's actions
   std::shared_ptr<IndirectObject> shared_count, shared_age;

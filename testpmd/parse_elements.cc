@@ -32,31 +32,51 @@ bool HasOp(const Item& item) {
   return false;
 }
 
-void ApplyFieldOp(Item& item, const FieldDef& field, absl::string_view op, absl::uint128 value,
-                  SourcePos pos) {
+// How an item field is given: testpmd's is, spec, last, mask and prefix.
+enum class FieldOp : uint8_t { kIs, kSpec, kLast, kMask, kPrefix, kUnknown };
+
+FieldOp FieldOpOf(absl::string_view word) {
+  if (SameWord(word, "is")) return FieldOp::kIs;
+  if (SameWord(word, "spec")) return FieldOp::kSpec;
+  if (SameWord(word, "last")) return FieldOp::kLast;
+  if (SameWord(word, "mask")) return FieldOp::kMask;
+  if (SameWord(word, "prefix")) return FieldOp::kPrefix;
+  return FieldOp::kUnknown;
+}
+
+void ApplyFieldOp(Item& item, const FieldDef& field, FieldOp op, absl::uint128 value, SourcePos pos) {
   ItemWord& w = item.words[field.storage];
-  const absl::uint128 bits = Ones(field.width) << field.shift;
+  const absl::uint128 ones = Ones(field.width);
+  const absl::uint128 bits = ones << field.shift;
   auto put = [&](absl::uint128& dst, absl::uint128 v) { dst = (dst & ~bits) | ((v << field.shift) & bits); };
-  if (op == "is") {
-    put(w.spec, value);
-    put(w.mask, Ones(field.width));
-    w.spec_set = w.mask_set = true;
-    item.mask_given = true;
-  } else if (op == "spec") {
-    put(w.spec, value);
-    w.spec_set = true;
-  } else if (op == "last") {
-    put(w.last, value);
-    w.last_set = true;
-  } else if (op == "mask") {
-    put(w.mask, value);
-    w.mask_set = true;
-    item.mask_given = true;
-  } else {  // prefix: `value` leading ones
-    const int n = static_cast<int>(absl::Uint128Low64(value));
-    put(w.mask, Ones(field.width) ^ Ones(field.width - n));
-    w.mask_set = true;
-    item.mask_given = true;
+  switch (op) {
+    case FieldOp::kIs:
+      put(w.spec, value);
+      put(w.mask, ones);
+      w.spec_set = w.mask_set = true;
+      item.mask_given = true;
+      break;
+    case FieldOp::kSpec:
+      put(w.spec, value);
+      w.spec_set = true;
+      break;
+    case FieldOp::kLast:
+      put(w.last, value);
+      w.last_set = true;
+      break;
+    case FieldOp::kMask:
+      put(w.mask, value);
+      w.mask_set = true;
+      item.mask_given = true;
+      break;
+    case FieldOp::kPrefix:
+    case FieldOp::kUnknown: {  // prefix: `value` leading ones (ParseItem refuses unknown ops)
+      const int n = static_cast<int>(absl::Uint128Low64(value));
+      put(w.mask, ones ^ Ones(field.width - n));
+      w.mask_set = true;
+      item.mask_given = true;
+      break;
+    }
   }
   w.pos = pos;
 }
@@ -243,9 +263,8 @@ absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out) {
     };
     if (c.AtEnd()) return c.Expected(after());
     const Token* op = &c.Take();
-    const bool known_op =
-        op->text == "is" || (!field->is_only && (op->text == "spec" || op->text == "last" ||
-                                                 op->text == "mask" || op->text == "prefix"));
+    const FieldOp field_op = FieldOpOf(op->text);
+    const bool known_op = field_op == FieldOp::kIs || (!field->is_only && field_op != FieldOp::kUnknown);
     if (!known_op) {
       return ErrorAt(op->pos, StatusCode::kInvalidArgument,
                      absl::StrFormat("expected %s, found '%s'", after(), op->text));
@@ -254,7 +273,7 @@ absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out) {
     if (c.AtEnd()) return c.Expected(absl::StrFormat("a value for %s", what()));
     const Token* value_token = &c.Take();
     absl::uint128 value;
-    if (op->text == "prefix") {
+    if (field_op == FieldOp::kPrefix) {
       DRSIM_ASSIGN_OR_RETURN(uint64_t n,
                              ParseUnsigned(*value_token, 8, absl::StrCat("the prefix of ", what())));
       if (n > field->width) {
@@ -264,9 +283,9 @@ absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out) {
       value = n;
     } else if (field->kind == ValueKind::kHex) {
       DRSIM_ASSIGN_OR_RETURN(HexField hex, ParseHexField(*value_token, *field, what()));
-      ApplyFieldOp(item, *field, op->text, hex.value, fname.pos);
+      ApplyFieldOp(item, *field, field_op, hex.value, fname.pos);
       // `is` masks the bytes given (testpmd sets the mask of an arbitrary-length field as long as its value).
-      if (op->text == "is") {
+      if (field_op == FieldOp::kIs) {
         ItemWord& w = item.words[field->storage];
         w.mask &= ~(Ones(field->width) << field->shift) | (hex.given << field->shift);
       }
@@ -274,7 +293,7 @@ absl::Status ParseItem(Cursor& c, absl::string_view end_word, Item* out) {
     } else {
       DRSIM_ASSIGN_OR_RETURN(value, ParseScalarNamed(*value_token, field->kind, field->width, what));
     }
-    ApplyFieldOp(item, *field, op->text, value, fname.pos);
+    ApplyFieldOp(item, *field, field_op, value, fname.pos);
   }
   return absl::OkStatus();
 }
