@@ -43,6 +43,7 @@ size_t TokenEnd(absl::string_view line, size_t i) {
 bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out) {
   bool continued = false;
   size_t i = 0;
+  size_t end = 0;  // just past the line's last token (0: no token)
   while (i < line.size()) {
     if (IsBlank(line[i])) {
       ++i;
@@ -66,8 +67,9 @@ bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out
     Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
     token.text = word;                              // stalls on its store to load forwarding)
     token.pos = SourcePos{line_number, static_cast<int>(start) + 1};
-    current_.end = SourcePos{line_number, static_cast<int>(start + word.size()) + 1};
+    end = start + word.size();
   }
+  if (end != 0) current_.end = SourcePos{line_number, static_cast<int>(end) + 1};
   if (continued || current_.tokens.empty()) return false;
   return Finish(out);
 }

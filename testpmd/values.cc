@@ -35,6 +35,14 @@ absl::StatusOr<uint64_t> ParseUnsigned(const Token& token, int width, absl::stri
   }
   if (s.empty()) return Expected(token, expected(), what);
   uint64_t value = 0;
+  if (base == 10 && s.size() <= 19) {  // (19 decimal digits cannot overflow 64 bits)
+    for (char c : s) {
+      const unsigned d = static_cast<unsigned char>(c) - '0';
+      if (d > 9) return Expected(token, expected(), what);
+      value = value * 10 + d;
+    }
+    s = {};
+  }
   for (char c : s) {
     const int d = DigitValue(c);
     if (d >= base) return Expected(token, expected(), what);
