@@ -281,6 +281,11 @@ class TableIndex {
     size_t count;
   };
   void CandidatesOf(Query* queries, size_t n) const;
+  // Whether the answer to `query` starts with a hit the index names: then that is the packet's first hit
+  // from the query's rank on.
+  static bool NamesFirstHit(const Query& query) {
+    return query.count > 0 && query.count <= kMaxCandidates && query.out[0].hit != nullptr;
+  }
 
   // Whether `reads(offset)` holds for the byte offset of every header-vector word the index reads.
   template <typename Pred>
@@ -415,9 +420,9 @@ class TableIndex {
   // the node is at that depth (`depth` is kShortcutStrides: only the node the shortcut reaches changes).
   void RefreshShortcuts(uint32_t key, int depth);
 
-  std::array<Word, kWords> words_;
-  std::array<Definer::Word, kWords> word_reads_;  // (word_reads())
-  const uint64_t serial_;                         // this index's, unique in the process (a Filing's)
+  const std::array<Word, kWords> words_;
+  const std::array<Definer::Word, kWords> word_reads_;  // (word_reads())
+  const uint64_t serial_;                               // this index's, unique in the process (a Filing's)
   int chain_first_;
   Reclaimer* reclaimer_;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)

@@ -70,6 +70,7 @@ void AddStats(const NicStats& s, NicStats* total) {
   total->to_wire += s.to_wire;
   total->to_port += s.to_port;
   total->no_tunnel += s.no_tunnel;
+  total->answered_by_index += s.answered_by_index;
 }
 
 }  // namespace
@@ -119,6 +120,7 @@ NicStats Worker::stats() const {
   s.to_wire = get(Fate::kWire);
   s.to_port = get(Fate::kPort);
   s.no_tunnel = get(Fate::kNoTunnel);
+  s.answered_by_index = answered_by_index_.load(std::memory_order_relaxed);
   return s;
 }
 

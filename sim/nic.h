@@ -136,6 +136,9 @@ struct NicStats {
   uint64_t to_wire = 0;
   uint64_t to_port = 0;    // to a function's own interface (no NIC_RX steering)
   uint64_t no_tunnel = 0;  // dropped by a decap action that found no tunnel to remove
+  // Frames whose hit in a table their first hit jumped into came from that table's index, asked for the
+  // whole burst, with no walk of the table (the burst fast path).
+  uint64_t answered_by_index = 0;
 };
 
 class Nic;
@@ -429,18 +432,15 @@ class Nic {
   // The exit of a program whose destination ends its domain's walk (a queue, TIR, vport, drop, or the
   // domain's default), in `e`; false for destinations the walk goes on from.
   static bool TerminalExit(const hw::ActionProgram& program, DomainExit* e);
-  // Takes, before FollowJumps, the frames whose first hit only jumps (Burst::jumping_frame) into a table
-  // with an index that reads only outer headers' words (FilledByOuterParse): reads their index words,
-  // straight from `frames` for plain IPv4 frames (sim/plain_ipv4.h), from their outer headers parsed aside
-  // for the others; asks the index about them all together; and finishes each whose first candidate is a
-  // hit the index names from that hit, when that is all it needs (FinishFromHit, with the fresh `meta` and
-  // the frame's verdict in `verdicts`: bit j of the result), else leaves its walk to start at that hit (bit
-  // j of `*named`, the hit in Burst::named_*). Those frames need no set-up or walk to get there. The others
-  // stay jumping, as do all frames into a table whose chain WalkTogether walks this burst
-  // (Burst::ChainWalkPolicy). Not when tracing.
-  uint64_t LookUpJumpsInIndexes(Worker& worker, Burst& burst, const Frame* frames, uint16_t source,
-                                const FirstLookup& first, const PacketMeta& meta, Verdict* verdicts,
-                                uint64_t* named);
+  // Asks, before FollowJumps, the index of each table the burst's first hits only jump into
+  // (Burst::jumping_frame) about the frames jumping there, all together. The index must read only outer
+  // headers' words (FilledByOuterParse). A plain IPv4 frame's words are read straight from `frames`
+  // (sim/plain_ipv4.h); another frame's outer headers are parsed aside. A frame whose answer starts with a
+  // hit the index names leaves the jumping frames: bit j of the result, the hit in Burst::named_*. The
+  // caller finishes it from that hit, in the burst's order. No set-up, parse of the frame itself or walk
+  // comes before. Tables whose chain WalkTogether walks this burst (Burst::ChainWalkPolicy) are not asked.
+  // Not when tracing.
+  uint64_t LookUpJumpsInIndexes(Burst& burst, const Frame* frames, uint16_t source);
   // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination:
   // Burst::jumping_frame), the jump: looks up the table's first matcher the same overlapped way, level
   // after level, and leaves the frame's walk to start at the last table reached
@@ -522,7 +522,8 @@ class Worker {
  private:
   friend class Nic;
   explicit Worker(Nic& nic);
-  void Count(Fate fate);  // inline, in nic_internal.h: the data path counts every frame
+  void Count(Fate fate);                       // inline, in nic_internal.h: the data path counts every frame
+  void CountAnsweredByIndex(uint64_t frames);  // (NicStats::answered_by_index)
 
   Nic& nic_;
   hw::Reclaimer::Reader reader_;
@@ -531,6 +532,7 @@ class Worker {
   // Written only by the worker's thread, read by Nic::stats() from any.
   std::atomic<uint64_t> frames_{0};
   std::atomic<uint64_t> fates_[static_cast<int>(Fate::kNoTunnel) + 1] = {};  // by Fate (the last)
+  std::atomic<uint64_t> answered_by_index_{0};
 };
 
 }  // namespace drsim::sim

@@ -1,6 +1,6 @@
 // sim::Nic's burst fast path: Process takes frames a burst (kBurst) at a time, makes the first lookup of
-// all of them together, finishes those whose hit only jumps into an indexed table from the index's answer
-// about their plain headers (LookUpJumpsInIndexes), follows the other jumps together (FollowJumps), walks the
+// all of them together, asks the index of a table that hits only jump into about those frames
+// (LookUpJumpsInIndexes), follows the other jumps together (FollowJumps), walks the
 // tables those jumps lead to together (WalkTogether, LookUpIndexedTogether), and then finishes each frame
 // from its hit when that is all it needs (FinishFromHit, DispatchLookedUpHit), or hands what it looked up
 // (InFlight::BurstLookups) to the frame's walk (nic_pipeline.cc). Lookups made together overlap their
@@ -82,10 +82,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::FinishFromHit(Worker& worker, cons
   }
 }
 
-uint64_t Nic::LookUpJumpsInIndexes(Worker& worker, Burst& b, const Frame* frames, uint16_t source,
-                                   const FirstLookup& first, const PacketMeta& meta, Verdict* verdicts,
-                                   uint64_t* named) {
-  uint64_t finished = 0;
+uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t source) {
+  uint64_t named = 0;
   bool taken[kBurst] = {};  // by jumping entry: looked at with its table
   bool keep[kBurst];        // by jumping entry: left jumping
   std::fill_n(keep, b.num_jumping, true);
@@ -106,42 +104,41 @@ uint64_t Nic::LookUpJumpsInIndexes(Worker& worker, Burst& b, const Frame* frames
     if (policy.WalkThisBurst(b.serial)) continue;
     // The plain frames' words straight from them (when the index's words allow), the others' from their
     // outer headers, parsed aside.
-    Frame into[kBurst];
-    for (size_t c = 0; c < count; ++c) into[c] = frames[b.jumping_frame[entry[c]]];
+    Frame entering[kBurst];
+    for (size_t c = 0; c < count; ++c) entering[c] = frames[b.jumping_frame[entry[c]]];
     hw::TableIndex::PacketWords words[kBurst];
     static_assert(sizeof words[0] == hw::TableIndex::kWords * sizeof(uint32_t), "read end to end");
-    const uint64_t plain = b.index_words.Prepare(index->word_reads())
-                               ? b.index_words.ReadBurst(into, count, source, words[0].data())
+    const uint64_t plain = b.index_word_reader.Prepare(index->word_reads())
+                               ? b.index_word_reader.ReadBurst(entering, count, source, words[0].data())
                                : 0;
     for (size_t c = 0; c < count; ++c) {
       if (plain >> c & 1) continue;
-      ParseOuterHeaders(into[c].data(), into[c].size(), source, &b.outer_headers);
+      ParseOuterHeaders(entering[c].data(), entering[c].size(), source, &b.outer_headers);
       words[c] = index->ReadWords(b.outer_headers.bytes);
     }
     // From the table's first matcher on, as WalkTogether asks when it walks none of the chain.
-    const uint64_t from_rank = hw::LookupRank(*b.jump_matcher[s]);
+    const hw::CompiledMatcher* first_matcher = b.jump_matcher[s];
+    const uint64_t from_rank = hw::LookupRank(*first_matcher);
     for (size_t c = 0; c < count; ++c) b.queries[c] = {words[c], from_rank, b.index_candidates[c], 0};
     index->CandidatesOf(b.queries, count);
-    uint32_t answered = 0, hits_in_walked_part = 0;
+    // Tallied as WalkTogether tallies: the frames past the table's first matcher (FollowJumps's lookup).
+    uint32_t past_first = 0, hits_in_walked_part = 0;
     for (size_t c = 0; c < count; ++c) {
       const hw::TableIndex::Query& query = b.queries[c];
-      if (query.count == 0 || query.count > hw::TableIndex::kMaxCandidates || query.out[0].hit == nullptr)
-        continue;
-      const hw::TableIndex::Candidate& named_hit = query.out[0];
-      ++answered;
-      if (named_hit.rank < policy.walked_end_rank) ++hits_in_walked_part;
+      if (!hw::TableIndex::NamesFirstHit(query)) continue;
+      const hw::TableIndex::Candidate& answer = query.out[0];
+      if (answer.matcher != first_matcher) {
+        ++past_first;
+        if (answer.rank < policy.walked_end_rank) ++hits_in_walked_part;
+      }
       keep[entry[c]] = false;
       const size_t j = b.jumping_frame[entry[c]];
-      if (FinishFromHit(worker, *named_hit.hit, first, frames[j], meta, verdicts[j])) {
-        finished |= uint64_t{1} << j;
-        continue;
-      }
-      *named |= uint64_t{1} << j;
+      named |= uint64_t{1} << j;
       b.named_table[j] = table;
-      b.named_matcher[j] = named_hit.matcher;
-      b.named_hit[j] = named_hit.hit;
+      b.named_matcher[j] = answer.matcher;
+      b.named_hit[j] = answer.hit;
     }
-    policy.Tally(answered, hits_in_walked_part);
+    policy.Tally(past_first, hits_in_walked_part);
   }
   size_t left = 0;
   for (size_t i = 0; i < b.num_jumping; ++i) {
@@ -151,7 +148,7 @@ uint64_t Nic::LookUpJumpsInIndexes(Worker& worker, Burst& b, const Frame* frames
     b.jump_matcher[left++] = b.jump_matcher[i];
   }
   b.num_jumping = left;
-  return finished;
+  return named;
 }
 
 void Nic::FollowJumps(Burst& b, const FirstLookup& first) {
@@ -397,7 +394,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     const FirstLookup first = FirstLookupOf(stage, fn);
     Burst& b = *worker.burst_;
     bool followed = false;  // FollowJumps set the frames' entries
-    uint64_t done = 0;      // frames LookUpJumpsInIndexes finished
+    uint64_t named = 0;     // frames whose hit an index named ahead (LookUpJumpsInIndexes)
     // The frames not started yet: those whose key needs no parse wait for their first lookup's hit, as most
     // need nothing of the walk (FinishFromHit).
     uint64_t unstarted = 0;
@@ -434,43 +431,46 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         // jump.
         if (!trace && b.first_hits[j] != nullptr) b.AddIfOnlyJumps(j, *b.first_hits[j], first.pipe);
       }
-      uint64_t named = 0;  // frames whose walk starts at a hit LookUpJumpsInIndexes found
-      if (b.num_jumping > 0)
-        done = LookUpJumpsInIndexes(worker, b, in, source, first, fresh_meta, out, &named);
-      followed = b.num_jumping > 0 || named != 0;
-      if (followed) {  // FollowJumps and WalkTogether go through every frame of the burst
+      if (b.num_jumping > 0) {
+        named = LookUpJumpsInIndexes(b, in, source);
+        worker.CountAnsweredByIndex(static_cast<uint64_t>(__builtin_popcountll(named)));
+      }
+      followed = b.num_jumping > 0;
+      if (followed) {  // FollowJumps and WalkTogether go through every frame but the named ones
         for (size_t j = 0; j < n; ++j) {
-          if ((unstarted & ~done) >> j & 1) start(j);
+          if ((unstarted & ~named) >> j & 1) start(j);
         }
-        unstarted = 0;
+        unstarted &= named;
       }
       for (size_t j = 0; j < n; ++j) {
-        if ((unstarted | done) >> j & 1) continue;
+        if ((unstarted | named) >> j & 1) continue;
         burst[j].by_burst.matcher = m;
         burst[j].by_burst.hit = b.first_hits[j];
       }
       if (followed) {
-        // (Every frame's: WalkTogether reads them all, a done frame's left from an earlier burst.)
+        // (Every frame's: WalkTogether reads them all, and a named frame's may be left from an earlier
+        // burst.)
         for (size_t j = 0; j < n; ++j) burst[j].by_burst.after_jumps = {};
-        for (uint64_t left = named; left != 0; left &= left - 1) {
-          const int j = __builtin_ctzll(left);
-          InFlight::BurstLookups& looked_up = burst[j].by_burst;
-          looked_up.after_jumps = {b.named_table[j], 0, 1};
-          looked_up.matcher = b.named_matcher[j];
-          looked_up.hit = b.named_hit[j];
-          looked_up.walk = {b.named_table[j], b.named_matcher[j], nullptr};
-        }
-        if (b.num_jumping > 0) {  // (else no frame missed a table: every frame left hit)
-          FollowJumps(b, first);
-          WalkTogether(b, n);
-        }
+        FollowJumps(b, first);
+        WalkTogether(b, n);
       }
     } else {
       for (size_t j = 0; j < n; ++j) start(j);
     }
+    // The frames in order (their queues take them in the order they came).
     for (size_t j = 0; j < n; ++j) {
-      if (done >> j & 1) continue;
       InFlight& p = burst[j];
+      if (named >> j & 1) {
+        if (FinishFromHit(worker, *b.named_hit[j], first, in[j], fresh_meta, out[j])) continue;
+        if (unstarted >> j & 1) start(j);
+        p.by_burst.after_jumps = {b.named_table[j], 0, /*jumps=*/1};
+        p.by_burst.matcher = b.named_matcher[j];
+        p.by_burst.hit = b.named_hit[j];
+        p.by_burst.walk = {b.named_table[j], b.named_matcher[j], nullptr};
+        if (DispatchLookedUpHit(p, first)) continue;
+        Run(p, first.stage, *first.fn, p.by_burst.after_jumps, /*trace=*/false);
+        continue;
+      }
       if (unstarted >> j & 1) {
         const hw::RuleRecord* hit = b.first_hits[j];
         if (hit != nullptr && FinishFromHit(worker, *hit, first, in[j], fresh_meta, out[j])) continue;

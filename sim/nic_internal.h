@@ -65,8 +65,9 @@ struct Nic::InFlight {
     // once, when it reaches `matcher`.
     const hw::CompiledMatcher* matcher = nullptr;
     const hw::RuleRecord* hit = nullptr;
-    // Set by FollowJumps for every frame of its burst (its burst only): the table the frame's walk
-    // starts at, past the jumps it followed (table nullptr: it followed none).
+    // Set by FollowJumps for every frame of its burst (its burst only), and by Process for a frame whose
+    // hit LookUpJumpsInIndexes found: the table the frame's walk starts at, past the jumps it followed
+    // (table nullptr: it followed none).
     Entry after_jumps;
     // WalkTogether's walk of one table for the frame.
     struct TableWalk {
@@ -249,9 +250,9 @@ struct Nic::Burst {
   const hw::CompiledMatcher* jump_matcher[kBurst];
   // LookUpIndexedTogether: no lookup ahead (no candidate, too many, or the index named the hit).
   bool no_lookup_ahead[kBurst];
-  // LookUpJumpsInIndexes: plain frames' index words read straight from them, and by frame, where the walk
-  // of those it leaves to the walk starts: the table, and the hit the index named there with its matcher.
-  PlainIpv4KeyReader index_words;
+  // LookUpJumpsInIndexes: what reads plain frames' index words straight from them, and by frame, the table
+  // it asked and the hit the index named there, with its matcher.
+  PlainIpv4KeyReader index_word_reader;
   hw::HeaderVector outer_headers;  // a frame's that is not plain, parsed for its index words
   const hw::FlowTable* named_table[kBurst];
   const hw::CompiledMatcher* named_matcher[kBurst];
@@ -327,6 +328,11 @@ inline void Worker::Count(Fate fate) {
   // Only this worker's thread writes: a load and a store, no read-modify-write.
   std::atomic<uint64_t>& c = fates_[static_cast<int>(fate)];
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+inline void Worker::CountAnsweredByIndex(uint64_t frames) {
+  answered_by_index_.store(answered_by_index_.load(std::memory_order_relaxed) + frames,
+                           std::memory_order_relaxed);
 }
 
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::TerminalExit(const hw::ActionProgram& program, DomainExit* e) {

@@ -118,16 +118,17 @@ PlainIpv4KeyReader::PlainIpv4KeyReader(bool byte_shuffle)
   Compile({});  // the empty definer's key, which prepared_ starts with
 }
 
-bool PlainIpv4KeyReader::Prepare(absl::Span<const hw::Definer::Word> key) {
-  const size_t n = key.size();
+bool PlainIpv4KeyReader::Prepare(absl::Span<const hw::Definer::Word> key_words) {
+  const size_t n = key_words.size();
   if (n > kMaxWords) return false;
   static_assert(sizeof(hw::Definer::Word) == 2 * sizeof(uint32_t), "compared with memcmp: no padding");
-  if (n == prepared_words_ && std::memcmp(key.data(), prepared_.data(), n * sizeof(hw::Definer::Word)) == 0) {
+  if (n == prepared_words_ &&
+      std::memcmp(key_words.data(), prepared_.data(), n * sizeof(hw::Definer::Word)) == 0) {
     return prepared_ok_;
   }
-  std::copy(key.begin(), key.end(), prepared_.begin());
+  std::copy(key_words.begin(), key_words.end(), prepared_.begin());
   std::array<PlainWordBytes, kMaxWords> words;
-  bool ok = std::all_of(key.begin(), key.end(),
+  bool ok = std::all_of(key_words.begin(), key_words.end(),
                         [](const hw::Definer::Word& w) { return w.ReadsOnly(FilledByOuterParse); });
   for (size_t i = 0; i < n && ok; ++i) {
     const hw::Definer::Word d = prepared_[i];

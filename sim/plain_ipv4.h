@@ -197,8 +197,8 @@ class PlainIpv4KeyReader {
   // two words a plain frame fills from different bytes; then ReadBurst must not be called. Made per burst:
   // a definer equal to the one last prepared costs a comparison of their words.
   bool Prepare(const hw::Definer& definer) { return Prepare(definer.words()); }
-  // The same for a key of `words`, read as a definer reads its words (a table index's, say).
-  bool Prepare(absl::Span<const hw::Definer::Word> words);
+  // The same for a key of `key_words`, read as a definer reads its words (a table index's, say).
+  bool Prepare(absl::Span<const hw::Definer::Word> key_words);
 
   // For each plain IPv4 frame j among `frames[0, n)` (IsPlainIpv4Frame; n <= 64) from vport `source_port`,
   // writes its key (key_words() words) at keys + j * key_words() and sets bit j of the result; leaves the
