@@ -45,11 +45,15 @@ std::vector<std::vector<uint8_t>> OuterParseFrames() {
   }
   std::mt19937 rng(11);
   for (int i = 0; i < 5000; ++i) frames.push_back(Damaged(BuildFrame(specs[i % specs.size()]), rng));
-  for (uint8_t protocol : {kIpProtoTcp, kIpProtoUdp}) {
+  // Plain frames of TCP, UDP, ICMP and other protocols (GRE and IP in IP among them: the outer parse reads
+  // no tunnel).
+  for (uint8_t protocol : {kIpProtoTcp, kIpProtoUdp, kIpProtoIcmp, uint8_t{0}, uint8_t{4}, uint8_t{41},
+                           uint8_t{47}, uint8_t{50}, uint8_t{58}, uint8_t{132}, uint8_t{255}}) {
     plain.outer.protocol = protocol;
     plain.outer.more_fragments = false;
     const std::vector<uint8_t> f = BuildFrame(plain);
-    for (int i = 0; i < 2000; ++i) {
+    const int frames_of_protocol = protocol == kIpProtoTcp || protocol == kIpProtoUdp ? 2000 : 300;
+    for (int i = 0; i < frames_of_protocol; ++i) {
       std::vector<uint8_t> g = f;
       // Every header byte at random but those that keep a frame plain: the ethertype, IPv4's version and
       // header length, its fragment bits and protocol, TCP's data offset.

@@ -554,9 +554,25 @@ PacketLayers ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source
   if (IsPlainIpv4Frame(frame, len)) {
     FillPlainIpv4(frame, hv->bytes);
     layers.l3 = kPlainL3;
-    layers.l4 = kPlainL4;
-    layers.payload =
-        frame[kPlainL3 + 9] == kPlainTcp ? kPlainL4 + (frame[kPlainL4 + 12] >> 4) * 4 : kPlainL4 + 8;
+    switch (frame[kPlainL3 + 9]) {
+      case kPlainTcp:
+        layers.l4 = kPlainL4;
+        layers.payload = static_cast<uint16_t>(kPlainL4 + (frame[kPlainL4 + 12] >> 4) * 4);
+        break;
+      case kPlainUdp:
+        layers.l4 = kPlainL4;
+        layers.payload = kPlainL4 + 8;
+        break;
+      case kProtoIcmp:
+      case kProtoIcmpv6:  // an 8-byte header, when the datagram holds it (as ParseL4 reads it)
+        if (PlainDatagramEnd(frame, len) >= kPlainL4 + 8) {
+          layers.l4 = kPlainL4;
+          layers.payload = kPlainL4 + 8;
+        }
+        break;
+      default:  // a protocol whose header the parse does not read: no L4 layer
+        break;
+    }
     return layers;
   }
   if (frame == nullptr) return layers;

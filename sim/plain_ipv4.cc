@@ -161,6 +161,8 @@ void PlainIpv4KeyReader::Compile(absl::Span<const PlainWordBytes> words) {
     from_[i] = b.from;
     mask_[0][i] = b.tcp_mask;
     mask_[1][i] = b.udp_mask;
+    const bool after_ip = b.from >= kPlainL4 && b.from < kPlainHeaderBytes;
+    mask_[2][i] = after_ip ? 0 : static_cast<uint8_t>(b.tcp_mask & b.udp_mask);
     constant_[i] = b.constant;
     if (b.from != kPlainNothing) shuffle_[i / 16][b.from / 16][i % 16] = b.from % 16;
   }
@@ -186,7 +188,7 @@ uint64_t PlainIpv4KeyReader::ReadBurstPortable(const absl::Span<const uint8_t>* 
     const size_t copied = std::min(len, kPlainHeaderBytes);
     std::memcpy(input, frame, copied);
     std::memset(input + copied, 0, kPlainHeaderBytes - copied);
-    const uint8_t* mask = mask_[frame[kPlainL3 + 9] == kPlainTcp ? 0 : 1];
+    const uint8_t* mask = mask_[PlainProtocolRow(frame)];
     uint8_t* key = reinterpret_cast<uint8_t*>(keys) + j * bytes;
     for (size_t i = 0; i < bytes; ++i)
       key[i] = static_cast<uint8_t>((input[from_[i]] & mask[i]) | constant_[i]);
@@ -218,7 +220,7 @@ __attribute__((target("ssse3"))) uint64_t PlainIpv4KeyReader::ReadBurstShuffled(
     const __m128i in0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frame));
     const __m128i in1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 16));
     const __m128i in2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 32));
-    const uint8_t* mask = mask_[frame[kPlainL3 + 9] == kPlainTcp ? 0 : 1];
+    const uint8_t* mask = mask_[PlainProtocolRow(frame)];
     uint8_t* key = reinterpret_cast<uint8_t*>(keys) + j * bytes;
     for (size_t b = 0; b < blocks; ++b) {
       const __m128i picked = _mm_or_si128(

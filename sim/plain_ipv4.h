@@ -1,5 +1,6 @@
-// Plain IPv4 frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, a TCP or UDP
-// header inside the datagram: most traffic — have every outer header at a fixed place. This header says,
+// Plain IPv4 frames — Ethernet II without VLAN tags, IPv4 without options and not a fragment, and inside the
+// datagram a TCP or UDP header, or another protocol's (whose header no outer word holds): most traffic — have
+// every outer header at a fixed place. This header says,
 // once, where each word of the match layout that ParseOuterHeaders fills comes from in such a frame
 // (PlainWordAt), and how, two ways: as a word (PlainWordValue), which ParseOuterHeaders runs on its fixed set
 // of words, constant-folded; and byte by byte (PlainBytesOf), which PlainIpv4KeyReader compiles, for any
@@ -33,26 +34,38 @@ inline constexpr size_t kPlainL3 = 14, kPlainL4 = kPlainL3 + 20;  // where IPv4 
 inline constexpr uint16_t kPlainEthertype = 0x0800;               // IPv4
 inline constexpr uint8_t kPlainTcp = 6, kPlainUdp = 17;           // IP protocols
 
+// Where the datagram of an IPv4 frame whose header starts at kPlainL3 ends (bounded as ParsePacket bounds
+// it).
+inline size_t PlainDatagramEnd(const uint8_t* frame, size_t len) {
+  return std::min(len, kPlainL3 + std::max<size_t>(hw::LoadBe16(frame + kPlainL3 + 2), 20));
+}
+
 // Ethernet II without VLAN tags, then IPv4 without options and not a fragment, carrying a TCP or UDP header
-// that lies inside the datagram (bounded as ParsePacket bounds it).
+// that lies inside the datagram, or another protocol. (At least kPlainL4 + 8 bytes, whatever the protocol.)
 inline bool IsPlainIpv4Frame(const uint8_t* frame, size_t len) {
   if (frame == nullptr || len < kPlainL4 + 8 || hw::LoadBe16(frame + 12) != kPlainEthertype ||
       frame[kPlainL3] != 0x45 ||
       (hw::LoadBe16(frame + kPlainL3 + 6) & 0x3fff) != 0) {  // version 4 and IHL 5; neither MF nor an offset
     return false;
   }
-  const size_t end = std::min(len, kPlainL3 + std::max<size_t>(hw::LoadBe16(frame + kPlainL3 + 2), 20));
   switch (frame[kPlainL3 + 9]) {
     case kPlainUdp:
-      return end >= kPlainL4 + 8;
+      return PlainDatagramEnd(frame, len) >= kPlainL4 + 8;
     case kPlainTcp: {  // with a header length that fits
+      const size_t end = PlainDatagramEnd(frame, len);
       if (end < kPlainL4 + 20) return false;
       const size_t header = (frame[kPlainL4 + 12] >> 4) * 4u;
       return header >= 20 && kPlainL4 + header <= end;
     }
-    default:
-      return false;
+    default:  // no outer word reads its header: the L4 words are 0
+      return true;
   }
+}
+
+// Which of a reader's masks a plain frame's bytes go through: its protocol's (TCP 0, UDP 1, any other 2).
+inline int PlainProtocolRow(const uint8_t* frame) {
+  const uint8_t protocol = frame[kPlainL3 + 9];
+  return protocol == kPlainTcp ? 0 : protocol == kPlainUdp ? 1 : 2;
 }
 
 // How one layout word comes from a plain IPv4 frame.
@@ -171,7 +184,8 @@ inline constexpr uint8_t kPlainSourcePortHigh = kPlainHeaderBytes,
                          kPlainSourcePortLow = kPlainHeaderBytes + 1, kPlainNothing = 63;
 
 // How one byte of a layout word comes from a plain IPv4 frame: its source byte under the mask of the frame's
-// protocol, then `constant` ORed in.
+// protocol, then `constant` ORed in. A frame of another protocol keeps what both masks keep of a byte before
+// its L4 header (or of the source port), and nothing of the bytes after.
 struct PlainByte {
   uint8_t from = kPlainNothing;
   uint8_t tcp_mask = 0;  // what the byte keeps of its source in a TCP frame
@@ -236,12 +250,12 @@ class PlainIpv4KeyReader {
   size_t prepared_words_ = 0;
   bool prepared_ok_ = true;
 
-  // The compiled key: byte i is (input[from_[i]] & mask_[udp][i]) | constant_[i], where udp is 0 for a TCP
-  // frame and 1 for a UDP one. shuffle_[b][k] picks block b's bytes from input block k (0x80: none), for the
-  // byte shuffle.
+  // The compiled key: byte i is (input[from_[i]] & mask_[row][i]) | constant_[i], where row is the frame's
+  // PlainProtocolRow (a frame of another protocol than TCP or UDP keeps no byte of what follows its IP
+  // header). shuffle_[b][k] picks block b's bytes from input block k (0x80: none), for the byte shuffle.
   size_t words_ = 0;
   alignas(16) uint8_t shuffle_[kMaxBlocks][kInputBlocks][16];
-  alignas(16) uint8_t mask_[2][kMaxBytes];
+  alignas(16) uint8_t mask_[3][kMaxBytes];
   alignas(16) uint8_t constant_[kMaxBytes];
   uint8_t from_[kMaxBytes];
 };
