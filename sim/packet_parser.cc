@@ -554,24 +554,17 @@ PacketLayers ParseOuterHeaders(const uint8_t* frame, size_t len, uint16_t source
   if (IsPlainIpv4Frame(frame, len)) {
     FillPlainIpv4(frame, hv->bytes);
     layers.l3 = kPlainL3;
-    switch (frame[kPlainL3 + 9]) {
-      case kPlainTcp:
-        layers.l4 = kPlainL4;
-        layers.payload = static_cast<uint16_t>(kPlainL4 + (frame[kPlainL4 + 12] >> 4) * 4);
-        break;
-      case kPlainUdp:
-        layers.l4 = kPlainL4;
-        layers.payload = kPlainL4 + 8;
-        break;
-      case kProtoIcmp:
-      case kProtoIcmpv6:  // an 8-byte header, when the datagram holds it (as ParseL4 reads it)
-        if (PlainDatagramEnd(frame, len) >= kPlainL4 + 8) {
-          layers.l4 = kPlainL4;
-          layers.payload = kPlainL4 + 8;
-        }
-        break;
-      default:  // a protocol whose header the parse does not read: no L4 layer
-        break;
+    const uint8_t protocol = frame[kPlainL3 + 9];
+    if (protocol == kPlainTcp || protocol == kPlainUdp) {  // (IsPlainIpv4Frame checked their header fits)
+      layers.l4 = kPlainL4;
+      layers.payload = static_cast<uint16_t>(
+          protocol == kPlainTcp ? kPlainL4 + (frame[kPlainL4 + 12] >> 4) * 4 : kPlainL4 + 8);
+    } else if (const size_t payload =
+                   ParseL4<OuterStack>(Ctx{frame, len, hv, &layers, {}}.Within(PlainDatagramEnd(frame, len)),
+                                       kPlainL4, protocol)) {
+      // Another protocol's L4 layer, found as the full parse finds it (ICMP's header; none for most).
+      layers.l4 = kPlainL4;
+      layers.payload = static_cast<uint16_t>(payload);
     }
     return layers;
   }
