@@ -145,8 +145,10 @@ bool CheckVerdicts(DrSetup& s, const std::vector<Filter>& set, const std::vector
 
 // How long a lookup bench goes on, untimed, once the ACL's table is compiled and its compiled form's trial
 // (2,048 calls, a burst each) has kept a method: the caches warm to what the timed lookups read. (Under a
-// slow tool such as callgrind the trial alone outlasts this time: WarmUp waits for its verdict.)
+// slow tool such as callgrind the trial alone outlasts this time: WarmUp waits for its verdict, up to
+// kTrialWait.)
 constexpr std::chrono::milliseconds kWarmUpAfterCompiled{600};
+constexpr std::chrono::seconds kTrialWait{120};
 // How long a lookup bench waits, untimed, for the ACL's table to compile after its quiet lookups: the trees
 // are built on the index's compiler thread (bench/README.md has the times), and the next lookup publishes
 // them. A table that does not compile by then (too large, or its frames hit before the index) is timed
@@ -187,8 +189,8 @@ LookupBed SetUpLookups(benchmark::State& state) {
 
 // Untimed, as rte_acl's build is: `burst()` (the next burst of the trace through the lookup a bench times;
 // false when it failed) until the ACL's table on `s` has been found unchanged
-// (hw::TableIndex::kQuietLookups), then until it is compiled and its compiled form's trial is over (up to
-// kCompileWait each), then for kWarmUpAfterCompiled. False when a burst failed.
+// (hw::TableIndex::kQuietLookups), then until it is compiled (up to kCompileWait) and, when it is, until its
+// compiled form's trial is over (up to kTrialWait), then for kWarmUpAfterCompiled. False when a burst failed.
 template <typename SendBurst>
 bool WarmUp(const DrSetup& s, SendBurst burst) {
   using Clock = std::chrono::steady_clock;
@@ -198,7 +200,8 @@ bool WarmUp(const DrSetup& s, SendBurst burst) {
   for (const auto quiet = Clock::now(); !AclCompiled(s) && Clock::now() - quiet < kCompileWait;) {
     if (!burst()) return false;
   }
-  for (const auto compiled = Clock::now(); !AclTrialDecided(s) && Clock::now() - compiled < kCompileWait;) {
+  for (const auto compiled = Clock::now();
+       AclCompiled(s) && !AclTrialDecided(s) && Clock::now() - compiled < kTrialWait;) {
     if (!burst()) return false;
   }
   for (const auto decided = Clock::now(); Clock::now() - decided < kWarmUpAfterCompiled;) {
