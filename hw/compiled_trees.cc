@@ -650,7 +650,7 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, cons
   std::array<CandidateList, kDescentPackets> list;
   for (size_t j = 0; j < n; ++j) {
     list[j].query = &queries[j];
-    for (int k = 0; k < kWords; ++k) key[j * kWords + k] = index.TrieKey(k, queries[j].words[k]);
+    index.TrieKeys(queries[j].words, &key[j * kWords]);
     bound[j] = ~uint64_t{0};
   }
   std::fill(bound.begin() + n, bound.end(), 0);

@@ -96,6 +96,11 @@ TableIndex::TableIndex(absl::Span<const CompiledMatcher* const> matchers, Reclai
         }
         return reads;
       }()),
+      rotated_lanes_([this] {
+        std::array<uint32_t, kWords> lanes;
+        for (int k = 0; k < kWords; ++k) lanes[k] = words_[k].rotate == 16 ? ~uint32_t{0} : 0;
+        return lanes;
+      }()),
       serial_(last_index_serial.fetch_add(1, std::memory_order_relaxed) + 1),
       chain_first_(static_cast<int>(std::min<size_t>(kChainFirst, matchers.size() / kChainShare))),
       reclaimer_(reclaimer),
@@ -726,7 +731,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
       q.query = &queries[at + i];
       q.word = q.query->words;
       live[i] = static_cast<uint8_t>(i);
-      for (int k = 0; k < kWords; ++k) q.key[k] = TrieKey(k, q.word[k]);
+      TrieKeys(q.word, q.key.data());
       // From the packet's shortcut: the sub-tries of the nodes it passes, and the node it reaches.
       if (shortcuts != nullptr) {
         const ShortcutTable::Shortcut* shortcut = &shortcuts->cell[q.key[0] >> (32 - kShortcutBits)];

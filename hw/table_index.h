@@ -98,6 +98,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/types/span.h"
 #include "hw/definer.h"
 #include "hw/flow_table.h"
@@ -209,6 +213,11 @@ class TableIndex {
     return words;
   }
   int chain_first() const { return chain_first_; }
+  // Word `i` of an entry or a packet as its trie (and the compiled trees) read it: its bytes as a number,
+  // the first highest, rotated as words()[i] says. TrieKeys: each of a packet's words so, into
+  // keys[0, kWords), four at once.
+  uint32_t TrieKey(int i, uint32_t word) const;
+  void TrieKeys(const PacketWords& words, uint32_t* keys) const;
 
   // Control side, under the driver's lock. A matcher joins before its first rule is indexed and leaves
   // after its last rule was removed (or, broad, whenever it leaves: its broad entry goes with it).
@@ -387,8 +396,7 @@ class TableIndex {
   void Prune(Node* node);
   // The link `node` hangs from (its up's child, or sub, or the root).
   std::atomic<Node*>* LinkHolding(const Node& node);
-  // Word `i` of an entry or a packet as its trie reads it, and how many whole nibbles of it `mask` keeps.
-  uint32_t TrieKey(int i, uint32_t word) const;
+  // How many whole nibbles of word `i` `mask` keeps, as its trie reads it.
   int TrieDepth(int i, uint32_t mask) const;
   // Puts `item`'s entry in `node`'s slot array: in its first hole, else at its end (the array grows when
   // full).
@@ -422,7 +430,10 @@ class TableIndex {
 
   const std::array<Word, kWords> words_;
   const std::array<Definer::Word, kWords> word_reads_;  // (word_reads())
-  const uint64_t serial_;                               // this index's, unique in the process (a Filing's)
+  // A word's lanes all ones when its trie reads it rotated (by 16: ChooseWords rotates by no other), for
+  // TrieKeys.
+  const std::array<uint32_t, kWords> rotated_lanes_;
+  const uint64_t serial_;  // this index's, unique in the process (a Filing's)
   int chain_first_;
   Reclaimer* reclaimer_;
   std::unique_ptr<NodeArena> nodes_;  // every node of every trie (nodes never move)
@@ -455,6 +466,29 @@ class TableIndex {
   // The writer's upkeep of the compiled form through changes, and its folds.
   std::unique_ptr<TreeUpkeep> upkeep_;
 };
+
+// Inline: a lookup reads each packet's words through them, and a compile each entry's.
+inline uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
+  const uint32_t host = __builtin_bswap32(word);
+  const int r = words_[i].rotate;
+  return r == 0 ? host : host << r | host >> (32 - r);
+}
+
+inline void TableIndex::TrieKeys(const PacketWords& words, uint32_t* keys) const {
+#if defined(__SSE2__)
+  static_assert(kWords == 4, "a packet's words are one 16-byte vector");
+  // A word rotated by 16 after its bytes are swapped is the word with the bytes of each half swapped
+  // (`halves`); one not rotated is that with its halves swapped back.
+  const __m128i word = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words.data()));
+  const __m128i halves = _mm_or_si128(_mm_slli_epi16(word, 8), _mm_srli_epi16(word, 8));
+  const __m128i host = _mm_shufflehi_epi16(_mm_shufflelo_epi16(halves, 0xb1), 0xb1);
+  const __m128i rotated = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rotated_lanes_.data()));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(keys),
+                   _mm_or_si128(_mm_and_si128(rotated, halves), _mm_andnot_si128(rotated, host)));
+#else
+  for (int k = 0; k < kWords; ++k) keys[k] = TrieKey(k, words[k]);
+#endif
+}
 
 }  // namespace drsim::hw
 

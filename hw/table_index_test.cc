@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <set>
@@ -26,12 +27,17 @@ void ExpectCandidatesCover(const IndexedTable& t, const MatchParams& packet) {
   EXPECT_EQ(CoverProblem(t, packet, t.Candidates(packet)), "");
 }
 
+// Three matchers whose masks make the index read the addresses, the destination port and the protocol.
+void BuildOverAddressesPortsAndProtocol(IndexedTable* t) {
+  t->AddMatcher(0, Acl(Prefix(32), Prefix(24), 0xffff, 0xff));
+  t->AddMatcher(1, Acl(Prefix(16), Prefix(32), 0, 0xff));
+  t->AddMatcher(2, Acl(Prefix(8), 0, 0xff00, 0));
+  t->Build();
+}
+
 TEST(TableIndexTest, ChoosesTheAddressesThenTheDestinationPortThenTheProtocol) {
   IndexedTable t;
-  t.AddMatcher(0, Acl(Prefix(32), Prefix(24), 0xffff, 0xff));
-  t.AddMatcher(1, Acl(Prefix(16), Prefix(32), 0, 0xff));
-  t.AddMatcher(2, Acl(Prefix(8), 0, 0xff00, 0));
-  t.Build();
+  BuildOverAddressesPortsAndProtocol(&t);
   const auto& words = t.index().words();
   EXPECT_EQ(words[0].offset, kSrcWord);  // 56 prefix bits, as the destination's: the first (lower) of equals
   EXPECT_EQ(words[1].offset, kDstWord);
@@ -39,6 +45,30 @@ TEST(TableIndexTest, ChoosesTheAddressesThenTheDestinationPortThenTheProtocol) {
   EXPECT_EQ(words[2].rotate, 16);  // its masks' prefixes are destination ports: the word's second half
   EXPECT_EQ(words[3].offset, kProtocolWord);
   EXPECT_EQ(words[3].rotate, 0);
+}
+
+TEST(TableIndexTest, ReadsAPacketsWordsAsEachTrieReadsItsWord) {
+  IndexedTable t;
+  BuildOverAddressesPortsAndProtocol(&t);
+  const TableIndex& index = t.index();
+  ASSERT_EQ(index.words()[2].rotate, 16);
+  ASSERT_EQ(index.words()[0].rotate, 0);
+  std::mt19937 random(7);
+  for (int n = 0; n < 1000; ++n) {
+    TableIndex::PacketWords words;
+    for (uint32_t& w : words) w = static_cast<uint32_t>(random());
+    uint32_t keys[TableIndex::kWords];
+    index.TrieKeys(words, keys);
+    for (int k = 0; k < TableIndex::kWords; ++k) ASSERT_EQ(keys[k], index.TrieKey(k, words[k])) << k;
+  }
+  // Byte by byte: the first byte highest, a rotated word's halves swapped.
+  TableIndex::PacketWords words;
+  const uint8_t bytes[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  std::memcpy(words.data(), bytes, sizeof bytes);
+  uint32_t keys[TableIndex::kWords];
+  index.TrieKeys(words, keys);
+  EXPECT_EQ(keys[0], 0x01020304u);
+  EXPECT_EQ(keys[2], 0x0b0c090au);
 }
 
 TEST(TableIndexTest, NamesOnlyTheMatchersOnThePacketsPrefixesInLookupOrderUpToAnExactOne) {

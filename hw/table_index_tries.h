@@ -394,39 +394,38 @@ struct TableIndex::PrefixPairMap {
   LineHashMap<PrefixPair, Location> locations;
 };
 
-// Inline: a lookup reads each packet's words through it, and a compile each entry's.
-inline uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
-  const uint32_t host = table_index_internal::HostOrder(word);
-  const int r = words_[i].rotate;
-  return r == 0 ? host : host << r | host >> (32 - r);
-}
-
-// A query's candidates as a lookup finds them (a walk's, or the trees'): in its `out`, in the order found,
-// with the rank of the first exact one as the bound past which none is taken.
+// A query's candidates as a lookup finds them (a walk's, or the trees'): the exact one of least rank so far
+// (`best`), whose rank bounds those taken after it, and the others (filters) in its `out`, in the order
+// found. An ACL's entries are all exact: its packets' answers mostly never touch `out` until Finish.
 struct TableIndex::CandidateList {
   Query* query = nullptr;
   uint64_t bound = ~uint64_t{0};
-  size_t count = 0;
+  size_t count = 0;  // (filters in `out`)
   bool overflow = false;
+  Candidate best{0, nullptr, nullptr, false};  // (exact once one was taken)
 
   // Takes the entry of matcher word `tagged` (TagMatcher), `rank` and named hit `hit`, which the packet
-  // matches, as a candidate; false once `out` overflowed (the lookup is over).
+  // matches and whose rank is up to the bound, as a candidate; false once `out` overflowed (the lookup is
+  // over).
   bool TakeCandidate(uint64_t rank, uintptr_t tagged, const RuleRecord* hit) {
-    const bool exact = (tagged & 1) != 0;
-    if (exact) {
+    const auto* matcher = reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1});
+    if ((tagged & 1) != 0) {
+      // Of the rank up to the bound: of the best's matcher (another entry of its, which may name the hit),
+      // or of a lower rank, the new best.
+      if (rank < bound || best.hit == nullptr) best = {rank, matcher, hit, true};
       bound = rank;
       if (hit != nullptr) __builtin_prefetch(hit);
+      return true;
     }
     if (count == kMaxCandidates && !MakeRoom()) {
       overflow = true;
       return false;
     }
-    query->out[count++] = {rank, reinterpret_cast<const CompiledMatcher*>(tagged & ~uintptr_t{1}),
-                           exact ? hit : nullptr, exact};
+    query->out[count++] = {rank, matcher, nullptr, false};
     return true;
   }
-  // Keeps the candidates up to the bound; false when `out` is still full. (Seldom called: kept out of line,
-  // so that TakeCandidate's callers keep their registers.)
+  // Keeps the filters up to the bound; false when `out` is still full. (Seldom called: kept out of line, so
+  // that TakeCandidate's callers keep their registers.)
   __attribute__((noinline)) bool MakeRoom() {
     size_t kept = 0;
     for (size_t i = 0; i < count; ++i) {
@@ -436,29 +435,41 @@ struct TableIndex::CandidateList {
     return count < kMaxCandidates;
   }
   // Sets the query's count as Candidates returns it: its candidates in ascending rank (a handful, mostly), up
-  // to the bound, each matcher once (ranks are distinct per matcher), exact if any of its entries found was.
+  // to the bound, each matcher once (ranks are distinct per matcher), exact if any of its entries found was:
+  // the filters up to the bound, sorted, then the best. More than kMaxCandidates: an overflow.
   void Finish() {
-    if (overflow) {
-      query->count = kMaxCandidates + 1;
+    if (count == 0 && !overflow) {  // (an ACL's: no filters)
+      query->count = best.exact ? 1 : 0;
+      if (best.exact) query->out[0] = best;
       return;
     }
+    FinishWithFilters();
+  }
+  __attribute__((noinline)) void FinishWithFilters() {
     Candidate* out = query->out;
-    for (size_t k = 1; k < count; ++k) {
-      const Candidate c = out[k];
-      size_t j = k;
-      for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
-      out[j] = c;
-    }
     size_t kept = 0;
-    for (size_t k = 0; k < count && out[k].rank <= bound; ++k) {
-      if (kept > 0 && out[kept - 1].rank == out[k].rank) {
-        out[kept - 1].exact |= out[k].exact;
-        if (out[kept - 1].hit == nullptr) out[kept - 1].hit = out[k].hit;
-      } else {
-        out[kept++] = out[k];
+    if (!overflow && count > 0) {
+      for (size_t k = 1; k < count; ++k) {
+        const Candidate c = out[k];
+        size_t j = k;
+        for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
+        out[j] = c;
+      }
+      for (size_t k = 0; k < count && out[k].rank <= bound; ++k) {
+        if (kept == 0 || out[kept - 1].rank != out[k].rank) out[kept++] = out[k];
       }
     }
-    query->count = kept;
+    if (!overflow && best.exact) {
+      // (A filter of the best's rank is an entry of its matcher: the best stands for both.)
+      if (kept > 0 && out[kept - 1].rank == best.rank) {
+        out[kept - 1] = best;
+      } else if (kept < kMaxCandidates) {
+        out[kept++] = best;
+      } else {
+        overflow = true;
+      }
+    }
+    query->count = overflow ? kMaxCandidates + 1 : kept;
   }
 };
 
