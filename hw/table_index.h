@@ -467,9 +467,14 @@ class TableIndex {
   std::unique_ptr<TreeUpkeep> upkeep_;
 };
 
+namespace table_index_internal {
+// A memory-order (big-endian) word as a number, its first byte the most significant.
+inline uint32_t HostOrder(uint32_t word) { return __builtin_bswap32(word); }
+}  // namespace table_index_internal
+
 // Inline: a lookup reads each packet's words through them, and a compile each entry's.
 inline uint32_t TableIndex::TrieKey(int i, uint32_t word) const {
-  const uint32_t host = __builtin_bswap32(word);
+  const uint32_t host = table_index_internal::HostOrder(word);
   const int r = words_[i].rotate;
   return r == 0 ? host : host << r | host >> (32 - r);
 }

@@ -33,9 +33,6 @@ constexpr int kNodeLines = 2;
 // The bits of word 0 the shortcuts cover.
 constexpr int kShortcutBits = TableIndex::kShortcutStrides * kStrideBits;
 
-// A memory-order (big-endian) word as a number, its first byte the most significant.
-inline uint32_t HostOrder(uint32_t word) { return __builtin_bswap32(word); }
-
 // The first `depth` nibbles (strides) of a word, as a mask.
 inline uint32_t PrefixMask(int depth) { return depth == 0 ? 0 : ~uint32_t{0} << (32 - kStrideBits * depth); }
 
@@ -446,30 +443,33 @@ struct TableIndex::CandidateList {
     FinishWithFilters();
   }
   __attribute__((noinline)) void FinishWithFilters() {
-    Candidate* out = query->out;
-    size_t kept = 0;
-    if (!overflow && count > 0) {
-      for (size_t k = 1; k < count; ++k) {
-        const Candidate c = out[k];
-        size_t j = k;
-        for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
-        out[j] = c;
-      }
-      for (size_t k = 0; k < count && out[k].rank <= bound; ++k) {
-        if (kept == 0 || out[kept - 1].rank != out[k].rank) out[kept++] = out[k];
-      }
+    if (overflow) {
+      query->count = kMaxCandidates + 1;
+      return;
     }
-    if (!overflow && best.exact) {
+    Candidate* out = query->out;
+    for (size_t k = 1; k < count; ++k) {
+      const Candidate c = out[k];
+      size_t j = k;
+      for (; j > 0 && out[j - 1].rank > c.rank; --j) out[j] = out[j - 1];
+      out[j] = c;
+    }
+    size_t kept = 0;
+    for (size_t k = 0; k < count && out[k].rank <= bound; ++k) {
+      if (kept == 0 || out[kept - 1].rank != out[k].rank) out[kept++] = out[k];
+    }
+    if (best.exact) {
       // (A filter of the best's rank is an entry of its matcher: the best stands for both.)
       if (kept > 0 && out[kept - 1].rank == best.rank) {
         out[kept - 1] = best;
-      } else if (kept < kMaxCandidates) {
-        out[kept++] = best;
+      } else if (kept == kMaxCandidates) {
+        query->count = kMaxCandidates + 1;
+        return;
       } else {
-        overflow = true;
+        out[kept++] = best;
       }
     }
-    query->count = overflow ? kMaxCandidates + 1 : kept;
+    query->count = kept;
   }
 };
 
