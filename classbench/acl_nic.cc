@@ -4,8 +4,9 @@
 
 namespace drsim::classbench {
 
-AclNic::AclNic()
-    : domain(*dr::Domain::Create(nic.pf(), MLX5DV_DR_DOMAIN_TYPE_NIC_RX)),
+AclNic::AclNic(mlx5dv_dr_domain_type type)
+    : nic(kVfs),
+      domain(*dr::Domain::Create(nic.pf(), type)),
       root(*dr::Table::Create(domain, 0)),
       acl(*dr::Table::Create(domain, 1)),
       to_acl(*dr::Action::DestTable(acl)),
