@@ -26,10 +26,22 @@
 namespace drsim::hw {
 namespace {
 
-// The packets a descent takes down a tree at most (a lookup's burst of walks), and their keys: packet j's
-// word w at keys[j * kWords + w], as trie keys.
+// The packets a descent takes down a tree at most (a lookup's burst of walks), and their keys as trie keys,
+// two ways: by packet, packet j's word w at by_packet[j * kWords + w] (the scalar descent's and each leaf
+// scan's), and by word, at by_word[w * kDescentPackets + j] (the vector descents': a lane's word is picked
+// from its group's four vectors of words, with no gather on the way down).
 constexpr size_t kDescentPackets = 32;
-using DescentKeys = std::array<uint32_t, kDescentPackets * TableIndex::kWords>;
+struct DescentKeys {
+  std::array<uint32_t, kDescentPackets * TableIndex::kWords> by_packet;
+  alignas(64) std::array<uint32_t, TableIndex::kWords * kDescentPackets> by_word{};
+  // Fills by_word from by_packet's first n packets.
+  void ByWord(size_t n) {
+    for (size_t j = 0; j < n; ++j) {
+      for (int w = 0; w < TableIndex::kWords; ++w)
+        by_word[w * kDescentPackets + j] = by_packet[j * TableIndex::kWords + w];
+    }
+  }
+};
 
 // The descents of packets [0, n) of the `going` ones (bit j: packet j) down the tree rooted at nodes[root]:
 // at[j] becomes the leaf packet j reaches; the others' at[] are left as they were. Each takes the packets a
@@ -55,7 +67,7 @@ void DescendScalar(const Node* nodes, uint32_t root, const DescentKeys& keys, si
         down[g] = down[--left];
         continue;
       }
-      at[j] = node.next + (keys[j * TableIndex::kWords + node.word] >> node.shift & node.bits);
+      at[j] = node.next + (keys.by_packet[j * TableIndex::kWords + node.word] >> node.shift & node.bits);
       __builtin_prefetch(&nodes[at[j]]);
       ++g;
     }
@@ -64,20 +76,22 @@ void DescendScalar(const Node* nodes, uint32_t root, const DescentKeys& keys, si
 
 #if defined(__x86_64__)
 // A node as two 32-bit halves: `next`, and word | shift << 8 | bits << 16 (TreeNode's layout, little-endian).
-// The vector descents load each lane's node whole (a 64-bit gather), take the halves apart, and gather the
-// lane's key word; a lane at a leaf (or not going) is masked off, and a group of lanes is done when all are.
+// The vector descents load each lane's node whole (a 64-bit gather), take the halves apart, and blend the
+// lane's key word out of its group's four (DescentKeys::by_word): a gather there would put a second one on
+// each level's path. A lane at a leaf (or not going) is masked off, and a group of lanes is done when all
+// are.
 template <typename Trees, typename Node = typename Trees::TreeNode>
 __attribute__((target("avx2"))) void DescendAvx2(const Node* nodes, uint32_t root, const DescentKeys& keys,
                                                  size_t n, uint32_t going, uint32_t* at) {
   constexpr size_t kLanes = 8;
   const auto* node_words = reinterpret_cast<const long long*>(nodes);
-  const auto* key_words = reinterpret_cast<const int*>(keys.data());
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const auto* key_words = reinterpret_cast<const __m256i*>(keys.by_word.data());
   const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
   const __m256i halves_apart = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m256i byte = _mm256_set1_epi32(0xff);
   const __m256i leaf = _mm256_set1_epi32(Trees::kLeaf);
   const __m256i last_word = _mm256_set1_epi32(TableIndex::kWords - 1);
+  constexpr size_t kGroups = kDescentPackets / kLanes;  // (a word's vectors in by_word)
   const size_t groups = (n + kLanes - 1) / kLanes;
   __m256i node[kDescentPackets / kLanes], down[kDescentPackets / kLanes], goes[kDescentPackets / kLanes];
   for (size_t g = 0; g < groups; ++g) {
@@ -103,10 +117,12 @@ __attribute__((target("avx2"))) void DescendAvx2(const Node* nodes, uint32_t roo
       const __m256i meta = _mm256_permute2x128_si256(low_apart, high_apart, 0x31);
       const __m256i word = _mm256_and_si256(meta, byte);
       const __m256i inner = _mm256_andnot_si256(_mm256_cmpeq_epi32(word, leaf), down[g]);
-      const __m256i packet = _mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(g * kLanes)));
-      const __m256i key_at =
-          _mm256_add_epi32(_mm256_slli_epi32(packet, 2), _mm256_and_si256(word, last_word));
-      const __m256i key = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), key_words, key_at, inner, 4);
+      const __m256i which = _mm256_and_si256(word, last_word);
+      __m256i key = _mm256_load_si256(key_words + g);
+      for (int w = 1; w < TableIndex::kWords; ++w) {
+        key = _mm256_blendv_epi8(key, _mm256_load_si256(key_words + w * kGroups + g),
+                                 _mm256_cmpeq_epi32(which, _mm256_set1_epi32(w)));
+      }
       const __m256i shift = _mm256_and_si256(_mm256_srli_epi32(meta, 8), byte);
       const __m256i child = _mm256_add_epi32(
           next, _mm256_and_si256(_mm256_srlv_epi32(key, shift), _mm256_srli_epi32(meta, 16)));
@@ -124,8 +140,7 @@ __attribute__((target("avx512f"))) void DescendAvx512(const Node* nodes, uint32_
                                                       uint32_t* at) {
   constexpr size_t kLanes = 16;
   const auto* node_words = reinterpret_cast<const long long*>(nodes);
-  const auto* key_words = reinterpret_cast<const int*>(keys.data());
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const auto* key_words = keys.by_word.data();
   const __m512i nexts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i metas = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const __m512i byte = _mm512_set1_epi32(0xff);
@@ -152,10 +167,12 @@ __attribute__((target("avx512f"))) void DescendAvx512(const Node* nodes, uint32_
       const __m512i meta = _mm512_permutex2var_epi32(low, metas, high);
       const __m512i word = _mm512_and_si512(meta, byte);
       const __mmask16 inner = _mm512_mask_cmpneq_epi32_mask(down[g], word, leaf);
-      const __m512i packet = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(g * kLanes)));
-      const __m512i key_at =
-          _mm512_add_epi32(_mm512_slli_epi32(packet, 2), _mm512_and_si512(word, last_word));
-      const __m512i key = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), inner, key_at, key_words, 4);
+      const __m512i which = _mm512_and_si512(word, last_word);
+      __m512i key = _mm512_load_si512(key_words + g * kLanes);
+      for (int w = 1; w < TableIndex::kWords; ++w) {
+        key = _mm512_mask_load_epi32(key, _mm512_cmpeq_epi32_mask(which, _mm512_set1_epi32(w)),
+                                     key_words + w * kDescentPackets + g * kLanes);
+      }
       const __m512i shift = _mm512_and_si512(_mm512_srli_epi32(meta, 8), byte);
       const __m512i child = _mm512_add_epi32(
           next, _mm512_and_si512(_mm512_srlv_epi32(key, shift), _mm512_srli_epi32(meta, 16)));
@@ -650,10 +667,11 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, cons
   std::array<CandidateList, kDescentPackets> list;
   for (size_t j = 0; j < n; ++j) {
     list[j].query = &queries[j];
-    index.TrieKeys(queries[j].words, &key[j * kWords]);
+    index.TrieKeys(queries[j].words, &key.by_packet[j * kWords]);
     bound[j] = ~uint64_t{0};
   }
   std::fill(bound.begin() + n, bound.end(), 0);
+  if (descent != TreeDescent::kScalar) key.ByWord(n);
   const uint32_t trees = compiled.tree_count.load(std::memory_order_acquire);
   std::array<CompiledTrees::TreeNode, kDescentPackets> leaf;
   for (uint32_t t = 0; t < trees; ++t) {
@@ -681,7 +699,7 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, cons
     // The leaves' entries up to the bound that the packet matches.
     for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
-      ScanLeaf(compiled, leaf[j], &key[j * kWords], &list[j]);
+      ScanLeaf(compiled, leaf[j], &key.by_packet[j * kWords], &list[j]);
       bound[j] = list[j].bound;
     }
   }
