@@ -438,10 +438,10 @@ class Nic {
   // (sim/plain_ipv4.h); another frame's outer headers are parsed aside. A frame whose answer starts with a
   // hit the index names leaves the jumping frames: bit j of the result, the hit in Burst::named_*. The
   // caller finishes it from that hit, in the burst's order. So does a frame the index says misses every
-  // matcher of the table (no candidate from its first matcher on): bit j of Burst::missed_ahead, its table
-  // in Burst::named_table; the caller takes it on from the table's miss, as a walk that asked the index
-  // would. No set-up, parse of the frame itself or walk comes before. Tables whose chain WalkTogether walks
-  // this burst (Burst::ChainWalkPolicy) are not asked. Not when tracing.
+  // matcher of the table (no candidate from its first matcher on), its named hit and matcher nullptr: the
+  // caller takes it on from the table's miss, as a walk that asked the index would. No set-up, parse of the
+  // frame itself or walk comes before. Tables whose chain WalkTogether walks this burst
+  // (Burst::ChainWalkPolicy) are not asked. Not when tracing.
   uint64_t LookUpJumpsInIndexes(Burst& burst, const Frame* frames, uint16_t source);
   // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination:
   // Burst::jumping_frame), the jump: looks up the table's first matcher the same overlapped way, level

@@ -84,7 +84,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::FinishFromHit(Worker& worker, cons
 
 uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t source) {
   uint64_t named = 0;
-  b.missed_ahead = 0;
   bool taken[kBurst] = {};  // by jumping entry: looked at with its table
   bool keep[kBurst];        // by jumping entry: left jumping
   std::fill_n(keep, b.num_jumping, true);
@@ -126,26 +125,21 @@ uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t sourc
     uint32_t past_first = 0, hits_in_walked_part = 0;
     for (size_t c = 0; c < count; ++c) {
       const hw::TableIndex::Query& query = b.queries[c];
-      if (query.count == 0) {  // a miss: asked again after a walk, the index would say so again
+      // No candidate at all is a miss of the whole table: asked again after a walk, the index would say so
+      // again.
+      const bool misses = query.count == 0;
+      if (!misses && !hw::TableIndex::NamesFirstHit(query)) continue;
+      const hw::TableIndex::Candidate* answer = misses ? nullptr : &query.out[0];
+      if (misses || answer->matcher != first_matcher) {
         ++past_first;
-        keep[entry[c]] = false;
-        const size_t j = b.jumping_frame[entry[c]];
-        b.missed_ahead |= uint64_t{1} << j;
-        b.named_table[j] = table;
-        continue;
-      }
-      if (!hw::TableIndex::NamesFirstHit(query)) continue;
-      const hw::TableIndex::Candidate& answer = query.out[0];
-      if (answer.matcher != first_matcher) {
-        ++past_first;
-        if (answer.rank < policy.walked_end_rank) ++hits_in_walked_part;
+        if (!misses && answer->rank < policy.walked_end_rank) ++hits_in_walked_part;
       }
       keep[entry[c]] = false;
       const size_t j = b.jumping_frame[entry[c]];
       named |= uint64_t{1} << j;
       b.named_table[j] = table;
-      b.named_matcher[j] = answer.matcher;
-      b.named_hit[j] = answer.hit;
+      b.named_matcher[j] = misses ? nullptr : answer->matcher;
+      b.named_hit[j] = misses ? nullptr : answer->hit;
     }
     policy.Tally(past_first, hits_in_walked_part);
   }
@@ -403,8 +397,7 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     const FirstLookup first = FirstLookupOf(stage, fn);
     Burst& b = *worker.burst_;
     bool followed = false;  // FollowJumps set the frames' entries
-    uint64_t named = 0;     // frames whose hit an index named ahead (LookUpJumpsInIndexes)
-    uint64_t missed = 0;    // frames an index said miss the table they jump to, ahead as well
+    uint64_t named = 0;     // frames whose hit (or miss) an index named ahead (LookUpJumpsInIndexes)
     // The frames not started yet: those whose key needs no parse wait for their first lookup's hit, as most
     // need nothing of the walk (FinishFromHit).
     uint64_t unstarted = 0;
@@ -443,18 +436,17 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
       }
       if (b.num_jumping > 0) {
         named = LookUpJumpsInIndexes(b, in, source);
-        missed = b.missed_ahead;
-        worker.CountAnsweredByIndex(static_cast<uint64_t>(__builtin_popcountll(named | missed)));
+        worker.CountAnsweredByIndex(static_cast<uint64_t>(__builtin_popcountll(named)));
       }
       followed = b.num_jumping > 0;
-      if (followed) {  // FollowJumps and WalkTogether go through every frame but those answered ahead
+      if (followed) {  // FollowJumps and WalkTogether go through every frame but the named ones
         for (size_t j = 0; j < n; ++j) {
-          if ((unstarted & ~(named | missed)) >> j & 1) start(j);
+          if ((unstarted & ~named) >> j & 1) start(j);
         }
-        unstarted &= named | missed;
+        unstarted &= named;
       }
       for (size_t j = 0; j < n; ++j) {
-        if ((unstarted | named | missed) >> j & 1) continue;
+        if ((unstarted | named) >> j & 1) continue;
         burst[j].by_burst.matcher = m;
         burst[j].by_burst.hit = b.first_hits[j];
       }
@@ -471,23 +463,16 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
     // The frames in order (their queues take them in the order they came).
     for (size_t j = 0; j < n; ++j) {
       InFlight& p = burst[j];
-      if (missed >> j & 1) {  // on from the table's miss, as LookUpIndexedTogether leaves a frame it missed
-        if (unstarted >> j & 1) start(j);
-        p.by_burst.after_jumps = {b.named_table[j], 0, /*jumps=*/1};
-        p.by_burst.matcher = nullptr;
-        p.by_burst.hit = nullptr;
-        p.by_burst.walk = {b.named_table[j], nullptr, nullptr};
-        Run(p, first.stage, *first.fn, p.by_burst.after_jumps, /*trace=*/false);
-        continue;
-      }
       if (named >> j & 1) {
-        if (FinishFromHit(worker, *b.named_hit[j], first, in[j], fresh_meta, out[j])) continue;
+        // (A named miss goes on from the table's miss, as LookUpIndexedTogether leaves a frame it missed.)
+        const hw::RuleRecord* hit = b.named_hit[j];
+        if (hit != nullptr && FinishFromHit(worker, *hit, first, in[j], fresh_meta, out[j])) continue;
         if (unstarted >> j & 1) start(j);
         p.by_burst.after_jumps = {b.named_table[j], 0, /*jumps=*/1};
         p.by_burst.matcher = b.named_matcher[j];
-        p.by_burst.hit = b.named_hit[j];
+        p.by_burst.hit = hit;
         p.by_burst.walk = {b.named_table[j], b.named_matcher[j], nullptr};
-        if (DispatchLookedUpHit(p, first)) continue;
+        if (hit != nullptr && DispatchLookedUpHit(p, first)) continue;
         Run(p, first.stage, *first.fn, p.by_burst.after_jumps, /*trace=*/false);
         continue;
       }

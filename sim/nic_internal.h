@@ -250,12 +250,10 @@ struct Nic::Burst {
   const hw::CompiledMatcher* jump_matcher[kBurst];
   // LookUpIndexedTogether: no lookup ahead (no candidate, too many, or the index named the hit).
   bool no_lookup_ahead[kBurst];
-  // LookUpJumpsInIndexes: what reads plain frames' index words straight from them, the frames the index
-  // said miss the whole table they jump to (bit j: frame j), and by frame, the table it asked and the hit
-  // the index named there, with its matcher.
+  // LookUpJumpsInIndexes: what reads plain frames' index words straight from them, and by frame, the table
+  // it asked and the hit the index named there, with its matcher (both nullptr: a miss of the table).
   PlainIpv4KeyReader index_word_reader;
   hw::HeaderVector outer_headers;  // a frame's that is not plain, parsed for its index words
-  uint64_t missed_ahead = 0;
   const hw::FlowTable* named_table[kBurst];
   const hw::CompiledMatcher* named_matcher[kBurst];
   const hw::RuleRecord* named_hit[kBurst];
