@@ -347,7 +347,9 @@ class TableIndex::CompiledTrees::Builder {
     if (best < 0) {  // a leaf
       if (size > budget_ || size + kBuiltLeafRoom > 0xffff) return false;
       budget_ -= size;
-      compiled_->nodes[at] = {static_cast<uint32_t>(compiled_->entries.size()), kLeaf, kBuiltLeafRoom,
+      const uint8_t bucket =
+          size == 0 ? kEmptyLeafBucket : compiled_->RankBucketOf(filed_[(*subsets)[from]].rank);
+      compiled_->nodes[at] = {static_cast<uint32_t>(compiled_->entries.size()), kLeaf, bucket,
                               static_cast<uint16_t>(size)};
       for (size_t i = from; i < subsets->size(); ++i) compiled_->entries.push_back(filed_[(*subsets)[i]]);
       compiled_->entries.resize(compiled_->entries.size() +
@@ -461,6 +463,9 @@ std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std:
   for (uint32_t i = 0; i < filed.size(); ++i) group[GroupOf(filed[i].mask)].push_back(i);
   auto compiled = std::make_unique<CompiledTrees>();
   compiled->version.store(version, std::memory_order_relaxed);
+  for (size_t b = 1; b < kEmptyLeafBucket && !filed.empty(); ++b)
+    compiled->bucket_least[b] = filed[b * filed.size() / kEmptyLeafBucket].rank;
+  compiled->bucket_least[kEmptyLeafBucket] = ~uint64_t{0};
   Builder builder(filed, compiled.get());
   std::vector<std::pair<Tree, unsigned>> grown;  // each tree, and its group
   for (unsigned g = 0; g < kGroups; ++g) {
@@ -478,6 +483,9 @@ std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std:
   }
   compiled->tree_count.store(static_cast<uint32_t>(grown.size()), std::memory_order_relaxed);
   // Room for the writer's changes (hw/tree_updates.cc).
+  compiled->leaf_room.resize(compiled->nodes.size());
+  for (size_t at = 0; at < compiled->nodes.size(); ++at)
+    compiled->leaf_room[at] = compiled->nodes[at].word == kLeaf ? kBuiltLeafRoom : 0;
   compiled->built_entries = compiled->entries.size();
   compiled->entries.reserve(compiled->entries.size() + std::max(2 * compiled->entries.size(), kEntryRoom));
   compiled->nodes.reserve(compiled->nodes.size() + kNodeRoom);
@@ -691,13 +699,18 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, cons
       default:
         DescendScalar<CompiledTrees>(compiled.nodes.data(), tree.root, key, n, going, at.data());
     }
+    // The leaves that may hold a candidate: with entries from a rank bucket the packet's bound reaches (an
+    // empty leaf's is past the bound of a packet that has a candidate).
+    uint32_t scanned = 0;
     for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
       leaf[j] = compiled.LoadNode(at[j]);
+      if (compiled.bucket_least[leaf[j].shift] > bound[j]) continue;
+      scanned |= uint32_t{1} << j;
       __builtin_prefetch(&compiled.entries[leaf[j].next]);
     }
-    // The leaves' entries up to the bound that the packet matches.
-    for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
+    // Their entries up to the bound that the packet matches.
+    for (uint32_t rest = scanned; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
       ScanLeaf(compiled, leaf[j], &key.by_packet[j * kWords], &list[j]);
       bound[j] = list[j].bound;

@@ -46,14 +46,16 @@ namespace drsim::hw {
 // "Changes as they come"). The entries are grouped by the words they test (kTestedBits or more of them), a
 // tree a group, so that an entry seldom meets a bit it does not test: it follows both branches of one. A
 // leaf holds the entries that reach it, in rank order when built, with their named hits, at most
-// kLeafEntries of them unless no bit parts them, and a free slot. A node cuts on neighbouring bits of one
-// word, up to kMaxCut of them (a stride: its children are the values of those bits): the bit that parts its
-// entries best, widened a bit at a time while that makes its largest child smaller and its children together
-// hold at most kCutCopies times its entries (as HiCuts does). A lookup goes down the trees in order of their
-// least ranks and skips those whose least is past its exact candidate's rank. Its packets (a burst's, up to
-// 32) go down each tree together, a level at a time: 16 or 8 a vector step in AVX-512 or AVX2 lanes, or one
-// at a time (TableIndex::TreeDescent, chosen at run time); a lane at a leaf waits, masked off, for the
-// others. Then each packet scans its leaf.
+// kLeafEntries of them unless no bit parts them, and a free slot; its node says in which rank bucket its
+// entries start. A node cuts on neighbouring bits of one word, up to kMaxCut of them (a stride: its children
+// are the values of those bits): the bit that parts its entries best, widened a bit at a time while that
+// makes its largest child smaller and its children together hold at most kCutCopies times its entries (as
+// HiCuts does). A lookup goes down the trees in order of their least ranks and skips those whose least is
+// past its exact candidate's rank. Its packets (a burst's, up to 32) go down each tree together, a level at a
+// time: 16 or 8 a vector step in AVX-512 or AVX2 lanes, or one at a time (TableIndex::TreeDescent, chosen at
+// run time); a lane at a leaf waits, masked off, for the others. Then each packet scans its leaf, unless the
+// leaf's rank bucket starts past the packet's exact candidate (an empty leaf's is past any): on ClassBench's
+// acl4 set, close to half the leaves a packet reaches hold only entries past its answer.
 //
 // Why: a walk's step through the tries costs a hundred instructions or so (its pending steps, bounds and
 // interleaving), even with every line in the caches; a tree's step is a load, a shift and a mask. On sets
@@ -85,14 +87,30 @@ struct TableIndex::CompiledTrees {
   struct alignas(8) TreeNode {
     uint32_t next;  // an inner node's children, nodes[next + the packet's bits]; a leaf's entries[next, ...)
     uint8_t word;   // an inner node's word; kLeaf: a leaf
-    uint8_t shift;  // an inner node's bits, key[word] >> shift & bits (a leaf's: the free slots after its
-                    // entries)
+    uint8_t shift;  // an inner node's bits, key[word] >> shift & bits (a leaf's: the rank bucket of its
+                    // least entry, RankBucketOf)
     uint16_t bits;  // (a leaf's: how many entries it holds)
   };
+  // Ranks in buckets, so that a leaf's node can say how early its entries start: bucket b < kEmptyLeafBucket
+  // holds the ranks from bucket_least[b] up to the next bucket's (a 255th of the built entries each; bucket 0
+  // from rank 0). A leaf's bucket is its least entry's, or lower: the writer lowers it before a leaf takes an
+  // entry of a lower bucket, and never raises it. An empty leaf's is kEmptyLeafBucket, whose least is past
+  // every rank. A packet whose bound is below its leaf's bucket_least has no candidate there, and skips the
+  // leaf's lines.
+  static constexpr size_t kRankBuckets = 256;
+  static constexpr uint8_t kEmptyLeafBucket = kRankBuckets - 1;
+  std::array<uint64_t, kRankBuckets> bucket_least{};
+  uint8_t RankBucketOf(uint64_t rank) const {
+    return static_cast<uint8_t>(
+        std::upper_bound(bucket_least.begin(), bucket_least.begin() + kEmptyLeafBucket, rank) -
+        bucket_least.begin() - 1);
+  }
   // Free slots a leaf gets after its entries when built, and when the writer copies it (as many as its
-  // entries, at least kCopiedLeafRoom, at most 255).
+  // entries, at least kCopiedLeafRoom, at most 255). The writer's count of them, by node (0 for inner
+  // nodes): `leaf_room`.
   static constexpr uint8_t kBuiltLeafRoom = 1;
   static constexpr uint8_t kCopiedLeafRoom = 4;
+  std::vector<uint8_t> leaf_room;
   // A leaf's entry: what a walk reads of it (value and mask as trie keys). Once its leaf is published, the
   // writer changes `matcher` (kGone set or cleared) and `hit`, and may fill a gone entry with another
   // (a new generation in `matcher`'s top byte, a sequence lock for readers), all with atomic stores; readers

@@ -104,40 +104,48 @@ void FillGone(LeafEntry* slot, const LeafEntry& entry) {
                    __ATOMIC_RELEASE);
 }
 
-// The entries a copy of `leaf` with one entry more takes at the end of the form's entries, its free slots
-// included, when adding an entry to it needs one: when it has no gone entry and no free slot (else 0).
+// The entries a copy of the leaf at `at` with one entry more takes at the end of the form's entries, its free
+// slots included, when adding an entry to it needs one: when it has no gone entry and no free slot (else 0).
 template <typename Trees, typename TreeNode = typename Trees::TreeNode>
-uint32_t CopyToAddTo(const Trees& form, const TreeNode& leaf) {
-  if (leaf.shift > 0 || FirstGoneIn(form, leaf) < leaf.next + leaf.bits) return 0;
+uint32_t CopyToAddTo(const Trees& form, uint32_t at) {
+  const TreeNode leaf = form.nodes[at];
+  if (form.leaf_room[at] > 0 || FirstGoneIn(form, leaf) < leaf.next + leaf.bits) return 0;
   return leaf.bits + 1 + CopyRoom<Trees>(leaf.bits + 1);
 }
 
 // Adds `entry` to the leaf at `at`: in a gone entry's slot, else its next free slot, else a copy with more
-// free slots (CopyToAddTo; the room for it was checked). A leaf's node changes by one store. Returns the
-// entry's slot.
+// free slots (CopyToAddTo; the room for it was checked). A leaf's node changes by one store, which lowers its
+// rank bucket to the entry's when that is lower: before a gone slot is filled, and with the count that takes
+// a new slot in. Returns the entry's slot.
 template <typename Trees, typename TreeNode = typename Trees::TreeNode,
           typename LeafEntry = typename Trees::LeafEntry>
 uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
   const TreeNode old = form->nodes[at];
+  const uint8_t bucket = std::min(old.shift, form->RankBucketOf(entry.rank));
   if (const uint32_t gone = FirstGoneIn(*form, old); gone < old.next + old.bits) {
+    if (bucket != old.shift) {
+      TreeNode lowered = {old.next, Trees::kLeaf, bucket, old.bits};  // (not const: clang's __atomic_store)
+      __atomic_store(&form->nodes[at], &lowered, __ATOMIC_RELEASE);
+    }
     FillGone<Trees>(&form->entries[gone], entry);
     --form->gone;
     return gone;
   }
   TreeNode fresh;
-  if (old.shift > 0) {
+  uint8_t& room = form->leaf_room[at];
+  if (room > 0) {
     // (No reader reads past the leaf's count: the slot is the writer's until the node counts it.)
     form->entries[old.next + old.bits] = entry;
-    fresh = {old.next, Trees::kLeaf, static_cast<uint8_t>(old.shift - 1),
-             static_cast<uint16_t>(old.bits + 1)};
+    fresh = {old.next, Trees::kLeaf, bucket, static_cast<uint16_t>(old.bits + 1)};
+    --room;
   } else {
     const auto next = static_cast<uint32_t>(form->entries.size());
     for (uint32_t i = old.next; i < old.next + old.bits; ++i) form->entries.push_back(form->entries[i]);
     form->entries.push_back(entry);
     const auto count = static_cast<uint32_t>(form->entries.size() - next);
-    const uint32_t room = CopyRoom<Trees>(count);
+    room = static_cast<uint8_t>(CopyRoom<Trees>(count));
     form->entries.resize(form->entries.size() + room);
-    fresh = {next, Trees::kLeaf, static_cast<uint8_t>(room), static_cast<uint16_t>(count)};
+    fresh = {next, Trees::kLeaf, bucket, static_cast<uint16_t>(count)};
   }
   __atomic_store(&form->nodes[at], &fresh, __ATOMIC_RELEASE);
   return fresh.next + fresh.bits - 1;
@@ -164,7 +172,9 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
     const uint32_t count = form->tree_count.load(std::memory_order_relaxed);
     if (form->nodes.size() == form->nodes.capacity() || count == CompiledTrees::kGroups) return false;
     const auto root = static_cast<uint32_t>(form->nodes.size());
-    form->nodes.push_back({static_cast<uint32_t>(form->entries.size()), CompiledTrees::kLeaf, 0, 0});
+    form->nodes.push_back({static_cast<uint32_t>(form->entries.size()), CompiledTrees::kLeaf,
+                           CompiledTrees::kEmptyLeafBucket, 0});
+    form->leaf_room.push_back(0);
     form->trees[count] = {root, entry.rank};
     tree = static_cast<int>(count);
     form->tree_of_group[group] = static_cast<int8_t>(tree);
@@ -189,7 +199,7 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
     for (size_t l = 0; l < leaves.size(); ++l) {
       const TreeNode leaf = form->nodes[leaves[l]];
       if (found[l] < leaf.next + leaf.bits) continue;
-      const uint32_t copy = CopyToAddTo(*form, leaf);
+      const uint32_t copy = CopyToAddTo(*form, leaves[l]);
       if (copy > 0xffff) return false;
       room += copy;
     }

@@ -174,6 +174,49 @@ TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) {
   }
 }
 
+// A leaf's node names the rank bucket its entries start in, and a packet whose bound is below it skips the
+// leaf. An entry of an earlier bucket taken into a leaf lowers the leaf's bucket with it: into an empty
+// leaf, a free slot, a copy, or a gone entry's slot. Here every packet first meets a broad rule of an early
+// matcher (its bound), then a tree of later host rules, into whose leaves rules of the earliest matchers
+// come: each must be found where the packet's bound would skip the leaf as it was built.
+TEST(TreeUpdatesTest, AnEarlierEntryLowersItsLeafsRankBucket) {
+  std::mt19937 rng(11);
+  constexpr uint32_t kDst = 0x0b000001;
+  Twins t;
+  std::vector<size_t> earliest;  // no rules when compiled
+  for (int i = 0; i < 16; ++i) earliest.push_back(t.AddMatcher(1, Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  const size_t broad = t.AddMatcher(5, Acl(0, Prefix(32), 0, 0));
+  std::vector<size_t> hosts;
+  for (int i = 0; i < 600; ++i) hosts.push_back(t.AddMatcher(9, Acl(Prefix(32), Prefix(32), 0xffff, 0xff)));
+  t.Build();
+  t.AddRule(broad, Acl(0, kDst, 0, 0));
+  for (int r = 0; r < 3000; ++r) {
+    t.AddRule(hosts[r % hosts.size()],
+              Acl(0x0a000000 | (rng() & 0xffffff), kDst, static_cast<uint16_t>(rng() % 1024), 6));
+  }
+  ASSERT_TRUE(t.compiled().index().Compile());
+  // Packets on host rules' keys (in the leaves those rules reach), and on keys no rule has (mostly in empty
+  // leaves).
+  std::vector<MatchParams> packets;
+  for (int p = 0; p < 48; ++p) packets.push_back(t.values(hosts[p * 7 % hosts.size()])[0]);
+  for (int p = 0; p < 16; ++p) packets.push_back(Acl(0x0c000000 | (rng() & 0xffffff), kDst, 80, 6));
+  ASSERT_EQ(t.Difference(packets, broad), "");
+  // The earliest matchers' rules on the first half of the packets' keys: into free slots, copies and
+  // empty leaves.
+  for (int p = 0; p < 32; ++p) t.AddRule(earliest[p % earliest.size()], packets[p]);
+  ASSERT_EQ(t.Difference(packets, broad), "");
+  ASSERT_TRUE(t.compiled().index().IsCompiled());
+  // The host rules of the other packets go, and the earliest matchers' rules take their keys: into the
+  // gone entries' slots.
+  for (int p = 32; p < 48; ++p) {
+    ASSERT_TRUE(t.RemoveRule(hosts[p * 7 % hosts.size()], 0));
+    t.AddRule(earliest[p % earliest.size()], packets[p]);
+  }
+  ASSERT_EQ(t.Difference(packets, broad), "");
+  ASSERT_TRUE(t.compiled().index().IsCompiled());
+  EXPECT_EQ(t.compiled().index().tree_upkeep().overflows, 0u);
+}
+
 // Rules removed leave gone entries, which new entries fill, and rules added beyond the leaves' free slots
 // leave copies of leaves behind. Once half the entries the trees were built with are gone, the writer folds
 // them into new trees (built on a thread of the index's own, the changes made meanwhile taken in after),
