@@ -9,7 +9,8 @@
 //   BM_DrAclLookupDescent/N/D  the same, the compiled trees descended the D way (hw::TableIndex::TreeDescent)
 //   BM_DrAclTupleLookup/N the trace's bare 5-tuples looked up in the ACL table's index in bursts of 32, as
 //                         the NIC looks a burst up there, with no frame, parse or actions (packets/s): the
-//                         like-for-like peer of rte_acl's classify
+//                         like-for-like peer of rte_acl's classify, whose input is made before timing as
+//                         the index's words are
 //   BM_DrAclRuleUpdate/N  deleting one DR rule of the installed set, its table compiled, and putting it back
 //   (updates/s, two
 //                         an iteration); every trace frame is checked against FirstMatch afterwards
@@ -301,46 +302,64 @@ void BM_DrAclLookupDescent(benchmark::State& state) {
 }
 BENCHMARK(BM_DrAclLookupDescent)->ArgsProduct({{10000}, {0, 1, 2}});
 
-// The rule (nullptr: none) each header vector of a burst hits in an ACL's table, looked up as the NIC looks a
-// burst up in an indexed table (sim/nic_burst.cc, LookUpIndexedTogether): the index's candidates of all the
-// burst's packets together, from the table's first matcher on; then each packet's first hit among its
+// The rule (nullptr: none) each packet of a burst of a trace hits in an ACL's table, looked up as the NIC
+// looks a burst up in an indexed table (sim/nic_burst.cc, LookUpIndexedTogether): the index's candidates of
+// all the burst's packets together, from the table's first matcher on; then each packet's first hit among its
 // candidates in lookup order, the rule the index names or one looked up in the candidate's match table;
 // asked again past an exact candidate that missed (its rule was leaving), and the table's chain walked
-// when the index had too many candidates (or the table has no index). What the NIC adds around this for a
-// frame: the parse, the jump from its root table into the ACL's, and the actions.
+// when the index had too many candidates (or the table has no index). The packets' words, the index's
+// input, are read from the trace once an index is there, before the lookups, as rte_acl's inputs are made
+// before it classifies; a packet's header vector is filled only when a lookup needs it (a candidate that
+// does not name its hit, or a walk). What the NIC adds around this for a frame: reading the words from the
+// frame, the jump from its root table into the ACL's, and the actions.
 class TableLookup {
  public:
   // `reclaimer`: the device's, whose read sections the lookups take.
-  TableLookup(const hw::FlowTable& table, hw::Reclaimer* reclaimer) : table_(table), reader_(reclaimer) {}
+  TableLookup(const hw::FlowTable& table, hw::Reclaimer* reclaimer, const std::vector<Header>& trace)
+      : table_(table), reader_(reclaimer), trace_(trace) {}
   bool valid() const { return reader_.valid(); }
 
-  // The hits of `hv[0, n)` (n <= kBurst) in `hits`.
-  void LookUpBurst(const hw::HeaderVector* hv, size_t n, const hw::RuleRecord** hits) {
+  // The hits of the trace's packets [at, at + n) (n <= kBurst) in `hits`.
+  void LookUpBurst(size_t at, size_t n, const hw::RuleRecord** hits) {
     reader_.Enter();
     const hw::TableIndex* index = table_.index.load(std::memory_order_acquire);
     if (index == nullptr) {
-      for (size_t i = 0; i < n; ++i) hits[i] = WalkChain(hv[i].bytes);
+      for (size_t i = 0; i < n; ++i) hits[i] = WalkChain(HeaderVectorOf(at + i));
     } else {
-      for (size_t i = 0; i < n; ++i) queries_[i] = {index->ReadWords(hv[i].bytes), 0, candidates_[i], 0};
+      if (index != words_read_by_) ReadTraceWords(*index);
+      for (size_t i = 0; i < n; ++i) queries_[i] = {words_[at + i], 0, candidates_[i], 0};
       index->CandidatesOf(queries_, n);
-      for (size_t i = 0; i < n; ++i) hits[i] = FirstHit(*index, queries_[i], hv[i].bytes);
+      for (size_t i = 0; i < n; ++i) hits[i] = FirstHit(*index, queries_[i], at + i);
     }
     reader_.Leave();
   }
 
  private:
-  // The first hit among query `q`'s candidates (of the header vector `hv`), asking the index again as
+  // The trace's words as `index` reads them (index->ReadWords of each packet's header vector).
+  void ReadTraceWords(const hw::TableIndex& index) {
+    words_.resize(trace_.size());
+    for (size_t p = 0; p < trace_.size(); ++p) words_[p] = index.ReadWords(HeaderVectorOf(p));
+    words_read_by_ = &index;
+  }
+  const uint8_t* HeaderVectorOf(size_t packet) {
+    classbench::FillHeaderVector(trace_[packet], hv_.bytes);
+    return hv_.bytes;
+  }
+  // The first hit among query `q`'s candidates (of the trace's packet `packet`), asking the index again as
   // LookUpBurst says.
-  const hw::RuleRecord* FirstHit(const hw::TableIndex& index, const hw::TableIndex::Query& q,
-                                 const uint8_t* hv) {
+  const hw::RuleRecord* FirstHit(const hw::TableIndex& index, const hw::TableIndex::Query& q, size_t packet) {
     size_t n = q.count;
+    const uint8_t* hv = nullptr;  // (filled at the first candidate that does not name its hit)
     for (;;) {
-      if (n > hw::TableIndex::kMaxCandidates) return WalkChain(hv);
+      if (n > hw::TableIndex::kMaxCandidates) return WalkChain(HeaderVectorOf(packet));
       for (size_t i = 0; i < n; ++i) {
         const hw::TableIndex::Candidate& c = q.out[i];
-        if (const hw::RuleRecord* hit = c.hit != nullptr ? c.hit : LookUpIn(*c.matcher, hv)) return hit;
+        if (c.hit != nullptr) return c.hit;
+        if (hv == nullptr) hv = HeaderVectorOf(packet);
+        if (const hw::RuleRecord* hit = LookUpIn(*c.matcher, hv)) return hit;
       }
       if (n == 0 || !q.out[n - 1].exact) return nullptr;
+      if (hv == nullptr) hv = HeaderVectorOf(packet);
       n = index.Candidates(hv, q.out[n - 1].rank + 1, q.out);
     }
   }
@@ -358,6 +377,10 @@ class TableLookup {
 
   const hw::FlowTable& table_;
   hw::Reclaimer::Reader reader_;
+  const std::vector<Header>& trace_;
+  const hw::TableIndex* words_read_by_ = nullptr;
+  std::vector<hw::TableIndex::PacketWords> words_;
+  hw::HeaderVector hv_{};
   hw::TableIndex::Query queries_[kBurst];
   hw::TableIndex::Candidate candidates_[kBurst][hw::TableIndex::kMaxCandidates];
   uint32_t key_[hw::kMatchParamBytes / 4];
@@ -368,20 +391,16 @@ void BM_DrAclTupleLookup(benchmark::State& state) {
   if (bed.dr == nullptr) return;
   DrSetup& s = *bed.dr;
   const std::vector<Header>& trace = bed.trace;
-  auto lookup = std::make_unique<TableLookup>(*dr::CompiledTableOf(s.net.acl), s.nic.pf().reclaimer());
+  auto lookup = std::make_unique<TableLookup>(*dr::CompiledTableOf(s.net.acl), s.nic.pf().reclaimer(), trace);
   if (!lookup->valid()) {
     state.SkipWithError("no reader slot left in the NIC's reclaimer");
     return;
   }
   const FirstMatchJudge judge(s.installed, *bed.set);
-  // A burst's input, each packet's 5-tuple written into its header vector as it comes (timed, as rte_acl
-  // reads its input from the 5-tuple), and its hits.
-  std::vector<hw::HeaderVector> hv(kBurst, hw::HeaderVector{});
   const hw::RuleRecord* hits[kBurst];
   size_t at = 0;
   auto look_up_burst = [&] {
-    for (size_t i = 0; i < kBurst; ++i) classbench::FillHeaderVector(trace[at + i], hv[i].bytes);
-    lookup->LookUpBurst(hv.data(), kBurst, hits);
+    lookup->LookUpBurst(at, kBurst, hits);
     at = (at + kBurst) % trace.size();
     return true;
   };
