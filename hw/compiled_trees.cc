@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "hw/reclaimer.h"
 #include "hw/table_index.h"
 #include "hw/table_index_tries.h"
@@ -573,14 +574,18 @@ const TableIndex::CompiledTrees* TableIndex::ServingForm() const {
 }
 
 bool TableIndex::TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets) {
-  std::array<double, 2> fastest = {0, 0};  // (a packet's nanoseconds by the trees and by the walk; 0: none)
+  std::array<absl::InlinedVector<double, CompiledTrees::kTrialRuns>, 2> per_packet;  // (trees, walk)
   for (size_t run = 0; run < std::min(nanoseconds.size(), packets.size()); ++run) {
     if (packets[run] == 0) continue;
-    const double per_packet = double(nanoseconds[run]) / double(packets[run]);
-    double& best = fastest[run & 1];
-    best = best == 0 ? per_packet : std::min(best, per_packet);
+    per_packet[run & 1].push_back(double(nanoseconds[run]) / double(packets[run]));
   }
-  return fastest[0] != 0 && (fastest[1] == 0 || fastest[0] < fastest[1]);
+  auto median = [](absl::InlinedVector<double, CompiledTrees::kTrialRuns>& runs) {
+    std::sort(runs.begin(), runs.end());
+    const size_t half = runs.size() / 2;
+    return runs.size() % 2 == 1 ? runs[half] : (runs[half - 1] + runs[half]) / 2;
+  };
+  if (per_packet[0].empty()) return false;
+  return per_packet[1].empty() || median(per_packet[0]) < median(per_packet[1]);
 }
 
 bool TableIndex::LooksUpByTrees() const {

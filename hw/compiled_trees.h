@@ -176,8 +176,11 @@ struct TableIndex::CompiledTrees {
   // each run counts the time its calls took and the packets they looked up; then the method kept. Only the
   // second half of each run is timed, once its method's lines are back in the caches: timed cold, or a call
   // each way in turn, the trees can lose to a walk that is slower for good. Each method is judged by its
-  // fastest run, so that a run in which the thread lost its CPU (a busy machine's) does not decide: on a
-  // loaded guest, sums over every run kept a walk six times slower than the trees.
+  // median run. Not by the sum of its runs: a run in which the thread lost its CPU (a busy machine's) would
+  // decide (on a loaded guest, sums kept a walk six times slower than the trees). Nor by its fastest run:
+  // each run looks up other packets, and a walk finds some stretches of a trace far cheaper than others (on
+  // ClassBench's acl2 set its runs took 58-341 ns a packet, the trees' 33-214), so one lucky run of the walk
+  // kept it in a third of the trials, at half the trees' rate.
   static constexpr uint64_t kTrialCalls = 2048;
   static constexpr uint64_t kTrialRun = 256;
   static constexpr size_t kTrialRuns = kTrialCalls / kTrialRun;
@@ -200,7 +203,7 @@ struct TableIndex::CompiledTrees {
   // The compiled form of `filed` (CollectEntries', taken at `version`), or nullptr when its leaves would hold
   // too many entries. Reads nothing else: it runs on the compiler thread.
   static std::unique_ptr<CompiledTrees> Build(std::vector<LeafEntry> filed, uint64_t version);
-  // Ends the trial: keeps the method whose fastest run took less time a packet (TreesWinTrial), and returns
+  // Ends the trial: keeps the method whose median run took less time a packet (TreesWinTrial), and returns
   // it.
   int EndTrial() const {
     std::array<uint64_t, kTrialRuns> took, looked_up;

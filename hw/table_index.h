@@ -330,8 +330,9 @@ class TableIndex {
   bool TrialDecided() const;
   // The trial's verdict: of runs of lookups timed in turn, by the trees (the even runs) and by the walk (the
   // odd ones), run r taking `nanoseconds[r]` for `packets[r]` packets (0: not timed), whether the trees'
-  // fastest run took less a packet than the walk's fastest (hw/compiled_trees.h says why the fastest); false
-  // when no run of the trees was timed, true when only theirs were.
+  // median run took less a packet than the walk's (of an even count of runs, the mean of the middle two;
+  // hw/compiled_trees.h says why the median); false when no run of the trees was timed, true when only
+  // theirs were.
   static bool TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets);
   // How lookups go down the compiled trees: a packet at a time (kScalar), or 8 or 16 packets together in
   // AVX2 or AVX-512 lanes; each reaches the same leaves. The process takes the fastest its CPU has, once

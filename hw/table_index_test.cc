@@ -520,9 +520,9 @@ TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndItsTreesTakeChanges) {
   ExpectCandidatesCover(t, Acl(0x0c000007, 0x0d000001, 80, 6));
 }
 
-// The trial judges each way by its fastest run: one run in which the thread lost its CPU does not make the
-// walk win, but a walk that is faster in every run does.
-TEST(TableIndexTest, TheTrialJudgesEachWayByItsFastestRun) {
+// The trial judges each way by its median run: one run in which the thread lost its CPU does not make the
+// walk win, nor does one run of the walk over a cheap stretch of the trace; a walk faster in most runs does.
+TEST(TableIndexTest, TheTrialJudgesEachWayByItsMedianRun) {
   // Runs in turn: trees, walk, trees, walk, ...; 128 calls of 32 packets each.
   const std::vector<uint64_t> packets(8, 128 * 32);
   auto per_packet = [](std::vector<double> ns) {
@@ -535,9 +535,14 @@ TEST(TableIndexTest, TheTrialJudgesEachWayByItsFastestRun) {
   EXPECT_TRUE(TableIndex::TreesWinTrial(preempted, packets));
   // (Summed over the runs, the walk would have won.)
   EXPECT_GT(50 + 1000 + 52 + 49, 200 + 200 + 201 + 199);
-  // A walk faster in every run wins, and so does one whose runs the trees never beat.
+  // A trial measured on ClassBench's acl2 set, whose fastest run was the walk's (66.7 ns a packet): each run
+  // looks up other packets, and the walk is twice the trees' time in its median run.
+  EXPECT_TRUE(
+      TableIndex::TreesWinTrial(per_packet({171.1, 331.7, 156.2, 66.7, 92.2, 232.0, 127.1, 302.1}), packets));
+  // A walk faster in every run wins, and so does one faster in most.
   EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({80, 60, 81, 61, 79, 60, 82, 59}), packets));
   EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({80, 60, 60, 61, 79, 60, 82, 59}), packets));
+  EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({80, 60, 50, 61, 79, 300, 82, 59}), packets));
   // Runs not timed (no packets) do not count; with no run of the trees timed, the walk stays.
   std::vector<uint64_t> some = packets;
   some[2] = 0;
