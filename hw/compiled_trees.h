@@ -177,10 +177,9 @@ struct TableIndex::CompiledTrees {
   // second half of each run is timed, once its method's lines are back in the caches: timed cold, or a call
   // each way in turn, the trees can lose to a walk that is slower for good. Each method is judged by its
   // median run. Not by the sum of its runs: a run in which the thread lost its CPU (a busy machine's) would
-  // decide (on a loaded guest, sums kept a walk six times slower than the trees). Nor by its fastest run:
-  // each run looks up other packets, and a walk finds some stretches of a trace far cheaper than others (on
-  // ClassBench's acl2 set its runs took 58-341 ns a packet, the trees' 33-214), so one lucky run of the walk
-  // kept it in a third of the trials, at half the trees' rate.
+  // decide it, and kept walks several times slower than the trees. Nor by its fastest run: each run looks
+  // up other packets, and a walk finds some stretches of a trace far cheaper than others, so one lucky run
+  // of the walk kept it at half the trees' rate (bench/README.md, "Where the time goes", has the figures).
   static constexpr uint64_t kTrialCalls = 2048;
   static constexpr uint64_t kTrialRun = 256;
   static constexpr size_t kTrialRuns = kTrialCalls / kTrialRun;
