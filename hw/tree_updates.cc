@@ -114,14 +114,14 @@ uint32_t CopyToAddTo(const Trees& form, uint32_t at) {
 }
 
 // Adds `entry` to the leaf at `at`: in a gone entry's slot, else its next free slot, else a copy with more
-// free slots (CopyToAddTo; the room for it was checked). A leaf's node changes by one store, which lowers its
-// rank bucket to the entry's when that is lower: before a gone slot is filled, and with the count that takes
-// a new slot in. Returns the entry's slot.
+// free slots (CopyToAddTo; the room for it was checked). A leaf's node changes by at most one store, which
+// lowers its rank bucket to the entry's (`entry_bucket`, RankBucketOf its rank) when that is lower: before a
+// gone slot is filled, and with the count that takes a new slot in. Returns the entry's slot.
 template <typename Trees, typename TreeNode = typename Trees::TreeNode,
           typename LeafEntry = typename Trees::LeafEntry>
-uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry) {
+uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry, uint8_t entry_bucket) {
   const TreeNode old = form->nodes[at];
-  const uint8_t bucket = std::min(old.shift, form->RankBucketOf(entry.rank));
+  const uint8_t bucket = std::min(old.shift, entry_bucket);
   if (const uint32_t gone = FirstGoneIn(*form, old); gone < old.next + old.bits) {
     if (bucket != old.shift) {
       TreeNode lowered = {old.next, Trees::kLeaf, bucket, old.bits};  // (not const: clang's __atomic_store)
@@ -205,9 +205,10 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
     }
     if (form->entries.capacity() - form->entries.size() < room) return false;
     if (entry.rank < into.least) __atomic_store_n(&into.least, entry.rank, __ATOMIC_RELAXED);
+    const uint8_t entry_bucket = form->RankBucketOf(entry.rank);  // (once, for every leaf it goes into)
     for (size_t l = 0; l < leaves.size(); ++l) {
       const TreeNode leaf = form->nodes[leaves[l]];
-      if (found[l] == leaf.next + leaf.bits) found[l] = AddToLeaf(form, leaves[l], entry);
+      if (found[l] == leaf.next + leaf.bits) found[l] = AddToLeaf(form, leaves[l], entry, entry_bucket);
     }
     everywhere = true;
   }
