@@ -3,6 +3,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/base/config.h"
 #include "absl/numeric/bits.h"
 #include "absl/strings/str_split.h"
@@ -38,9 +42,84 @@ size_t TokenEnd(absl::string_view line, size_t i) {
   return i;
 }
 
+// Lines of up to kMapBytes bytes are split by a map of their blanks: bit k of word k / 64 set when byte k
+// is a blank, or lies past the line's end (so every token ends at a set bit).
+constexpr size_t kMapWords = 8;
+constexpr size_t kMapBytes = kMapWords * 64 - 1;
+
+// Fills `blanks` for `line` (at most kMapBytes long); false when the line holds a '#' or a backslash, which
+// only the byte loop reads (comments and continuations).
+bool MapBlanks(absl::string_view line, uint64_t* blanks) {
+  bool special = false;
+  for (size_t at = 0; at < line.size(); at += 64) {
+    // A word of the map from 64 bytes: the line's, or a copy of its tail padded with blanks.
+    char tail[64];
+    const char* bytes = line.data() + at;
+    if (at + 64 > line.size()) {
+      std::memset(tail, ' ', sizeof tail);
+      std::memcpy(tail, bytes, line.size() - at);
+      bytes = tail;
+    }
+    uint64_t word = 0;
+#if defined(__SSE2__)
+    const __m128i space = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t'), four = _mm_set1_epi8(4);
+    const __m128i newline = _mm_set1_epi8('\n'), hash = _mm_set1_epi8('#'), backslash = _mm_set1_epi8('\\');
+    __m128i specials = _mm_setzero_si128();
+    for (int q = 0; q < 4; ++q) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * q));
+      const __m128i from_tab = _mm_sub_epi8(v, tab);  // '\t' to '\r': 0 to 4, unsigned
+      const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(from_tab, four), from_tab);
+      const __m128i blank =
+          _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_andnot_si128(_mm_cmpeq_epi8(v, newline), control));
+      specials = _mm_or_si128(specials, _mm_or_si128(_mm_cmpeq_epi8(v, hash), _mm_cmpeq_epi8(v, backslash)));
+      word |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(blank))} << (16 * q);
+    }
+    special |= _mm_movemask_epi8(specials) != 0;
+#else
+    for (int k = 0; k < 64; ++k) {
+      special |= bytes[k] == '#' || bytes[k] == '\\';
+      word |= uint64_t{IsBlank(bytes[k])} << k;
+    }
+#endif
+    blanks[at / 64] = word;
+  }
+  if (line.size() % 64 == 0) blanks[line.size() / 64] = ~uint64_t{0};
+  return !special;
+}
+
 }  // namespace
 
 bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out) {
+  uint64_t blanks[kMapWords];
+  if (line.size() > kMapBytes || !MapBlanks(line, blanks)) return TakeByBytes(line, line_number, out);
+  // Where tokens start (a byte that is none after a blank, or first) and end (a blank after a byte that is
+  // none), in order: the k-th end closes the k-th start.
+  uint16_t starts[kMapBytes / 2 + 1], ends[kMapBytes / 2 + 1];
+  size_t tokens = 0, closed = 0;
+  uint64_t after_token = 0;  // 1: the last byte of the previous word is not a blank
+  for (size_t w = 0; w <= line.size() / 64; ++w) {
+    const uint64_t inside = ~blanks[w];
+    const uint64_t inside_before = inside << 1 | after_token;  // bit k: byte k - 1 is not a blank
+    after_token = inside >> 63;
+    for (uint64_t bits = inside & ~inside_before; bits != 0; bits &= bits - 1)
+      starts[tokens++] = static_cast<uint16_t>(w * 64 + absl::countr_zero(bits));
+    for (uint64_t bits = blanks[w] & inside_before; bits != 0; bits &= bits - 1)
+      ends[closed++] = static_cast<uint16_t>(w * 64 + absl::countr_zero(bits));
+  }
+  size_t t = 0;  // (past the prompts where a command starts: a line pasted from a testpmd session)
+  while (current_.tokens.empty() && t < tokens && line.substr(starts[t], ends[t] - starts[t]) == kPrompt) ++t;
+  const size_t end = t < tokens ? ends[tokens - 1] : 0;  // just past the line's last token (0: no token)
+  for (; t < tokens; ++t) {
+    Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
+    token.text = absl::string_view(line.data() + starts[t], ends[t] - starts[t]);  // stalls on its store
+    token.pos = SourcePos{line_number, starts[t] + 1};                             // to load forwarding)
+  }
+  if (end != 0) current_.end = SourcePos{line_number, static_cast<int>(end) + 1};
+  if (current_.tokens.empty()) return false;
+  return Finish(out);
+}
+
+bool LineLexer::TakeByBytes(absl::string_view line, int line_number, CommandTokens* out) {
   bool continued = false;
   size_t i = 0;
   size_t end = 0;  // just past the line's last token (0: no token)

@@ -7,9 +7,11 @@
 // "testpmd>" as a command's first token, is skipped, so lines pasted from a session read as typed.
 //
 // Lex takes a whole text; LineLexer and CommandStream take it a line at a time, so that a file of a million
-// commands is never held whole (runner.h streams rule files through them). A token is a view of the text
-// it was read from, not a copy: Lex's tokens live as long as the text, a CommandStream's until its next
-// Next().
+// commands is never held whole (runner.h streams rule files through them). A line is split by a map of its
+// blanks, a bit a byte (16 bytes a vector step), read where tokens start and end; a line with a '#' or a
+// backslash, or over 511 bytes, a byte at a time (the tests hold the two ways equal). A token is a view of
+// the text it was read from, not a copy: Lex's tokens live as long as the text, a CommandStream's until its
+// next Next().
 //
 // Lex is a pure function of its input, thread-safe; a LineLexer or CommandStream is one reader's.
 #ifndef DRSIM_TESTPMD_LEXER_H_
@@ -51,6 +53,9 @@ class LineLexer {
   bool Finish(CommandTokens* out);
 
  private:
+  // Take for a line with a comment or a backslash, or a long one: a byte at a time.
+  bool TakeByBytes(absl::string_view line, int line_number, CommandTokens* out);
+
   CommandTokens current_;
 };
 

@@ -1,5 +1,6 @@
 #include "testpmd/parser.h"
 
+#include <random>
 #include <string>
 #include <variant>
 
@@ -76,6 +77,33 @@ TEST(LexerTest, SkipsTestpmdPromptsOnlyWhereACommandStarts) {
   EXPECT_EQ(commands[1].tokens[0].text, "testpmd>flow");  // not a prompt: testpmd prints a blank after it
   ASSERT_THAT(commands[2].tokens, SizeIs(3));
   EXPECT_EQ(commands[2].tokens[2].text, "testpmd>");
+}
+
+TEST(LexerTest, SplitsLinesWithAndWithoutCommentsAlike) {
+  // Lines without a '#' or a backslash are split by a map of their blanks, the others a byte at a time:
+  // the same line, with a comment after it, must give the same tokens. Lengths around the map's 64-byte
+  // words and past its end (over 511 bytes: the byte loop again), tokens across words, every blank.
+  std::mt19937 random(20261130);
+  const std::string alphabet = std::string("ab0/.:x") + " \t\v\f\r" + '\x01' + '\x7f' + "testpmd>";
+  for (int round = 0; round < 3000; ++round) {
+    const size_t length = round < 1200 ? static_cast<size_t>(round % 600) : random() % 700;
+    std::string line;
+    for (size_t k = 0; k < length; ++k) line += alphabet[random() % alphabet.size()];
+    if (round % 7 == 0) line = "testpmd> " + line;
+    if (round % 11 == 0) line = "testpmd>\ttestpmd> " + line;
+    const std::string plain = line + "\nflow", commented = line + " # a comment\nflow";
+    const std::vector<CommandTokens> mapped = Lex(plain);  // (views of the texts)
+    const std::vector<CommandTokens> by_bytes = Lex(commented);
+    ASSERT_EQ(mapped.size(), by_bytes.size()) << line;
+    for (size_t c = 0; c < mapped.size(); ++c) {
+      ASSERT_EQ(mapped[c].tokens.size(), by_bytes[c].tokens.size()) << line;
+      for (size_t t = 0; t < mapped[c].tokens.size(); ++t) {
+        EXPECT_EQ(mapped[c].tokens[t].text, by_bytes[c].tokens[t].text) << line;
+        EXPECT_EQ(mapped[c].tokens[t].pos, by_bytes[c].tokens[t].pos) << line;
+      }
+      EXPECT_EQ(mapped[c].end, by_bytes[c].end) << line;
+    }
+  }
 }
 
 TEST(ParserTest, AttributesPatternAndActions) {
