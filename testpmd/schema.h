@@ -154,11 +154,15 @@ struct ActionDef {
 };
 
 // Whether `text` is the word `word`. The size and the first byte settle most mismatches (names and
-// keywords mostly differ there) without a call to memcmp.
+// keywords mostly differ there); the rest of a word that short is compared a byte at a time, inline, and
+// only a long one with memcmp (a call costs more than the few bytes of a name).
 inline bool SameWord(absl::string_view text, absl::string_view word) {
   if (text.size() != word.size()) return false;
-  if (text.empty()) return true;
-  return text[0] == word[0] && std::memcmp(text.data() + 1, word.data() + 1, text.size() - 1) == 0;
+  if (text.size() > 16) return std::memcmp(text.data(), word.data(), text.size()) == 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != word[i]) return false;
+  }
+  return true;
 }
 
 // The item or action called `name`, or nullptr.
