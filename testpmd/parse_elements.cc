@@ -44,11 +44,23 @@ FieldOp FieldOpOf(absl::string_view word) {
   return FieldOp::kUnknown;
 }
 
-void ApplyFieldOp(Item& item, const FieldDef& field, FieldOp op, absl::uint128 value, SourcePos pos) {
+// ApplyFieldOp in steps of `Bits`: uint64_t for a field in the low half of its word (most are: 64-bit steps
+// cost a fraction of 128-bit ones), absl::uint128 for the others.
+inline uint64_t LowBits(absl::uint128 word, uint64_t*) { return absl::Uint128Low64(word); }
+inline absl::uint128 LowBits(absl::uint128 word, absl::uint128*) { return word; }
+inline absl::uint128 WithLowBits(absl::uint128 word, uint64_t low) {
+  return absl::MakeUint128(absl::Uint128High64(word), low);
+}
+inline absl::uint128 WithLowBits(absl::uint128, absl::uint128 low) { return low; }
+
+template <typename Bits>
+void ApplyFieldOpIn(Item& item, const FieldDef& field, FieldOp op, Bits value, SourcePos pos) {
   ItemWord& w = item.words[field.storage];
-  const absl::uint128 ones = Ones(field.width);
-  const absl::uint128 bits = ones << field.shift;
-  auto put = [&](absl::uint128& dst, absl::uint128 v) { dst = (dst & ~bits) | ((v << field.shift) & bits); };
+  const Bits ones = OnesIn<Bits>(field.width);
+  const Bits bits = ones << field.shift;
+  auto put = [&](absl::uint128& dst, Bits v) {
+    dst = WithLowBits(dst, (LowBits(dst, static_cast<Bits*>(nullptr)) & ~bits) | ((v << field.shift) & bits));
+  };
   switch (op) {
     case FieldOp::kIs:
       put(w.spec, value);
@@ -71,14 +83,22 @@ void ApplyFieldOp(Item& item, const FieldDef& field, FieldOp op, absl::uint128 v
       break;
     case FieldOp::kPrefix:
     case FieldOp::kUnknown: {  // prefix: `value` leading ones (ParseItem refuses unknown ops)
-      const int n = static_cast<int>(absl::Uint128Low64(value));
-      put(w.mask, ones ^ Ones(field.width - n));
+      const int n = static_cast<int>(static_cast<uint64_t>(value));
+      put(w.mask, ones ^ OnesIn<Bits>(field.width - n));
       w.mask_set = true;
       item.mask_given = true;
       break;
     }
   }
   w.pos = pos;
+}
+
+void ApplyFieldOp(Item& item, const FieldDef& field, FieldOp op, absl::uint128 value, SourcePos pos) {
+  if (field.shift + field.width <= 64) {
+    ApplyFieldOpIn<uint64_t>(item, field, op, absl::Uint128Low64(value), pos);
+  } else {
+    ApplyFieldOpIn<absl::uint128>(item, field, op, value, pos);
+  }
 }
 
 // A hex item field's value: its bytes from the field's most significant end (the first byte of the

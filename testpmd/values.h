@@ -40,12 +40,14 @@ absl::StatusOr<absl::uint128> ParseScalarNamed(const Token& token, ValueKind kin
 // A hex byte string ("0a0b0c" or "0x0a0b0c"); an odd number of digits gets a leading zero.
 absl::StatusOr<std::vector<uint8_t>> ParseHex(const Token& token, absl::string_view what);
 
-// All ones in the low `width` bits (width 0..128).
-inline absl::uint128 Ones(int width) {
+// All ones in the low `width` bits of a `Bits` (uint64_t or absl::uint128; width 0 to its bits).
+template <typename Bits>
+Bits OnesIn(int width) {
   if (width <= 0) return 0;
-  if (width >= 128) return absl::Uint128Max();
-  return (absl::uint128(1) << width) - 1;
+  if (width >= static_cast<int>(8 * sizeof(Bits))) return ~Bits{0};
+  return (Bits{1} << width) - 1;
 }
+inline absl::uint128 Ones(int width) { return OnesIn<absl::uint128>(width); }
 
 }  // namespace drsim::testpmd
 
