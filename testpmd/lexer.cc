@@ -92,27 +92,27 @@ bool MapBlanks(absl::string_view line, uint64_t* blanks) {
 bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out) {
   uint64_t blanks[kMapWords];
   if (line.size() > kMapBytes || !MapBlanks(line, blanks)) return TakeByBytes(line, line_number, out);
-  // Where tokens start (a byte that is none after a blank, or first) and end (a blank after a byte that is
-  // none), in order: the k-th end closes the k-th start.
-  uint16_t starts[kMapBytes / 2 + 1], ends[kMapBytes / 2 + 1];
-  size_t tokens = 0, closed = 0;
-  uint64_t after_token = 0;  // 1: the last byte of the previous word is not a blank
-  for (size_t w = 0; w <= line.size() / 64; ++w) {
+  // Each token from where it starts (a byte that is no blank, after one or first) to the next blank.
+  const size_t words = line.size() / 64 + 1;
+  size_t end = 0;            // just past the line's last token (0: no token)
+  uint64_t after_token = 0;  // 1: the last byte of the word before is no blank
+  for (size_t w = 0; w < words; ++w) {
     const uint64_t inside = ~blanks[w];
-    const uint64_t inside_before = inside << 1 | after_token;  // bit k: byte k - 1 is not a blank
+    const uint64_t starts = inside & ~(inside << 1 | after_token);
     after_token = inside >> 63;
-    for (uint64_t bits = inside & ~inside_before; bits != 0; bits &= bits - 1)
-      starts[tokens++] = static_cast<uint16_t>(w * 64 + absl::countr_zero(bits));
-    for (uint64_t bits = blanks[w] & inside_before; bits != 0; bits &= bits - 1)
-      ends[closed++] = static_cast<uint16_t>(w * 64 + absl::countr_zero(bits));
-  }
-  size_t t = 0;  // (past the prompts where a command starts: a line pasted from a testpmd session)
-  while (current_.tokens.empty() && t < tokens && line.substr(starts[t], ends[t] - starts[t]) == kPrompt) ++t;
-  const size_t end = t < tokens ? ends[tokens - 1] : 0;  // just past the line's last token (0: no token)
-  for (; t < tokens; ++t) {
-    Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
-    token.text = absl::string_view(line.data() + starts[t], ends[t] - starts[t]);  // stalls on its store
-    token.pos = SourcePos{line_number, starts[t] + 1};                             // to load forwarding)
+    for (uint64_t bits = starts; bits != 0; bits &= bits - 1) {
+      const size_t start = w * 64 + absl::countr_zero(bits);
+      size_t past_word = w;
+      uint64_t blanks_after = blanks[w] & (~uint64_t{0} << (start % 64));
+      while (blanks_after == 0) blanks_after = blanks[++past_word];  // (the map ends in a blank)
+      const size_t past = past_word * 64 + absl::countr_zero(blanks_after);
+      const absl::string_view word(line.data() + start, past - start);
+      if (current_.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
+      Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
+      token.text = word;                              // stalls on its store to load forwarding)
+      token.pos = SourcePos{line_number, static_cast<int>(start) + 1};
+      end = past;
+    }
   }
   if (end != 0) current_.end = SourcePos{line_number, static_cast<int>(end) + 1};
   if (current_.tokens.empty()) return false;
