@@ -4,44 +4,18 @@
 #include <optional>
 #include <string>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "hw/match_layout.h"
+#include "matcher/mask_bits.h"
 
 namespace drsim::matcher {
 namespace {
 
 // The abs bit of the first bit set in `bytes[0, size)` under ~`allowed`, if any.
 std::optional<size_t> FirstBitOutside(const uint8_t* bytes, const uint8_t* allowed, size_t size) {
-  size_t byte = 0;
-  // 64 bytes at a time, without a branch inside (it compiles to vector ops), up to the first block with a
-  // bit outside (a root-table rule's value is checked on every insert), then byte by byte from there.
-  constexpr size_t kBlock = 64;
-  for (; byte + kBlock <= size; byte += kBlock) {
-#if defined(__SSE2__)
-    __m128i outside = _mm_setzero_si128();
-    for (size_t at = byte; at < byte + kBlock; at += 16) {
-      const __m128i word = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
-      const __m128i allowed_word = _mm_loadu_si128(reinterpret_cast<const __m128i*>(allowed + at));
-      outside = _mm_or_si128(outside, _mm_andnot_si128(allowed_word, word));
-    }
-    if (_mm_movemask_epi8(_mm_cmpeq_epi8(outside, _mm_setzero_si128())) != 0xffff) break;
-#else
-    uint64_t outside = 0;
-    for (size_t at = byte; at < byte + kBlock; at += 8) {
-      uint64_t word, allowed_word;
-      std::memcpy(&word, bytes + at, 8);
-      std::memcpy(&allowed_word, allowed + at, 8);
-      outside |= word & ~allowed_word;
-    }
-    if (outside != 0) break;
-#endif
-  }
-  for (; byte < size; ++byte) {
+  if (BitsOutside(bytes, allowed, size) == 0) return std::nullopt;  // (mostly: then no byte is looked at)
+  for (size_t byte = 0; byte < size; ++byte) {
     const uint8_t outside = bytes[byte] & ~allowed[byte];
     if (outside != 0) return byte * 8 + __builtin_clz(static_cast<unsigned>(outside) << 24);
   }

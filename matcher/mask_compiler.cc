@@ -7,6 +7,7 @@
 #include "hw/match_params.h"
 #include "hw/parsed_fields.h"
 #include "matcher/kernel_path.h"
+#include "matcher/mask_bits.h"
 
 namespace drsim::matcher {
 namespace {
@@ -180,19 +181,12 @@ absl::Status BuildRuleKey(const CompiledMask& compiled, const mlx5dv_flow_match_
     CopyEnabledSections(compiled.criteria, src, size, copy);
     v = copy;
   }
-  // Any bit outside the mask? Eight bytes at a time and without branches, so it compiles to vector ops;
-  // only then is the first such byte looked for, to name its field.
-  static_assert(hw::kSectionBytes % 8 == 0);
+  // Any bit outside the mask (BitsOutside, section by section)? Only then is the first such byte looked for,
+  // to name its field.
   uint64_t outside_any = 0;
   for (uint32_t enabled = compiled.criteria; enabled != 0; enabled &= enabled - 1) {  // bit s: section s
-    const auto section = static_cast<hw::Section>(__builtin_ctz(enabled));
-    const size_t begin = hw::SectionOffset(section);
-    for (size_t at = begin; at < begin + hw::kSectionBytes; at += 8) {
-      uint64_t value_word, mask_word;
-      std::memcpy(&value_word, v + at, 8);
-      std::memcpy(&mask_word, compiled.mask.data() + at, 8);
-      outside_any |= value_word & ~mask_word;
-    }
+    const size_t begin = hw::SectionOffset(static_cast<hw::Section>(__builtin_ctz(enabled)));
+    outside_any |= BitsOutside(v + begin, compiled.mask.data() + begin, hw::kSectionBytes);
   }
   for (int s = 0; outside_any != 0 && s < hw::kNumSections; ++s) {
     const auto section = static_cast<hw::Section>(s);

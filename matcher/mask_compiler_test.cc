@@ -1,12 +1,14 @@
 #include "matcher/mask_compiler.h"
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hw/match_params.h"
 #include "hw/parsed_fields.h"
+#include "matcher/mask_bits.h"
 
 namespace drsim::matcher {
 namespace {
@@ -227,6 +229,27 @@ class KeyTest : public ::testing::Test {
   }
   CompiledMask compiled_;
 };
+
+// BitsOutside finds a bit the mask leaves out wherever it lies: in its vector steps, its 8-byte words or its
+// last bytes, at every size up to past two vector steps, and at every offset.
+TEST(MaskBitsTest, BitsOutsideFindsABitAnywhere) {
+  std::mt19937 random(20261130);
+  for (size_t size = 0; size <= 160; ++size) {
+    std::vector<uint8_t> value(size), mask(size);
+    for (size_t i = 0; i < size; ++i) {
+      mask[i] = static_cast<uint8_t>(random());
+      value[i] = static_cast<uint8_t>(random()) & mask[i];
+    }
+    EXPECT_EQ(BitsOutside(value.data(), mask.data(), size), 0u) << size;
+    for (size_t at = 0; at < size; ++at) {
+      std::vector<uint8_t> outside = value;
+      const uint8_t left_out = static_cast<uint8_t>(~mask[at]);
+      if (left_out == 0) continue;
+      outside[at] |= left_out & static_cast<uint8_t>(-left_out);  // its lowest bit the mask leaves out
+      EXPECT_NE(BitsOutside(outside.data(), mask.data(), size), 0u) << size << " " << at;
+    }
+  }
+}
 
 TEST_F(KeyTest, ValueErrors) {
   Compile(MatchBuilder().IpVersion(kOuter, 4).TcpDport(kOuter, 0xff00));
