@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <type_traits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
@@ -45,21 +46,19 @@ FieldOp FieldOpOf(absl::string_view word) {
 }
 
 // ApplyFieldOp in steps of `Bits`: uint64_t for a field in the low half of its word (most are: 64-bit steps
-// cost a fraction of 128-bit ones), absl::uint128 for the others.
-inline uint64_t LowBits(absl::uint128 word, uint64_t*) { return absl::Uint128Low64(word); }
-inline absl::uint128 LowBits(absl::uint128 word, absl::uint128*) { return word; }
-inline absl::uint128 WithLowBits(absl::uint128 word, uint64_t low) {
-  return absl::MakeUint128(absl::Uint128High64(word), low);
-}
-inline absl::uint128 WithLowBits(absl::uint128, absl::uint128 low) { return low; }
-
+// cost a fraction of 128-bit ones; the high half is kept), absl::uint128 for the others.
 template <typename Bits>
 void ApplyFieldOpIn(Item& item, const FieldDef& field, FieldOp op, Bits value, SourcePos pos) {
   ItemWord& w = item.words[field.storage];
   const Bits ones = OnesIn<Bits>(field.width);
   const Bits bits = ones << field.shift;
   auto put = [&](absl::uint128& dst, Bits v) {
-    dst = WithLowBits(dst, (LowBits(dst, static_cast<Bits*>(nullptr)) & ~bits) | ((v << field.shift) & bits));
+    const Bits placed = (static_cast<Bits>(dst) & ~bits) | ((v << field.shift) & bits);
+    if constexpr (std::is_same_v<Bits, uint64_t>) {
+      dst = absl::MakeUint128(absl::Uint128High64(dst), placed);
+    } else {
+      dst = placed;
+    }
   };
   switch (op) {
     case FieldOp::kIs:
