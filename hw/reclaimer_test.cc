@@ -91,7 +91,9 @@ TEST(ReclaimerTest, PublishedValuesOutliveEveryReader) {
       }
     });
   }
-  for (int i = 1; i <= 20000; ++i) value.Publish(std::vector<int>(i % 64, i % 64), &r);
+  // (Until the readers have read a while too: on a busy machine they may start after 20000 publishes.)
+  for (int i = 1; i <= 20000 || reads.load(std::memory_order_relaxed) < 1000; ++i)
+    value.Publish(std::vector<int>(i % 64, i % 64), &r);
   stop = true;
   for (std::thread& t : readers) t.join();
   EXPECT_GT(reads.load(), 0u);
