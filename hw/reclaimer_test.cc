@@ -1,6 +1,7 @@
 #include "hw/reclaimer.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -91,8 +92,12 @@ TEST(ReclaimerTest, PublishedValuesOutliveEveryReader) {
       }
     });
   }
-  // (Until the readers have read a while too: on a busy machine they may start after 20000 publishes.)
-  for (int i = 1; i <= 20000 || reads.load(std::memory_order_relaxed) < 1000; ++i)
+  // Until the readers have read a while too (on a busy machine they may start after 20000 publishes), but
+  // not past a deadline: a reader whose check failed has stopped reading, and the test must end and say so.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 1; i <= 20000 || (reads.load(std::memory_order_relaxed) < 1000 &&
+                                 std::chrono::steady_clock::now() < deadline);
+       ++i)
     value.Publish(std::vector<int>(i % 64, i % 64), &r);
   stop = true;
   for (std::thread& t : readers) t.join();
