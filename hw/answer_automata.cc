@@ -115,21 +115,21 @@ class AnswerAutomata::Builder {
       }
     }
     // The leaves, then the nodes from the last byte's up: a node's children have their references first.
-    std::vector<uint32_t> refs;
+    std::array<std::vector<uint32_t>, kKeyBytes + 1> refs;
     for (const std::vector<uint32_t>& list : states[kKeyBytes]) {
-      refs.push_back(static_cast<uint32_t>(out_->leaf_start_.size() - 1) << 1 | kLeafRef);
+      refs[kKeyBytes].push_back(static_cast<uint32_t>(out_->leaf_start_.size() - 1) << 1 | kLeafRef);
       out_->leaf_rules_.insert(out_->leaf_rules_.end(), list.begin(), list.end());
       out_->leaf_start_.push_back(static_cast<uint32_t>(out_->leaf_rules_.size()));
     }
     for (int d = kKeyBytes - 1; d >= 0; --d) {
-      std::vector<uint32_t> above(states[d].size());
+      refs[d].resize(states[d].size());
       for (size_t s = 0; s < states[d].size(); ++s) {
-        above[s] = Emit(d, masks[d][s], ranges[d][s], refs);
+        refs[d][s] = EmitChain(d, s, masks, ranges, refs);
+        if (refs[d][s] == kNoChain) refs[d][s] = Emit(d, masks[d][s], ranges[d][s], refs[d + 1]);
         if (out_->cells_.size() > limits_.max_cells) return false;
       }
-      refs = std::move(above);
     }
-    *root = refs[0];
+    *root = refs[0][0];
     return true;
   }
 
@@ -143,6 +143,60 @@ class AnswerAutomata::Builder {
     uint8_t last;  // the range's last byte value
     uint32_t child;
   };
+  // A state whose byte has one value (under its mask) that leads on, every other value one other child:
+  // that value, and the two children.
+  struct OneValue {
+    bool is = false;
+    uint8_t value = 0;
+    uint32_t on = 0, off = 0;
+  };
+  static OneValue OneValueOf(const std::vector<Range>& r) {
+    OneValue one;
+    if (r.size() == 3 && r[0].child == r[2].child && r[1].last == r[0].last + 1) {
+      one = {true, r[1].last, r[1].child, r[0].child};
+    } else if (r.size() == 2 && r[0].last == 0) {
+      one = {true, 0, r[0].child, r[1].child};
+    } else if (r.size() == 2 && r[0].last == 254) {
+      one = {true, 255, r[1].child, r[0].child};
+    }
+    return one;
+  }
+  static constexpr uint32_t kNoChain = ~uint32_t{0};
+  // A chain node for a state and the states after it that test one value each (or nothing), up to four
+  // bytes: kNoChain when fewer than two bytes would be tested.
+  template <typename Masks, typename Ranges, typename Refs>
+  uint32_t EmitChain(int d, size_t s, const Masks& masks, const Ranges& ranges, const Refs& refs) {
+    std::array<uint8_t, 4> expect{}, mask{};
+    std::array<uint32_t, 4> fail{};
+    int tested = 0, k = 0;
+    size_t state = s;
+    for (; k < 4 && d + k < kKeyBytes; ++k) {
+      const std::vector<Range>& r = ranges[d + k][state];
+      if (r.size() == 1) {
+        state = r[0].child;
+        continue;
+      }
+      const OneValue one = OneValueOf(r);
+      if (!one.is) break;
+      expect[k] = one.value;
+      mask[k] = masks[d + k][state];
+      fail[k] = refs[d + k + 1][one.off];
+      state = one.on;
+      ++tested;
+    }
+    if (tested < 2) return kNoChain;
+    std::vector<uint32_t, LookupAllocator<uint32_t>>& cells = out_->cells_;
+    const uint32_t at = static_cast<uint32_t>(cells.size());
+    uint32_t packed_expect, packed_mask;
+    std::memcpy(&packed_expect, expect.data(), 4);
+    std::memcpy(&packed_mask, mask.data(), 4);
+    cells.push_back(static_cast<uint32_t>(d) | kChainNode);
+    cells.push_back(packed_expect & packed_mask);
+    cells.push_back(packed_mask);
+    cells.push_back(refs[d + k][state]);
+    cells.insert(cells.end(), fail.begin(), fail.end());
+    return at << 1;
+  }
   const ByteTest& Test(uint32_t rule, int byte) const { return tests_[rule * kKeyBytes + byte]; }
   // Cuts a state's list after its first rule that ends the search and tests no byte from `depth` on.
   void Cut(std::vector<uint32_t>* list, int depth) const {
@@ -227,6 +281,12 @@ std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rul
 inline uint32_t AnswerAutomata::Step(const uint32_t* cells, uint32_t ref, const Key& key) {
   const uint32_t* node = cells + (ref >> 1);
   const uint32_t header = node[0];
+  if ((header & kChainNode) != 0) {
+    uint32_t got;
+    std::memcpy(&got, key.data() + (header & 0xff), sizeof(got));
+    const uint32_t differ = (got & node[2]) ^ node[1];
+    return differ == 0 ? node[3] : node[4 + (__builtin_ctz(differ) >> 3)];
+  }
   const uint8_t byte = key[header & 0xff] & static_cast<uint8_t>(header >> 24);
   if ((header & kFullNode) != 0) return node[1 + byte];
 #if defined(__SSE2__)

@@ -60,9 +60,9 @@ class AnswerAutomata {
   static std::unique_ptr<AnswerAutomata> Build(absl::Span<const Rule> rules, const Limits& limits);
 
   // The packet's key: its four words as 16 bytes, each word's top byte first.
-  using Key = std::array<uint8_t, kKeyBytes>;
+  using Key = std::array<uint8_t, kKeyBytes + 4>;  // (4 bytes of padding, 0: a chain node reads 4 at a time)
   static Key KeyOf(const uint32_t* words) {
-    Key key;
+    Key key{};
     for (int w = 0; w < kWords; ++w) {
       for (int b = 0; b < 4; ++b) key[4 * w + b] = static_cast<uint8_t>(words[w] >> (24 - 8 * b));
     }
@@ -96,6 +96,7 @@ class AnswerAutomata {
   // range bounds, each xored with 0x80 (for a signed compare), the last range's and unused ones 0x7f; then a
   // child ref a range. A full node's next 256 cells are a child ref a byte value.
   static constexpr uint32_t kFullNode = 1u << 8;
+  static constexpr uint32_t kChainNode = 1u << 9;
   static uint32_t Step(const uint32_t* cells, uint32_t ref, const Key& key);
 
   std::vector<uint32_t, LookupAllocator<uint32_t>> cells_;
