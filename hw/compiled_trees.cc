@@ -483,6 +483,7 @@ std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std:
     compiled->tree_of_group[grown[t].second] = static_cast<int8_t>(t);
   }
   compiled->tree_count.store(static_cast<uint32_t>(grown.size()), std::memory_order_relaxed);
+  TreeCompiler::BuildAutomata(compiled.get(), filed);
   // Room for the writer's changes (hw/tree_updates.cc).
   compiled->leaf_room.resize(compiled->nodes.size());
   for (size_t at = 0; at < compiled->nodes.size(); ++at)
@@ -491,6 +492,22 @@ std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std:
   compiled->entries.reserve(compiled->entries.size() + std::max(2 * compiled->entries.size(), kEntryRoom));
   compiled->nodes.reserve(compiled->nodes.size() + kNodeRoom);
   return compiled;
+}
+
+void TableIndex::TreeCompiler::BuildAutomata(CompiledTrees* form,
+                                             const std::vector<CompiledTrees::LeafEntry>& sorted) {
+  std::vector<AnswerAutomata::Rule> rules(sorted.size());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    rules[i] = {sorted[i].value, sorted[i].mask, (sorted[i].matcher & 1) != 0};
+  std::unique_ptr<AnswerAutomata> automata = AnswerAutomata::Build(rules, CompiledTrees::kAutomataLimits);
+  if (automata == nullptr) return;
+  form->answers.assign(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < sorted.size(); ++i)
+    form->answer_of.emplace(CompiledTrees::AnswerKey::Of(sorted[i]), i);
+  for (size_t a = 0; a < automata->automata(); ++a)
+    form->automaton_least.push_back(sorted[automata->least_rule(a)].rank);
+  form->automata = std::move(automata);
+  form->automata_serve.store(true, std::memory_order_relaxed);  // (published with the form)
 }
 
 void TableIndex::TreeCompiler::PublishTrees(const TableIndex& index, std::unique_ptr<CompiledTrees> fresh,
@@ -630,7 +647,7 @@ inline bool TableIndex::TreeCompiler::TakeIfUnchanged(const CompiledTrees::LeafE
   return list->TakeCandidate(rank, matcher & CompiledTrees::kTagged, hit);
 }
 
-inline void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf,
+inline void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees::LeafEntry* e, uint32_t count,
                                                const uint32_t* key, CandidateList* list) {
   // Entries are not in rank order once the writer added to the leaf: each is taken up to the bound, and
   // the candidates are ordered after. The writer fills a gone entry's slot with another in place, so the
@@ -645,8 +662,7 @@ inline void TableIndex::TreeCompiler::ScanLeaf(const CompiledTrees& compiled, Co
   const __m128i packet = _mm_loadu_si128(reinterpret_cast<const __m128i*>(key));
 #endif
   const uint64_t from_rank = list->query->from_rank;
-  const CompiledTrees::LeafEntry* e = compiled.entries.data() + leaf.next;
-  for (const CompiledTrees::LeafEntry* const end = e + leaf.bits; e != end; ++e) {
+  for (const CompiledTrees::LeafEntry* const end = e + count; e != end; ++e) {
     const uintptr_t matcher = __atomic_load_n(&e->matcher, __ATOMIC_ACQUIRE);
 #if defined(__SSE2__)
     const __m128i value = _mm_load_si128(reinterpret_cast<const __m128i*>(e->value.data()));
@@ -717,11 +733,63 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, cons
     // Their entries up to the bound that the packet matches.
     for (uint32_t rest = scanned; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
-      ScanLeaf(compiled, leaf[j], &key.by_packet[j * kWords], &list[j]);
+      ScanLeaf(compiled.entries.data() + leaf[j].next, leaf[j].bits, &key.by_packet[j * kWords], &list[j]);
       bound[j] = list[j].bound;
     }
   }
   for (size_t j = 0; j < n; ++j) list[j].Finish();
+}
+
+void TableIndex::TreeCompiler::CandidatesFromAutomata(const TableIndex& index, const CompiledTrees& compiled,
+                                                      Query* queries, size_t n) {
+  const AnswerAutomata& automata = *compiled.automata;
+  std::array<uint32_t, kDescentPackets * kWords> words;  // the packets' words as trie keys
+  std::array<AnswerAutomata::Key, kDescentPackets> key;
+  std::array<uint64_t, kDescentPackets> bound;
+  std::array<CandidateList, kDescentPackets> list;
+  for (size_t j = 0; j < n; ++j) {
+    list[j].query = &queries[j];
+    index.TrieKeys(queries[j].words, &words[j * kWords]);
+    key[j] = AnswerAutomata::KeyOf(&words[j * kWords]);
+    bound[j] = ~uint64_t{0};
+  }
+  uint32_t unsure = 0;  // packets whose leaves may lack candidates
+  std::array<uint32_t, kDescentPackets> leaf;
+  for (size_t a = 0; a < automata.automata(); ++a) {
+    // (A packet whose exact candidate ranks below the automaton's least has nothing to find there.)
+    const uint64_t least = compiled.automaton_least[a];
+    uint32_t going = 0;
+    for (size_t j = 0; j < n; ++j) going |= uint32_t{bound[j] >= least} << j;
+    going &= ~unsure;
+    if (going == 0) continue;
+    automata.Descend(a, key.data(), going, leaf.data());
+    for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
+      const int j = __builtin_ctz(rest);
+      const absl::Span<const uint32_t> rules = automata.Leaf(leaf[j]);
+      for (size_t k = 0; k < rules.size(); ++k) {
+        const CompiledTrees::LeafEntry& e = compiled.answers[rules[k]];
+        const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
+        const uint64_t rank = e.rank;  // (never changed once built)
+        if (rank > list[j].bound) break;
+        if ((matcher & CompiledTrees::kGone) != 0 || rank < queries[j].from_rank) {
+          // (Only a leaf's last entry is exact: the automata cut what followed it.)
+          if ((matcher & 1) != 0) unsure |= uint32_t{1} << j;
+          continue;
+        }
+        if (!TakeIfUnchanged(e, matcher, rank, &list[j])) break;
+      }
+      bound[j] = list[j].bound;
+    }
+  }
+  const uint32_t deltas = compiled.delta_count.load(std::memory_order_acquire);
+  for (size_t j = 0; j < n; ++j) {
+    if ((unsure >> j & 1) != 0) {
+      CandidatesFromTrees(index, compiled, &queries[j], 1);
+      continue;
+    }
+    if (deltas != 0) ScanLeaf(compiled.delta.data(), deltas, &words[j * kWords], &list[j]);
+    list[j].Finish();
+  }
 }
 
 }  // namespace drsim::hw

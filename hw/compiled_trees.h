@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "hw/answer_automata.h"
 #include "hw/flow_table.h"
 #include "hw/lookup_memory.h"
 #include "hw/table_index.h"
@@ -131,6 +133,39 @@ struct TableIndex::CompiledTrees {
       return (matcher & kTagged) == (other.matcher & kTagged) && value == other.value && mask == other.mask;
     }
   };
+  // The automata (hw/answer_automata.h) over the entries built, when they fit kAutomataLimits: while
+  // `automata_serve` holds, lookups go down them instead of the trees, and a packet's leaf lists its
+  // candidates whole (a tree's leaf lists entries to scan). Rule i of the automata is `answers[i]`, the built
+  // entries in rank order. The writer takes each change into them as into the trees: an entry removed is
+  // marked gone in `answers` or `delta`, one published again with the values it had is marked live again,
+  // and a new entry goes into `delta` (a gone one's slot first), which every lookup also scans; a named hit
+  // is set in place. When `delta` is full the automata stop serving (the trees serve until the next fold).
+  // A packet whose leaf ends with an exact entry that is gone, or that its query starts past, may have
+  // lost candidates the automata cut after it: it is looked up in the trees.
+  static constexpr AnswerAutomata::Limits kAutomataLimits{size_t{1} << 20, size_t{1} << 22,
+                                                          uint64_t{1} << 28};
+  static constexpr uint32_t kDeltaEntries = 64;
+  std::unique_ptr<AnswerAutomata> automata;
+  std::vector<LeafEntry, LookupAllocator<LeafEntry>> answers;
+  std::vector<uint64_t> automaton_least;  // each automaton's least rank
+  std::array<LeafEntry, kDeltaEntries> delta{};
+  std::atomic<uint32_t> delta_count{0};  // delta[0, delta_count) are published
+  std::atomic<bool> automata_serve{false};
+  // The writer's: where each built entry is in `answers` (by matcher word without kGone and generation,
+  // values and masks).
+  struct AnswerKey {
+    uintptr_t matcher;
+    std::array<uint32_t, kWords> value, mask;
+    bool operator==(const AnswerKey& other) const {
+      return matcher == other.matcher && value == other.value && mask == other.mask;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const AnswerKey& k) {
+      return H::combine(std::move(h), k.matcher, k.value, k.mask);
+    }
+    static AnswerKey Of(const LeafEntry& e) { return {e.matcher & kTagged, e.value, e.mask}; }
+  };
+  absl::flat_hash_map<AnswerKey, uint32_t> answer_of;
   // The index's version the form stands for: the one it was built at, then each change's that the writer
   // took into it (readers use the form only at that version, or while the change after it is under way).
   std::atomic<uint64_t> version{0};
@@ -320,19 +355,32 @@ class TableIndex::TreeCompiler {
   // `placed` (the maintained form's), it starts from where the last change put the same entry, and records
   // where this one leaves it. TakeAt takes it into one slot holding the entry.
   static bool TakeInto(CompiledTrees* form, const TreeChange& change, PlacedEntry* placed);
+  static bool TakeIntoTrees(CompiledTrees* form, const TreeChange& change, PlacedEntry* placed);
   static void TakeAt(CompiledTrees* form, const TreeChange& change, CompiledTrees::LeafEntry* e);
+  // TakeAt's change of one slot; returns how it changed the count of gone entries (-1, 0 or 1).
+  static int TakeAtSlot(const TreeChange& change, CompiledTrees::LeafEntry* e);
+  // The automata's part of a form (hw/compiled_automata.cc): BuildAutomata builds them of the entries
+  // built (`sorted`, in rank order) when they fit; TakeIntoAutomata takes a change into them, or stops them
+  // serving when it cannot.
+  static void BuildAutomata(CompiledTrees* form, const std::vector<CompiledTrees::LeafEntry>& sorted);
+  static void TakeIntoAutomata(CompiledTrees* form, const TreeChange& change);
   // Starts a fold at `version` (the writer's, between changes); FinishFold publishes the fold built.
   static void StartFold(TableIndex* index, uint64_t version);
   static void FinishFold(TableIndex* index, uint64_t version);
   // The candidates of queries[0, n) (n <= 32) of `index`, from `compiled`, as CandidatesOf sets them.
-  // ScanLeaf takes a packet's (its words `key`, as trie keys) from the leaf it reached into its list;
+  // ScanLeaf takes a packet's (its words `key`, as trie keys) from the `count` entries at `e` (the leaf it
+  // reached, or the automata's delta) into its list;
   // TakeIfUnchanged takes an entry it found the packet matches, with rank `rank`, if the entry's matcher
   // word is still `matcher`, as read before the rest (its sequence lock), and returns false once the list
   // overflowed. (TakeIfUnchanged is instrumented: its acquire of the named hit is what a sanitizer sees.)
   static void CandidatesFromTrees(const TableIndex& index, const CompiledTrees& compiled, Query* queries,
                                   size_t n);
-  static void ScanLeaf(const CompiledTrees& compiled, CompiledTrees::TreeNode leaf, const uint32_t* key,
+  static void ScanLeaf(const CompiledTrees::LeafEntry* e, uint32_t count, const uint32_t* key,
                        CandidateList* list) DRSIM_SEQUENCE_LOCKED_READS;
+  // CandidatesFromTrees' way through the automata (while they serve): each packet's leaf, then `delta`;
+  // the packets whose leaves may lack candidates go through the trees.
+  static void CandidatesFromAutomata(const TableIndex& index, const CompiledTrees& compiled, Query* queries,
+                                     size_t n);
   static bool TakeIfUnchanged(const CompiledTrees::LeafEntry& e, uintptr_t matcher, uint64_t rank,
                               CandidateList* list) DRSIM_INLINED_UNLESS_THREAD_SANITIZED;
 };

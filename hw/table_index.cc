@@ -721,7 +721,11 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   for (size_t at = 0; at < n; at += kMaxWalks) {
     const size_t walks = std::min(kMaxWalks, n - at);
     if (method == CompiledTrees::kTrees) {
-      TreeCompiler::CandidatesFromTrees(*this, *compiled, queries + at, walks);
+      if (compiled->automata_serve.load(std::memory_order_acquire)) {
+        TreeCompiler::CandidatesFromAutomata(*this, *compiled, queries + at, walks);
+      } else {
+        TreeCompiler::CandidatesFromTrees(*this, *compiled, queries + at, walks);
+      }
       continue;
     }
     Walk walk[kMaxWalks];

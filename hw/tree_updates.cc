@@ -154,6 +154,43 @@ uint32_t AddToLeaf(Trees* form, uint32_t at, const LeafEntry& entry, uint8_t ent
 }  // namespace
 
 bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& change, PlacedEntry* placed) {
+  if (!TakeIntoTrees(form, change, placed)) return false;
+  TakeIntoAutomata(form, change);
+  return true;
+}
+
+void TableIndex::TreeCompiler::TakeIntoAutomata(CompiledTrees* form, const TreeChange& change) {
+  if (!form->automata_serve.load(std::memory_order_relaxed)) return;
+  const CompiledTrees::LeafEntry& entry = change.entry;
+  if (const auto built = form->answer_of.find(CompiledTrees::AnswerKey::Of(entry));
+      built != form->answer_of.end()) {
+    TakeAtSlot(change, &form->answers[built->second]);
+    return;
+  }
+  const uint32_t count = form->delta_count.load(std::memory_order_relaxed);
+  uint32_t gone = count;
+  for (uint32_t i = 0; i < count; ++i) {
+    CompiledTrees::LeafEntry& slot = form->delta[i];
+    if (slot.Is(entry)) {
+      TakeAtSlot(change, &slot);
+      return;
+    }
+    if (gone == count && (slot.matcher & CompiledTrees::kGone) != 0) gone = i;
+  }
+  if (change.kind != TreeChange::kAdd) return;  // (not in the automata: nothing to change)
+  if (gone < count) {
+    FillGone<CompiledTrees>(&form->delta[gone], entry);
+  } else if (count < CompiledTrees::kDeltaEntries) {
+    // (No reader reads past the count: the slot is the writer's until the count takes it in.)
+    form->delta[count] = entry;
+    form->delta_count.store(count + 1, std::memory_order_release);
+  } else {
+    form->automata_serve.store(false, std::memory_order_release);
+  }
+}
+
+bool TableIndex::TreeCompiler::TakeIntoTrees(CompiledTrees* form, const TreeChange& change,
+                                             PlacedEntry* placed) {
   using TreeNode = CompiledTrees::TreeNode;
   const CompiledTrees::LeafEntry& entry = change.entry;
   // The entry's slots, as the change before left them when it was this entry's (a rule's hit dropped
@@ -225,25 +262,28 @@ bool TableIndex::TreeCompiler::TakeInto(CompiledTrees* form, const TreeChange& c
 
 void TableIndex::TreeCompiler::TakeAt(CompiledTrees* form, const TreeChange& change,
                                       CompiledTrees::LeafEntry* e) {
+  const int gone = TakeAtSlot(change, e);
+  if (gone > 0) ++form->gone;
+  if (gone < 0) --form->gone;
+}
+
+int TableIndex::TreeCompiler::TakeAtSlot(const TreeChange& change, CompiledTrees::LeafEntry* e) {
   switch (change.kind) {
     case TreeChange::kNameHit:
       if (e->hit != change.entry.hit) __atomic_store_n(&e->hit, change.entry.hit, __ATOMIC_RELEASE);
-      break;
+      return 0;
     case TreeChange::kRemove:
-      if ((e->matcher & CompiledTrees::kGone) == 0) {
-        __atomic_store_n(&e->matcher, e->matcher | CompiledTrees::kGone, __ATOMIC_RELEASE);
-        ++form->gone;
-      }
-      break;
+      if ((e->matcher & CompiledTrees::kGone) != 0) return 0;
+      __atomic_store_n(&e->matcher, e->matcher | CompiledTrees::kGone, __ATOMIC_RELEASE);
+      return 1;
     case TreeChange::kAdd:
       // (Its hit before it is live again; one just filled has both.)
       if (e->hit != change.entry.hit) __atomic_store_n(&e->hit, change.entry.hit, __ATOMIC_RELEASE);
-      if ((e->matcher & CompiledTrees::kGone) != 0) {
-        __atomic_store_n(&e->matcher, e->matcher & ~CompiledTrees::kGone, __ATOMIC_RELEASE);
-        --form->gone;
-      }
-      break;
+      if ((e->matcher & CompiledTrees::kGone) == 0) return 0;
+      __atomic_store_n(&e->matcher, e->matcher & ~CompiledTrees::kGone, __ATOMIC_RELEASE);
+      return -1;
   }
+  return 0;
 }
 
 void TableIndex::TreeCompiler::BeginChange(TableIndex* index, uint64_t version) {

@@ -1,0 +1,171 @@
+#include "hw/answer_automata.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace drsim::hw {
+namespace {
+
+using Rule = AnswerAutomata::Rule;
+
+bool Matches(const Rule& rule, const std::array<uint32_t, 4>& words) {
+  for (int w = 0; w < 4; ++w) {
+    if ((words[w] & rule.mask[w]) != (rule.value[w] & rule.mask[w])) return false;
+  }
+  return true;
+}
+
+// The reference: every rule the packet matches, in rank order, up to the first that ends the search.
+std::vector<uint32_t> FirstMatches(const std::vector<Rule>& rules, const std::array<uint32_t, 4>& words) {
+  std::vector<uint32_t> out;
+  for (uint32_t r = 0; r < rules.size(); ++r) {
+    if (!Matches(rules[r], words)) continue;
+    out.push_back(r);
+    if (rules[r].ends_search) break;
+  }
+  return out;
+}
+
+// What the automata say: each one's leaf, merged in rank order, up to the first that ends the search.
+std::vector<uint32_t> FromAutomata(const AnswerAutomata& automata, const std::vector<Rule>& rules,
+                                   const std::array<uint32_t, 4>& words) {
+  const AnswerAutomata::Key key = AnswerAutomata::KeyOf(words.data());
+  std::vector<uint32_t> all;
+  for (size_t a = 0; a < automata.automata(); ++a) {
+    uint32_t leaf = ~0u;
+    automata.Descend(a, &key, 1, &leaf);
+    for (uint32_t r : automata.Leaf(leaf)) all.push_back(r);
+  }
+  std::sort(all.begin(), all.end());
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (rules[all[k]].ends_search) {
+      all.resize(k + 1);
+      break;
+    }
+  }
+  return all;
+}
+
+uint32_t PrefixMask(int bits) { return bits == 0 ? 0 : ~uint32_t{0} << (32 - bits); }
+
+// ACL-like rules: address prefixes, a ports word of two prefixes, a protocol exact or wild; some with a
+// mask that is no prefix (testing single bits), most ending the search.
+std::vector<Rule> RandomRules(std::mt19937* rng, size_t n) {
+  std::vector<Rule> rules(n);
+  std::vector<uint32_t> bases;
+  for (int i = 0; i < 8; ++i) bases.push_back((*rng)());
+  for (Rule& rule : rules) {
+    for (int w = 0; w < 2; ++w) {
+      const int bits = std::array<int, 6>{0, 8, 16, 24, 28, 32}[(*rng)() % 6];
+      rule.mask[w] = PrefixMask(bits);
+      rule.value[w] = (bases[(*rng)() % bases.size()] ^ ((*rng)() & 0xff)) & rule.mask[w];
+    }
+    const int sport = std::array<int, 3>{0, 10, 16}[(*rng)() % 3];
+    const int dport = std::array<int, 4>{0, 6, 12, 16}[(*rng)() % 4];
+    rule.mask[2] = PrefixMask(sport) | (PrefixMask(dport) >> 16);
+    rule.value[2] = ((*rng)() % 4 * 0x04000400u) & rule.mask[2];
+    rule.mask[3] = (*rng)() % 2 ? 0xff000000u : 0;
+    if ((*rng)() % 8 == 0) rule.mask[3] = 0x0f0f0000u;  // no prefix: every byte value tested alone
+    rule.value[3] = (std::array<uint32_t, 3>{6, 17, 1}[(*rng)() % 3] << 24 | 0x05000000u) & rule.mask[3];
+    rule.ends_search = (*rng)() % 5 != 0;
+  }
+  return rules;
+}
+
+// Packets that mostly fall under some rule's key, with random bits where it is wild.
+std::vector<std::array<uint32_t, 4>> PacketsFor(std::mt19937* rng, const std::vector<Rule>& rules, size_t n) {
+  std::vector<std::array<uint32_t, 4>> packets(n);
+  for (auto& words : packets) {
+    const Rule& rule = rules[(*rng)() % rules.size()];
+    for (int w = 0; w < 4; ++w) words[w] = (rule.value[w] & rule.mask[w]) | ((*rng)() & ~rule.mask[w]);
+    if ((*rng)() % 10 == 0) words[(*rng)() % 4] ^= 1u << ((*rng)() % 32);
+  }
+  return packets;
+}
+
+TEST(AnswerAutomataTest, LeavesListTheFirstMatchesOfEveryPacket) {
+  std::mt19937 rng(20261201);
+  for (size_t n : {0, 1, 2, 30, 400, 3000}) {
+    const std::vector<Rule> rules = n == 0 ? std::vector<Rule>{} : RandomRules(&rng, n);
+    const auto automata = AnswerAutomata::Build(rules, AnswerAutomata::Limits{});
+    ASSERT_NE(automata, nullptr) << n << " rules";
+    if (rules.empty()) {
+      EXPECT_TRUE(FromAutomata(*automata, rules, {1, 2, 3, 4}).empty());
+      continue;
+    }
+    for (const auto& words : PacketsFor(&rng, rules, 2000)) {
+      ASSERT_EQ(FromAutomata(*automata, rules, words), FirstMatches(rules, words))
+          << n << " rules, packet " << words[0] << " " << words[1] << " " << words[2] << " " << words[3];
+    }
+  }
+}
+
+TEST(AnswerAutomataTest, SplitsBySetsOfWildWordsWhenOneWouldBeTooLarge) {
+  std::mt19937 rng(20261202);
+  const std::vector<Rule> rules = RandomRules(&rng, 2000);
+  const auto one = AnswerAutomata::Build(rules, AnswerAutomata::Limits{});
+  ASSERT_NE(one, nullptr);
+  ASSERT_EQ(one->automata(), 1u);
+  AnswerAutomata::Limits count;
+  size_t low = 1, high = size_t{1} << 22;
+  // The least state limit the whole set builds under; one below it forces the split.
+  while (low < high) {
+    count.max_states = (low + high) / 2;
+    const auto built = AnswerAutomata::Build(rules, count);
+    if (built != nullptr && built->automata() == 1) {
+      high = count.max_states;
+    } else {
+      low = count.max_states + 1;
+    }
+  }
+  count.max_states = low - 1;
+  const auto split = AnswerAutomata::Build(rules, count);
+  ASSERT_NE(split, nullptr) << "the groups build under " << count.max_states << " states";
+  EXPECT_GT(split->automata(), 1u);
+  for (size_t a = 1; a < split->automata(); ++a) EXPECT_LT(split->least_rule(a - 1), split->least_rule(a));
+  for (const auto& words : PacketsFor(&rng, rules, 3000))
+    ASSERT_EQ(FromAutomata(*split, rules, words), FirstMatches(rules, words));
+}
+
+TEST(AnswerAutomataTest, RefusesASetPastItsLimits) {
+  std::mt19937 rng(20261203);
+  const std::vector<Rule> rules = RandomRules(&rng, 500);
+  AnswerAutomata::Limits none;
+  none.max_states = 4;
+  EXPECT_EQ(AnswerAutomata::Build(rules, none), nullptr);
+  AnswerAutomata::Limits no_cells;
+  no_cells.max_cells = 8;
+  EXPECT_EQ(AnswerAutomata::Build(rules, no_cells), nullptr);
+}
+
+TEST(AnswerAutomataTest, DescendsABurstAsItDoesEachPacket) {
+  std::mt19937 rng(20261204);
+  const std::vector<Rule> rules = RandomRules(&rng, 1000);
+  const auto automata = AnswerAutomata::Build(rules, AnswerAutomata::Limits{});
+  ASSERT_NE(automata, nullptr);
+  const auto packets = PacketsFor(&rng, rules, 32);
+  std::array<AnswerAutomata::Key, 32> keys;
+  for (size_t j = 0; j < 32; ++j) keys[j] = AnswerAutomata::KeyOf(packets[j].data());
+  for (size_t a = 0; a < automata->automata(); ++a) {
+    std::array<uint32_t, 32> together, alone;
+    const uint32_t going = 0xdeadbeefu;
+    together.fill(~0u);
+    automata->Descend(a, keys.data(), going, together.data());
+    for (int j = 0; j < 32; ++j) {
+      if ((going >> j & 1) == 0) {
+        EXPECT_EQ(together[j], ~0u) << "packet " << j << " was not going";
+        continue;
+      }
+      automata->Descend(a, &keys[j], 1, &alone[j]);
+      EXPECT_EQ(together[j], alone[j]) << "packet " << j;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace drsim::hw
