@@ -211,13 +211,14 @@ bool WarmUp(const DrSetup& s, SendBurst burst) {
   return true;
 }
 
-// Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0; and
-// its "trees" counter: 1 when the compiled form looks packets up by its trees, 0 when by the walk (or not
-// compiled).
+// Sets the bench's "compiled" counter: 1 when the ACL's table on `s` is compiled (AclCompiled), else 0; its
+// "trees" counter: 1 when the compiled form looks packets up by its trees or its automata, 0 when by the
+// walk (or not compiled); and its "automata" counter: 1 when by its automata.
 void CountCompiled(const DrSetup& s, benchmark::State& state) {
   state.counters["compiled"] = AclCompiled(s);
   const hw::TableIndex* index = dr::CompiledTableOf(s.net.acl)->index.load(std::memory_order_acquire);
   state.counters["trees"] = index != nullptr && index->LooksUpByTrees();
+  state.counters["automata"] = index != nullptr && index->LooksUpByAutomata();
 }
 
 // A trace's frames, sent a burst of kBurst at a time, in turn, round and round.

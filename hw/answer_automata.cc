@@ -4,8 +4,8 @@
 #include <array>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 #include "absl/container/flat_hash_map.h"
@@ -40,7 +40,7 @@ class AnswerAutomata::Builder {
   }
 
   // The automaton of `members`: its root's reference into *root; false past the limits.
-  bool Build(const std::vector<uint32_t>& members, uint32_t* root) {
+  bool Build(const std::vector<uint32_t>& members, uint64_t* root) {
     std::array<std::vector<std::vector<uint32_t>>, kKeyBytes + 1> states;
     std::array<std::vector<std::vector<Range>>, kKeyBytes> ranges;
     std::array<std::vector<uint8_t>, kKeyBytes> masks;
@@ -114,19 +114,20 @@ class AnswerAutomata::Builder {
         if (state_count > limits_.max_states || work > limits_.max_work) return false;
       }
     }
-    // The leaves, then the nodes from the last byte's up: a node's children have their references first.
-    std::array<std::vector<uint32_t>, kKeyBytes + 1> refs;
+    // The leaves, then the nodes from the last byte's up: a node's children have their transitions first.
+    std::array<std::vector<uint64_t>, kKeyBytes + 1> refs;
+    std::vector<uint32_t, LookupAllocator<uint32_t>>& leaf_rules = out_->leaf_rules_;
     for (const std::vector<uint32_t>& list : states[kKeyBytes]) {
-      refs[kKeyBytes].push_back(static_cast<uint32_t>(out_->leaf_start_.size() - 1) << 1 | kLeafRef);
-      out_->leaf_rules_.insert(out_->leaf_rules_.end(), list.begin(), list.end());
-      out_->leaf_start_.push_back(static_cast<uint32_t>(out_->leaf_rules_.size()));
+      if (leaf_rules.size() + list.size() >= (size_t{1} << 31)) return false;
+      const uint64_t at = list.size() == 1 ? list[0] : leaf_rules.size();
+      refs[kKeyBytes].push_back(uint64_t{list.size()} << 32 | at << 1 | kLeaf);
+      if (list.size() != 1) leaf_rules.insert(leaf_rules.end(), list.begin(), list.end());
     }
     for (int d = kKeyBytes - 1; d >= 0; --d) {
       refs[d].resize(states[d].size());
       for (size_t s = 0; s < states[d].size(); ++s) {
-        refs[d][s] = EmitChain(d, s, masks, ranges, refs);
-        if (refs[d][s] == kNoChain) refs[d][s] = Emit(d, masks[d][s], ranges[d][s], refs[d + 1]);
-        if (out_->cells_.size() > limits_.max_cells) return false;
+        refs[d][s] = Emit(d, masks[d][s], ranges[d][s], refs[d + 1]);
+        if (out_->cells_.size() > std::min(limits_.max_cells, size_t{1} << (32 - kCellShift))) return false;
       }
     }
     *root = refs[0][0];
@@ -143,60 +144,7 @@ class AnswerAutomata::Builder {
     uint8_t last;  // the range's last byte value
     uint32_t child;
   };
-  // A state whose byte has one value (under its mask) that leads on, every other value one other child:
-  // that value, and the two children.
-  struct OneValue {
-    bool is = false;
-    uint8_t value = 0;
-    uint32_t on = 0, off = 0;
-  };
-  static OneValue OneValueOf(const std::vector<Range>& r) {
-    OneValue one;
-    if (r.size() == 3 && r[0].child == r[2].child && r[1].last == r[0].last + 1) {
-      one = {true, r[1].last, r[1].child, r[0].child};
-    } else if (r.size() == 2 && r[0].last == 0) {
-      one = {true, 0, r[0].child, r[1].child};
-    } else if (r.size() == 2 && r[0].last == 254) {
-      one = {true, 255, r[1].child, r[0].child};
-    }
-    return one;
-  }
-  static constexpr uint32_t kNoChain = ~uint32_t{0};
-  // A chain node for a state and the states after it that test one value each (or nothing), up to four
-  // bytes: kNoChain when fewer than two bytes would be tested.
-  template <typename Masks, typename Ranges, typename Refs>
-  uint32_t EmitChain(int d, size_t s, const Masks& masks, const Ranges& ranges, const Refs& refs) {
-    std::array<uint8_t, 4> expect{}, mask{};
-    std::array<uint32_t, 4> fail{};
-    int tested = 0, k = 0;
-    size_t state = s;
-    for (; k < 4 && d + k < kKeyBytes; ++k) {
-      const std::vector<Range>& r = ranges[d + k][state];
-      if (r.size() == 1) {
-        state = r[0].child;
-        continue;
-      }
-      const OneValue one = OneValueOf(r);
-      if (!one.is) break;
-      expect[k] = one.value;
-      mask[k] = masks[d + k][state];
-      fail[k] = refs[d + k + 1][one.off];
-      state = one.on;
-      ++tested;
-    }
-    if (tested < 2) return kNoChain;
-    std::vector<uint32_t, LookupAllocator<uint32_t>>& cells = out_->cells_;
-    const uint32_t at = static_cast<uint32_t>(cells.size());
-    uint32_t packed_expect, packed_mask;
-    std::memcpy(&packed_expect, expect.data(), 4);
-    std::memcpy(&packed_mask, mask.data(), 4);
-    cells.push_back(static_cast<uint32_t>(d) | kChainNode);
-    cells.push_back(packed_expect & packed_mask);
-    cells.push_back(packed_mask);
-    cells.push_back(refs[d + k][state]);
-    cells.insert(cells.end(), fail.begin(), fail.end());
-    return at << 1;
-  }
+  static constexpr size_t kBoundRanges = 5;  // a node of bounds: four bounds, five ranges
   const ByteTest& Test(uint32_t rule, int byte) const { return tests_[rule * kKeyBytes + byte]; }
   // Cuts a state's list after its first rule that ends the search and tests no byte from `depth` on.
   void Cut(std::vector<uint32_t>* list, int depth) const {
@@ -208,34 +156,50 @@ class AnswerAutomata::Builder {
       }
     }
   }
-  // The reference to the node of a state reading byte `d` under `mask` (its child's own, when it has one
-  // range).
-  uint32_t Emit(int d, uint8_t mask, const std::vector<Range>& ranges,
-                const std::vector<uint32_t>& child_refs) {
-    if (ranges.size() == 1) return child_refs[ranges[0].child];
-    std::vector<uint32_t, LookupAllocator<uint32_t>>& cells = out_->cells_;
-    const uint32_t at = static_cast<uint32_t>(cells.size());
-    const uint32_t header = static_cast<uint32_t>(d) | uint32_t{mask} << 24;
-    if (ranges.size() <= static_cast<size_t>(kSmallRanges)) {
-      cells.push_back(header | static_cast<uint32_t>(ranges.size()) << 16);
-      std::array<uint8_t, 16> bounds;
-      bounds.fill(0x7f);
-      for (size_t k = 0; k + 1 < ranges.size(); ++k) bounds[k] = ranges[k].last ^ 0x80;
-      std::array<uint32_t, 4> packed;
-      std::memcpy(packed.data(), bounds.data(), sizeof(bounds));
-      cells.insert(cells.end(), packed.begin(), packed.end());
-      for (const Range& r : ranges) cells.push_back(child_refs[r.child]);
-    } else {
-      // (Indexed by the byte under the mask, as a small node compares it.)
-      cells.push_back(header | kFullNode);
-      std::array<uint32_t, 256> child;
-      int value = 0;
-      for (const Range& r : ranges) {
-        for (; value <= r.last; ++value) child[value] = child_refs[r.child];
+  // A node of bounds reading byte `d`: one cell a range (`child[k]`, the transition of ranges[k]).
+  uint64_t EmitBounds(int d, const Range* ranges, size_t n, const uint64_t* child) {
+    if (n == 1) return child[0];
+    std::vector<uint64_t, LookupAllocator<uint64_t>>& cells = out_->cells_;
+    const uint64_t at = cells.size();
+    std::array<uint8_t, 4> bounds;
+    bounds.fill(0x7f);
+    for (size_t k = 0; k + 1 < n; ++k) bounds[k] = ranges[k].last ^ 0x80;
+    uint32_t packed;
+    std::memcpy(&packed, bounds.data(), sizeof(packed));
+    cells.insert(cells.end(), child, child + n);
+    return uint64_t{packed} << 32 | at << kCellShift | uint64_t(d) << 2;
+  }
+  // The transition to the node of a state reading byte `d` under `mask` (its child's own, when it has one
+  // range): a node of bounds, two levels of them, or a full node.
+  uint64_t Emit(int d, uint8_t mask, const std::vector<Range>& ranges,
+                const std::vector<uint64_t>& child_refs) {
+    const size_t n = ranges.size();
+    if (n == 1) return child_refs[ranges[0].child];
+    if (mask == 0xff && n <= kBoundRanges * kBoundRanges) {
+      std::array<uint64_t, kBoundRanges * kBoundRanges> child;
+      for (size_t k = 0; k < n; ++k) child[k] = child_refs[ranges[k].child];
+      if (n <= kBoundRanges) return EmitBounds(d, ranges.data(), n, child.data());
+      // (The first level's ranges each join some of the state's, and lead to a node of those.)
+      const size_t groups = (n + kBoundRanges - 1) / kBoundRanges;
+      std::array<Range, kBoundRanges> top;
+      std::array<uint64_t, kBoundRanges> top_child;
+      for (size_t g = 0; g < groups; ++g) {
+        const size_t first = g * n / groups, end = (g + 1) * n / groups;
+        top[g].last = ranges[end - 1].last;
+        top_child[g] = EmitBounds(d, ranges.data() + first, end - first, child.data() + first);
       }
-      cells.insert(cells.end(), child.begin(), child.end());
+      return EmitBounds(d, top.data(), groups, top_child.data());
     }
-    return at << 1;
+    // (Indexed by the key byte; the state's ranges are of the byte under its mask.)
+    std::vector<uint64_t, LookupAllocator<uint64_t>>& cells = out_->cells_;
+    const uint64_t at = cells.size();
+    cells.resize(at + 256);
+    for (int value = 0; value < 256; ++value) {
+      size_t k = 0;
+      while (ranges[k].last < (value & mask)) ++k;
+      cells[at + value] = child_refs[ranges[k].child];
+    }
+    return at << kCellShift | uint64_t(d) << 2 | kFullNode;
   }
 
   absl::Span<const Rule> rules_;
@@ -245,13 +209,50 @@ class AnswerAutomata::Builder {
   std::vector<int> tested_until_;  // a rule's last tested byte, plus one
 };
 
+namespace {
+
+// The key mask of `rules`: at each byte position that every rule testing it tests under one mask that is
+// no prefix, that mask (0xff elsewhere). Into `masked`, the rules as they test keys under it: such a byte's
+// test is of its value under the mask, all ones.
+std::array<uint8_t, AnswerAutomata::kKeyBytes> KeyMaskOf(absl::Span<const AnswerAutomata::Rule> rules,
+                                                         std::vector<AnswerAutomata::Rule>* masked) {
+  std::array<uint8_t, AnswerAutomata::kKeyBytes> key_mask;
+  key_mask.fill(0xff);
+  masked->assign(rules.begin(), rules.end());
+  for (int b = 0; b < AnswerAutomata::kKeyBytes; ++b) {
+    const int w = b / 4, shift = 24 - 8 * (b % 4);
+    uint8_t one = 0;
+    bool same = true;
+    for (const AnswerAutomata::Rule& r : rules) {
+      const uint8_t mask = static_cast<uint8_t>(r.mask[w] >> shift);
+      if (mask == 0) continue;
+      same &= one == 0 || mask == one;
+      one = mask;
+    }
+    const uint8_t wild = static_cast<uint8_t>(~one);
+    if (!same || one == 0 || (wild & (wild + 1)) == 0) continue;
+    key_mask[b] = one;
+    for (AnswerAutomata::Rule& r : *masked) {
+      if ((r.mask[w] >> shift & 0xff) == 0) continue;
+      r.mask[w] |= uint32_t{0xff} << shift;
+      r.value[w] &= ~(uint32_t{0xff} << shift) | uint32_t{one} << shift;
+    }
+  }
+  return key_mask;
+}
+
+}  // namespace
+
 std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rules, const Limits& limits) {
   if (rules.size() >= (uint32_t{1} << 31)) return nullptr;
+  std::vector<Rule> masked;
+  const std::array<uint8_t, kKeyBytes> key_mask = KeyMaskOf(rules, &masked);
   auto built = std::make_unique<AnswerAutomata>();
-  Builder builder(rules, limits, built.get());
+  std::memcpy(built->key_mask_.data(), key_mask.data(), sizeof(key_mask));
+  Builder builder(masked, limits, built.get());
   std::vector<uint32_t> all(rules.size());
   for (uint32_t r = 0; r < all.size(); ++r) all[r] = r;
-  uint32_t root;
+  uint64_t root;
   if (builder.Build(all, &root)) {
     built->roots_.push_back(root);
     built->least_rule_.push_back(0);
@@ -259,8 +260,10 @@ std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rul
   }
   // Rules that leave an address word wild, beside rules that pin it, make states of every pairing: split
   // by whether each of the first two words has fewer than 16 bits tested.
+  if (limits.max_automata < 2) return nullptr;
   built = std::make_unique<AnswerAutomata>();
-  Builder split(rules, limits, built.get());
+  std::memcpy(built->key_mask_.data(), key_mask.data(), sizeof(key_mask));
+  Builder split(masked, limits, built.get());
   std::array<std::vector<uint32_t>, kGroupsOnSplit> group;
   for (uint32_t r = 0; r < rules.size(); ++r) {
     const unsigned wild = unsigned{__builtin_popcount(rules[r].mask[0]) < 16} |
@@ -271,65 +274,118 @@ std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rul
             [](const auto& a, const auto& b) { return !a.empty() && (b.empty() || a[0] < b[0]); });
   for (const std::vector<uint32_t>& members : group) {
     if (members.empty()) continue;
-    if (!split.Build(members, &root)) return nullptr;
+    if (built->roots_.size() == limits.max_automata || !split.Build(members, &root)) return nullptr;
     built->roots_.push_back(root);
     built->least_rule_.push_back(members[0]);
   }
   return built;
 }
 
-inline uint32_t AnswerAutomata::Step(const uint32_t* cells, uint32_t ref, const Key& key) {
-  const uint32_t* node = cells + (ref >> 1);
-  const uint32_t header = node[0];
-  if ((header & kChainNode) != 0) {
-    uint32_t got;
-    std::memcpy(&got, key.data() + (header & 0xff), sizeof(got));
-    const uint32_t differ = (got & node[2]) ^ node[1];
-    return differ == 0 ? node[3] : node[4 + (__builtin_ctz(differ) >> 3)];
+bool AnswerAutomata::CpuHas(Descent descent) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (descent == Descent::kAvx512) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vbmi");
   }
-  const uint8_t byte = key[header & 0xff] & static_cast<uint8_t>(header >> 24);
-  if ((header & kFullNode) != 0) return node[1 + byte];
-#if defined(__SSE2__)
-  const __m128i bounds = _mm_loadu_si128(reinterpret_cast<const __m128i*>(node + 1));
-  const __m128i packet = _mm_set1_epi8(static_cast<char>(byte ^ 0x80));
-  // (The bounds ascend, so the bounds below the byte are the mask's low bits; the last is never below.)
-  const int below = __builtin_ctz(~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpgt_epi8(packet, bounds))));
-#else
-  uint8_t bounds[16];
-  std::memcpy(bounds, node + 1, sizeof(bounds));
-  int below = 0;
-  for (int k = 0; k < 16; ++k) below += static_cast<int8_t>(byte ^ 0x80) > static_cast<int8_t>(bounds[k]);
 #endif
-  return node[5 + below];
+  return descent == Descent::kScalar;
 }
 
-void AnswerAutomata::Descend(size_t a, const Key* keys, uint32_t going, uint32_t* leaf) const {
-  const uint32_t root = roots_[a];
-  const uint32_t* cells = cells_.data();
-  std::array<uint32_t, 32> ref;
-  uint32_t active = 0;
-  for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
-    const int j = __builtin_ctz(rest);
-    ref[j] = root;
-    if ((root & kLeafRef) != 0) {
-      leaf[j] = root >> 1;
-    } else {
-      active |= uint32_t{1} << j;
-    }
+inline uint64_t AnswerAutomata::Step(const uint64_t* cells, uint64_t transition, const Key& key) {
+  const uint32_t low = static_cast<uint32_t>(transition);
+  const uint8_t byte = key.bytes[low >> 2 & 15];
+  uint32_t below = byte;
+  if ((low & kFullNode) == 0) {
+    // (The bounds below the byte, compared as the vector descent does: signed, each side xored with 0x80.)
+    const int8_t packet = static_cast<int8_t>(byte ^ 0x80);
+    below = 0;
+    for (int k = 0; k < 4; ++k) below += packet > static_cast<int8_t>(transition >> (32 + 8 * k));
   }
+  return cells[(low >> kCellShift) + below];
+}
+
+void AnswerAutomata::DescendScalar(uint64_t root, const Key* keys, uint32_t going, uint64_t* leaf) const {
+  const uint64_t* cells = cells_.data();
+  for (uint32_t rest = going; rest != 0; rest &= rest - 1) leaf[__builtin_ctz(rest)] = root;
   // A step of each packet in turn: each load has the others' steps' time to arrive.
-  while (active != 0) {
+  for (uint32_t active = going; active != 0;) {
     for (uint32_t rest = active; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
-      const uint32_t next = Step(cells, ref[j], keys[j]);
-      ref[j] = next;
-      if ((next & kLeafRef) != 0) {
-        leaf[j] = next >> 1;
+      const uint64_t next = Step(cells, leaf[j], keys[j]);
+      leaf[j] = next;
+      if ((next & kLeaf) != 0) {
         active &= ~(uint32_t{1} << j);
       } else {
-        __builtin_prefetch(cells + (next >> 1));
+        __builtin_prefetch(cells + (static_cast<uint32_t>(next) >> kCellShift));
       }
     }
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void AnswerAutomata::DescendAvx512(
+    uint64_t root, const Key* keys, uint32_t going, uint64_t* leaf) const {
+  constexpr int kLanes = 8;
+  constexpr int kGroups = kBurst / kLanes;
+  const long long* cells = reinterpret_cast<const long long*>(cells_.data());
+  // A lane's key bytes are bytes [16 * lane, 16 * lane + 16) of its group's two registers.
+  const __m512i lane_key = _mm512_set_epi64(0x70, 0x60, 0x50, 0x40, 0x30, 0x20, 0x10, 0);
+  // Byte 0 of each lane into all eight of its bytes.
+  const __m512i spread = _mm512_set_epi64(0x0808080808080808, 0, 0x0808080808080808, 0, 0x0808080808080808, 0,
+                                          0x0808080808080808, 0);
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i bound_ones = _mm512_set1_epi64(0x0101010100000000);
+  const __m512i position = _mm512_set1_epi64(15);
+  const __m512i byte_mask = _mm512_set1_epi64(0xff);
+  const __m512i low_half = _mm512_set1_epi64(0xffffffff);
+  const __m512i full_node = _mm512_set1_epi64(kFullNode);
+  const __m512i leaf_bit = _mm512_set1_epi64(kLeaf);
+  __m512i at[kGroups], key_low[kGroups], key_high[kGroups];
+  __mmask8 steps[kGroups];
+  for (int g = 0; g < kGroups; ++g) {
+    steps[g] = static_cast<__mmask8>(going >> (kLanes * g));
+    at[g] = _mm512_set1_epi64(static_cast<long long>(root));
+    key_low[g] = _mm512_loadu_si512(keys + kLanes * g);
+    key_high[g] = _mm512_loadu_si512(keys + kLanes * g + kLanes / 2);
+  }
+  for (;;) {
+    unsigned any = 0;
+    for (int g = 0; g < kGroups; ++g) any |= steps[g];
+    if (any == 0) break;
+    for (int g = 0; g < kGroups; ++g) {
+      const __m512i read = _mm512_and_si512(_mm512_srli_epi64(at[g], 2), position);
+      const __m512i picked =
+          _mm512_permutex2var_epi8(key_low[g], _mm512_add_epi64(lane_key, read), key_high[g]);
+      const __m512i byte = _mm512_and_si512(picked, byte_mask);
+      // The bounds below the byte: a signed compare of each bound byte with the byte, counted by a sum.
+      const __m512i packet = _mm512_xor_si512(_mm512_shuffle_epi8(picked, spread), sign);
+      const __m512i above = _mm512_movm_epi8(_mm512_cmpgt_epi8_mask(packet, at[g]));
+      const __m512i below = _mm512_sad_epu8(_mm512_and_si512(above, bound_ones), _mm512_setzero_si512());
+      const __mmask8 full = _mm512_test_epi64_mask(at[g], full_node);
+      const __m512i cell = _mm512_add_epi64(_mm512_srli_epi64(_mm512_and_si512(at[g], low_half), kCellShift),
+                                            _mm512_mask_blend_epi64(full, below, byte));
+      at[g] = _mm512_mask_i64gather_epi64(at[g], steps[g], cell, cells, 8);
+      steps[g] = _mm512_mask_testn_epi64_mask(steps[g], at[g], leaf_bit);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) _mm512_storeu_si512(leaf + kLanes * g, at[g]);
+}
+#else
+void AnswerAutomata::DescendAvx512(uint64_t root, const Key* keys, uint32_t going, uint64_t* leaf) const {
+  DescendScalar(root, keys, going, leaf);
+}
+#endif
+
+void AnswerAutomata::Descend(size_t a, const Key* keys, uint32_t going, uint64_t* leaf,
+                             Descent descent) const {
+  const uint64_t root = roots_[a];
+  if ((root & kLeaf) != 0) {
+    for (uint32_t rest = going; rest != 0; rest &= rest - 1) leaf[__builtin_ctz(rest)] = root;
+  } else if (descent == Descent::kAvx512) {
+    DescendAvx512(root, keys, going, leaf);
+  } else {
+    DescendScalar(root, keys, going, leaf);
   }
 }
 

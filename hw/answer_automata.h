@@ -15,9 +15,19 @@
 //   first one that ends the search and tests no byte left. States are built a byte a level (subset
 //   construction), and equal lists at a level are one state, so the automaton stays small where the rules
 //   share prefixes. A byte's values part into the ranges where the state's list of next states is the same.
-//   A state of one range reads nothing: its parent points past it. A state of at most kSmallRanges ranges
-//   is a small node: its range bounds are one 16-byte vector, compared with the byte in one step; a larger
-//   one is a full node of 256 children. The nodes are lookup memory (huge pages).
+//   A state of one range reads nothing: its parent points past it.
+//
+//   A step follows a transition: 64 bits that say which key byte the next node reads, where its cells
+//   are, and, for a node of up to four bounds (five ranges), the bounds themselves, so that a step is
+//   one load: the cell of the range the byte falls in. A state of up to 25 ranges is two such nodes
+//   reading the same byte; a larger one is a full node of 256 cells, one a byte value. A byte position
+//   that every rule testing it tests under one mask that is no prefix (a flags field) is masked in the
+//   key itself (KeyOf), so that those tests are ranges too.
+//
+//   Descend takes up to 32 packets at once. The AVX-512 descent steps four groups of eight packets in
+//   turn, so that each group's load has the others' steps' time to arrive; a lane's key byte is picked
+//   out of its group's keys in a register. The scalar descent reads the same cells a packet at a time,
+//   and reaches the same leaves.
 //
 // Thread-safety
 //   Immutable once built: any number of readers.
@@ -27,6 +37,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -39,8 +50,8 @@ class AnswerAutomata {
  public:
   static constexpr int kWords = 4;
   static constexpr int kKeyBytes = 4 * kWords;
-  static constexpr int kSmallRanges = 16;
   static constexpr size_t kGroupsOnSplit = 4;
+  static constexpr size_t kBurst = 32;
   // A rule: its words' values and masks (numbers: a word's first byte is its top byte), and whether a
   // packet that matches it needs no rule of a later rank.
   struct Rule {
@@ -48,24 +59,37 @@ class AnswerAutomata {
     std::array<uint32_t, kWords> mask{};
     bool ends_search = false;
   };
-  // How large an automaton may grow while it is built (states, and node memory in 4-byte cells), and
-  // how much work its build may take (a state's rules times its ranges, summed).
+  // How large an automaton may grow while it is built (states, and node memory in 8-byte cells), how
+  // much work its build may take (a state's rules times its ranges, summed), and how many automata a set
+  // may be split into (1: never split).
   struct Limits {
     size_t max_states = size_t{1} << 20;
     size_t max_cells = size_t{1} << 22;
     uint64_t max_work = uint64_t{1} << 28;
+    size_t max_automata = kGroupsOnSplit;
   };
+  // How Descend steps: a packet at a time, or eight packets in AVX-512 lanes (with its byte and
+  // permute instructions). CpuHas says whether this CPU can take `descent`.
+  enum class Descent : int { kScalar = 0, kAvx512 = 1 };
+  static bool CpuHas(Descent descent);
 
-  // The automata of `rules` (in rank order), or nullptr when even split they would pass `limits`.
+  // The automata of `rules` (in rank order), or nullptr when even split (into at most
+  // `limits.max_automata`) they would pass `limits`.
   static std::unique_ptr<AnswerAutomata> Build(absl::Span<const Rule> rules, const Limits& limits);
 
-  // The packet's key: its four words as 16 bytes, each word's top byte first.
-  using Key = std::array<uint8_t, kKeyBytes + 4>;  // (4 bytes of padding, 0: a chain node reads 4 at a time)
-  static Key KeyOf(const uint32_t* words) {
-    Key key{};
-    for (int w = 0; w < kWords; ++w) {
-      for (int b = 0; b < 4; ++b) key[4 * w + b] = static_cast<uint8_t>(words[w] >> (24 - 8 * b));
-    }
+  // A packet's key: its four words as 16 bytes, each word's top byte first, under the automata's key mask.
+  struct alignas(16) Key {
+    std::array<uint8_t, kKeyBytes> bytes;
+  };
+  Key KeyOf(const uint32_t* words) const {
+    std::array<uint32_t, kWords> big_endian;
+    for (int w = 0; w < kWords; ++w) big_endian[w] = __builtin_bswap32(words[w]);
+    std::array<uint64_t, 2> halves;
+    std::memcpy(halves.data(), big_endian.data(), sizeof(halves));
+    halves[0] &= key_mask_[0];
+    halves[1] &= key_mask_[1];
+    Key key;
+    std::memcpy(key.bytes.data(), halves.data(), sizeof(halves));
     return key;
   }
 
@@ -73,37 +97,39 @@ class AnswerAutomata {
   // The least rule index of automaton `a` (its rules' first): a packet whose search ended before it has
   // nothing to find there.
   uint32_t least_rule(size_t a) const { return least_rule_[a]; }
-  // The leaf of automaton `a` each packet j with bit j of `going` set reaches, into leaf[j] (the packets'
-  // keys `keys[j]`; their steps interleaved, so that their loads overlap).
-  void Descend(size_t a, const Key* keys, uint32_t going, uint32_t* leaf) const;
-  // The rule indices (rank order) a leaf lists.
-  absl::Span<const uint32_t> Leaf(uint32_t leaf) const {
-    return absl::MakeConstSpan(leaf_rules_.data() + leaf_start_[leaf],
-                               leaf_start_[leaf + 1] - leaf_start_[leaf]);
+  // The leaf of automaton `a` that each packet j with bit j of `going` set reaches (its key `keys[j]`,
+  // j < kBurst), into leaf[j]; leaf[j] of a packet not going is left unspecified. `keys` and `leaf` hold
+  // kBurst each: the vector descent reads and writes whole groups of eight.
+  void Descend(size_t a, const Key* keys, uint32_t going, uint64_t* leaf, Descent descent) const;
+  // How many rules a leaf lists, and its k-th (rank order).
+  static uint32_t LeafSize(uint64_t leaf) { return static_cast<uint32_t>(leaf >> 32); }
+  uint32_t LeafRule(uint64_t leaf, uint32_t k) const {
+    const uint32_t at = static_cast<uint32_t>(leaf) >> 1;
+    return LeafSize(leaf) == 1 ? at : leaf_rules_[at + k];
   }
   // Bytes held: nodes and leaves.
-  size_t bytes() const {
-    return cells_.size() * sizeof(uint32_t) + (leaf_start_.size() + leaf_rules_.size()) * sizeof(uint32_t);
-  }
+  size_t bytes() const { return cells_.size() * sizeof(uint64_t) + leaf_rules_.size() * sizeof(uint32_t); }
   size_t cells() const { return cells_.size(); }
 
  private:
   class Builder;
-  // A reference to a node or leaf: a leaf's index << 1 | 1, or a node's first cell << 1.
-  static constexpr uint32_t kLeafRef = 1;
-  // A node's first cell: the key byte it reads (bits 0-7), kFullNode, a small node's range count
-  // (bits 16-23), and the mask it reads the byte under (bits 24-31). A small node's next four cells are its
-  // range bounds, each xored with 0x80 (for a signed compare), the last range's and unused ones 0x7f; then a
-  // child ref a range. A full node's next 256 cells are a child ref a byte value.
-  static constexpr uint32_t kFullNode = 1u << 8;
-  static constexpr uint32_t kChainNode = 1u << 9;
-  static uint32_t Step(const uint32_t* cells, uint32_t ref, const Key& key);
+  // A transition. To a leaf: bit 0 set, its rule count in bits 32-63, and in bits 1-31 its one rule, or
+  // where its rules start in leaf_rules_ (so that a leaf of one rule, the most common, takes no load). To a
+  // node: the key byte it reads in bits 2-5, kFullNode, its first cell in bits 6-31; a node of bounds has
+  // them in bits 32-63, a byte each in ascending order (each the last value of a range, xored with 0x80 for a
+  // signed compare; unused ones 0x7f, above every byte).
+  static constexpr uint64_t kLeaf = 1;
+  static constexpr uint64_t kFullNode = 2;
+  static constexpr int kCellShift = 6;
+  static uint64_t Step(const uint64_t* cells, uint64_t transition, const Key& key);
+  void DescendScalar(uint64_t root, const Key* keys, uint32_t going, uint64_t* leaf) const;
+  void DescendAvx512(uint64_t root, const Key* keys, uint32_t going, uint64_t* leaf) const;
 
-  std::vector<uint32_t, LookupAllocator<uint32_t>> cells_;
-  std::vector<uint32_t> roots_;
+  std::vector<uint64_t, LookupAllocator<uint64_t>> cells_;
+  std::vector<uint64_t> roots_;
   std::vector<uint32_t> least_rule_;
-  std::vector<uint32_t> leaf_start_{0};
-  std::vector<uint32_t> leaf_rules_;
+  std::vector<uint32_t, LookupAllocator<uint32_t>> leaf_rules_;
+  std::array<uint64_t, 2> key_mask_{};  // (the key's bytes in memory order)
 };
 
 }  // namespace drsim::hw

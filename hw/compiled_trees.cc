@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "hw/reclaimer.h"
 #include "hw/table_index.h"
 #include "hw/table_index_tries.h"
@@ -214,48 +213,14 @@ uint32_t PacketsGoing(const std::array<uint64_t, kDescentPackets>& bound, size_t
   return going;
 }
 
-// The descent lookups take: at first, the fastest the CPU has. AVX2 before AVX-512: on the trees of ACL sets
-// AVX-512's gathers of 16 lanes were slower than two of AVX2's 8 (measured on AMD Zen 4, whose 512-bit
-// operations run as two 256-bit halves).
-std::atomic<int>& ChosenDescent() {
-  using TreeDescent = TableIndex::TreeDescent;
-  static std::atomic<int> chosen{static_cast<int>([] {
-    for (const TreeDescent fastest : {TreeDescent::kAvx2, TreeDescent::kAvx512}) {
-      if (TableIndex::CpuHas(fastest)) return fastest;
-    }
-    return TreeDescent::kScalar;
-  }())};
-  return chosen;
+// Whether the automata's descent may use AVX-512 (hw/answer_automata.h): when the CPU has it and the trees'
+// descent is not forced to be scalar.
+bool AutomataHaveAvx512() {
+  static const bool has = AnswerAutomata::CpuHas(AnswerAutomata::Descent::kAvx512);
+  return has;
 }
 
 }  // namespace
-
-bool TableIndex::CpuHas(TreeDescent descent) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  switch (descent) {
-    case TreeDescent::kAvx512:
-      return __builtin_cpu_supports("avx512f");
-    case TreeDescent::kAvx2:
-      return __builtin_cpu_supports("avx2");
-    case TreeDescent::kScalar:
-      return true;
-  }
-  return false;
-#else
-  return descent == TreeDescent::kScalar;
-#endif
-}
-
-TableIndex::TreeDescent TableIndex::tree_descent() {
-  return static_cast<TreeDescent>(ChosenDescent().load(std::memory_order_relaxed));
-}
-
-bool TableIndex::SetTreeDescent(TreeDescent descent) {
-  if (!CpuHas(descent)) return false;
-  ChosenDescent().store(static_cast<int>(descent), std::memory_order_relaxed);
-  return true;
-}
 
 // Grows a compiled form's trees, node by node from their roots.
 class TableIndex::CompiledTrees::Builder {
@@ -455,7 +420,8 @@ TableIndex::CompiledTrees::LeafEntry TableIndex::CompiledTrees::LeafEntryOf(cons
 }
 
 std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std::vector<LeafEntry> filed,
-                                                                            uint64_t version) {
+                                                                            uint64_t version,
+                                                                            bool with_automata) {
   std::stable_sort(filed.begin(), filed.end(),
                    [](const LeafEntry& a, const LeafEntry& b) { return a.rank < b.rank; });
   // Entries that do not test a word a tree parts on go both ways there: grouped by the words they test,
@@ -483,7 +449,7 @@ std::unique_ptr<TableIndex::CompiledTrees> TableIndex::CompiledTrees::Build(std:
     compiled->tree_of_group[grown[t].second] = static_cast<int8_t>(t);
   }
   compiled->tree_count.store(static_cast<uint32_t>(grown.size()), std::memory_order_relaxed);
-  TreeCompiler::BuildAutomata(compiled.get(), filed);
+  if (with_automata) TreeCompiler::BuildAutomata(compiled.get(), filed);
   // Room for the writer's changes (hw/tree_updates.cc).
   compiled->leaf_room.resize(compiled->nodes.size());
   for (size_t at = 0; at < compiled->nodes.size(); ++at)
@@ -526,7 +492,8 @@ void TableIndex::TreeCompiler::PublishTrees(const TableIndex& index, std::unique
   }
 }
 
-void TableIndex::TreeCompiler::StartCompile(const TableIndex& index, uint64_t version, bool on_thread) {
+void TableIndex::TreeCompiler::StartCompile(const TableIndex& index, uint64_t version, bool on_thread,
+                                            bool with_automata) {
   if ((version & 1) != 0 || index.compiling_.exchange(true, std::memory_order_acquire)) return;
   auto job = std::make_unique<CompileJob>();
   job->version = version;
@@ -536,8 +503,8 @@ void TableIndex::TreeCompiler::StartCompile(const TableIndex& index, uint64_t ve
     return;
   }
   index.compile_job_ = std::move(job);
-  auto build = [&index, job = index.compile_job_.get()] {
-    job->built = CompiledTrees::Build(std::move(job->filed), job->version);
+  auto build = [&index, job = index.compile_job_.get(), with_automata] {
+    job->built = CompiledTrees::Build(std::move(job->filed), job->version, with_automata);
     index.compile_built_.store(true, std::memory_order_release);
   };
   if (on_thread) {
@@ -563,21 +530,27 @@ void TableIndex::TreeCompiler::FinishCompile(const TableIndex& index) {
 void TableIndex::TreeCompiler::RetireTrees(TableIndex* index) {
   const CompiledTrees* old = index->compiled_.exchange(nullptr, std::memory_order_acq_rel);
   if (old == nullptr) return;
-  // Unless its trees served lookups for longer than the index was quiet before it, compiling was not worth
-  // it (the index changes too often, or its trees are slower than its walk): the next waits four times as
-  // long. (A compiled form published after this change began is stale at once; the next change retires it.)
+  // Unless its trees (or automata) served lookups for longer than the index was quiet before it, compiling
+  // was not worth it (the index changes too often, or its trees are slower than its walk): the next waits
+  // four times as long. (A compiled form published after this change began is stale at once; the next change
+  // retires it.)
   const uint64_t needed = index->quiet_needed_.load(std::memory_order_relaxed);
-  const bool worth = old->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees &&
+  const int method = old->method.load(std::memory_order_relaxed);
+  const bool worth = (method == CompiledTrees::kTrees || method == CompiledTrees::kAutomata) &&
                      old->served.load(std::memory_order_relaxed) >= needed;
   index->quiet_needed_.store(worth ? kQuietLookups : std::min(4 * needed, kMaxQuietLookups),
                              std::memory_order_relaxed);
   Retire(index->reclaimer_, [old] { delete old; });
 }
 
-bool TableIndex::Compile() const {
-  TreeCompiler::StartCompile(*this, version_.load(std::memory_order_acquire), /*on_thread=*/false);
+bool TableIndex::Compile(bool by_automata) const {
+  TreeCompiler::StartCompile(*this, version_.load(std::memory_order_acquire), /*on_thread=*/false,
+                             /*with_automata=*/by_automata);
   if (!IsCompiled()) return false;
-  compiled_.load(std::memory_order_relaxed)->method.store(CompiledTrees::kTrees, std::memory_order_relaxed);
+  const CompiledTrees* compiled = compiled_.load(std::memory_order_relaxed);
+  if (by_automata && compiled->automata == nullptr) return false;
+  compiled->method.store(by_automata ? CompiledTrees::kAutomata : CompiledTrees::kTrees,
+                         std::memory_order_relaxed);
   return true;
 }
 
@@ -588,31 +561,6 @@ const TableIndex::CompiledTrees* TableIndex::ServingForm() const {
   const CompiledTrees* compiled = compiled_.load(std::memory_order_acquire);
   return compiled != nullptr && compiled->version.load(std::memory_order_acquire) == version ? compiled
                                                                                              : nullptr;
-}
-
-bool TableIndex::TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets) {
-  std::array<absl::InlinedVector<double, CompiledTrees::kTrialRuns>, 2> per_packet;  // (trees, walk)
-  for (size_t run = 0; run < std::min(nanoseconds.size(), packets.size()); ++run) {
-    if (packets[run] == 0) continue;
-    per_packet[run & 1].push_back(double(nanoseconds[run]) / double(packets[run]));
-  }
-  auto median = [](absl::InlinedVector<double, CompiledTrees::kTrialRuns>& runs) {
-    std::sort(runs.begin(), runs.end());
-    const size_t half = runs.size() / 2;
-    return runs.size() % 2 == 1 ? runs[half] : (runs[half - 1] + runs[half]) / 2;
-  };
-  if (per_packet[0].empty()) return false;
-  return per_packet[1].empty() || median(per_packet[0]) < median(per_packet[1]);
-}
-
-bool TableIndex::LooksUpByTrees() const {
-  const CompiledTrees* serving = ServingForm();
-  return serving != nullptr && serving->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees;
-}
-
-bool TableIndex::TrialDecided() const {
-  const CompiledTrees* serving = ServingForm();
-  return serving != nullptr && serving->method.load(std::memory_order_relaxed) != CompiledTrees::kUndecided;
 }
 
 void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64_t version, size_t n) {
@@ -635,7 +583,7 @@ void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64
   if (index.quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >=
       index.quiet_needed_.load(std::memory_order_relaxed)) {
     index.quiet_lookups_.store(0, std::memory_order_relaxed);
-    StartCompile(index, version, /*on_thread=*/true);
+    StartCompile(index, version, /*on_thread=*/true, /*with_automata=*/true);
   }
 }
 
@@ -743,6 +691,9 @@ void TableIndex::TreeCompiler::CandidatesFromTrees(const TableIndex& index, cons
 void TableIndex::TreeCompiler::CandidatesFromAutomata(const TableIndex& index, const CompiledTrees& compiled,
                                                       Query* queries, size_t n) {
   const AnswerAutomata& automata = *compiled.automata;
+  const AnswerAutomata::Descent descent = tree_descent() != TreeDescent::kScalar && AutomataHaveAvx512()
+                                              ? AnswerAutomata::Descent::kAvx512
+                                              : AnswerAutomata::Descent::kScalar;
   std::array<uint32_t, kDescentPackets * kWords> words;  // the packets' words as trie keys
   std::array<AnswerAutomata::Key, kDescentPackets> key;
   std::array<uint64_t, kDescentPackets> bound;
@@ -750,24 +701,27 @@ void TableIndex::TreeCompiler::CandidatesFromAutomata(const TableIndex& index, c
   for (size_t j = 0; j < n; ++j) {
     list[j].query = &queries[j];
     index.TrieKeys(queries[j].words, &words[j * kWords]);
-    key[j] = AnswerAutomata::KeyOf(&words[j * kWords]);
+    key[j] = automata.KeyOf(&words[j * kWords]);
     bound[j] = ~uint64_t{0};
   }
   uint32_t unsure = 0;  // packets whose leaves may lack candidates
-  std::array<uint32_t, kDescentPackets> leaf;
+  std::array<uint64_t, kDescentPackets> leaf;
   for (size_t a = 0; a < automata.automata(); ++a) {
     // (A packet whose exact candidate ranks below the automaton's least has nothing to find there.)
-    const uint64_t least = compiled.automaton_least[a];
-    uint32_t going = 0;
-    for (size_t j = 0; j < n; ++j) going |= uint32_t{bound[j] >= least} << j;
-    going &= ~unsure;
+    const uint32_t going = PacketsGoing(bound, n, compiled.automaton_least[a], tree_descent()) & ~unsure;
     if (going == 0) continue;
-    automata.Descend(a, key.data(), going, leaf.data());
+    automata.Descend(a, key.data(), going, leaf.data(), descent);
+    // (Each packet's first answer requested before any is read.)
+    for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
+      const uint64_t reached = leaf[__builtin_ctz(rest)];
+      if (AnswerAutomata::LeafSize(reached) != 0)
+        __builtin_prefetch(&compiled.answers[automata.LeafRule(reached, 0)]);
+    }
     for (uint32_t rest = going; rest != 0; rest &= rest - 1) {
       const int j = __builtin_ctz(rest);
-      const absl::Span<const uint32_t> rules = automata.Leaf(leaf[j]);
-      for (size_t k = 0; k < rules.size(); ++k) {
-        const CompiledTrees::LeafEntry& e = compiled.answers[rules[k]];
+      const uint32_t size = AnswerAutomata::LeafSize(leaf[j]);
+      for (uint32_t k = 0; k < size; ++k) {
+        const CompiledTrees::LeafEntry& e = compiled.answers[automata.LeafRule(leaf[j], k)];
         const uintptr_t matcher = __atomic_load_n(&e.matcher, __ATOMIC_ACQUIRE);
         const uint64_t rank = e.rank;  // (never changed once built)
         if (rank > list[j].bound) break;

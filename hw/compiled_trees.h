@@ -62,8 +62,8 @@ namespace drsim::hw {
 // Why: a walk's step through the tries costs a hundred instructions or so (its pending steps, bounds and
 // interleaving), even with every line in the caches; a tree's step is a load, a shift and a mask. On sets
 // whose packets meet many groups the trees may be slower than the walk, so each compiled form first times
-// both ways on the lookups it serves (kTrialCalls of them) and keeps the faster. It is built once the index
-// stops changing (kQuietLookups).
+// both ways on the lookups it serves (TrialCalls() of them), and its automata as a third when it has them,
+// and keeps the fastest. It is built once the index stops changing (kQuietLookups).
 //
 // Changes as they come (hw/tree_updates.cc): the writer takes each change of the index into the form that
 // serves, in place, so that lookups under churn stay on the trees. An entry published goes into every leaf
@@ -133,17 +133,21 @@ struct TableIndex::CompiledTrees {
       return (matcher & kTagged) == (other.matcher & kTagged) && value == other.value && mask == other.mask;
     }
   };
-  // The automata (hw/answer_automata.h) over the entries built, when they fit kAutomataLimits: while
+  // The automata (hw/answer_automata.h) over the entries built, when they fit kAutomataLimits in one
+  // automaton (a quiet table's compile only): when the trial keeps them (kAutomata), and while
   // `automata_serve` holds, lookups go down them instead of the trees, and a packet's leaf lists its
-  // candidates whole (a tree's leaf lists entries to scan). Rule i of the automata is `answers[i]`, the built
-  // entries in rank order. The writer takes each change into them as into the trees: an entry removed is
-  // marked gone in `answers` or `delta`, one published again with the values it had is marked live again,
-  // and a new entry goes into `delta` (a gone one's slot first), which every lookup also scans; a named hit
-  // is set in place. When `delta` is full the automata stop serving (the trees serve until the next fold).
-  // A packet whose leaf ends with an exact entry that is gone, or that its query starts past, may have
-  // lost candidates the automata cut after it: it is looked up in the trees.
-  static constexpr AnswerAutomata::Limits kAutomataLimits{size_t{1} << 20, size_t{1} << 22,
-                                                          uint64_t{1} << 28};
+  // candidates whole (a tree's leaf lists entries to scan). Split sets (several automata) were slower than
+  // the trees on every ClassBench profile, and their builds took seconds, so the form builds one or none.
+  // Rule i of the automata is `answers[i]`, the built entries in rank order. The writer takes each change
+  // into them as into the trees: an entry removed is marked gone in `answers` or `delta`, one published again
+  // with the values it had is marked live again, and a new entry goes into `delta` (a gone one's slot first),
+  // which every lookup also scans; a named hit is set in place. When `delta` is full the automata stop
+  // serving (the trees serve until the next fold). A packet whose leaf ends with an exact entry that is gone,
+  // or that its query starts past, may have lost candidates the automata cut after it: it is looked up in the
+  // trees. (Sized so that a set that does not fit is refused in well under a second: acl1's 13,343 entries
+  // fit, 341K cells built in 0.3 s; the other ClassBench profiles' sets are refused in 0.1-0.4 s.)
+  static constexpr AnswerAutomata::Limits kAutomataLimits{size_t{1} << 18, size_t{1} << 21, uint64_t{1} << 24,
+                                                          1};
   static constexpr uint32_t kDeltaEntries = 64;
   std::unique_ptr<AnswerAutomata> automata;
   std::vector<LeafEntry, LookupAllocator<LeafEntry>> answers;
@@ -207,7 +211,7 @@ struct TableIndex::CompiledTrees {
     __atomic_load(&nodes[at], &node, __ATOMIC_ACQUIRE);
     return node;
   }
-  // The trial: lookups go by the trees (kTrees) and by the walk (kWalk) in turn, kTrialRun calls a run, and
+  // The trial: lookups go by the trees (kTrees) and by the walk (kWalk) in turn, TrialRun() calls a run, and
   // each run counts the time its calls took and the packets they looked up; then the method kept. Only the
   // second half of each run is timed, once its method's lines are back in the caches: timed cold, or a call
   // each way in turn, the trees can lose to a walk that is slower for good. Each method is judged by its
@@ -215,12 +219,19 @@ struct TableIndex::CompiledTrees {
   // decide it, and kept walks several times slower than the trees. Nor by its fastest run: each run looks
   // up other packets, and a walk finds some stretches of a trace far cheaper than others, so one lucky run
   // of the walk kept it at half the trees' rate (bench/README.md, "Where the time goes", has the figures).
-  static constexpr uint64_t kTrialCalls = 2048;
+  // With automata (hw/answer_automata.h) the trial has three ways: the trees, the walk and the automata; and
+  // its runs are longer (kAutomataTrialRun calls), as the automata's cells take longer to come back into
+  // the caches than the trees' nodes: on acl1, in runs of 256 or 1,024 calls the automata took 40-95 ns a
+  // packet against the trees' 38-60, and in runs of 4,096, 30-36 against 40-43, as they do for good.
   static constexpr uint64_t kTrialRun = 256;
-  static constexpr size_t kTrialRuns = kTrialCalls / kTrialRun;
-  enum LookupMethod : int { kTrees = 0, kWalk = 1, kUndecided = 2 };
-  static int TrialMethodOf(uint64_t call) { return static_cast<int>(call / kTrialRun & 1); }
-  static_assert(kTrees == 0 && kWalk == 1, "TreesWinTrial: the trees' runs are the even ones");
+  static constexpr uint64_t kAutomataTrialRun = 4096;
+  static constexpr size_t kTrialRuns = 12;
+  enum LookupMethod : int { kTrees = 0, kWalk = 1, kAutomata = 2, kUndecided = 3 };
+  int TrialWays() const { return automata != nullptr ? 3 : 2; }
+  uint64_t TrialRun() const { return automata != nullptr ? kAutomataTrialRun : kTrialRun; }
+  uint64_t TrialCalls() const { return TrialRun() * kTrialRuns; }
+  int TrialMethodOf(uint64_t call) const { return static_cast<int>(call / TrialRun() % TrialWays()); }
+  static_assert(kTrees == 0 && kWalk == 1 && kAutomata == 2, "TrialWinner: run r is way r % ways");
   mutable std::atomic<uint64_t> calls{0};
   mutable std::array<std::atomic<uint64_t>, kTrialRuns> run_nanoseconds{};
   mutable std::array<std::atomic<uint64_t>, kTrialRuns> run_packets{};
@@ -235,9 +246,12 @@ struct TableIndex::CompiledTrees {
   // The leaf entry of the tries' entry `e` as it is published (its matcher word and hit as they are now).
   static LeafEntry LeafEntryOf(const TableIndex& index, const Entry& e);
   // The compiled form of `filed` (CollectEntries', taken at `version`), or nullptr when its leaves would hold
-  // too many entries. Reads nothing else: it runs on the compiler thread.
-  static std::unique_ptr<CompiledTrees> Build(std::vector<LeafEntry> filed, uint64_t version);
-  // Ends the trial: keeps the method whose median run took less time a packet (TreesWinTrial), and returns
+  // too many entries. Reads nothing else: it runs on the compiler thread. With `with_automata`, the form
+  // also has automata when they fit kAutomataLimits (a quiet table's compile; a fold's form has none: their
+  // build would take a fold several times as long).
+  static std::unique_ptr<CompiledTrees> Build(std::vector<LeafEntry> filed, uint64_t version,
+                                              bool with_automata);
+  // Ends the trial: keeps the method whose median run took less time a packet (TrialWinner), and returns
   // it.
   int EndTrial() const {
     std::array<uint64_t, kTrialRuns> took, looked_up;
@@ -245,7 +259,7 @@ struct TableIndex::CompiledTrees {
       took[run] = run_nanoseconds[run].load(std::memory_order_relaxed);
       looked_up[run] = run_packets[run].load(std::memory_order_relaxed);
     }
-    const int kept = TreesWinTrial(took, looked_up) ? kTrees : kWalk;
+    const int kept = TrialWinner(took, looked_up, TrialWays());
     method.store(kept, std::memory_order_relaxed);
     return kept;
   }
@@ -329,9 +343,10 @@ class TableIndex::TreeCompiler {
   static void CountQuietLookups(const TableIndex& index, uint64_t version, size_t n);
   // In a read section, on any thread. StartCompile, unless a compile is under way, collects the index's
   // entries as they are at `version` and builds the form of them: on a compiler thread of the index's own
-  // when `on_thread` (and one can be had), else there and then. FinishCompile, once the form is built
+  // when `on_thread` (and one can be had), else there and then; with automata when `with_automata` (a quiet
+  // index's compile; Compile's for tests only when asked). FinishCompile, once the form is built
   // (compile_built_), publishes it (PublishTrees).
-  static void StartCompile(const TableIndex& index, uint64_t version, bool on_thread);
+  static void StartCompile(const TableIndex& index, uint64_t version, bool on_thread, bool with_automata);
   static void FinishCompile(const TableIndex& index);
   // Publishes `fresh` (built from the index at `version`) unless the index changed since; marks `version`
   // too large to compile when `fresh` is nullptr.
@@ -359,7 +374,8 @@ class TableIndex::TreeCompiler {
   static void TakeAt(CompiledTrees* form, const TreeChange& change, CompiledTrees::LeafEntry* e);
   // TakeAt's change of one slot; returns how it changed the count of gone entries (-1, 0 or 1).
   static int TakeAtSlot(const TreeChange& change, CompiledTrees::LeafEntry* e);
-  // The automata's part of a form (hw/compiled_automata.cc): BuildAutomata builds them of the entries
+  // The automata's part of a form (BuildAutomata in hw/compiled_trees.cc, TakeIntoAutomata in
+  // hw/tree_updates.cc): BuildAutomata builds them of the entries
   // built (`sorted`, in rank order) when they fit; TakeIntoAutomata takes a change into them, or stops them
   // serving when it cannot.
   static void BuildAutomata(CompiledTrees* form, const std::vector<CompiledTrees::LeafEntry>& sorted);

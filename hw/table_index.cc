@@ -697,7 +697,8 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   // (Its version is the index's, or the one before while a change is under way.)
   if (compiled != nullptr && compiled->version.load(std::memory_order_acquire) != (version & ~uint64_t{1}))
     compiled = nullptr;
-  // The candidates from the trees, from the walk, or in a compiled form's trial from either, timed.
+  // The candidates from the trees, the automata or the walk, or in a compiled form's trial from each in
+  // turn, timed.
   int method = CompiledTrees::kWalk;
   bool timed = false;
   uint64_t trial_run = 0;
@@ -708,20 +709,21 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
     if (method != CompiledTrees::kWalk) compiled->served.fetch_add(n, std::memory_order_relaxed);
     if (method == CompiledTrees::kUndecided) {
       const uint64_t call = compiled->calls.fetch_add(1, std::memory_order_relaxed);
-      if (call < CompiledTrees::kTrialCalls) {
-        method = CompiledTrees::TrialMethodOf(call);
-        trial_run = call / CompiledTrees::kTrialRun;
-        timed = call % CompiledTrees::kTrialRun >= CompiledTrees::kTrialRun / 2;
+      const uint64_t run_calls = compiled->TrialRun();
+      if (call < compiled->TrialCalls()) {
+        method = compiled->TrialMethodOf(call);
+        trial_run = call / run_calls;
+        timed = call % run_calls >= run_calls / 2;
         if (timed) start = std::chrono::steady_clock::now();
       } else {
-        method = call == CompiledTrees::kTrialCalls ? compiled->EndTrial() : CompiledTrees::kWalk;
+        method = call == compiled->TrialCalls() ? compiled->EndTrial() : CompiledTrees::kWalk;
       }
     }
   }
   for (size_t at = 0; at < n; at += kMaxWalks) {
     const size_t walks = std::min(kMaxWalks, n - at);
-    if (method == CompiledTrees::kTrees) {
-      if (compiled->automata_serve.load(std::memory_order_acquire)) {
+    if (method == CompiledTrees::kTrees || method == CompiledTrees::kAutomata) {
+      if (method == CompiledTrees::kAutomata && compiled->automata_serve.load(std::memory_order_acquire)) {
         TreeCompiler::CandidatesFromAutomata(*this, *compiled, queries + at, walks);
       } else {
         TreeCompiler::CandidatesFromTrees(*this, *compiled, queries + at, walks);

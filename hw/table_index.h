@@ -318,22 +318,24 @@ class TableIndex {
   // compiled form that was not worth it, up to kMaxQuietLookups. That lookup collects the entries (on its
   // thread, in its read section) and a thread of the index's own builds the trees; a lookup after that
   // publishes them. Compile, for tests, compiles the index now, has the compiled form serve every lookup
-  // through the trees while the index stays as it is, and returns whether it does (false: the index changed
-  // meanwhile, or is too large to compile); IsCompiled says whether a compiled form serves lookups, and
-  // LooksUpByTrees whether it does so by its trees (its trial is over and kept them), TrialDecided whether
-  // its trial is over (whichever way it went).
+  // through the trees (or `by_automata`, with automata, through them) while the index stays as it is, and
+  // returns whether it does (false: the index changed meanwhile, is too large to compile, or has no
+  // automata); IsCompiled says whether a compiled form serves lookups, LooksUpByTrees whether it does so by
+  // its trees or its automata (its trial is over and kept one of them), LooksUpByAutomata whether by its
+  // automata, and TrialDecided whether its trial is over (whichever way it went).
   static constexpr uint64_t kQuietLookups = uint64_t{1} << 17;
   static constexpr uint64_t kMaxQuietLookups = uint64_t{1} << 25;
-  bool Compile() const;
+  bool Compile(bool by_automata = false) const;
   bool IsCompiled() const;
   bool LooksUpByTrees() const;
+  bool LooksUpByAutomata() const;
   bool TrialDecided() const;
-  // The trial's verdict: of runs of lookups timed in turn, by the trees (the even runs) and by the walk (the
-  // odd ones), run r taking `nanoseconds[r]` for `packets[r]` packets (0: not timed), whether the trees'
-  // median run took less a packet than the walk's (of an even count of runs, the mean of the middle two;
-  // hw/compiled_trees.h says why the median); false when no run of the trees was timed, true when only
-  // theirs were.
-  static bool TreesWinTrial(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets);
+  // The trial's verdict: of runs of lookups timed in turn, run r by way r % `ways` (0: the trees, 1: the
+  // walk, 2: the automata) taking `nanoseconds[r]` for `packets[r]` packets (0: not timed), the way whose
+  // median run took least a packet (of an even count of runs, the mean of the middle two; hw/compiled_trees.h
+  // says why the median), the earlier way on a tie; the walk when no run was timed.
+  static int TrialWinner(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets,
+                         int ways);
   // How lookups go down the compiled trees: a packet at a time (kScalar), or 8 or 16 packets together in
   // AVX2 or AVX-512 lanes; each reaches the same leaves. The process takes the fastest its CPU has, once
   // (AVX2 before AVX-512: see hw/compiled_trees.cc). SetTreeDescent (tests and benches) takes another, and

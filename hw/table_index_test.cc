@@ -438,6 +438,7 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
     const int rules = 1 + static_cast<int>(rng() % 12);  // some beyond kMaxEntriesPerMatcher: broad
     for (int r = 0; r < rules; ++r) t.AddRule(m, value());
   }
+  int by_automata = 0;  // rounds that looked up by the automata too
   for (int round = 0; round < 200; ++round) {
     std::vector<MatchParams> packets;
     for (int p = 0; p < 40; ++p) {
@@ -464,6 +465,13 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
     const uint64_t later = LookupRank(*t.matcher(pick(all)));
     const auto walked = CandidatesOfAll(t.index(), packets, 0);
     const auto walked_later = CandidatesOfAll(t.index(), packets, later);
+    // By the automata (hw/answer_automata.h), where the set fits them, then by the same form's trees.
+    if (t.index().Compile(/*by_automata=*/true)) {
+      ++by_automata;
+      ASSERT_TRUE(t.index().LooksUpByAutomata());
+      ExpectSameCandidates(CandidatesOfAll(t.index(), packets, 0), walked, "automata");
+      ExpectSameCandidates(CandidatesOfAll(t.index(), packets, later), walked_later, "automata, later ranks");
+    }
     ASSERT_TRUE(t.index().Compile());
     ASSERT_TRUE(t.index().IsCompiled());
     ExpectSameCandidates(CandidatesOfAll(t.index(), packets, 0), walked, "compiled");
@@ -476,6 +484,7 @@ TEST(TableIndexTest, CandidatesCoverEveryHitThroughChurn) {
     for (const MatchParams& packet : packets) ExpectCandidatesCover(t, packet);
     if (HasFailure()) return;
   }
+  EXPECT_GT(by_automata, 50);  // (the set grows past the automata's limits partway)
 }
 
 // An index left unchanged for kQuietLookups lookups compiles itself (its trees built on a thread of its own),
@@ -511,7 +520,7 @@ TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndItsTreesTakeChanges) {
   EXPECT_FALSE(t.index().IsCompiled());
   look_up(4 * packets.size());
   EXPECT_TRUE(look_up_until_compiled());
-  look_up(4 * packets.size() * 256);  // (the trial, 512 calls, and past it)
+  look_up(4 * packets.size() * 256);  // (the trial and past it)
   ASSERT_TRUE(t.index().Compile());   // (the trees serve, whichever way the trial went)
   EXPECT_TRUE(t.index().LooksUpByTrees());
   for (uint32_t i = 0; i < 100; ++i) t.AddRule(ms[i % ms.size()], Acl(0x0c000000 + i, 0x0d000001, 80, 6));
@@ -523,6 +532,7 @@ TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndItsTreesTakeChanges) {
 // The trial judges each way by its median run: one run in which the thread lost its CPU does not make the
 // walk win, nor does one run of the walk over a cheap stretch of the trace; a walk faster in most runs does.
 TEST(TableIndexTest, TheTrialJudgesEachWayByItsMedianRun) {
+  constexpr int kTrees = 0, kWalk = 1;
   // Runs in turn: trees, walk, trees, walk, ...; 128 calls of 32 packets each.
   const std::vector<uint64_t> packets(8, 128 * 32);
   auto per_packet = [](std::vector<double> ns) {
@@ -532,23 +542,41 @@ TEST(TableIndexTest, TheTrialJudgesEachWayByItsMedianRun) {
   };
   // The trees at 50 ns a packet but for a run preempted for 4 ms (1,000 ns a packet); the walk at 200.
   const std::vector<uint64_t> preempted = per_packet({50, 200, 1000, 200, 52, 201, 49, 199});
-  EXPECT_TRUE(TableIndex::TreesWinTrial(preempted, packets));
+  EXPECT_EQ(TableIndex::TrialWinner(preempted, packets, 2), kTrees);
   // (Summed over the runs, the walk would have won.)
   EXPECT_GT(50 + 1000 + 52 + 49, 200 + 200 + 201 + 199);
   // A trial measured on ClassBench's acl2 set, whose fastest run was the walk's (66.7 ns a packet): each run
   // looks up other packets, and the walk is twice the trees' time in its median run.
-  EXPECT_TRUE(
-      TableIndex::TreesWinTrial(per_packet({171.1, 331.7, 156.2, 66.7, 92.2, 232.0, 127.1, 302.1}), packets));
+  EXPECT_EQ(
+      TableIndex::TrialWinner(per_packet({171.1, 331.7, 156.2, 66.7, 92.2, 232.0, 127.1, 302.1}), packets, 2),
+      kTrees);
   // A walk faster in every run wins, and so does one faster in most.
-  EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({80, 60, 81, 61, 79, 60, 82, 59}), packets));
-  EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({80, 60, 60, 61, 79, 60, 82, 59}), packets));
-  EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({80, 60, 50, 61, 79, 300, 82, 59}), packets));
+  EXPECT_EQ(TableIndex::TrialWinner(per_packet({80, 60, 81, 61, 79, 60, 82, 59}), packets, 2), kWalk);
+  EXPECT_EQ(TableIndex::TrialWinner(per_packet({80, 60, 60, 61, 79, 60, 82, 59}), packets, 2), kWalk);
+  EXPECT_EQ(TableIndex::TrialWinner(per_packet({80, 60, 50, 61, 79, 300, 82, 59}), packets, 2), kWalk);
   // Runs not timed (no packets) do not count; with no run of the trees timed, the walk stays.
   std::vector<uint64_t> some = packets;
   some[2] = 0;
-  EXPECT_TRUE(TableIndex::TreesWinTrial(per_packet({50, 200, 1, 200, 52, 201, 49, 199}), some));
-  EXPECT_FALSE(TableIndex::TreesWinTrial(per_packet({50, 200, 50, 200, 50, 200, 50, 200}),
-                                         {0, 4096, 0, 4096, 0, 4096, 0, 4096}));
+  EXPECT_EQ(TableIndex::TrialWinner(per_packet({50, 200, 1, 200, 52, 201, 49, 199}), some, 2), kTrees);
+  EXPECT_EQ(TableIndex::TrialWinner(per_packet({50, 200, 50, 200, 50, 200, 50, 200}),
+                                    {0, 4096, 0, 4096, 0, 4096, 0, 4096}, 2),
+            kWalk);
+  EXPECT_EQ(TableIndex::TrialWinner(per_packet({50, 200}), {0, 0}, 2), kWalk);
+}
+
+// With automata the trial has three ways in turn (trees, walk, automata): the least median run wins, the
+// earlier way on a tie.
+TEST(TableIndexTest, TheTrialKeepsTheFastestOfThreeWays) {
+  constexpr int kTrees = 0, kWalk = 1, kAutomata = 2;
+  const std::vector<uint64_t> packets(9, 4096);
+  auto took = [](std::vector<uint64_t> ns) {
+    for (uint64_t& n : ns) n *= 4096;
+    return ns;
+  };
+  EXPECT_EQ(TableIndex::TrialWinner(took({40, 90, 30, 41, 91, 31, 39, 92, 500}), packets, 3), kAutomata);
+  EXPECT_EQ(TableIndex::TrialWinner(took({30, 90, 40, 31, 91, 41, 29, 92, 40}), packets, 3), kTrees);
+  EXPECT_EQ(TableIndex::TrialWinner(took({90, 30, 40, 91, 31, 41, 92, 29, 40}), packets, 3), kWalk);
+  EXPECT_EQ(TableIndex::TrialWinner(took({30, 90, 30, 30, 90, 30, 30, 90, 30}), packets, 3), kTrees);
 }
 
 // A reader looking packets up while the writer adds and removes other rules, in the same nodes (slot reuse,

@@ -378,7 +378,7 @@ void TableIndex::TreeCompiler::StartFold(TableIndex* index, uint64_t version) {
   upkeep.job = std::move(job);
   auto build = [&upkeep, job = upkeep.job.get()] {
     const auto start = std::chrono::steady_clock::now();
-    job->built = CompiledTrees::Build(std::move(job->filed), job->version);
+    job->built = CompiledTrees::Build(std::move(job->filed), job->version, /*with_automata=*/false);
     job->took = std::chrono::steady_clock::now() - start;
     upkeep.built.store(true, std::memory_order_release);
   };
@@ -408,9 +408,11 @@ void TableIndex::TreeCompiler::FinishFold(TableIndex* index, uint64_t version) {
     index->quiet_needed_.store(std::min(4 * needed, kMaxQuietLookups), std::memory_order_relaxed);
     return;
   }
-  // A fold of a form whose trees won their trial keeps them without a trial of its own.
+  // A fold of a form whose trees or automata won their trial keeps trees without a trial of its own (a
+  // fold's form has no automata).
   const CompiledTrees* old = index->compiled_.load(std::memory_order_relaxed);
-  if (old != nullptr && old->method.load(std::memory_order_relaxed) == CompiledTrees::kTrees)
+  const int won = old != nullptr ? old->method.load(std::memory_order_relaxed) : CompiledTrees::kUndecided;
+  if (won == CompiledTrees::kTrees || won == CompiledTrees::kAutomata)
     fresh->method.store(CompiledTrees::kTrees, std::memory_order_relaxed);
   fresh->version.store(version, std::memory_order_relaxed);
   upkeep.placed.form = nullptr;  // (the old form's slots; its memory may hold the next form)

@@ -108,8 +108,9 @@ class Twins {
 };
 
 // Random changes of every kind (rules added, removed and moved, hits named and dropped, matchers going
-// broad and leaving) on matchers of many masks: the compiled trees take each, and name what the walk names.
-TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) {
+// broad and leaving) on matchers of many masks: the compiled trees (or the form's automata, `by_automata`)
+// take each, and name what the walk names.
+void TakeEveryKindOfChange(bool by_automata) {
   std::mt19937 rng(20261129);
   const int lengths[] = {0, 3, 8, 13, 16, 24, 27, 32};
   const uint16_t port_masks[] = {0, 0xffff, 0xff00, 0xfff0};
@@ -131,8 +132,9 @@ TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) {
   for (const size_t m : all) {
     for (int r = 0; r < 4; ++r) t.AddRule(m, value());
   }
-  ASSERT_TRUE(t.compiled().index().Compile());
+  ASSERT_TRUE(t.compiled().index().Compile(by_automata));
   std::vector<RuleRecord> records(16);
+  int automata_rounds = 0;
   for (int round = 0; round < 400; ++round) {
     const size_t m = pick(all);
     switch (rng() % 8) {
@@ -171,8 +173,15 @@ TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) {
     ASSERT_EQ(t.Difference(packets, pick(all)), "") << "round " << round;
     ASSERT_TRUE(t.compiled().index().IsCompiled() || t.compiled().index().tree_upkeep().overflows > 0)
         << "round " << round;
+    automata_rounds += t.compiled().index().LooksUpByAutomata();
   }
+  // (The automata serve until a fold replaces the form, or their delta fills.)
+  if (by_automata) EXPECT_GT(automata_rounds, 50);
 }
+
+TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) { TakeEveryKindOfChange(false); }
+
+TEST(TreeUpdatesTest, TheAutomataTakeEveryKindOfChangeAsTheWalkSeesIt) { TakeEveryKindOfChange(true); }
 
 // A leaf's node names the rank bucket its entries start in, and a packet whose bound is below it skips the
 // leaf. An entry of an earlier bucket taken into a leaf lowers the leaf's bucket with it: into an empty
