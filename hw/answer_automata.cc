@@ -12,6 +12,49 @@
 #include "absl/hash/hash.h"
 
 namespace drsim::hw {
+namespace {
+
+// Byte `b` of a rule's four words (`words[0]`'s top byte is byte 0), as the key holds it.
+uint8_t ByteOf(const std::array<uint32_t, AnswerAutomata::kWords>& words, int b) {
+  return static_cast<uint8_t>(words[b / 4] >> (24 - 8 * (b % 4)));
+}
+
+// Whether a byte's mask is leading ones (with no bits tested, too): it tests a range of byte values.
+bool IsPrefix(uint8_t mask) {
+  const uint8_t wild = static_cast<uint8_t>(~mask);
+  return (wild & (wild + 1)) == 0;
+}
+
+// The key mask of `rules`: at each byte position that every rule testing it tests under one mask that is
+// no prefix, that mask (0xff elsewhere). Into `masked`, the rules as they test keys under it: such a byte's
+// test is of its value under the mask, all ones.
+std::array<uint8_t, AnswerAutomata::kKeyBytes> KeyMaskOf(absl::Span<const AnswerAutomata::Rule> rules,
+                                                         std::vector<AnswerAutomata::Rule>* masked) {
+  std::array<uint8_t, AnswerAutomata::kKeyBytes> key_mask;
+  key_mask.fill(0xff);
+  masked->assign(rules.begin(), rules.end());
+  for (int b = 0; b < AnswerAutomata::kKeyBytes; ++b) {
+    const int w = b / 4, shift = 24 - 8 * (b % 4);
+    uint8_t one = 0;
+    bool same = true;
+    for (const AnswerAutomata::Rule& r : rules) {
+      const uint8_t mask = ByteOf(r.mask, b);
+      if (mask == 0) continue;
+      same &= one == 0 || mask == one;
+      one = mask;
+    }
+    if (!same || IsPrefix(one)) continue;
+    key_mask[b] = one;
+    for (AnswerAutomata::Rule& r : *masked) {
+      if (ByteOf(r.mask, b) == 0) continue;
+      r.mask[w] |= uint32_t{0xff} << shift;
+      r.value[w] &= ~(uint32_t{0xff} << shift) | uint32_t{one} << shift;
+    }
+  }
+  return key_mask;
+}
+
+}  // namespace
 
 // Builds one automaton of some of the rules (`members`, in rank order) into `out`.
 class AnswerAutomata::Builder {
@@ -25,14 +68,10 @@ class AnswerAutomata::Builder {
     for (size_t r = 0; r < rules.size(); ++r) {
       int until = 0;
       for (int b = 0; b < kKeyBytes; ++b) {
-        const int shift = 24 - 8 * (b % 4);
-        const uint8_t mask = static_cast<uint8_t>(rules[r].mask[b / 4] >> shift);
-        const uint8_t value = static_cast<uint8_t>(rules[r].value[b / 4] >> shift) & mask;
-        // A mask of leading ones tests a range of byte values.
-        const uint8_t wild = static_cast<uint8_t>(~mask);
-        const bool range = (wild & (wild + 1)) == 0;
+        const uint8_t mask = ByteOf(rules[r].mask, b);
+        const uint8_t value = ByteOf(rules[r].value, b) & mask;
         tests_[r * kKeyBytes + b] = {value, static_cast<uint8_t>(value | static_cast<uint8_t>(~mask)), value,
-                                     mask, range};
+                                     mask, IsPrefix(mask)};
         if (mask != 0) until = b + 1;
       }
       tested_until_[r] = until;
@@ -208,40 +247,6 @@ class AnswerAutomata::Builder {
   std::vector<ByteTest> tests_;
   std::vector<int> tested_until_;  // a rule's last tested byte, plus one
 };
-
-namespace {
-
-// The key mask of `rules`: at each byte position that every rule testing it tests under one mask that is
-// no prefix, that mask (0xff elsewhere). Into `masked`, the rules as they test keys under it: such a byte's
-// test is of its value under the mask, all ones.
-std::array<uint8_t, AnswerAutomata::kKeyBytes> KeyMaskOf(absl::Span<const AnswerAutomata::Rule> rules,
-                                                         std::vector<AnswerAutomata::Rule>* masked) {
-  std::array<uint8_t, AnswerAutomata::kKeyBytes> key_mask;
-  key_mask.fill(0xff);
-  masked->assign(rules.begin(), rules.end());
-  for (int b = 0; b < AnswerAutomata::kKeyBytes; ++b) {
-    const int w = b / 4, shift = 24 - 8 * (b % 4);
-    uint8_t one = 0;
-    bool same = true;
-    for (const AnswerAutomata::Rule& r : rules) {
-      const uint8_t mask = static_cast<uint8_t>(r.mask[w] >> shift);
-      if (mask == 0) continue;
-      same &= one == 0 || mask == one;
-      one = mask;
-    }
-    const uint8_t wild = static_cast<uint8_t>(~one);
-    if (!same || one == 0 || (wild & (wild + 1)) == 0) continue;
-    key_mask[b] = one;
-    for (AnswerAutomata::Rule& r : *masked) {
-      if ((r.mask[w] >> shift & 0xff) == 0) continue;
-      r.mask[w] |= uint32_t{0xff} << shift;
-      r.value[w] &= ~(uint32_t{0xff} << shift) | uint32_t{one} << shift;
-    }
-  }
-  return key_mask;
-}
-
-}  // namespace
 
 std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rules, const Limits& limits) {
   if (rules.size() >= (uint32_t{1} << 31)) return nullptr;

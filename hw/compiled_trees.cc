@@ -535,8 +535,7 @@ void TableIndex::TreeCompiler::RetireTrees(TableIndex* index) {
   // four times as long. (A compiled form published after this change began is stale at once; the next change
   // retires it.)
   const uint64_t needed = index->quiet_needed_.load(std::memory_order_relaxed);
-  const int method = old->method.load(std::memory_order_relaxed);
-  const bool worth = (method == CompiledTrees::kTrees || method == CompiledTrees::kAutomata) &&
+  const bool worth = CompiledTrees::ByForm(old->method.load(std::memory_order_relaxed)) &&
                      old->served.load(std::memory_order_relaxed) >= needed;
   index->quiet_needed_.store(worth ? kQuietLookups : std::min(4 * needed, kMaxQuietLookups),
                              std::memory_order_relaxed);

@@ -227,6 +227,8 @@ struct TableIndex::CompiledTrees {
   static constexpr uint64_t kAutomataTrialRun = 4096;
   static constexpr size_t kTrialRuns = 12;
   enum LookupMethod : int { kTrees = 0, kWalk = 1, kAutomata = 2, kUndecided = 3 };
+  // Whether `method` looks packets up by the compiled form (its trees or its automata), not the walk.
+  static bool ByForm(int method) { return method == kTrees || method == kAutomata; }
   int TrialWays() const { return automata != nullptr ? 3 : 2; }
   uint64_t TrialRun() const { return automata != nullptr ? kAutomataTrialRun : kTrialRun; }
   uint64_t TrialCalls() const { return TrialRun() * kTrialRuns; }
@@ -375,9 +377,8 @@ class TableIndex::TreeCompiler {
   // TakeAt's change of one slot; returns how it changed the count of gone entries (-1, 0 or 1).
   static int TakeAtSlot(const TreeChange& change, CompiledTrees::LeafEntry* e);
   // The automata's part of a form (BuildAutomata in hw/compiled_trees.cc, TakeIntoAutomata in
-  // hw/tree_updates.cc): BuildAutomata builds them of the entries
-  // built (`sorted`, in rank order) when they fit; TakeIntoAutomata takes a change into them, or stops them
-  // serving when it cannot.
+  // hw/tree_updates.cc): BuildAutomata builds them of the entries built (`sorted`, in rank order) when they
+  // fit; TakeIntoAutomata takes a change into them, or stops them serving when it cannot.
   static void BuildAutomata(CompiledTrees* form, const std::vector<CompiledTrees::LeafEntry>& sorted);
   static void TakeIntoAutomata(CompiledTrees* form, const TreeChange& change);
   // Starts a fold at `version` (the writer's, between changes); FinishFold publishes the fold built.

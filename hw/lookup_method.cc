@@ -59,8 +59,8 @@ bool TableIndex::SetTreeDescent(TreeDescent descent) {
 
 int TableIndex::TrialWinner(absl::Span<const uint64_t> nanoseconds, absl::Span<const uint64_t> packets,
                             int ways) {
-  std::array<absl::InlinedVector<double, CompiledTrees::kTrialRuns>, 3>
-      per_packet;  // (trees, walk, automata)
+  // (Each way's runs: the trees', the walk's, the automata's.)
+  std::array<absl::InlinedVector<double, CompiledTrees::kTrialRuns>, 3> per_packet;
   ways = std::clamp(ways, 1, 3);
   for (size_t run = 0; run < std::min(nanoseconds.size(), packets.size()); ++run) {
     if (packets[run] == 0) continue;
@@ -86,9 +86,7 @@ int TableIndex::TrialWinner(absl::Span<const uint64_t> nanoseconds, absl::Span<c
 
 bool TableIndex::LooksUpByTrees() const {
   const CompiledTrees* serving = ServingForm();
-  if (serving == nullptr) return false;
-  const int method = serving->method.load(std::memory_order_relaxed);
-  return method == CompiledTrees::kTrees || method == CompiledTrees::kAutomata;
+  return serving != nullptr && CompiledTrees::ByForm(serving->method.load(std::memory_order_relaxed));
 }
 
 bool TableIndex::LooksUpByAutomata() const {

@@ -722,7 +722,7 @@ void TableIndex::CandidatesOf(Query* queries, size_t n) const {
   }
   for (size_t at = 0; at < n; at += kMaxWalks) {
     const size_t walks = std::min(kMaxWalks, n - at);
-    if (method == CompiledTrees::kTrees || method == CompiledTrees::kAutomata) {
+    if (CompiledTrees::ByForm(method)) {
       if (method == CompiledTrees::kAutomata && compiled->automata_serve.load(std::memory_order_acquire)) {
         TreeCompiler::CandidatesFromAutomata(*this, *compiled, queries + at, walks);
       } else {

@@ -529,10 +529,12 @@ TEST(TableIndexTest, AnIndexLeftUnchangedCompilesItselfAndItsTreesTakeChanges) {
   ExpectCandidatesCover(t, Acl(0x0c000007, 0x0d000001, 80, 6));
 }
 
+// The trial's ways, as TableIndex::TrialWinner numbers them.
+constexpr int kTrees = 0, kWalk = 1, kAutomata = 2;
+
 // The trial judges each way by its median run: one run in which the thread lost its CPU does not make the
 // walk win, nor does one run of the walk over a cheap stretch of the trace; a walk faster in most runs does.
 TEST(TableIndexTest, TheTrialJudgesEachWayByItsMedianRun) {
-  constexpr int kTrees = 0, kWalk = 1;
   // Runs in turn: trees, walk, trees, walk, ...; 128 calls of 32 packets each.
   const std::vector<uint64_t> packets(8, 128 * 32);
   auto per_packet = [](std::vector<double> ns) {
@@ -567,7 +569,6 @@ TEST(TableIndexTest, TheTrialJudgesEachWayByItsMedianRun) {
 // With automata the trial has three ways in turn (trees, walk, automata): the least median run wins, the
 // earlier way on a tie.
 TEST(TableIndexTest, TheTrialKeepsTheFastestOfThreeWays) {
-  constexpr int kTrees = 0, kWalk = 1, kAutomata = 2;
   const std::vector<uint64_t> packets(9, 4096);
   auto took = [](std::vector<uint64_t> ns) {
     for (uint64_t& n : ns) n *= 4096;

@@ -411,8 +411,7 @@ void TableIndex::TreeCompiler::FinishFold(TableIndex* index, uint64_t version) {
   // A fold of a form whose trees or automata won their trial keeps trees without a trial of its own (a
   // fold's form has no automata).
   const CompiledTrees* old = index->compiled_.load(std::memory_order_relaxed);
-  const int won = old != nullptr ? old->method.load(std::memory_order_relaxed) : CompiledTrees::kUndecided;
-  if (won == CompiledTrees::kTrees || won == CompiledTrees::kAutomata)
+  if (old != nullptr && CompiledTrees::ByForm(old->method.load(std::memory_order_relaxed)))
     fresh->method.store(CompiledTrees::kTrees, std::memory_order_relaxed);
   fresh->version.store(version, std::memory_order_relaxed);
   upkeep.placed.form = nullptr;  // (the old form's slots; its memory may hold the next form)
