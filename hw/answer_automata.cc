@@ -78,6 +78,8 @@ class AnswerAutomata::Builder {
     }
   }
 
+  // The work of every Build so far (a state's rules times its ranges, summed).
+  uint64_t spent() const { return spent_; }
   // The automaton of `members`: its root's reference into *root; false past the limits.
   bool Build(const std::vector<uint32_t>& members, uint64_t* root) {
     std::array<std::vector<std::vector<uint32_t>>, kKeyBytes + 1> states;
@@ -150,11 +152,16 @@ class AnswerAutomata::Builder {
           }
           a = b;
         }
-        if (state_count > limits_.max_states || work > limits_.max_work) return false;
+        if (state_count > limits_.max_states || work > limits_.max_work) {
+          spent_ += work;
+          return false;
+        }
       }
     }
+    spent_ += work;
     // The leaves, then the nodes from the last byte's up: a node's children have their transitions first.
     std::array<std::vector<uint64_t>, kKeyBytes + 1> refs;
+    const size_t cells_before = out_->cells_.size();  // (the automata built before this one's)
     std::vector<uint32_t, LookupAllocator<uint32_t>>& leaf_rules = out_->leaf_rules_;
     for (const std::vector<uint32_t>& list : states[kKeyBytes]) {
       if (leaf_rules.size() + list.size() >= (size_t{1} << 31)) return false;
@@ -166,7 +173,10 @@ class AnswerAutomata::Builder {
       refs[d].resize(states[d].size());
       for (size_t s = 0; s < states[d].size(); ++s) {
         refs[d][s] = Emit(d, masks[d][s], ranges[d][s], refs[d + 1]);
-        if (out_->cells_.size() > std::min(limits_.max_cells, size_t{1} << (32 - kCellShift))) return false;
+        if (out_->cells_.size() - cells_before > limits_.max_cells ||
+            out_->cells_.size() > size_t{1} << (32 - kCellShift)) {
+          return false;
+        }
       }
     }
     *root = refs[0][0];
@@ -246,6 +256,7 @@ class AnswerAutomata::Builder {
   AnswerAutomata* out_;
   std::vector<ByteTest> tests_;
   std::vector<int> tested_until_;  // a rule's last tested byte, plus one
+  uint64_t spent_ = 0;
 };
 
 std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rules, const Limits& limits) {
@@ -263,27 +274,71 @@ std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rul
     built->least_rule_.push_back(0);
     return built;
   }
-  // Rules that leave an address word wild, beside rules that pin it, make states of every pairing: split
-  // by whether each of the first two words has fewer than 16 bits tested.
   if (limits.max_automata < 2) return nullptr;
   built = std::make_unique<AnswerAutomata>();
   std::memcpy(built->key_mask_.data(), key_mask.data(), sizeof(key_mask));
-  Builder split(masked, limits, built.get());
-  std::array<std::vector<uint32_t>, kGroupsOnSplit> group;
-  for (uint32_t r = 0; r < rules.size(); ++r) {
-    const unsigned wild = unsigned{__builtin_popcount(rules[r].mask[0]) < 16} |
-                          unsigned{__builtin_popcount(rules[r].mask[1]) < 16} << 1;
-    group[wild].push_back(r);
-  }
-  std::sort(group.begin(), group.end(),
-            [](const auto& a, const auto& b) { return !a.empty() && (b.empty() || a[0] < b[0]); });
-  for (const std::vector<uint32_t>& members : group) {
-    if (members.empty()) continue;
-    if (built->roots_.size() == limits.max_automata || !split.Build(members, &root)) return nullptr;
-    built->roots_.push_back(root);
-    built->least_rule_.push_back(members[0]);
-  }
+  if (!built->BuildSplit(masked, limits)) return nullptr;
   return built;
+}
+
+// Rules that leave an address word wild, beside rules that pin it, make states of every pairing. As rte_acl
+// does before it cuts its rules into tries, the rules are sorted by how wild their words are (the wildest
+// first, word by word), so that rules alike in wildness share an automaton; then cut into runs, each the
+// longest that builds within the split's limits (to within an eighth).
+bool AnswerAutomata::BuildSplit(absl::Span<const Rule> rules, const Limits& limits) {
+  std::vector<uint32_t> order(rules.size());
+  for (uint32_t r = 0; r < order.size(); ++r) order[r] = r;
+  auto wild = [&](uint32_t r) {
+    std::array<int, kWords> bits;
+    for (int w = 0; w < kWords; ++w) bits[w] = __builtin_popcount(rules[r].mask[w]);
+    return bits;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return wild(a) < wild(b); });
+  Limits each = limits;
+  each.max_cells = std::min(limits.max_cells, limits.split_cells);
+  Builder builder(rules, each, this);
+  std::vector<std::pair<uint32_t, uint64_t>> roots;  // (least rule, root)
+  // Builds the run of `n` rules from `at` (in rank order); keeps it only when `keep`.
+  auto run = [&](size_t at, size_t n, bool keep, uint64_t* root) {
+    std::vector<uint32_t> members(order.begin() + at, order.begin() + at + n);
+    std::sort(members.begin(), members.end());
+    const size_t cells = cells_.size(), leaf_rules = leaf_rules_.size();
+    const bool fits = builder.Build(members, root);
+    if (!fits || !keep) {
+      cells_.resize(cells);
+      leaf_rules_.resize(leaf_rules);
+    }
+    return fits;
+  };
+  size_t guess = kFirstSplitRun;
+  for (size_t at = 0; at < order.size();) {
+    if (roots.size() == limits.max_automata) return false;
+    const size_t rest = order.size() - at;
+    // Up from the guess while runs fit, then halve the gap between the longest that fits and the shortest
+    // that does not.
+    size_t fits = 0, fails = rest + 1, n = std::min(guess, rest);
+    uint64_t root;
+    while (fails - fits > std::max<size_t>(1, fits / 8)) {
+      if (run(at, n, false, &root)) {
+        fits = n;
+      } else {
+        fails = n;
+      }
+      if (builder.spent() > limits.split_work) return false;
+      n = fails > rest ? std::min(rest, 2 * fits) : (fits + fails) / 2;
+    }
+    if (fits == 0 || !run(at, fits, true, &root)) return false;
+    roots.push_back({*std::min_element(order.begin() + at, order.begin() + at + fits), root});
+    at += fits;
+    guess = fits;
+  }
+  // (Least rule first: a packet whose search ended before an automaton's least rule skips it.)
+  std::sort(roots.begin(), roots.end());
+  for (const auto& [least, root] : roots) {
+    least_rule_.push_back(least);
+    roots_.push_back(root);
+  }
+  return true;
 }
 
 bool AnswerAutomata::CpuHas(Descent descent) {
@@ -300,14 +355,21 @@ bool AnswerAutomata::CpuHas(Descent descent) {
 inline uint64_t AnswerAutomata::Step(const uint64_t* cells, uint64_t transition, const Key& key) {
   const uint32_t low = static_cast<uint32_t>(transition);
   const uint8_t byte = key.bytes[low >> 2 & 15];
-  uint32_t below = byte;
-  if ((low & kFullNode) == 0) {
-    // (The bounds below the byte, compared as the vector descent does: signed, each side xored with 0x80.)
-    const int8_t packet = static_cast<int8_t>(byte ^ 0x80);
-    below = 0;
-    for (int k = 0; k < 4; ++k) below += packet > static_cast<int8_t>(transition >> (32 + 8 * k));
-  }
-  return cells[(low >> kCellShift) + below];
+  // The bounds below the byte, compared as the vector descent does: signed, each side xored with 0x80. Both
+  // the count and the byte are made, and one chosen without a branch: which a node is cannot be predicted.
+#if defined(__SSE2__)
+  const __m128i packet = _mm_set1_epi8(static_cast<char>(byte ^ 0x80));
+  const __m128i bounds = _mm_cvtsi32_si128(static_cast<int>(transition >> 32));
+  const uint32_t above = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpgt_epi8(packet, bounds))) & 15;
+  // (How many bits of `above` are set: its nibble of a table of the sixteen counts.)
+  const uint32_t below = static_cast<uint32_t>(uint64_t{0x4332322132212110} >> (4 * above) & 15);
+#else
+  const int8_t packet = static_cast<int8_t>(byte ^ 0x80);
+  uint32_t below = 0;
+  for (int k = 0; k < 4; ++k) below += packet > static_cast<int8_t>(transition >> (32 + 8 * k));
+#endif
+  const uint32_t cell = (low & kFullNode) != 0 ? byte : below;
+  return cells[(low >> kCellShift) + cell];
 }
 
 void AnswerAutomata::DescendScalar(uint64_t root, const Key* keys, uint32_t going, uint64_t* leaf) const {

@@ -7,8 +7,8 @@
 //   match ends the search: an exact entry of a TableIndex). A packet's four words, read as the same
 //   numbers, lead in each automaton to a leaf: the indices of the rules of that automaton it matches, in
 //   rank order, cut after the first that ends the search. A set whose automaton would be too large is
-//   split by how wild its first two words are (kGroupsOnSplit automata); one still too large is refused
-//   (Build returns nullptr).
+//   split into several smaller ones, as rte_acl splits its rules into tries; one that needs more automata
+//   than its limits allow is refused (Build returns nullptr).
 //
 // How
 //   A state is the list of rules a packet may still match after the bytes read so far, cut after the
@@ -16,6 +16,10 @@
 //   construction), and equal lists at a level are one state, so the automaton stays small where the rules
 //   share prefixes. A byte's values part into the ranges where the state's list of next states is the same.
 //   A state of one range reads nothing: its parent points past it.
+//
+//   A split sorts the rules by how wild their words are, the wildest first (rules that leave an address
+//   word wild, beside rules that pin it, would make states of every pairing), and cuts them into runs,
+//   each the longest that builds within the split's limits.
 //
 //   A step follows a transition: 64 bits that say which key byte the next node reads, where its cells
 //   are, and, for a node of up to four bounds (five ranges), the bounds themselves, so that a step is
@@ -50,7 +54,7 @@ class AnswerAutomata {
  public:
   static constexpr int kWords = 4;
   static constexpr int kKeyBytes = 4 * kWords;
-  static constexpr size_t kGroupsOnSplit = 4;
+  static constexpr size_t kMaxSplit = 4;
   static constexpr size_t kBurst = 32;
   // A rule: its words' values and masks (numbers: a word's first byte is its top byte), and whether a
   // packet that matches it needs no rule of a later rank.
@@ -61,12 +65,15 @@ class AnswerAutomata {
   };
   // How large an automaton may grow while it is built (states, and node memory in 8-byte cells), how
   // much work its build may take (a state's rules times its ranges, summed), and how many automata a set
-  // may be split into (1: never split).
+  // may be split into (1: never split). Split, each automaton holds at most `split_cells` (and
+  // `max_cells`), and the split's builds together take at most `split_work`.
   struct Limits {
     size_t max_states = size_t{1} << 20;
     size_t max_cells = size_t{1} << 22;
     uint64_t max_work = uint64_t{1} << 28;
-    size_t max_automata = kGroupsOnSplit;
+    size_t max_automata = kMaxSplit;
+    size_t split_cells = size_t{1} << 18;
+    uint64_t split_work = uint64_t{1} << 26;
   };
   // How Descend steps: a packet at a time, or eight packets in AVX-512 lanes (with its byte and
   // permute instructions). CpuHas says whether this CPU can take `descent`.
@@ -113,6 +120,11 @@ class AnswerAutomata {
 
  private:
   class Builder;
+  // The first run a split tries to build: a run that fits is doubled, and the next automaton starts from
+  // the length of the last.
+  static constexpr size_t kFirstSplitRun = 1024;
+  // Splits `rules` (under the key mask) into automata within `limits`: false when they need more.
+  bool BuildSplit(absl::Span<const Rule> rules, const Limits& limits);
   // A transition. To a leaf: bit 0 set, its rule count in bits 32-63, and in bits 1-31 its one rule, or
   // where its rules start in leaf_rules_ (so that a leaf of one rule, the most common, takes no load). To a
   // node: the key byte it reads in bits 2-5, kFullNode, its first cell in bits 6-31; a node of bounds has

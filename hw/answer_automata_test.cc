@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -119,15 +121,33 @@ TEST(AnswerAutomataTest, LeavesListTheFirstMatchesOfEveryPacket) {
   }
 }
 
-TEST(AnswerAutomataTest, SplitsBySetsOfWildWordsWhenOneWouldBeTooLarge) {
+// `n` random rules, with their automaton under the default limits (one: the tests below split it).
+std::pair<std::vector<Rule>, std::unique_ptr<AnswerAutomata>> RulesInOneAutomaton(std::mt19937* rng,
+                                                                                  size_t n) {
+  std::vector<Rule> rules = RandomRules(rng, n);
+  auto one = AnswerAutomata::Build(rules, AnswerAutomata::Limits{});
+  EXPECT_NE(one, nullptr);
+  if (one != nullptr) EXPECT_EQ(one->automata(), 1u);
+  return {std::move(rules), std::move(one)};
+}
+
+// Every descent of `automata` leads `packets` packets made for `rules` to their first matches.
+void ExpectFirstMatchesOf(std::mt19937* rng, const AnswerAutomata& automata, const std::vector<Rule>& rules,
+                          size_t packets) {
+  for (const auto& words : PacketsFor(rng, rules, packets)) {
+    for (const AnswerAutomata::Descent descent : Descents())
+      ASSERT_EQ(FromAutomata(automata, rules, words, descent), FirstMatches(rules, words));
+  }
+}
+
+TEST(AnswerAutomataTest, SplitsWhenOneWouldBeTooLarge) {
   std::mt19937 rng(20261202);
-  const std::vector<Rule> rules = RandomRules(&rng, 800);
-  const auto one = AnswerAutomata::Build(rules, AnswerAutomata::Limits{});
+  const auto [rules, one] = RulesInOneAutomaton(&rng, 400);
   ASSERT_NE(one, nullptr);
-  ASSERT_EQ(one->automata(), 1u);
   AnswerAutomata::Limits count;
+  count.max_automata = 1;
   size_t low = 1, high = size_t{1} << 18;
-  // The least state limit the whole set builds under; one below it forces the split.
+  // The least state limit the whole set builds under in one automaton; one below it forces the split.
   while (low < high) {
     count.max_states = (low + high) / 2;
     const auto built = AnswerAutomata::Build(rules, count);
@@ -138,14 +158,34 @@ TEST(AnswerAutomataTest, SplitsBySetsOfWildWordsWhenOneWouldBeTooLarge) {
     }
   }
   count.max_states = low - 1;
+  count.max_automata = AnswerAutomata::Limits{}.max_automata;
   const auto split = AnswerAutomata::Build(rules, count);
-  ASSERT_NE(split, nullptr) << "the groups build under " << count.max_states << " states";
+  ASSERT_NE(split, nullptr) << "the runs build under " << count.max_states << " states";
   EXPECT_GT(split->automata(), 1u);
   for (size_t a = 1; a < split->automata(); ++a) EXPECT_LT(split->least_rule(a - 1), split->least_rule(a));
-  for (const auto& words : PacketsFor(&rng, rules, 3000)) {
-    for (const AnswerAutomata::Descent descent : Descents())
-      ASSERT_EQ(FromAutomata(*split, rules, words, descent), FirstMatches(rules, words));
-  }
+  ExpectFirstMatchesOf(&rng, *split, rules, 3000);
+}
+
+TEST(AnswerAutomataTest, SplitsIntoAutomataOfAtMostTheSplitsCells) {
+  std::mt19937 rng(20261205);
+  const auto [rules, one] = RulesInOneAutomaton(&rng, 600);
+  ASSERT_NE(one, nullptr);
+  AnswerAutomata::Limits small;
+  small.max_cells = one->cells() - 1;
+  small.split_cells = one->cells() / 3;
+  small.max_automata = 16;
+  const auto split = AnswerAutomata::Build(rules, small);
+  ASSERT_NE(split, nullptr);
+  EXPECT_GE(split->automata(), 2u);
+  EXPECT_LE(split->cells(), split->automata() * small.split_cells);
+  ExpectFirstMatchesOf(&rng, *split, rules, 3000);
+  // One automaton fewer than the split needs, or a budget of work too small for its builds: refused.
+  AnswerAutomata::Limits fewer = small;
+  fewer.max_automata = split->automata() - 1;
+  EXPECT_EQ(AnswerAutomata::Build(rules, fewer), nullptr);
+  AnswerAutomata::Limits no_work = small;
+  no_work.split_work = 1000;
+  EXPECT_EQ(AnswerAutomata::Build(rules, no_work), nullptr);
 }
 
 TEST(AnswerAutomataTest, RefusesASetPastItsLimits) {

@@ -582,7 +582,9 @@ void TableIndex::TreeCompiler::CountQuietLookups(const TableIndex& index, uint64
   if (index.quiet_lookups_.fetch_add(n, std::memory_order_relaxed) + n >=
       index.quiet_needed_.load(std::memory_order_relaxed)) {
     index.quiet_lookups_.store(0, std::memory_order_relaxed);
-    StartCompile(index, version, /*on_thread=*/true, /*with_automata=*/true);
+    // (Only where the automata can descend by AVX-512: a packet at a time they lost every trial to the
+    // trees' AVX2 descent, and their build and longer trial would be spent for nothing.)
+    StartCompile(index, version, /*on_thread=*/true, /*with_automata=*/AutomataHaveAvx512());
   }
 }
 

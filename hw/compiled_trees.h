@@ -134,18 +134,19 @@ struct TableIndex::CompiledTrees {
     }
   };
   // The automata (hw/answer_automata.h) over the entries built, when they fit kAutomataLimits in one
-  // automaton (a quiet table's compile only): when the trial keeps them (kAutomata), and while
-  // `automata_serve` holds, lookups go down them instead of the trees, and a packet's leaf lists its
-  // candidates whole (a tree's leaf lists entries to scan). Split sets (several automata) were slower than
-  // the trees on every ClassBench profile, and their builds took seconds, so the form builds one or none.
-  // Rule i of the automata is `answers[i]`, the built entries in rank order. The writer takes each change
-  // into them as into the trees: an entry removed is marked gone in `answers` or `delta`, one published again
-  // with the values it had is marked live again, and a new entry goes into `delta` (a gone one's slot first),
-  // which every lookup also scans; a named hit is set in place. When `delta` is full the automata stop
-  // serving (the trees serve until the next fold). A packet whose leaf ends with an exact entry that is gone,
-  // or that its query starts past, may have lost candidates the automata cut after it: it is looked up in the
-  // trees. (Sized so that a set that does not fit is refused in well under a second: acl1's 13,343 entries
-  // fit, 341K cells built in 0.3 s; the other ClassBench profiles' sets are refused in 0.1-0.4 s.)
+  // automaton (a quiet table's compile only, on a CPU with AVX-512; Compile(true) anywhere): when the trial
+  // keeps them (kAutomata), and while `automata_serve` holds, lookups go down them instead of the trees, and
+  // a packet's leaf lists its candidates whole (a tree's leaf lists entries to scan). The form builds one or
+  // none: a split set's build takes a second or two, and the compile publishes the trees only once it is
+  // done. Rule i of the automata is `answers[i]`, the built entries in rank order. The writer takes each
+  // change into them as into the trees: an entry removed is marked gone in `answers` or `delta`, one
+  // published again with the values it had is marked live again, and a new entry goes into `delta` (a gone
+  // one's slot first), which every lookup also scans; a named hit is set in place. When `delta` is full the
+  // automata stop serving (the trees serve until the next fold). A packet whose leaf ends with an exact entry
+  // that is gone, or that its query starts past, may have lost candidates the automata cut after it: it is
+  // looked up in the trees. (Sized so that a set that does not fit is refused in well under a second: acl1's
+  // 13,343 entries fit, 341K cells built in 0.3 s; the other ClassBench profiles' sets are refused in 0.1-0.4
+  // s.)
   static constexpr AnswerAutomata::Limits kAutomataLimits{size_t{1} << 18, size_t{1} << 21, uint64_t{1} << 24,
                                                           1};
   static constexpr uint32_t kDeltaEntries = 64;
