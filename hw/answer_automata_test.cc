@@ -127,7 +127,9 @@ std::pair<std::vector<Rule>, std::unique_ptr<AnswerAutomata>> RulesInOneAutomato
   std::vector<Rule> rules = RandomRules(rng, n);
   auto one = AnswerAutomata::Build(rules, AnswerAutomata::Limits{});
   EXPECT_NE(one, nullptr);
-  if (one != nullptr) EXPECT_EQ(one->automata(), 1u);
+  if (one != nullptr) {
+    EXPECT_EQ(one->automata(), 1u);
+  }
   return {std::move(rules), std::move(one)};
 }
 

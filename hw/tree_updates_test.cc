@@ -176,7 +176,9 @@ void TakeEveryKindOfChange(bool by_automata) {
     automata_rounds += t.compiled().index().LooksUpByAutomata();
   }
   // (The automata serve until a fold replaces the form, or their delta fills.)
-  if (by_automata) EXPECT_GT(automata_rounds, 50);
+  if (by_automata) {
+    EXPECT_GT(automata_rounds, 50);
+  }
 }
 
 TEST(TreeUpdatesTest, TheTreesTakeEveryKindOfChangeAsTheWalkSeesIt) { TakeEveryKindOfChange(false); }
