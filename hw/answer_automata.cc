@@ -281,10 +281,8 @@ std::unique_ptr<AnswerAutomata> AnswerAutomata::Build(absl::Span<const Rule> rul
   return built;
 }
 
-// Rules that leave an address word wild, beside rules that pin it, make states of every pairing. As rte_acl
-// does before it cuts its rules into tries, the rules are sorted by how wild their words are (the wildest
-// first, word by word), so that rules alike in wildness share an automaton; then cut into runs, each the
-// longest that builds within the split's limits (to within an eighth).
+// The split of the header's "How": runs of the rules sorted wildest first, word by word, each the longest
+// that builds within the split's limits (to within an eighth).
 bool AnswerAutomata::BuildSplit(absl::Span<const Rule> rules, const Limits& limits) {
   std::vector<uint32_t> order(rules.size());
   for (uint32_t r = 0; r < order.size(); ++r) order[r] = r;
