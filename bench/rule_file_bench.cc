@@ -138,7 +138,7 @@ void BM_RuleFileLoad(benchmark::State& state) {
   tools::Options options;
   options.command = "validate";
   options.rules = path;
-  double bytes_per_rule = 0;
+  double bytes_per_rule = 0, templated = 0;
   for (auto _ : state) {
     const size_t before = BytesInUse();
     int status = 0;
@@ -150,11 +150,13 @@ void BM_RuleFileLoad(benchmark::State& state) {
     }
     state.PauseTiming();
     bytes_per_rule = static_cast<double>(BytesInUse() - before) / n;
+    templated = static_cast<double>(session->report.templated) / n;
     session.reset();
     state.ResumeTiming();
   }
   state.SetItemsProcessed(state.iterations() * n);
   state.counters["bytes_per_rule"] = bytes_per_rule;
+  state.counters["templated"] = templated;  // the share of flows made from a template (runner.h)
   if (shape != kAcl) {
     const double core = CoreBytesPerRule(shape, n);
     state.counters["core_bytes_per_rule"] = core;

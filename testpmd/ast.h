@@ -39,6 +39,13 @@ struct Item {
   bool mask_given = false;
 };
 
+// One slot of a pattern: field `field` of item `item` (an index into the pattern), given with `is` or
+// `spec`, whose value varies among the flows of one template (pattern_template.h).
+struct PatternSlot {
+  uint16_t item = 0;
+  const FieldDef* field = nullptr;
+};
+
 // A parameter value of an action.
 struct ParamValue {
   SourcePos pos;
@@ -214,10 +221,10 @@ struct MeterObjectCmd {
   uint32_t id = 0;
 };
 
-using CommandBody = std::variant<FlowValidateCmd, FlowCreateCmd, FlowDestroyCmd, FlowFlushCmd, FlowListCmd,
-                                 FlowQueryCmd, FlowAgedCmd, IndirectActionCmd, SetRawCmd, SetSampleActionsCmd, SetTunnelCmd,
-                                 SetConntrackCmd,
-                                 AddMeterProfileCmd, AddMeterPolicyCmd, CreateMeterCmd, MeterObjectCmd>;
+using CommandBody =
+    std::variant<FlowValidateCmd, FlowCreateCmd, FlowDestroyCmd, FlowFlushCmd, FlowListCmd, FlowQueryCmd,
+                 FlowAgedCmd, IndirectActionCmd, SetRawCmd, SetSampleActionsCmd, SetTunnelCmd,
+                 SetConntrackCmd, AddMeterProfileCmd, AddMeterPolicyCmd, CreateMeterCmd, MeterObjectCmd>;
 
 struct Command {
   SourcePos pos;

@@ -79,6 +79,26 @@ absl::StatusOr<uint16_t> EngineContext::VportOfPort(uint32_t port) const {
   return port == 0 ? sim::Nic::kWirePort : static_cast<uint16_t>(port);
 }
 
+mlx5dv_dr_domain_type DomainTypeOf(const FlowAttr& attr) {
+  return attr.transfer  ? MLX5DV_DR_DOMAIN_TYPE_FDB
+         : attr.ingress ? MLX5DV_DR_DOMAIN_TYPE_NIC_RX
+                        : MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
+}
+
+absl::StatusOr<PatternContext> EngineContext::PatternContextOf(const FlowRule& rule) {
+  PatternContext p;
+  p.domain = DomainTypeOf(rule.attr);
+  p.root_table = objects.GroupLevel(p.domain, rule.attr.group) == 0;
+  p.vport_of_port = [this](uint32_t port) { return SourceVportOfPort(port); };
+  if (p.domain == MLX5DV_DR_DOMAIN_TYPE_FDB) {
+    // mlx5 matches the creating port as the source when the pattern names none.
+    absl::StatusOr<uint16_t> own = VportOfPort(rule.port);
+    if (!own.ok()) return WithPos(own.status(), rule.pattern_pos);
+    p.implicit_source_vport = *own;
+  }
+  return p;
+}
+
 absl::StatusOr<uint16_t> EngineContext::SourceVportOfPort(uint32_t port) const {
   if (port == kEswManagerPortId || port == kEswManagerEthdevId) return 0;  // the PF function, vport 0
   return VportOfPort(port);

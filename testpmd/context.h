@@ -76,6 +76,9 @@ struct Flow {
 
 using FlowPtr = RecordPool<Flow>::Ptr;
 
+// The DR domain type of a rule of `attr`: FDB for transfer, else NIC_RX for ingress, NIC_TX for egress.
+mlx5dv_dr_domain_type DomainTypeOf(const FlowAttr& attr);
+
 class EngineContext {
  public:
   EngineContext(sim::Nic& nic, const EngineOptions& options);
@@ -106,8 +109,17 @@ class EngineContext {
   static constexpr uint32_t kEswManagerPortId = 0xffffffff;
   static constexpr uint32_t kEswManagerEthdevId = 0xffff;
 
+  // The id of `port`'s next flow, as testpmd gives it: the newest flow's + 1 (ids only grow while flows
+  // exist), 0 when the port has none.
+  uint32_t NextFlowId(uint16_t port) {
+    const absl::btree_map<uint32_t, FlowPtr>& port_flows = flows[port];
+    return port_flows.empty() ? 0 : port_flows.rbegin()->first + 1;
+  }
   // The interned shape of `rule` (what Flow::shape points to).
   const FlowShape* InternShape(const FlowRule& rule);
+  // What `rule`'s pattern is translated in: its domain, whether its group is a root table, the vports of
+  // ports (an error at the pattern when a transfer rule's port has none).
+  absl::StatusOr<PatternContext> PatternContextOf(const FlowRule& rule);
 
   int num_ports() const { return nic.num_vfs() + 1; }
   // InvalidArgument unless `port` is a function's port.

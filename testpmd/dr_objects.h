@@ -150,6 +150,8 @@ class InstalledRule {
   InstalledRule& operator=(const InstalledRule&) = delete;
 
   RecordPool<InstalledRule>& record_pool() const;
+  const std::shared_ptr<MatcherRes>& matcher() const { return matcher_; }
+  absl::Span<const dr::Action* const> actions() const { return note_.actions; }
 
  private:
   std::shared_ptr<MatcherRes> matcher_;

@@ -46,9 +46,7 @@ absl::StatusOr<FlowPtr> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint
         attr.group_pos, StatusCode::kInvalidArgument,
         absl::StrFormat("group %d is above %d (higher levels are the engine's own)", attr.group, kMaxGroup));
   }
-  const mlx5dv_dr_domain_type type = attr.transfer  ? MLX5DV_DR_DOMAIN_TYPE_FDB
-                                     : attr.ingress ? MLX5DV_DR_DOMAIN_TYPE_NIC_RX
-                                                    : MLX5DV_DR_DOMAIN_TYPE_NIC_TX;
+  const mlx5dv_dr_domain_type type = DomainTypeOf(attr);
   RuleTarget target;
   target.port = rule.port;
   target.priority = static_cast<uint16_t>(attr.priority);
@@ -62,16 +60,7 @@ absl::StatusOr<FlowPtr> BuildFlow(EngineContext& ctx, const FlowRule& rule, uint
   if (!table.ok()) return WithPos(table.status(), attr.group_pos.known() ? attr.group_pos : rule.pattern_pos);
   target.table = *table;
 
-  PatternContext pattern_ctx;
-  pattern_ctx.domain = type;
-  pattern_ctx.root_table = ctx.objects.GroupLevel(type, attr.group) == 0;
-  pattern_ctx.vport_of_port = [&ctx](uint32_t port) { return ctx.SourceVportOfPort(port); };
-  if (type == MLX5DV_DR_DOMAIN_TYPE_FDB) {
-    // mlx5 matches the creating port as the source when the pattern names none.
-    absl::StatusOr<uint16_t> own = ctx.VportOfPort(rule.port);
-    if (!own.ok()) return WithPos(own.status(), rule.pattern_pos);
-    pattern_ctx.implicit_source_vport = *own;
-  }
+  DRSIM_ASSIGN_OR_RETURN(const PatternContext pattern_ctx, ctx.PatternContextOf(rule));
   TranslatedPattern& pattern = ctx.pattern_scratch;
   DRSIM_RETURN_IF_ERROR(TranslatePatternInto(rule.pattern, pattern_ctx, &pattern));
 
@@ -121,11 +110,10 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) { return C
 
 absl::StatusOr<uint32_t> FlowEngine::CreateFlowOfLine(const FlowRule& rule, int line) {
   pristine_ = false;
-  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[rule.port];
-  // testpmd: the newest flow's id + 1 (ids only grow while flows exist).
-  const uint32_t id = flows.empty() ? 0 : flows.rbegin()->first + 1;
+  const uint32_t id = context_->NextFlowId(rule.port);
   DRSIM_ASSIGN_OR_RETURN(FlowPtr flow, BuildFlow(*context_, rule, id));
   flow->line = line;
+  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[rule.port];
   flows.insert_or_assign(flows.end(), id, std::move(flow));  // (the newest id: at the end, no search)
   if (options_.keep_history) Record(Command{rule.port_pos, FlowCreateCmd{rule}});  // (no copy otherwise)
   return id;

@@ -59,4 +59,17 @@ const dr::Action* FlowObjects::Own(std::unique_ptr<OwnedAction> action) {
   return actions.back()->get();
 }
 
+const InstalledRule* FlowObjects::OnlyRuleOfSharedParts(
+    std::vector<std::shared_ptr<const void>>* holds) const {
+  if (first_rule_ == nullptr) return nullptr;
+  if (extra_ != nullptr && (!extra_->rules.empty() || !extra_->actions.empty() || extra_->age != nullptr ||
+                            extra_->counter.has_value())) {
+    return nullptr;
+  }
+  holds->clear();
+  if (first_hold_ != nullptr) holds->push_back(first_hold_);
+  if (extra_ != nullptr) holds->insert(holds->end(), extra_->holds.begin(), extra_->holds.end());
+  return first_rule_.get();
+}
+
 }  // namespace drsim::testpmd

@@ -65,6 +65,10 @@ class FlowObjects {
   // Keeps a DR action the flow made for itself; returns it.
   const dr::Action* Own(std::unique_ptr<OwnedAction> action);
 
+  // The flow's one rule when that and its holds are all it has (no actions, age or counter of its own),
+  // with its holds, oldest first, in `holds`; else nullptr. What a flow template copies (engine.h).
+  const InstalledRule* OnlyRuleOfSharedParts(std::vector<std::shared_ptr<const void>>* holds) const;
+
  private:
   struct Extra {
     // Declared in reverse order of destruction.

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "testpmd/flow_template_cache.h"
 #include "testpmd/lexer.h"
 #include "testpmd/parser.h"
 
@@ -81,12 +83,23 @@ FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& i
   CommandTokens tokens;
   CommandParser parser;
   std::vector<absl::Status> errors;
+  // Commands of a shape seen before skip the parse (flow_template_cache.h), unless each command's outcome
+  // or history is kept.
+  std::optional<FlowTemplateCache> templates;
+  if (!options.keep_outcomes && !engine.options().keep_history) templates.emplace(engine);
   while (stream.Next(&tokens)) {
+    if (templates && templates->TryCreate(tokens)) {
+      ++report.commands;
+      ++report.templated;
+      if (options.on_command) options.on_command(report.commands);
+      continue;
+    }
     errors.clear();
     Command* command = parser.Parse(tokens, &errors);
     for (const absl::Status& e : errors) report.diagnostics.push_back(MakeDiagnostic(file, e));
     if (command == nullptr) continue;
     absl::StatusOr<CommandResult> r = engine.Execute(*command, options.keep_outcomes);
+    if (templates) templates->Ran(*command, r.ok() ? &*r : nullptr);
     if (!r.ok()) {
       report.diagnostics.push_back(MakeDiagnostic(file, r.status()));
       continue;
@@ -97,10 +110,12 @@ FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& i
     }
     if (options.on_command) options.on_command(report.commands);
   }
+  templates.reset();   // (its templates hold the engine's objects)
   if (!report.ok()) {  // nothing of a file with errors stays installed
     engine.Reset();
     report.outcomes.clear();
     report.commands = 0;
+    report.templated = 0;
     SortByPosition(report.diagnostics);
   }
   return report;

@@ -11,7 +11,9 @@
 //   at a time on the engine itself, keeping nothing of a command once it ran: a million-rule file is never
 //   held whole, as text or parsed. A command that fails (or does not parse) simply does not happen and the
 //   file goes on, so later errors are found in the state the file would be in; at the end, a file with an
-//   error is undone whole by resetting the engine (FlowEngine::Reset), which was pristine.
+//   error is undone whole by resetting the engine (FlowEngine::Reset), which was pristine. When neither
+//   outcomes nor the engine's history are kept, a `flow create` of a shape already run twice is made from
+//   the template of an earlier flow (flow_template_cache.h), without being parsed: the same flow, faster.
 //   On an engine that already holds state, a file is checked first: CheckFile parses it all, replays the
 //   engine's history (EngineOptions::keep_history) on a scratch NIC and engine of the same shape, and
 //   runs every command there, each judged in the state the real engine would be in. Then the file runs. A
@@ -44,6 +46,7 @@ struct FileReport {
   std::vector<Diagnostic> diagnostics;   // every problem, in file order
   std::vector<CommandOutcome> outcomes;  // RunFile: each command's result, when the file ran (and kept)
   size_t commands = 0;                   // the commands that ran, when the file ran
+  size_t templated = 0;                  // of those, the flows made from a template (RunStream, below)
   bool ok() const { return diagnostics.empty(); }
 };
 

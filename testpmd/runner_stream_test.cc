@@ -1,13 +1,26 @@
 // Rule files streamed into a pristine engine one command at a time (runner.h's RunStream): what the flows
 // do and what flow list/query/destroy say afterwards, errors with their lines (and nothing left installed),
-// identical rules in linear time (older wins, EEXIST when refused) and shared actions.
+// identical rules in linear time (older wins, EEXIST when refused) and shared actions; and commands of a
+// shape seen before, installed from a flow template, equal to those parsed.
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
+#include <variant>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "dr/dump.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hw/net_addr.h"
 #include "testpmd/engine_test_util.h"
+#include "testpmd/parser.h"
 #include "testpmd/runner.h"
 
 namespace drsim::testpmd {
@@ -116,6 +129,232 @@ TEST_F(EngineTest, RefusedDuplicatesFailWithAlreadyExistsAtTheirLine) {
   EXPECT_EQ(r.diagnostics[0].code, absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(r.diagnostics[0].pos.line, 2);
   EXPECT_THAT(r.diagnostics[0].message, HasSubstr("duplicate"));
+}
+
+// Flow templates (flow_template_cache.h): an engine that keeps no history, streamed without outcomes,
+// installs repeated shapes from templates; with outcomes kept, it parses every command. Both must end the
+// same, DR object for DR object.
+class TemplateStreamTest : public EngineTest {
+ protected:
+  static EngineOptions NoHistory() {
+    EngineOptions o;
+    o.keep_history = false;
+    return o;
+  }
+  static FileReport StreamInto(FlowEngine& engine, const std::string& text, bool templates) {
+    StreamOptions options;
+    options.keep_outcomes = !templates;
+    return Stream(engine, text, options);
+  }
+  // rdma-core's dump of every domain of `engine`, with stable ids.
+  static std::string Dump(const FlowEngine& engine) {
+    char* buffer = nullptr;
+    size_t size = 0;
+    std::FILE* f = open_memstream(&buffer, &size);
+    dr::DumpOptions options;
+    options.stable_ids = true;
+    for (const dr::Domain* d : engine.Domains()) EXPECT_TRUE(dr::DumpDomain(*d, f, options).ok());
+    std::fclose(f);
+    std::string out(buffer, size);
+    std::free(buffer);
+    return out;
+  }
+  static std::string Listed(const FlowEngine& engine) {
+    std::string out;
+    for (uint16_t port = 0; port < 3; ++port) {
+      absl::StatusOr<std::vector<FlowInfo>> flows = engine.ListFlows(port, {});
+      if (!flows.ok()) continue;
+      for (const FlowInfo& f : *flows) {
+        absl::StrAppend(&out, port, " ", f.id, " line ", engine.FlowLine(port, f.id).value_or(0), "\n");
+      }
+      out += FlowEngine::FormatFlowList(*flows);
+    }
+    return out;
+  }
+
+  sim::Nic templated_nic_{2}, parsed_nic_{2};
+  FlowEngine templated_{templated_nic_, NoHistory()}, parsed_{parsed_nic_, NoHistory()};
+};
+
+std::string Ip4(uint32_t v) { return hw::Ipv4Address{v}.ToString(); }
+
+// Rules of six shapes in turn, with random values, and now and then a command that drops the templates.
+std::string MixedShapes(int rules, std::mt19937& rng) {
+  std::string text = "flow create 0 ingress pattern eth / end actions jump group 1 / end\n";
+  for (int i = 0; i < rules; ++i) {
+    const uint32_t a = 0x0a000000 | (rng() & 0xffff), b = static_cast<uint32_t>(rng());
+    const int sport = static_cast<int>(rng() % 65536), dport = static_cast<int>(rng() % 65536);
+    switch (i % 6) {
+      case 0:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth / ipv4 src is %s dst is %s / udp src is "
+            "%d dst is %d / end actions queue index 1 / end\n",
+            Ip4(a), Ip4(b), sport, dport);
+        break;
+      case 1:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 priority %d pattern eth / ipv4 src spec %s src mask "
+            "255.255.0.0 dst spec %s dst prefix 24 / tcp dst spec %d dst mask 0xfc00 / end "
+            "actions drop / end\n",
+            i % 3, Ip4(a), Ip4(b), dport);
+        break;
+      case 2:
+        absl::StrAppendFormat(&text,
+                              "flow create 0 ingress group 1 pattern eth / ipv6 src is 2001:db8::%x dst is "
+                              "fe80::%x:%x / tcp dst is %d / end actions queue index 2 / end\n",
+                              a & 0xffff, b >> 16, b & 0xffff, dport);
+        break;
+      case 3:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth src is 02:00:00:%02x:%02x:%02x / ipv4 "
+            "dst is %s / end actions mark id 7 / queue index 3 / end\n",
+            a & 0xff, b & 0xff, sport & 0xff, Ip4(b));
+        break;
+      case 4:  // a counter of its own: no template
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth / ipv4 src is %s / end actions count / "
+            "queue index 4 / end\n",
+            Ip4(a));
+        break;
+      case 5:  // transfer rules of port 1, and a duplicate of the last rule now and then
+        absl::StrAppendFormat(
+            &text,
+            "flow create 1 transfer pattern eth / ipv4 dst is %s / udp dst is %d / end actions "
+            "port_id id 2 / end\n",
+            Ip4(b), dport);
+        if (rng() % 4 == 0) {
+          absl::StrAppendFormat(&text,
+                                "flow create 1 transfer pattern eth / ipv4 dst is %s / udp dst is %d / end "
+                                "actions port_id id 2 / end\n",
+                                Ip4(b), dport);
+        }
+        break;
+    }
+    if (i % 97 == 96) absl::StrAppendFormat(&text, "flow destroy 0 rule %d\n", i / 2);
+    if (i % 89 == 88) text += "flow list 0\n";
+  }
+  return text;
+}
+
+TEST_F(TemplateStreamTest, TemplatedFlowsEqualParsedOnes) {
+  std::mt19937 rng(20261202);
+  const std::string text = MixedShapes(600, rng);
+  FileReport t = StreamInto(templated_, text, true);
+  FileReport p = StreamInto(parsed_, text, false);
+  ASSERT_TRUE(t.ok()) << t.diagnostics.front().ToString();
+  ASSERT_TRUE(p.ok()) << p.diagnostics.front().ToString();
+  EXPECT_EQ(t.commands, p.commands);
+  EXPECT_GT(t.templated, 300u);  // of about 750 commands
+  EXPECT_EQ(p.templated, 0u);
+  EXPECT_EQ(Listed(templated_), Listed(parsed_));
+  // The dumps, field by field; object ids are the process's, so one dump's ids must map one to one onto
+  // the other's.
+  const std::vector<std::string> dump = absl::StrSplit(Dump(templated_), '\n');
+  const std::vector<std::string> parsed_dump = absl::StrSplit(Dump(parsed_), '\n');
+  EXPECT_GT(dump.size(), 1000u);
+  ASSERT_EQ(dump.size(), parsed_dump.size());
+  std::map<std::string, std::string> ids, parsed_ids;
+  for (size_t i = 0; i < dump.size(); ++i) {
+    const std::vector<std::string> a = absl::StrSplit(dump[i], ','), b = absl::StrSplit(parsed_dump[i], ',');
+    ASSERT_EQ(a.size(), b.size()) << "dump line " << i + 1 << ": " << dump[i] << " / " << parsed_dump[i];
+    for (size_t f = 0; f < a.size(); ++f) {
+      if (!absl::StartsWith(a[f], "0x")) {
+        ASSERT_EQ(a[f], b[f]) << "dump line " << i + 1 << ": " << dump[i] << " / " << parsed_dump[i];
+        continue;
+      }
+      ASSERT_EQ(ids.emplace(a[f], b[f]).first->second, b[f]) << "dump line " << i + 1;
+      ASSERT_EQ(parsed_ids.emplace(b[f], a[f]).first->second, a[f]) << "dump line " << i + 1;
+    }
+  }
+  const EngineCounts tc = templated_.counts(), pc = parsed_.counts();
+  EXPECT_EQ(tc.flows, pc.flows);
+  EXPECT_EQ(tc.rules, pc.rules);
+  EXPECT_EQ(tc.matchers, pc.matchers);
+  EXPECT_EQ(tc.shared_actions, pc.shared_actions);
+}
+
+TEST_F(TemplateStreamTest, ErrorsOfTemplatedShapesReadAsParsedOnes) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppendFormat(
+        &text,
+        "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.%d / udp src is %d / end actions "
+        "queue index 1 / end\n",
+        i, 1000 + i);
+  }
+  // A value that does not read, and one too wide for its field, in the shape of the four before.
+  text +=
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.300 / udp src is 1 / end actions queue index 1 "
+      "/ "
+      "end\n";
+  text +=
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.9 / udp src is 70000 / end actions queue index "
+      "1 / "
+      "end\n";
+  FileReport t = StreamInto(templated_, text, true);
+  FileReport p = StreamInto(parsed_, text, false);
+  ASSERT_EQ(t.diagnostics.size(), 2u);
+  ASSERT_EQ(p.diagnostics.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(t.diagnostics[i].ToString(), p.diagnostics[i].ToString());
+  EXPECT_EQ(t.diagnostics[0].pos.line, 5);
+  EXPECT_EQ(t.diagnostics[1].pos.line, 6);
+  EXPECT_THAT(t.diagnostics[1].message, HasSubstr("src"));
+  EXPECT_EQ(templated_.counts().rules, 0);  // a file with errors leaves nothing
+}
+
+TEST_F(TemplateStreamTest, TemplatesCopyOnlyPlainFlowsAndMakeNothingDrRefuses) {
+  // (Group 1: DR refuses duplicates only below the root table.)
+  ASSERT_TRUE(
+      templated_.Execute(*ParseOne("flow create 0 ingress pattern eth / end actions jump group 1 / end"))
+          .ok());
+  absl::StatusOr<Command> c = ParseOne(
+      "flow create 0 ingress group 1 pattern eth / ipv4 src is 10.0.0.1 / end actions queue index 1 / end");
+  ASSERT_TRUE(c.ok());
+  const FlowRule& rule = std::get<FlowCreateCmd>(c->body).rule;
+  ASSERT_TRUE(templated_.Execute(*c).ok());
+  const std::vector<PatternSlot> slots = {PatternSlot{1, FindField(*rule.pattern[1].def, "src")}};
+  absl::StatusOr<std::shared_ptr<const FlowTemplate>> t = templated_.TemplateOfFlow(rule, 1, slots);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const absl::uint128 other = hw::Ipv4Address::Parse("10.0.0.2")->value;
+  absl::StatusOr<uint32_t> id = templated_.CreateFromTemplate(**t, {other}, 7);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, 2u);
+  EXPECT_EQ(templated_.FlowLine(0, 2), 7);
+  EXPECT_EQ(templated_nic_.ReceiveFromWire(Udp("10.0.0.2", "1.1.1.1", 1, 2)).qp_num,
+            *templated_.QueueNumber(0, 1));
+  // A duplicate DR refuses: nothing is made.
+  for (const dr::Domain* d : templated_.Domains()) ASSERT_TRUE(d->AllowDuplicateRules(false).ok());
+  const absl::uint128 first = hw::Ipv4Address::Parse("10.0.0.1")->value;
+  EXPECT_EQ(templated_.CreateFromTemplate(**t, {first}, 8).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(templated_.counts().flows, 3);
+  EXPECT_EQ(templated_.counts().rules, 3);
+  // Values not its slots', a flow with a counter of its own, and a flow that is not the port's last.
+  EXPECT_EQ(templated_.CreateFromTemplate(**t, {}, 9).status().code(), absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<Command> counted = ParseOne(
+      "flow create 0 ingress group 1 pattern eth / ipv4 src is 10.0.0.5 / end actions count / queue index 1 "
+      "/ "
+      "end");
+  ASSERT_TRUE(counted.ok());
+  const FlowRule& counted_rule = std::get<FlowCreateCmd>(counted->body).rule;
+  ASSERT_TRUE(templated_.Execute(*counted).ok());
+  EXPECT_EQ(templated_.TemplateOfFlow(counted_rule, 3, slots).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(templated_.TemplateOfFlow(rule, 1, slots).status().code(), absl::StatusCode::kNotFound);
+  t->reset();  // (before the engine goes)
+}
+
+TEST_F(EngineTest, AnEngineKeepingItsHistoryMakesNoTemplates) {
+  absl::StatusOr<Command> c =
+      ParseOne("flow create 0 ingress pattern eth / ipv4 src is 10.0.0.1 / end actions drop / end");
+  ASSERT_TRUE(c.ok());
+  const FlowRule& rule = std::get<FlowCreateCmd>(c->body).rule;
+  ASSERT_TRUE(engine_.Execute(*c).ok());
+  const std::vector<PatternSlot> slots = {PatternSlot{1, FindField(*rule.pattern[1].def, "src")}};
+  EXPECT_EQ(engine_.TemplateOfFlow(rule, 0, slots).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

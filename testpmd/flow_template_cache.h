@@ -1,0 +1,78 @@
+// Internal to the runner: a rule file's `flow create` commands of a shape seen before, installed from a
+// flow template (engine.h) without being parsed, translated or lowered.
+//
+// What
+//   A command's shape is its tokens with its slots' values left out: the values given with `is` or `spec`
+//   to the addresses and ports of eth, ipv4, ipv6, tcp and udp items (pattern_template.h's CanBeSlot). The
+//   second time a shape runs, the cache asks the engine for the template of the flow it made; from then on
+//   TryCreate installs commands of that shape: it reads their slot values as the parser reads them and has
+//   FlowEngine::CreateFromTemplate make the flow. Flows so made equal, byte for byte, those the commands
+//   would have made (runner_stream_test and drctl_differential_test hold the two ways equal).
+//
+// How
+//   A command TryCreate does not install (no template for its shape, a value that does not read, DR
+//   refusing the rule) is left to the caller, who parses and executes it as any other and then tells
+//   Ran what it was, so that its errors read as always. A command other than a flow create, validate, list
+//   or query drops every template: it may change what later commands mean (a set raw_encap, a destroyed
+//   flow's shared objects). At most kMaxShapes shapes are kept; past that, those without a template are
+//   forgotten. A shape is a byte string of its tokens, hashed once a command.
+//
+// Thread-safety
+//   One reader's, as the engine is.
+#ifndef DRSIM_TESTPMD_FLOW_TEMPLATE_CACHE_H_
+#define DRSIM_TESTPMD_FLOW_TEMPLATE_CACHE_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/numeric/int128.h"
+#include "testpmd/ast.h"
+#include "testpmd/engine.h"
+#include "testpmd/lexer.h"
+
+namespace drsim::testpmd {
+
+class FlowTemplateCache {
+ public:
+  static constexpr size_t kMaxShapes = 4096;
+
+  explicit FlowTemplateCache(FlowEngine& engine) : engine_(engine) {}
+  // Drops the templates first: they hold the engine's objects.
+  ~FlowTemplateCache() { Clear(); }
+
+  // Installs `tokens` from its shape's template: true when it did (the command ran), false when the
+  // caller must parse and execute it.
+  bool TryCreate(const CommandTokens& tokens);
+  // After the caller executed the command TryCreate last declined: `command` as parsed, `result` its
+  // result when it ran (nullptr when it failed).
+  void Ran(const Command& command, const CommandResult* result);
+  // Drops every shape and template.
+  void Clear() { shapes_.clear(); }
+
+ private:
+  struct Shape {
+    int runs = 0;          // commands of the shape that ran
+    bool refused = false;  // the engine made no template of it
+    std::shared_ptr<const FlowTemplate> flow;
+  };
+
+  // Reads `tokens`' shape into key_, slots_ and slot_tokens_; false when it has no slots or is not a
+  // `flow create` whose items can all be a template's.
+  bool ReadShape(const CommandTokens& tokens);
+
+  FlowEngine& engine_;
+  absl::flat_hash_map<std::string, Shape> shapes_;
+  // The last command's shape (ReadShape), its room kept from command to command.
+  bool has_shape_ = false;
+  std::string key_;
+  std::vector<PatternSlot> slots_;
+  std::vector<const Token*> slot_tokens_;
+  std::vector<absl::uint128> values_;
+};
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_FLOW_TEMPLATE_CACHE_H_

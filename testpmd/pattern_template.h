@@ -1,0 +1,73 @@
+// A translated pattern whose slots (fields given with `is` or `spec`) take new values rule after rule: what
+// lets a rule file of a million rules that differ only in addresses and ports skip the parse and the
+// translation of all but the first rules of each shape.
+//
+// What
+//   PatternTemplate::Make takes a parsed pattern, its slots and its context, and finds which bit of the
+//   rule's match value each bit of each slot's value sets. ValueInto then writes the match value of the same
+//   pattern with other values in its slots; it equals what TranslatePattern makes of the pattern so written.
+//
+// How
+//   The mapping is found by translating the pattern itself (pattern.h), once with every slot zero and once
+//   with each slot bit alone set: each such bit must set one value bit, or none (a bit outside the field's
+//   mask), and leave the mask, the pattern's info and every other bit as they were. Slots are taken only in
+//   items whose translation copies the field's bits (eth, ipv4, ipv6, tcp and udp addresses and ports; a
+//   value that means something, as an ethertype does, is no slot). A pattern that breaks any of this, or
+//   whose template does not give back its own translation, is refused (FailedPrecondition). The bits are
+//   then written a byte at a time: each match-value byte takes, by shift and mask, the slot bits that land
+//   on it in order.
+//
+// Thread-safety
+//   A made template is immutable; ValueInto may run concurrently into different outputs.
+#ifndef DRSIM_TESTPMD_PATTERN_TEMPLATE_H_
+#define DRSIM_TESTPMD_PATTERN_TEMPLATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/numeric/int128.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hw/match_params.h"
+#include "testpmd/ast.h"
+#include "testpmd/pattern.h"
+
+namespace drsim::testpmd {
+
+// Whether `field` of `item` can be a template's slot: a field whose bits the translation copies.
+bool CanBeSlot(const ItemDef& item, const FieldDef& field);
+
+class PatternTemplate {
+ public:
+  // The template of `items` with `slots` (each a CanBeSlot field given with `is` or `spec` in its item, at
+  // most once a field), translated in `ctx`. FailedPrecondition when the pattern is no template (above);
+  // the pattern's own errors as TranslatePattern gives them.
+  static absl::StatusOr<PatternTemplate> Make(absl::Span<const Item> items,
+                                              absl::Span<const PatternSlot> slots, const PatternContext& ctx);
+
+  // The match value of the pattern with slot i's field set to `values[i]` (a value of the field's width).
+  void ValueInto(absl::Span<const absl::uint128> values, hw::MatchParams* out) const;
+  // The matcher mask, the same for every value.
+  const hw::MatchParams& mask() const { return mask_; }
+  size_t slots() const { return slots_; }
+
+ private:
+  // value byte `byte` |= ((slot value >> shift) or << -shift) & bits.
+  struct ByteStep {
+    uint16_t byte;
+    uint8_t slot;
+    int16_t shift;
+    uint8_t bits;
+  };
+
+  PatternTemplate() = default;
+
+  hw::MatchParams base_value_;  // the value with every slot zero
+  hw::MatchParams mask_;
+  std::vector<ByteStep> steps_;
+  size_t slots_ = 0;
+};
+
+}  // namespace drsim::testpmd
+
+#endif  // DRSIM_TESTPMD_PATTERN_TEMPLATE_H_

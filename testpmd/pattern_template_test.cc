@@ -1,0 +1,122 @@
+// Pattern templates (pattern_template.h): for random slot values, a template's match value equals the
+// translation of the pattern written with those values; patterns whose values mean more than their bits
+// are refused.
+#include "testpmd/pattern_template.h"
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "testpmd/parser.h"
+#include "testpmd/values.h"
+
+namespace drsim::testpmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<Item> Pattern(const std::string& pattern) {
+  absl::StatusOr<Command> c =
+      ParseOne(absl::StrCat("flow create 0 ingress pattern ", pattern, " / end actions drop / end"));
+  EXPECT_TRUE(c.ok()) << pattern << ": " << c.status();
+  return c.ok() ? std::get<FlowCreateCmd>(c->body).rule.pattern : std::vector<Item>{};
+}
+
+// The slots of `items`: every src and dst field of a template item given with is or spec.
+std::vector<PatternSlot> SlotsOf(const std::vector<Item>& items) {
+  std::vector<PatternSlot> slots;
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (const FieldDef& f : items[i].def->fields) {
+      if (CanBeSlot(*items[i].def, f) && items[i].words[f.storage].spec_set) {
+        slots.push_back(PatternSlot{static_cast<uint16_t>(i), &f});
+      }
+    }
+  }
+  return slots;
+}
+
+PatternContext Context(bool root_table) {
+  PatternContext ctx;
+  ctx.domain = MLX5DV_DR_DOMAIN_TYPE_NIC_RX;
+  ctx.root_table = root_table;
+  return ctx;
+}
+
+bool SameBytes(const hw::MatchParams& a, const hw::MatchParams& b) {
+  return std::memcmp(a.bytes(), b.bytes(), hw::kMatchParamBytes) == 0;
+}
+
+TEST(PatternTemplateTest, GivesTheTranslationOfEveryValue) {
+  const char* const kPatterns[] = {
+      "eth / ipv4 src is 10.0.0.1 dst is 192.0.2.7 / udp src is 5 dst is 53",
+      "eth src is 02:00:00:00:00:01 dst is 0c:42:a1:00:00:02 / ipv6 src is 2001:db8::1 dst is ::2 / tcp "
+      "src spec 1 src mask 0xff00 dst is 80",
+      "eth / ipv4 src spec 10.0.0.0 src mask 255.0.0.0 dst spec 1.2.3.0 dst prefix 24 / tcp dst spec 1024 "
+      "dst mask 0xfc00",
+      "eth type is 0x0800 / ipv4 proto is 17 src spec 10.1.2.3 / void / udp dst spec 4789",
+  };
+  std::mt19937_64 rng(20261202);
+  for (const char* text : kPatterns) {
+    for (bool root : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(text, root ? " (root table)" : ""));
+      std::vector<Item> items = Pattern(text);
+      const std::vector<PatternSlot> slots = SlotsOf(items);
+      ASSERT_FALSE(slots.empty());
+      absl::StatusOr<PatternTemplate> t = PatternTemplate::Make(items, slots, Context(root));
+      ASSERT_TRUE(t.ok()) << t.status();
+      EXPECT_EQ(t->slots(), slots.size());
+      for (int round = 0; round < 200; ++round) {
+        std::vector<absl::uint128> values;
+        for (const PatternSlot& s : slots) {
+          const absl::uint128 v = absl::MakeUint128(rng(), rng()) & Ones(s.field->width);
+          values.push_back(round == 0 ? 0 : round == 1 ? Ones(s.field->width) : v);
+          absl::uint128& spec = items[s.item].words[s.field->storage].spec;
+          spec = (spec & ~(Ones(s.field->width) << s.field->shift)) | (values.back() << s.field->shift);
+        }
+        absl::StatusOr<TranslatedPattern> expected = TranslatePattern(items, Context(root));
+        ASSERT_TRUE(expected.ok()) << expected.status();
+        hw::MatchParams value;
+        t->ValueInto(values, &value);
+        ASSERT_TRUE(SameBytes(value, expected->value)) << "round " << round;
+        ASSERT_TRUE(SameBytes(t->mask(), expected->mask));
+      }
+    }
+  }
+}
+
+TEST(PatternTemplateTest, RefusesValuesThatMeanMoreThanTheirBits) {
+  const PatternContext ctx = Context(false);
+  // An ethertype is no slot: 0x0800 under a full mask is matched as ip_version.
+  const std::vector<Item> eth = Pattern("eth type is 0x0800 / ipv4 src is 10.0.0.1");
+  EXPECT_FALSE(CanBeSlot(*eth[0].def, eth[0].def->fields[2]));
+  const PatternSlot type{0, &eth[0].def->fields[2]};
+  EXPECT_EQ(PatternTemplate::Make(eth, {type}, ctx).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // Items other than eth, ipv4, ipv6, tcp, udp and void, ranges, and a field twice.
+  const std::vector<Item> vlan = Pattern("eth / vlan vid is 5 / ipv4 src is 10.0.0.1");
+  absl::Status s = PatternTemplate::Make(vlan, SlotsOf(vlan), ctx).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("an item other than"));
+  const std::vector<Item> range = Pattern("eth / ipv4 src spec 10.0.0.1 src last 10.0.0.1");
+  s = PatternTemplate::Make(range, SlotsOf(range), ctx).status();
+  EXPECT_THAT(s.message(), HasSubstr("range"));
+  const std::vector<Item> ipv4 = Pattern("eth / ipv4 src is 10.0.0.1");
+  const std::vector<PatternSlot> twice = {SlotsOf(ipv4)[0], SlotsOf(ipv4)[0]};
+  s = PatternTemplate::Make(ipv4, twice, ctx).status();
+  EXPECT_THAT(s.message(), HasSubstr("two slots"));
+  EXPECT_EQ(PatternTemplate::Make(ipv4, {}, ctx).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // The pattern's own errors come back as they are.
+  const std::vector<Item> two_l3 = Pattern("eth / ipv4 src is 10.0.0.1 / ipv6 src is ::1");
+  s = PatternTemplate::Make(two_l3, SlotsOf(two_l3), ctx).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("second L3 item"));
+}
+
+}  // namespace
+}  // namespace drsim::testpmd
