@@ -1,15 +1,22 @@
 #include "testpmd/flow_template_cache.h"
 
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/strings/str_split.h"
 #include "testpmd/pattern_template.h"
 #include "testpmd/schema.h"
 #include "testpmd/values.h"
 
 namespace drsim::testpmd {
 namespace {
+
+// What stands for a slot's value in a shape's key: a newline, which no line holds.
+constexpr char kSlotMark = '\n';
 
 // An item whose translation can be a template's (pattern_template.h), and its slot fields.
 struct TemplateItem {
@@ -68,32 +75,125 @@ bool FlowTemplateCache::ReadShape(const CommandTokens& tokens) {
     if (i < n && SameWord(t[i].text, "/")) ++i;
   }
   if (slots_.empty()) return false;
-  // The key: the line from the first token to the last, each slot's value as \x01 (tokens are views of
-  // the line; blanks are kept, so spacing tells shapes apart too).
+  // The key: the line from the first token to the last, each slot's value as kSlotMark (tokens are views
+  // of the line; blanks are kept, so spacing tells shapes apart too).
   key_.clear();
   const char* from = t.front().text.data();
   for (const Token* slot : slot_tokens_) {
     key_.append(from, static_cast<size_t>(slot->text.data() - from));
-    key_.push_back('\x01');
+    key_.push_back(kSlotMark);
     from = slot->text.data() + slot->text.size();
   }
   key_.append(from, static_cast<size_t>(t.back().text.data() + t.back().text.size() - from));
   return true;
 }
 
-bool FlowTemplateCache::TryCreate(const CommandTokens& tokens) {
-  has_shape_ = ReadShape(tokens);
-  if (!has_shape_) return false;
+void FlowTemplateCache::Clear() {
+  last_ = nullptr;
+  shapes_.clear();
+  templates_ = 0;
+}
+
+const FlowTemplateCache::Shape* FlowTemplateCache::FindTemplated() {
   auto shape = shapes_.find(key_);
-  if (shape == shapes_.end() || shape->second.flow == nullptr) return false;
+  if (shape == shapes_.end() || shape->second.flow == nullptr) return nullptr;
+  last_ = &shape->second;
+  return last_;
+}
+
+bool FlowTemplateCache::MatchesLastShape(absl::string_view line, int line_number) {
+  line_slots_.clear();
+  size_t at = 0;
+  const std::vector<absl::string_view>& segments = last_->segments;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const absl::string_view segment = segments[i];
+    if (line.size() - at < segment.size() ||
+        std::memcmp(line.data() + at, segment.data(), segment.size()) != 0) {
+      return false;
+    }
+    at += segment.size();
+    if (i + 1 == segments.size()) break;
+    // A slot: one token (the next segment starts with a blank), not a comment.
+    const size_t end = TokenEnd(line, at);
+    if (end == at || line[at] == '#') return false;
+    line_slots_.push_back(Token{line.substr(at, end - at), SourcePos{line_number, static_cast<int>(at) + 1}});
+    at = end;
+  }
+  return at == line.size();
+}
+
+template <typename SlotTokens>
+bool FlowTemplateCache::CreateFrom(const Shape& shape, const SlotTokens& tokens, int line_number) {
   values_.clear();
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const FieldDef& field = *slots_[i].field;
-    absl::StatusOr<absl::uint128> value = ParseScalar(*slot_tokens_[i], field.kind, field.width, "");
+  for (size_t i = 0; i < shape.fields.size(); ++i) {
+    const FieldDef& field = *shape.fields[i];
+    const Token* token;
+    if constexpr (std::is_pointer_v<typename SlotTokens::value_type>) {
+      token = tokens[i];
+    } else {
+      token = &tokens[i];
+    }
+    absl::StatusOr<absl::uint128> value = ParseScalar(*token, field.kind, field.width, "");
     if (!value.ok()) return false;  // (the parser names the field)
     values_.push_back(*value);
   }
-  return engine_.CreateFromTemplate(*shape->second.flow, values_, tokens.tokens.front().pos.line).ok();
+  return engine_.CreateFromTemplate(*shape.flow, values_, line_number).ok();
+}
+
+bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
+  if (templates_ == 0) return false;
+  if (last_ != nullptr && MatchesLastShape(line, line_number))
+    return CreateFrom(*last_, line_slots_, line_number);
+  // The slots: each token after `src` or `dst` and `is` or `spec`. The line must be its tokens, first to
+  // last (no blank before or after, which no key holds).
+  enum : uint8_t { kOther, kOp, kField };
+  auto kind = [](absl::string_view word) {
+    switch (word.size()) {
+      case 2:
+        return word[0] == 'i' && word[1] == 's' ? kOp : kOther;
+      case 3:
+        return (word[0] == 's' && word[1] == 'r' && word[2] == 'c') ||
+                       (word[0] == 'd' && word[1] == 's' && word[2] == 't')
+                   ? kField
+                   : kOther;
+      case 4:
+        return std::memcmp(word.data(), "spec", 4) == 0 ? kOp : kOther;
+      default:
+        return kOther;
+    }
+  };
+  line_slots_.clear();
+  uint8_t before_last = kOther, last = kOther;
+  size_t first = line.size(), past_last = 0;
+  const bool plain = ForEachPlainToken(line, [&](size_t start, size_t past) {
+    const absl::string_view word(line.data() + start, past - start);
+    if (last == kOp && before_last == kField) {
+      line_slots_.push_back(Token{word, SourcePos{line_number, static_cast<int>(start) + 1}});
+    }
+    if (first == line.size()) first = start;
+    past_last = past;
+    before_last = last;
+    last = kind(word);
+  });
+  if (!plain || line_slots_.empty() || first != 0 || past_last != line.size()) return false;
+  key_.clear();
+  const char* from = line.data();
+  for (const Token& slot : line_slots_) {
+    key_.append(from, static_cast<size_t>(slot.text.data() - from));
+    key_.push_back(kSlotMark);
+    from = slot.text.data() + slot.text.size();
+  }
+  key_.append(from, static_cast<size_t>(line.data() + line.size() - from));
+  const Shape* shape = FindTemplated();
+  return shape != nullptr && shape->fields.size() == line_slots_.size() &&
+         CreateFrom(*shape, line_slots_, line_number);
+}
+
+bool FlowTemplateCache::TryCreate(const CommandTokens& tokens) {
+  has_shape_ = ReadShape(tokens);
+  if (!has_shape_) return false;
+  const Shape* shape = FindTemplated();
+  return shape != nullptr && CreateFrom(*shape, slot_tokens_, tokens.tokens.front().pos.line);
 }
 
 void FlowTemplateCache::Ran(const Command& command, const CommandResult* result) {
@@ -112,12 +212,16 @@ void FlowTemplateCache::Ran(const Command& command, const CommandResult* result)
     absl::erase_if(shapes_, [](const auto& entry) { return entry.second.flow == nullptr; });
     if (shapes_.size() >= kMaxShapes) Clear();
   }
-  Shape& shape = shapes_[key_];
+  auto entry = shapes_.try_emplace(key_).first;
+  Shape& shape = entry->second;
   if (shape.refused || shape.flow != nullptr || ++shape.runs < 2) return;
   absl::StatusOr<std::shared_ptr<const FlowTemplate>> flow =
       engine_.TemplateOfFlow(create->rule, *result->flow_id, slots_);
   if (flow.ok()) {
     shape.flow = *std::move(flow);
+    for (const PatternSlot& slot : slots_) shape.fields.push_back(slot.field);
+    shape.segments = absl::StrSplit(entry->first, kSlotMark);
+    ++templates_;
   } else {
     shape.refused = true;
   }

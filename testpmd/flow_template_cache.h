@@ -15,7 +15,12 @@
 //   Ran what it was, so that its errors read as always. A command other than a flow create, validate, list
 //   or query drops every template: it may change what later commands mean (a set raw_encap, a destroyed
 //   flow's shared objects). At most kMaxShapes shapes are kept; past that, those without a template are
-//   forgotten. A shape is a byte string of its tokens, hashed once a command.
+//   forgotten. A shape is a byte string: the command's line from its first token to its last, each slot's
+//   value cut out. TryLine reads it from a plain line (lexer.h) before the line is lexed, taking as slots
+//   the values given to `src` or `dst` with `is` or `spec`; a line so read whose shape has a template is
+//   the same tokens as the command that made it but for the slot values, which are single tokens, so it
+//   is made as TryCreate would make it. Before that, TryLine tries the line as the last shape's key with
+//   a value in each slot, which needs no tokens at all.
 //
 // Thread-safety
 //   One reader's, as the engine is.
@@ -27,8 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/numeric/int128.h"
+#include "absl/strings/string_view.h"
 #include "testpmd/ast.h"
 #include "testpmd/engine.h"
 #include "testpmd/lexer.h"
@@ -43,6 +49,9 @@ class FlowTemplateCache {
   // Drops the templates first: they hold the engine's objects.
   ~FlowTemplateCache() { Clear(); }
 
+  // Installs the command of plain line `line` (lexer.h) from its shape's template, before it is lexed:
+  // true when it did (the command ran), false when the caller must lex it (and go on to TryCreate).
+  bool TryLine(absl::string_view line, int line_number);
   // Installs `tokens` from its shape's template: true when it did (the command ran), false when the
   // caller must parse and execute it.
   bool TryCreate(const CommandTokens& tokens);
@@ -50,21 +59,37 @@ class FlowTemplateCache {
   // result when it ran (nullptr when it failed).
   void Ran(const Command& command, const CommandResult* result);
   // Drops every shape and template.
-  void Clear() { shapes_.clear(); }
+  void Clear();
 
  private:
   struct Shape {
     int runs = 0;          // commands of the shape that ran
     bool refused = false;  // the engine made no template of it
     std::shared_ptr<const FlowTemplate> flow;
+    // With a template: its slots' fields, and its key's parts around the slots (views of the key).
+    std::vector<const FieldDef*> fields;
+    std::vector<absl::string_view> segments;
   };
 
   // Reads `tokens`' shape into key_, slots_ and slot_tokens_; false when it has no slots or is not a
   // `flow create` whose items can all be a template's.
   bool ReadShape(const CommandTokens& tokens);
+  // The shape of key_ with a template, or nullptr; last_ remembers it.
+  const Shape* FindTemplated();
+  // Whether `line` is last_'s key with a single token in each slot (into line_slots_).
+  bool MatchesLastShape(absl::string_view line, int line_number);
+  // Makes the flow of `shape` with the values of `tokens` (slot_tokens_, or line_slots_); true when it did.
+  template <typename SlotTokens>
+  bool CreateFrom(const Shape& shape, const SlotTokens& tokens, int line_number);
 
   FlowEngine& engine_;
-  absl::flat_hash_map<std::string, Shape> shapes_;
+  // By key; a node map, so that last_ and segments stay put as shapes come.
+  absl::node_hash_map<std::string, Shape> shapes_;
+  size_t templates_ = 0;  // shapes with a template
+  // The shape FindTemplated found last: a file's next command is mostly of the same shape.
+  const Shape* last_ = nullptr;
+  // TryLine's slot values.
+  std::vector<Token> line_slots_;
   // The last command's shape (ReadShape), its room kept from command to command.
   bool has_shape_ = false;
   std::string key_;

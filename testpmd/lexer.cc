@@ -19,9 +19,10 @@ constexpr absl::string_view kPrompt = "testpmd>";
 // ' ', '\t', '\v', '\f', '\r' (the control characters 9 to 13 but '\n').
 bool IsBlank(char c) { return c == ' ' || (static_cast<unsigned char>(c - '\t') <= 4 && c != '\n'); }
 
-// The index of the first blank of `line` from `i` on, or its size. Eight bytes at a time where it can: a
-// byte below '!' is flagged exactly when it is the lowest such byte of the word (the subtraction borrows
-// only upwards), and only such a byte can be a blank.
+}  // namespace
+
+// Eight bytes at a time where it can: a byte below '!' is flagged exactly when it is the lowest such byte
+// of the word (the subtraction borrows only upwards), and only such a byte can be a blank.
 size_t TokenEnd(absl::string_view line, size_t i) {
 #ifdef ABSL_IS_LITTLE_ENDIAN
   constexpr uint64_t kOnes = 0x0101010101010101u, kHighBits = 0x8080808080808080u;
@@ -42,13 +43,6 @@ size_t TokenEnd(absl::string_view line, size_t i) {
   return i;
 }
 
-// Lines of up to kMapBytes bytes are split by a map of their blanks: bit k of word k / 64 set when byte k
-// is a blank, or lies past the line's end (so every token ends at a set bit).
-constexpr size_t kMapWords = 8;
-constexpr size_t kMapBytes = kMapWords * 64 - 1;
-
-// Fills `blanks` for `line` (at most kMapBytes long); false when the line holds a '#' or a backslash, which
-// only the byte loop reads (comments and continuations).
 bool MapBlanks(absl::string_view line, uint64_t* blanks) {
   bool special = false;
   for (size_t at = 0; at < line.size(); at += 64) {
@@ -87,33 +81,17 @@ bool MapBlanks(absl::string_view line, uint64_t* blanks) {
   return !special;
 }
 
-}  // namespace
-
 bool LineLexer::Take(absl::string_view line, int line_number, CommandTokens* out) {
-  uint64_t blanks[kMapWords];
-  if (line.size() > kMapBytes || !MapBlanks(line, blanks)) return TakeByBytes(line, line_number, out);
-  // Each token from where it starts (a byte that is no blank, after one or first) to the next blank.
-  const size_t words = line.size() / 64 + 1;
-  size_t end = 0;            // just past the line's last token (0: no token)
-  uint64_t after_token = 0;  // 1: the last byte of the word before is no blank
-  for (size_t w = 0; w < words; ++w) {
-    const uint64_t inside = ~blanks[w];
-    const uint64_t starts = inside & ~(inside << 1 | after_token);
-    after_token = inside >> 63;
-    for (uint64_t bits = starts; bits != 0; bits &= bits - 1) {
-      const size_t start = w * 64 + absl::countr_zero(bits);
-      size_t past_word = w;
-      uint64_t blanks_after = blanks[w] & (~uint64_t{0} << (start % 64));
-      while (blanks_after == 0) blanks_after = blanks[++past_word];  // (the map ends in a blank)
-      const size_t past = past_word * 64 + absl::countr_zero(blanks_after);
-      const absl::string_view word(line.data() + start, past - start);
-      if (current_.tokens.empty() && word == kPrompt) continue;  // a line pasted from a testpmd session
-      Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
-      token.text = word;                              // stalls on its store to load forwarding)
-      token.pos = SourcePos{line_number, static_cast<int>(start) + 1};
-      end = past;
-    }
-  }
+  size_t end = 0;  // just past the line's last token (0: no token)
+  const bool plain = ForEachPlainToken(line, [&](size_t start, size_t past) {
+    const absl::string_view word(line.data() + start, past - start);
+    if (current_.tokens.empty() && word == kPrompt) return;  // a line pasted from a testpmd session
+    Token& token = current_.tokens.emplace_back();  // (filled in place: a token built aside and copied
+    token.text = word;                              // stalls on its store to load forwarding)
+    token.pos = SourcePos{line_number, static_cast<int>(start) + 1};
+    end = past;
+  });
+  if (!plain) return TakeByBytes(line, line_number, out);
   if (end != 0) current_.end = SourcePos{line_number, static_cast<int>(end) + 1};
   if (current_.tokens.empty()) return false;
   return Finish(out);
@@ -173,12 +151,18 @@ std::vector<CommandTokens> Lex(absl::string_view text) {
 }
 
 bool CommandStream::Next(CommandTokens* out) {
+  return Next(out, [](absl::string_view, int) { return false; });
+}
+
+bool CommandStream::Next(CommandTokens* out, absl::FunctionRef<bool(absl::string_view, int)> take_line) {
   size_t used = 0;  // lines of the open command (the last command's lines are free again)
   while (true) {
     if (used == lines_.size()) lines_.emplace_back();
     std::string& line = lines_[used];
     if (!std::getline(in_, line)) break;
-    if (lexer_.Take(line, ++line_number_, out)) return true;
+    ++line_number_;
+    if (!lexer_.open() && take_line(line, line_number_)) continue;
+    if (lexer_.Take(line, line_number_, out)) return true;
     used = lexer_.open() ? used + 1 : 0;
   }
   return lexer_.Finish(out);

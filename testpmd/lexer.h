@@ -17,11 +17,15 @@
 #ifndef DRSIM_TESTPMD_LEXER_H_
 #define DRSIM_TESTPMD_LEXER_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <istream>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/numeric/bits.h"
 #include "absl/strings/string_view.h"
 #include "testpmd/source.h"
 
@@ -39,6 +43,40 @@ struct CommandTokens {
 
 // The commands of `text`, in order.
 std::vector<CommandTokens> Lex(absl::string_view text);
+
+// The index of the first blank (' ', '\t', '\v', '\f', '\r') of `line` from `i` on, or its size.
+size_t TokenEnd(absl::string_view line, size_t i);
+
+// A plain line: at most kPlainLineBytes bytes, no '#' and no backslash. Its tokens are its runs of
+// non-blanks (' ', '\t', '\v', '\f', '\r'), found from a map of its blanks: bit k of word k / 64 set when
+// byte k is a blank or lies past the line's end.
+inline constexpr size_t kPlainLineWords = 8;
+inline constexpr size_t kPlainLineBytes = kPlainLineWords * 64 - 1;
+// Fills `blanks` (kPlainLineWords words) for `line` (at most kPlainLineBytes long); false when the line
+// holds a '#' or a backslash.
+bool MapBlanks(absl::string_view line, uint64_t* blanks);
+// Calls `on_token(start, past)` with the offsets of each token of `line`, in order, and returns true when
+// the line is plain; returns false, calling nothing, when it is not.
+template <typename OnToken>
+bool ForEachPlainToken(absl::string_view line, OnToken&& on_token) {
+  uint64_t blanks[kPlainLineWords];
+  if (line.size() > kPlainLineBytes || !MapBlanks(line, blanks)) return false;
+  const size_t words = line.size() / 64 + 1;
+  uint64_t after_token = 0;  // 1: the last byte of the word before is no blank
+  for (size_t w = 0; w < words; ++w) {
+    const uint64_t inside = ~blanks[w];
+    const uint64_t starts = inside & ~(inside << 1 | after_token);  // no blank, after one or first
+    after_token = inside >> 63;
+    for (uint64_t bits = starts; bits != 0; bits &= bits - 1) {
+      const size_t start = w * 64 + static_cast<size_t>(absl::countr_zero(bits));
+      size_t past_word = w;
+      uint64_t blanks_after = blanks[w] & (~uint64_t{0} << (start % 64));
+      while (blanks_after == 0) blanks_after = blanks[++past_word];  // (the map ends in a blank)
+      on_token(start, past_word * 64 + static_cast<size_t>(absl::countr_zero(blanks_after)));
+    }
+  }
+  return true;
+}
 
 // The lexer one line at a time.
 class LineLexer {
@@ -65,6 +103,9 @@ class CommandStream {
   explicit CommandStream(std::istream& in) : in_(in) {}
   // The next command; false at the end of the stream.
   bool Next(CommandTokens* out);
+  // Next, offering each line that starts a command to `take_line` first (with its number): a line it
+  // takes (returns true for) is a command of its own that was run, and is not lexed.
+  bool Next(CommandTokens* out, absl::FunctionRef<bool(absl::string_view line, int line_number)> take_line);
 
  private:
   std::istream& in_;

@@ -86,31 +86,75 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   DRSIM_RETURN_IF_ERROR(TranslatePatternInto(probe, ctx, &base));
   if (base.geneve_option) return NoTemplate("a GENEVE option");
 
-  // Which slot bit lands on each value bit (byte * 8 + bit, bit 0 the byte's least significant).
+  // Which slot bit lands on each value bit (byte * 8 + bit, bit 0 the byte's least significant). For each
+  // slot, one probe sets all its bits, and probe k those whose index has bit k set: a value bit the first
+  // sets came from the slot bit whose index the others spell.
   std::vector<std::optional<std::pair<uint8_t, int>>> source(hw::kMatchParamBytes * 8);
   TranslatedPattern one;
+  // The value bits slot `i` set to `value` sets beyond base's, byte by byte, into `set` (kMatchParamBytes),
+  // compared eight bytes a step.
+  constexpr size_t kWords = hw::kMatchParamBytes / 8;
+  static_assert(hw::kMatchParamBytes % 8 == 0);
+  auto word = [](const uint8_t* bytes, size_t w) {
+    uint64_t v;
+    std::memcpy(&v, bytes + 8 * w, 8);
+    return v;
+  };
+  auto probe_diff = [&](size_t i, absl::uint128 value, std::vector<uint8_t>* set) -> absl::Status {
+    SetSlot(probe, slots[i], value);
+    absl::Status s = TranslatePatternInto(probe, ctx, &one);
+    SetSlot(probe, slots[i], 0);
+    if (!s.ok()) return NoTemplate(absl::StrCat("a slot value does not translate: ", s.message()));
+    if (std::memcmp(one.mask.bytes(), base.mask.bytes(), hw::kMatchParamBytes) != 0 ||
+        !SameInfo(one.info, base.info) || one.geneve_option) {
+      return NoTemplate("a slot's value changes the mask");
+    }
+    set->resize(hw::kMatchParamBytes);
+    for (size_t w = 0; w < kWords; ++w) {
+      const uint64_t was = word(base.value.bytes(), w), diff = word(one.value.bytes(), w) ^ was;
+      if ((diff & was) != 0) return NoTemplate("a slot value clears a value bit");
+      std::memcpy(set->data() + 8 * w, &diff, 8);
+    }
+    return absl::OkStatus();
+  };
+  std::vector<uint8_t> all;
+  std::vector<std::vector<uint8_t>> by_index_bit;
+  std::vector<bool> touched(hw::kMatchParamBytes);  // bytes some slot bit lands on
   for (size_t i = 0; i < slots.size(); ++i) {
-    for (int bit = 0; bit < slots[i].field->width; ++bit) {
-      SetSlot(probe, slots[i], absl::uint128(1) << bit);
-      absl::Status s = TranslatePatternInto(probe, ctx, &one);
-      SetSlot(probe, slots[i], 0);
-      if (!s.ok()) return NoTemplate(absl::StrCat("a slot value does not translate: ", s.message()));
-      if (std::memcmp(one.mask.bytes(), base.mask.bytes(), hw::kMatchParamBytes) != 0 ||
-          !SameInfo(one.info, base.info) || one.geneve_option) {
-        return NoTemplate("a slot's value changes the mask");
+    const int width = slots[i].field->width;
+    DRSIM_RETURN_IF_ERROR(probe_diff(i, Ones(width), &all));
+    const int index_bits = width > 1 ? 32 - __builtin_clz(static_cast<unsigned>(width - 1)) : 0;
+    by_index_bit.resize(index_bits);
+    for (int k = 0; k < index_bits; ++k) {
+      absl::uint128 value = 0;
+      for (int bit = 0; bit < width; ++bit) {
+        if ((bit >> k) & 1) value |= absl::uint128(1) << bit;
       }
-      std::optional<size_t> landed;
-      for (size_t byte = 0; byte < hw::kMatchParamBytes; ++byte) {
-        const uint8_t diff = one.value.bytes()[byte] ^ base.value.bytes()[byte];
-        if (diff == 0) continue;
-        if ((diff & (diff - 1)) != 0 || landed || (base.value.bytes()[byte] & diff) != 0) {
-          return NoTemplate("a slot bit does not set one value bit");
+      DRSIM_RETURN_IF_ERROR(probe_diff(i, value, &by_index_bit[k]));
+      for (size_t w = 0; w < kWords; ++w) {
+        if ((word(by_index_bit[k].data(), w) & ~word(all.data(), w)) != 0) {
+          return NoTemplate("a slot's bits do not add up");
         }
-        landed = byte * 8 + __builtin_ctz(diff);
       }
-      if (!landed) continue;  // outside the field's mask
-      if (source[*landed]) return NoTemplate("two slot bits set one value bit");
-      source[*landed] = std::make_pair(static_cast<uint8_t>(i), bit);
+    }
+    std::vector<bool> used(width);
+    for (size_t byte = 0; byte < hw::kMatchParamBytes; ++byte) {
+      if (byte % 8 == 0 && word(all.data(), byte / 8) == 0) {
+        byte += 7;
+        continue;
+      }
+      if (all[byte] == 0) continue;
+      touched[byte] = true;
+      for (int bit = 0; bit < 8; ++bit) {
+        if (((all[byte] >> bit) & 1) == 0) continue;
+        int from = 0;
+        for (int k = 0; k < index_bits; ++k) from |= ((by_index_bit[k][byte] >> bit) & 1) << k;
+        if (from >= width || used[from]) return NoTemplate("a slot bit does not set one value bit");
+        used[from] = true;
+        std::optional<std::pair<uint8_t, int>>& landed = source[byte * 8 + bit];
+        if (landed) return NoTemplate("two slot bits set one value bit");
+        landed = std::make_pair(static_cast<uint8_t>(i), from);
+      }
     }
   }
 
@@ -119,27 +163,53 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   t.mask_ = base.mask;
   t.slots_ = slots.size();
   for (size_t byte = 0; byte < hw::kMatchParamBytes; ++byte) {
+    if (!touched[byte]) continue;
     // The bits of this byte, grouped by (slot, slot bit - byte bit): each group one shift and mask.
     std::map<std::pair<uint8_t, int>, uint8_t> groups;
     for (int bit = 0; bit < 8; ++bit) {
       if (const auto& from = source[byte * 8 + bit]) groups[{from->first, from->second - bit}] |= 1u << bit;
     }
     for (const auto& [key, bits] : groups) {
-      t.steps_.push_back(
-          ByteStep{static_cast<uint16_t>(byte), key.first, static_cast<int16_t>(key.second), bits});
+      // Bits from the value's low or high 64 alone are moved in 64-bit steps.
+      const int shift = key.second, lowest = shift + __builtin_ctz(bits),
+                highest = shift + 31 - __builtin_clz(bits);
+      ByteStep step{static_cast<uint16_t>(byte), key.first, bits, static_cast<int16_t>(shift),
+                    ByteStep::kBoth};
+      if (highest < 64) {
+        step.half = ByteStep::kLow;
+      } else if (lowest >= 64 && shift >= 64) {
+        step.half = ByteStep::kHigh;
+        step.shift = static_cast<int16_t>(shift - 64);
+      }
+      t.steps_.push_back(step);
     }
   }
 
-  // The template must give back the pattern's own translation.
-  std::vector<absl::uint128> own;
-  for (const PatternSlot& s : slots) own.push_back(SlotValue(items, s));
+  // The template must give back the pattern's own translation, and that of two more sets of values.
+  std::vector<absl::uint128> values;
+  for (const PatternSlot& s : slots) values.push_back(SlotValue(items, s));
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  auto next = [&state] {  // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+  };
   TranslatedPattern expected;
-  DRSIM_RETURN_IF_ERROR(TranslatePatternInto(items, ctx, &expected));
   hw::MatchParams value;
-  t.ValueInto(own, &value);
-  if (std::memcmp(value.bytes(), expected.value.bytes(), hw::kMatchParamBytes) != 0 ||
-      std::memcmp(t.mask_.bytes(), expected.mask.bytes(), hw::kMatchParamBytes) != 0) {
-    return NoTemplate("the template does not give back the pattern's translation");
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) {
+      for (size_t i = 0; i < slots.size(); ++i) {
+        values[i] = absl::MakeUint128(next(), next()) & Ones(slots[i].field->width);
+      }
+    }
+    for (size_t i = 0; i < slots.size(); ++i) SetSlot(probe, slots[i], values[i]);
+    DRSIM_RETURN_IF_ERROR(TranslatePatternInto(probe, ctx, &expected));
+    t.ValueInto(values, &value);
+    if (std::memcmp(value.bytes(), expected.value.bytes(), hw::kMatchParamBytes) != 0 ||
+        std::memcmp(t.mask_.bytes(), expected.mask.bytes(), hw::kMatchParamBytes) != 0) {
+      return NoTemplate("the template does not give back the pattern's translation");
+    }
   }
   return t;
 }
@@ -150,8 +220,16 @@ void PatternTemplate::ValueInto(absl::Span<const absl::uint128> values, hw::Matc
   out->set_match_sz(base_value_.match_sz());
   for (const ByteStep& step : steps_) {
     const absl::uint128 x = values[step.slot];
-    const absl::uint128 moved = step.shift >= 0 ? x >> step.shift : x << -step.shift;
-    v[step.byte] |= static_cast<uint8_t>(absl::Uint128Low64(moved)) & step.bits;
+    uint64_t moved;
+    if (step.half == ByteStep::kLow) {
+      const uint64_t low = absl::Uint128Low64(x);
+      moved = step.shift >= 0 ? low >> step.shift : low << -step.shift;
+    } else if (step.half == ByteStep::kHigh) {
+      moved = absl::Uint128High64(x) >> step.shift;
+    } else {
+      moved = absl::Uint128Low64(step.shift >= 0 ? x >> step.shift : x << -step.shift);
+    }
+    v[step.byte] |= static_cast<uint8_t>(moved) & step.bits;
   }
 }
 

@@ -8,14 +8,15 @@
 //   pattern with other values in its slots; it equals what TranslatePattern makes of the pattern so written.
 //
 // How
-//   The mapping is found by translating the pattern itself (pattern.h), once with every slot zero and once
-//   with each slot bit alone set: each such bit must set one value bit, or none (a bit outside the field's
-//   mask), and leave the mask, the pattern's info and every other bit as they were. Slots are taken only in
-//   items whose translation copies the field's bits (eth, ipv4, ipv6, tcp and udp addresses and ports; a
-//   value that means something, as an ethertype does, is no slot). A pattern that breaks any of this, or
-//   whose template does not give back its own translation, is refused (FailedPrecondition). The bits are
-//   then written a byte at a time: each match-value byte takes, by shift and mask, the slot bits that land
-//   on it in order.
+//   The mapping is found by translating the pattern itself (pattern.h): once with every slot zero, then for
+//   each slot once with all its bits set and once for each bit of a bit's index, setting the slot bits
+//   whose index has that bit set (log2 of the width probes, not one a bit). Each slot bit must set one value
+//   bit, or none (a bit outside the field's mask), and leave the mask, the pattern's info and every other
+//   bit as they were. Slots are taken only in items whose translation copies the field's bits (eth, ipv4,
+//   ipv6, tcp and udp addresses and ports; a value that means something, as an ethertype does, is no
+//   slot). A pattern that breaks any of this, or whose template does not give back its own translation and
+//   that of two sets of random values, is refused (FailedPrecondition). The bits are then written a byte
+//   at a time: each match-value byte takes, by shift and mask, the slot bits that land on it in order.
 //
 // Thread-safety
 //   A made template is immutable; ValueInto may run concurrently into different outputs.
@@ -52,12 +53,15 @@ class PatternTemplate {
   size_t slots() const { return slots_; }
 
  private:
-  // value byte `byte` |= ((slot value >> shift) or << -shift) & bits.
+  // value byte `byte` |= ((slot value >> shift) or << -shift) & bits; kLow and kHigh move the value's
+  // low or high 64 bits (shift then counts from that half), kBoth all 128.
   struct ByteStep {
+    enum Half : uint8_t { kLow, kHigh, kBoth };
     uint16_t byte;
     uint8_t slot;
-    int16_t shift;
     uint8_t bits;
+    int16_t shift;
+    Half half;
   };
 
   PatternTemplate() = default;

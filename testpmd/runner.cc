@@ -87,11 +87,18 @@ FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& i
   // or history is kept.
   std::optional<FlowTemplateCache> templates;
   if (!options.keep_outcomes && !engine.options().keep_history) templates.emplace(engine);
-  while (stream.Next(&tokens)) {
+  auto ran_from_template = [&]() {
+    ++report.commands;
+    ++report.templated;
+    if (options.on_command) options.on_command(report.commands);
+    return true;
+  };
+  auto take_line = [&](absl::string_view line, int line_number) {
+    return templates && templates->TryLine(line, line_number) && ran_from_template();
+  };
+  while (stream.Next(&tokens, take_line)) {
     if (templates && templates->TryCreate(tokens)) {
-      ++report.commands;
-      ++report.templated;
-      if (options.on_command) options.on_command(report.commands);
+      ran_from_template();
       continue;
     }
     errors.clear();
