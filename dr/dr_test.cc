@@ -1,6 +1,7 @@
 #include "dr/dr.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -417,8 +418,8 @@ TEST_F(DrTest, MatchersOfOneTableShareTheProgramsOfTheSameActions) {
   EXPECT_NE(programs_of(b, dmac("00:00:00:00:00:02")), dropping);
   Rule a2 = *Rule::Create(a, Smac("00:00:00:00:00:02"), {&drop});
   EXPECT_EQ(programs_of(a, Smac("00:00:00:00:00:02")), dropping);
-  // a goes: b's drop rule keeps its programs. A new matcher's drop rule gets new ones, which b's next drop
-  // rule shares (b's own offer is the tag's).
+  // a goes: b's drop rule keeps its programs, and a new matcher's drop rule shares them too (b's own offer
+  // is the tag's; the table finds the programs its live rules use).
   ASSERT_TRUE(a1.Destroy().ok());
   ASSERT_TRUE(a2.Destroy().ok());
   ASSERT_TRUE(a.Destroy().ok());
@@ -427,8 +428,41 @@ TEST_F(DrTest, MatchersOfOneTableShareTheProgramsOfTheSameActions) {
   Rule c1 = *Rule::Create(c, Smac("00:00:00:00:00:03"), {&drop});
   const hw::PipePrograms* again = programs_of(c, Smac("00:00:00:00:00:03"));
   ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again, dropping);
   Rule b3 = *Rule::Create(b, dmac("00:00:00:00:00:03"), {&drop});
   EXPECT_EQ(programs_of(b, dmac("00:00:00:00:00:03")), again);
+}
+
+// Rules taking turns among a few action lists (flows spread over queues or marks) share one program a
+// list, not one a rule; programs freed with their last rule are compiled afresh for the next.
+TEST_F(DrTest, RulesTakingTurnsAmongActionListsShareTheirPrograms) {
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  std::vector<Action> queues;  // (tags: the device has two queues)
+  for (uint32_t q = 0; q < 4; ++q) queues.push_back(*Action::Tag(100 + q));
+  auto mac = [](int i) {
+    char text[18];
+    std::snprintf(text, sizeof text, "00:00:00:00:%02x:%02x", i / 256, i % 256);
+    return Smac(text);
+  };
+  const hw::FlowTable& ft = FlowTableOf(t);
+  std::vector<Rule> rules;
+  for (int i = 0; i < 40; ++i) rules.push_back(*Rule::Create(m, mac(i), {&queues[i % 4]}));
+  for (int i = 4; i < 40; ++i) {
+    const hw::RuleRecord* hit = Lookup(ft, m.id(), mac(i));
+    ASSERT_NE(hit, nullptr);
+    EXPECT_EQ(hit->programs, Lookup(ft, m.id(), mac(i % 4))->programs) << "rule " << i;
+    EXPECT_EQ(hit->program(hw::kRxPipe).ops[0].arg, 100u + i % 4);
+  }
+  EXPECT_NE(Lookup(ft, m.id(), mac(0))->programs, Lookup(ft, m.id(), mac(1))->programs);
+  // Every rule of the first list goes, then it is asked for again: new programs, with the same tag.
+  for (int i = 0; i < 40; i += 4) ASSERT_TRUE(rules[i].Destroy().ok());
+  Rule again = *Rule::Create(m, mac(100), {&queues[0]});
+  Rule next = *Rule::Create(m, mac(101), {&queues[1]});
+  Rule and_again = *Rule::Create(m, mac(102), {&queues[0]});
+  EXPECT_EQ(Lookup(ft, m.id(), mac(100))->program(hw::kRxPipe).ops[0].arg, 100u);
+  EXPECT_EQ(Lookup(ft, m.id(), mac(101))->programs, Lookup(ft, m.id(), mac(1))->programs);
+  EXPECT_EQ(Lookup(ft, m.id(), mac(102))->programs, Lookup(ft, m.id(), mac(100))->programs);
 }
 
 TEST_F(DrTest, DuplicatesFollowTheDomainSetting) {

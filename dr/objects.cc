@@ -14,6 +14,12 @@ namespace {
 // may still run them for rules just deleted.
 void FreeIfUnused(const DomainObj& domain, ProgramsObj* programs) {
   if (programs->rules != 0 || programs->offers != 0) return;
+  if (TableObj* table = programs->listed_in; table != nullptr) {
+    auto listed = table->programs_by_actions.find(programs->key);
+    if (listed != table->programs_by_actions.end() && listed->second == programs) {
+      table->programs_by_actions.erase(listed);
+    }
+  }
   programs->linked_ct_claims.clear();  // at once: the link serves its next rule from now
   hw::Retire(domain.device->reclaimer(), [programs] { delete programs; });
 }
@@ -65,9 +71,23 @@ void UsePrograms(ProgramsObj* programs, RuleObj* rule) {
 
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
   if (!programs->linked_ct_claims.empty()) return;  // they serve their one rule (ProgramsObj)
-  const DomainObj& domain = *matcher->table->domain;
+  TableObj* table = matcher->table;
+  const DomainObj& domain = *table->domain;
   Offer(domain, &matcher->last_compiled, programs);
-  Offer(domain, &matcher->table->last_compiled, programs);
+  Offer(domain, &table->last_compiled, programs);
+  programs->key = ProgramsKey(programs->actions, programs->skip_rx, programs->skip_tx);
+  // (A key another's programs hold already stays theirs: equal keys of different actions are rare.)
+  if (table->programs_by_actions.try_emplace(programs->key, programs).second) programs->listed_in = table;
+}
+
+uint64_t ProgramsKey(absl::Span<ActionObj* const> actions, bool skip_rx, bool skip_tx) {
+  uint64_t key = (skip_rx ? 1 : 0) | (skip_tx ? 2 : 0);
+  for (const ActionObj* a : actions) {
+    // A multiply-rotate mix of each id and revision (the map hashes the key again).
+    key = (key ^ (uint64_t{a->id} << 32 | a->revision)) * 0x9e3779b97f4a7c15u;
+    key = key << 29 | key >> 35;
+  }
+  return key;
 }
 
 void HoldPrograms(ProgramsObj* programs) { ++programs->offers; }
@@ -172,6 +192,9 @@ void Unref(TableObj* table) {
   if (--table->refs > 0) return;
   DomainObj* domain = table->domain.get();
   Offer(*domain, &table->last_compiled, nullptr);
+  // (Its rules are gone, so their programs are too; any left must not name the table once it is freed.)
+  for (auto& [key, programs] : table->programs_by_actions) programs->listed_in = nullptr;
+  table->programs_by_actions.clear();
   if (table->ft.level == 0) domain->device->DetachRootTable(&table->ft);
   domain->tables.erase(table->in_domain);
   --domain->refs;

@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "actions/action_compiler.h"
 #include "dr/aso_link.h"
 #include "hw/device.h"
@@ -73,6 +75,10 @@ struct TableObj {
   // The programs the last rule of any of its matchers was compiled to: a rule of another matcher with the
   // same actions shares them (an ACL's thousands of matchers then run one program, which stays cached).
   ProgramsObj* last_compiled = nullptr;
+  // The programs its rules use, by ProgramsKey: a rule with the actions of any live rule of the table shares
+  // that rule's programs, whatever rules came between (flows spread over queues take turns). No offer:
+  // programs leave it when they are freed.
+  absl::flat_hash_map<uint64_t, ProgramsObj*> programs_by_actions;
   std::list<TableObj*>::iterator in_domain;
 };
 
@@ -120,7 +126,14 @@ struct ProgramsObj {
   std::vector<LinkedCtClaim> linked_ct_claims;
   size_t rules = 0;  // rules using it
   int offers = 0;    // matchers and tables whose last_compiled it is, and calls holding it (HoldPrograms)
+  // The table whose programs_by_actions holds it under `key`, or nullptr.
+  TableObj* listed_in = nullptr;
+  uint64_t key = 0;
 };
+
+// The key of programs compiled from `actions` (each object's id and revision, in order) for rules in the
+// pipes `skip_rx` and `skip_tx` leave (TableObj::programs_by_actions). Equal keys are checked further.
+uint64_t ProgramsKey(absl::Span<ActionObj* const> actions, bool skip_rx, bool skip_tx);
 
 // Referenced by its handle alone: the handle's release finalises it (32 bytes, in its domain's rule pool).
 struct RuleObj {

@@ -43,12 +43,16 @@ bool CompiledFrom(const ProgramsObj* cached, const actions::RuleContext& context
   return true;
 }
 
-// The programs `matcher` or else its table offers, if compiled from the same actions in the same pipes;
-// otherwise nullptr.
+// The programs `matcher` or else its table offers, or else a live rule of the table uses, if compiled from
+// the same actions in the same pipes; otherwise nullptr.
 ProgramsObj* CachedPrograms(const MatcherObj& matcher, const actions::RuleContext& context,
                             absl::Span<ActionObj* const> actions) {
   if (CompiledFrom(matcher.last_compiled, context, actions)) return matcher.last_compiled;
   if (CompiledFrom(matcher.table->last_compiled, context, actions)) return matcher.table->last_compiled;
+  const auto& listed = matcher.table->programs_by_actions;
+  if (listed.empty()) return nullptr;
+  auto found = listed.find(internal::ProgramsKey(actions, context.skip_rx, context.skip_tx));
+  if (found != listed.end() && CompiledFrom(found->second, context, actions)) return found->second;
   return nullptr;
 }
 
