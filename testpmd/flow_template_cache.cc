@@ -1,5 +1,6 @@
 #include "testpmd/flow_template_cache.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -89,22 +90,32 @@ bool FlowTemplateCache::ReadShape(const CommandTokens& tokens) {
 }
 
 void FlowTemplateCache::Clear() {
-  last_ = nullptr;
+  recent_.fill(nullptr);
   shapes_.clear();
   templates_ = 0;
 }
 
 const FlowTemplateCache::Shape* FlowTemplateCache::FindTemplated() {
-  auto shape = shapes_.find(key_);
-  if (shape == shapes_.end() || shape->second.flow == nullptr) return nullptr;
-  last_ = &shape->second;
-  return last_;
+  auto found = shapes_.find(key_);
+  if (found == shapes_.end() || found->second.flow == nullptr) return nullptr;
+  const Shape* shape = &found->second;
+  if (std::find(recent_.begin(), recent_.end(), shape) == recent_.end()) {
+    std::copy_backward(recent_.begin(), recent_.end() - 1, recent_.end());
+    recent_[0] = shape;
+  }
+  return shape;
 }
 
-bool FlowTemplateCache::MatchesLastShape(absl::string_view line, int line_number) {
+bool FlowTemplateCache::EndsAlike(const Shape& shape, absl::string_view line) {
+  const absl::string_view tail = shape.segments.back();
+  return line.size() >= tail.size() &&
+         std::memcmp(line.data() + line.size() - tail.size(), tail.data(), tail.size()) == 0;
+}
+
+bool FlowTemplateCache::Matches(const Shape& shape, absl::string_view line, int line_number) {
+  const std::vector<absl::string_view>& segments = shape.segments;
   line_slots_.clear();
   size_t at = 0;
-  const std::vector<absl::string_view>& segments = last_->segments;
   for (size_t i = 0; i < segments.size(); ++i) {
     const absl::string_view segment = segments[i];
     if (line.size() - at < segment.size() ||
@@ -142,8 +153,14 @@ bool FlowTemplateCache::CreateFrom(const Shape& shape, const SlotTokens& tokens,
 
 bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
   if (templates_ == 0) return false;
-  if (last_ != nullptr && MatchesLastShape(line, line_number))
-    return CreateFrom(*last_, line_slots_, line_number);
+  // The recent shapes whose last part the line ends with (shapes taking turns mostly differ in their
+  // actions, at the end); the first of those decides, as shapes that end alike differ before.
+  for (const Shape* shape : recent_) {
+    if (shape == nullptr) break;
+    if (!EndsAlike(*shape, line)) continue;
+    if (Matches(*shape, line, line_number)) return CreateFrom(*shape, line_slots_, line_number);
+    break;
+  }
   // The slots: each token after `src` or `dst` and `is` or `spec`. The line must be its tokens, first to
   // last (no blank before or after, which no key holds).
   enum : uint8_t { kOther, kOp, kField };

@@ -19,14 +19,16 @@
 //   value cut out. TryLine reads it from a plain line (lexer.h) before the line is lexed, taking as slots
 //   the values given to `src` or `dst` with `is` or `spec`; a line so read whose shape has a template is
 //   the same tokens as the command that made it but for the slot values, which are single tokens, so it
-//   is made as TryCreate would make it. Before that, TryLine tries the line as the last shape's key with
-//   a value in each slot, which needs no tokens at all.
+//   is made as TryCreate would make it. Before that, TryLine tries the line as the key, with a value in
+//   each slot, of the newest of the last few shapes found whose last part (where action lists differ) it
+//   ends with: that needs no tokens at all.
 //
 // Thread-safety
 //   One reader's, as the engine is.
 #ifndef DRSIM_TESTPMD_FLOW_TEMPLATE_CACHE_H_
 #define DRSIM_TESTPMD_FLOW_TEMPLATE_CACHE_H_
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -43,7 +45,7 @@ namespace drsim::testpmd {
 
 class FlowTemplateCache {
  public:
-  static constexpr size_t kMaxShapes = 4096;
+  static constexpr size_t kMaxShapes = 16384;  // (a template takes about 1.5 KB)
 
   explicit FlowTemplateCache(FlowEngine& engine) : engine_(engine) {}
   // Drops the templates first: they hold the engine's objects.
@@ -74,20 +76,25 @@ class FlowTemplateCache {
   // Reads `tokens`' shape into key_, slots_ and slot_tokens_; false when it has no slots or is not a
   // `flow create` whose items can all be a template's.
   bool ReadShape(const CommandTokens& tokens);
-  // The shape of key_ with a template, or nullptr; last_ remembers it.
+  // The shape of key_ with a template, or nullptr; recent_ remembers it.
   const Shape* FindTemplated();
-  // Whether `line` is last_'s key with a single token in each slot (into line_slots_).
-  bool MatchesLastShape(absl::string_view line, int line_number);
+  // Whether `line` ends with `shape`'s key's last part.
+  static bool EndsAlike(const Shape& shape, absl::string_view line);
+  // Whether `line` is `shape`'s key with a single token in each slot (into line_slots_).
+  bool Matches(const Shape& shape, absl::string_view line, int line_number);
   // Makes the flow of `shape` with the values of `tokens` (slot_tokens_, or line_slots_); true when it did.
   template <typename SlotTokens>
   bool CreateFrom(const Shape& shape, const SlotTokens& tokens, int line_number);
 
   FlowEngine& engine_;
-  // By key; a node map, so that last_ and segments stay put as shapes come.
+  // By key; a node map, so that recent_ and segments stay put as shapes come.
   absl::node_hash_map<std::string, Shape> shapes_;
   size_t templates_ = 0;  // shapes with a template
   // The shape FindTemplated found last: a file's next command is mostly of the same shape.
-  const Shape* last_ = nullptr;
+  // The shapes FindTemplated found last, newest first: a file's next command is mostly of one of them
+  // (rules spread over a few queues take turns).
+  static constexpr size_t kRecent = 8;
+  std::array<const Shape*, kRecent> recent_{};
   // TryLine's slot values.
   std::vector<Token> line_slots_;
   // The last command's shape (ReadShape), its room kept from command to command.

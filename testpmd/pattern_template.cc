@@ -170,18 +170,16 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
       if (const auto& from = source[byte * 8 + bit]) groups[{from->first, from->second - bit}] |= 1u << bit;
     }
     for (const auto& [key, bits] : groups) {
-      // Bits from the value's low or high 64 alone are moved in 64-bit steps.
-      const int shift = key.second, lowest = shift + __builtin_ctz(bits),
-                highest = shift + 31 - __builtin_clz(bits);
-      ByteStep step{static_cast<uint16_t>(byte), key.first, bits, static_cast<int16_t>(shift),
-                    ByteStep::kBoth};
-      if (highest < 64) {
-        step.half = ByteStep::kLow;
-      } else if (lowest >= 64 && shift >= 64) {
-        step.half = ByteStep::kHigh;
-        step.shift = static_cast<int16_t>(shift - 64);
+      const auto [slot, shift] = key;
+      ByteStep* run = t.steps_.empty() ? nullptr : &t.steps_.back();
+      // Whole bytes of one slot, each the next eight bits down: one run.
+      if (run != nullptr && bits == 0xff && run->bits == 0xff && run->slot == slot && run->bytes < 16 &&
+          run->byte + run->bytes == byte && run->shift - 8 == shift && shift >= 0) {
+        ++run->bytes;
+        run->shift = static_cast<int16_t>(shift);
+        continue;
       }
-      t.steps_.push_back(step);
+      t.steps_.push_back(ByteStep{static_cast<uint16_t>(byte), slot, bits, static_cast<int16_t>(shift), 1});
     }
   }
 
@@ -220,16 +218,19 @@ void PatternTemplate::ValueInto(absl::Span<const absl::uint128> values, hw::Matc
   out->set_match_sz(base_value_.match_sz());
   for (const ByteStep& step : steps_) {
     const absl::uint128 x = values[step.slot];
-    uint64_t moved;
-    if (step.half == ByteStep::kLow) {
-      const uint64_t low = absl::Uint128Low64(x);
-      moved = step.shift >= 0 ? low >> step.shift : low << -step.shift;
-    } else if (step.half == ByteStep::kHigh) {
-      moved = absl::Uint128High64(x) >> step.shift;
-    } else {
-      moved = absl::Uint128Low64(step.shift >= 0 ? x >> step.shift : x << -step.shift);
+    if (step.bytes == 1) {
+      const absl::uint128 moved = step.shift >= 0 ? x >> step.shift : x << -step.shift;
+      v[step.byte] |= static_cast<uint8_t>(absl::Uint128Low64(moved)) & step.bits;
+      continue;
     }
-    v[step.byte] |= static_cast<uint8_t>(moved) & step.bits;
+    const absl::uint128 y = x >> step.shift;
+    uint8_t big_endian[16];
+    const uint64_t high = __builtin_bswap64(absl::Uint128High64(y)),
+                   low = __builtin_bswap64(absl::Uint128Low64(y));
+    std::memcpy(big_endian, &high, 8);
+    std::memcpy(big_endian + 8, &low, 8);
+    const uint8_t* from = big_endian + 16 - step.bytes;
+    for (int k = 0; k < step.bytes; ++k) v[step.byte + k] |= from[k];
   }
 }
 

@@ -15,8 +15,9 @@
 //   bit as they were. Slots are taken only in items whose translation copies the field's bits (eth, ipv4,
 //   ipv6, tcp and udp addresses and ports; a value that means something, as an ethertype does, is no
 //   slot). A pattern that breaks any of this, or whose template does not give back its own translation and
-//   that of two sets of random values, is refused (FailedPrecondition). The bits are then written a byte
-//   at a time: each match-value byte takes, by shift and mask, the slot bits that land on it in order.
+//   that of two sets of random values, is refused (FailedPrecondition). The bits are then written by
+//   steps: each match-value byte takes, by shift and mask, the slot bits that land on it in order, and
+//   whole bytes of one slot in a row (an address, a port) go as one run of big-endian bytes.
 //
 // Thread-safety
 //   A made template is immutable; ValueInto may run concurrently into different outputs.
@@ -53,15 +54,15 @@ class PatternTemplate {
   size_t slots() const { return slots_; }
 
  private:
-  // value byte `byte` |= ((slot value >> shift) or << -shift) & bits; kLow and kHigh move the value's
-  // low or high 64 bits (shift then counts from that half), kBoth all 128.
+  // Bytes [byte, byte + bytes) of the value |= the big-endian bytes of (slot value >> shift), each masked
+  // by `bits` (a run of whole bytes, as an address or a port is laid out, takes 0xff); a lone byte's shift
+  // may be negative (<< -shift).
   struct ByteStep {
-    enum Half : uint8_t { kLow, kHigh, kBoth };
     uint16_t byte;
     uint8_t slot;
     uint8_t bits;
     int16_t shift;
-    Half half;
+    uint8_t bytes;
   };
 
   PatternTemplate() = default;

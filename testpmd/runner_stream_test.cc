@@ -315,9 +315,9 @@ TEST_F(TemplateStreamTest, TemplatedFlowsEqualParsedOnes) {
 }
 
 TEST_F(TemplateStreamTest, ShapesPastTheLimitForgetThoseWithoutTemplates) {
-  // Rules of a new shape each (their own mark), more than the 4,096 shapes a stream keeps, between rules of
+  // Rules of a new shape each (their own mark), more than the 16,384 shapes a stream keeps, between rules of
   // one shape.
-  constexpr int kRules = 5200;
+  constexpr int kRules = 17000;
   std::string text;
   for (int i = 0; i < kRules; ++i) {
     absl::StrAppendFormat(
