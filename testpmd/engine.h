@@ -157,9 +157,9 @@ class FlowEngine {
   // one for each shape of command it sees again. The template of flow `flow_id`, made from `rule` (it must
   // be the rule's last flow), whose pattern's `slots` vary: FailedPrecondition when the engine keeps its
   // history (each flow then needs its command), when the flow made more than one rule or anything of its
-  // own (a counter, an age, an action only it uses), or when its pattern is no template
-  // (pattern_template.h). A template holds what its flows share; it must be dropped before the engine is
-  // Reset or destroyed.
+  // own (a counter, an age, an action only it uses) or uses an indirect action, or when its pattern is no
+  // template (pattern_template.h). A template holds what its flows share (several holds as one, which its
+  // flows hold); it must be dropped before the engine is Reset or destroyed.
   absl::StatusOr<std::shared_ptr<const FlowTemplate>> TemplateOfFlow(const FlowRule& rule, uint32_t flow_id,
                                                                      absl::Span<const PatternSlot> slots);
   // Creates a flow from `t` with its slots set to `values` (each within its field's width), as the command

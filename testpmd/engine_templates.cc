@@ -36,6 +36,11 @@ absl::StatusOr<std::shared_ptr<const FlowTemplate>> FlowEngine::TemplateOfFlow(
   if (flows == context_->flows.end() || flows->second.empty() || flows->second.rbegin()->first != flow_id) {
     return absl::NotFoundError(absl::StrCat("flow ", flow_id, " is not port ", rule.port, "'s last flow"));
   }
+  for (const Action& a : rule.actions) {
+    // (A flow using an indirect action must hold that very object: FlowsUsing finds it so.)
+    if (a.def->type == ActionType::kIndirect)
+      return absl::FailedPreconditionError("the flow uses an indirect action");
+  }
   const Flow& model = *flows->second.rbegin()->second;
   std::vector<std::shared_ptr<const void>> holds;
   const InstalledRule* only_rule = model.objects.OnlyRuleOfSharedParts(&holds);
@@ -49,7 +54,12 @@ absl::StatusOr<std::shared_ptr<const FlowTemplate>> FlowEngine::TemplateOfFlow(
   t->port = rule.port;
   t->matcher = only_rule->matcher();
   t->actions.assign(only_rule->actions().begin(), only_rule->actions().end());
-  t->holds = std::move(holds);
+  if (holds.size() > 1) {
+    // One hold a flow of several: a flow's record then holds it inline, with no extra record a flow.
+    t->holds = {std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(holds))};
+  } else {
+    t->holds = std::move(holds);
+  }
   t->shape = model.shape;
   t->user_id = model.user_id;
   return t;

@@ -406,6 +406,20 @@ TEST_F(TemplateStreamTest, TemplatesCopyOnlyPlainFlowsAndMakeNothingDrRefuses) {
   EXPECT_EQ(templated_.TemplateOfFlow(counted_rule, 3, slots).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(templated_.TemplateOfFlow(rule, 1, slots).status().code(), absl::StatusCode::kNotFound);
+  // A flow of an indirect action: FlowsUsing must find the action among its holds.
+  ASSERT_TRUE(
+      templated_.Execute(*ParseOne("flow indirect_action 0 create action_id 5 ingress action count / end"))
+          .ok());
+  absl::StatusOr<Command> indirect = ParseOne(
+      "flow create 0 ingress group 1 pattern eth / ipv4 src is 10.0.0.6 / end actions indirect 5 / queue "
+      "index 1 / "
+      "end");
+  ASSERT_TRUE(indirect.ok());
+  ASSERT_TRUE(templated_.Execute(*indirect).ok());
+  const absl::Status refused =
+      templated_.TemplateOfFlow(std::get<FlowCreateCmd>(indirect->body).rule, 4, slots).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("indirect"));
   t->reset();  // (before the engine goes)
 }
 
