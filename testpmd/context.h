@@ -109,10 +109,9 @@ class EngineContext {
   static constexpr uint32_t kEswManagerPortId = 0xffffffff;
   static constexpr uint32_t kEswManagerEthdevId = 0xffff;
 
-  // The id of `port`'s next flow, as testpmd gives it: the newest flow's + 1 (ids only grow while flows
-  // exist), 0 when the port has none.
-  uint32_t NextFlowId(uint16_t port) {
-    const absl::btree_map<uint32_t, FlowPtr>& port_flows = flows[port];
+  // The id of the next flow of a port whose flows are `port_flows`, as testpmd gives it: the newest flow's
+  // + 1 (ids only grow while flows exist), 0 when the port has none.
+  static uint32_t NextFlowId(const absl::btree_map<uint32_t, FlowPtr>& port_flows) {
     return port_flows.empty() ? 0 : port_flows.rbegin()->first + 1;
   }
   // The interned shape of `rule` (what Flow::shape points to).

@@ -110,10 +110,10 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) { return C
 
 absl::StatusOr<uint32_t> FlowEngine::CreateFlowOfLine(const FlowRule& rule, int line) {
   pristine_ = false;
-  const uint32_t id = context_->NextFlowId(rule.port);
+  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[rule.port];
+  const uint32_t id = EngineContext::NextFlowId(flows);
   DRSIM_ASSIGN_OR_RETURN(FlowPtr flow, BuildFlow(*context_, rule, id));
   flow->line = line;
-  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[rule.port];
   flows.insert_or_assign(flows.end(), id, std::move(flow));  // (the newest id: at the end, no search)
   if (options_.keep_history) Record(Command{rule.port_pos, FlowCreateCmd{rule}});  // (no copy otherwise)
   return id;

@@ -71,7 +71,8 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFromTemplate(const FlowTemplate& t,
     return absl::FailedPreconditionError("a flow template of another engine state, or values not its slots'");
   }
   pristine_ = false;
-  const uint32_t id = context_->NextFlowId(t.port);
+  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[t.port];
+  const uint32_t id = EngineContext::NextFlowId(flows);
   hw::MatchParams& value = context_->pattern_scratch.value;
   t.pattern.ValueInto(values, &value);
   RuleLabel label;
@@ -85,7 +86,6 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFromTemplate(const FlowTemplate& t,
   flow->line = line;
   flow->shape = t.shape;
   flow->user_id = t.user_id;
-  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[t.port];
   flows.insert_or_assign(flows.end(), id, std::move(flow));
   return id;
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -18,29 +17,6 @@ namespace {
 
 // What stands for a slot's value in a shape's key: a newline, which no line holds.
 constexpr char kSlotMark = '\n';
-
-// An item whose translation can be a template's (pattern_template.h), and its slot fields.
-struct TemplateItem {
-  const ItemDef* def;
-  const FieldDef* src;  // nullptr: none (void)
-  const FieldDef* dst;
-};
-
-TemplateItem MakeTemplateItem(absl::string_view name) {
-  const ItemDef* def = FindItem(name);
-  return TemplateItem{def, FindField(*def, "src"), FindField(*def, "dst")};
-}
-
-// The template item called `name`, or nullptr.
-const TemplateItem* TemplateItemNamed(absl::string_view name) {
-  static const TemplateItem kItems[] = {MakeTemplateItem("eth"),  MakeTemplateItem("ipv4"),
-                                        MakeTemplateItem("ipv6"), MakeTemplateItem("tcp"),
-                                        MakeTemplateItem("udp"),  MakeTemplateItem("void")};
-  for (const TemplateItem& item : kItems) {
-    if (SameWord(name, item.def->name)) return &item;
-  }
-  return nullptr;
-}
 
 }  // namespace
 
@@ -58,35 +34,37 @@ bool FlowTemplateCache::ReadShape(const CommandTokens& tokens) {
   while (i < n && !SameWord(t[i].text, "pattern")) ++i;
   ++i;
   for (uint16_t index = 0; i < n && !SameWord(t[i].text, "end"); ++index) {
-    const TemplateItem* item = TemplateItemNamed(t[i].text);
-    if (item == nullptr) return false;
+    const ItemDef* item = FindItem(t[i].text);
+    if (item == nullptr || !IsTemplateItem(item->type)) return false;
     for (++i; i < n && !SameWord(t[i].text, "/") && !SameWord(t[i].text, "end"); i += 3) {
       if (i + 2 >= n) return false;  // (the parser says what is missing)
-      const absl::string_view name = t[i].text, op = t[i + 1].text;
+      const absl::string_view op = t[i + 1].text;
       if (SameWord(op, "last")) return false;
       if (!SameWord(op, "is") && !SameWord(op, "spec")) continue;
-      const FieldDef* field = SameWord(name, "src") ? item->src : SameWord(name, "dst") ? item->dst : nullptr;
-      if (field == nullptr) continue;
+      const FieldDef* field = FindField(*item, t[i].text);
+      if (field == nullptr || !CanBeSlot(*item, *field)) continue;
       for (const PatternSlot& s : slots_) {
         if (s.item == index && s.field == field) return false;
       }
       slots_.push_back(PatternSlot{index, field});
-      slot_tokens_.push_back(&t[i + 2]);
+      slot_tokens_.push_back(t[i + 2]);
     }
     if (i < n && SameWord(t[i].text, "/")) ++i;
   }
   if (slots_.empty()) return false;
-  // The key: the line from the first token to the last, each slot's value as kSlotMark (tokens are views
-  // of the line; blanks are kept, so spacing tells shapes apart too).
-  key_.clear();
-  const char* from = t.front().text.data();
-  for (const Token* slot : slot_tokens_) {
-    key_.append(from, static_cast<size_t>(slot->text.data() - from));
-    key_.push_back(kSlotMark);
-    from = slot->text.data() + slot->text.size();
-  }
-  key_.append(from, static_cast<size_t>(t.back().text.data() + t.back().text.size() - from));
+  KeyOf(t.front().text.data(), t.back().text.data() + t.back().text.size());
   return true;
+}
+
+void FlowTemplateCache::KeyOf(const char* begin, const char* end) {
+  key_.clear();
+  const char* from = begin;
+  for (const Token& slot : slot_tokens_) {
+    key_.append(from, static_cast<size_t>(slot.text.data() - from));
+    key_.push_back(kSlotMark);
+    from = slot.text.data() + slot.text.size();
+  }
+  key_.append(from, static_cast<size_t>(end - from));
 }
 
 void FlowTemplateCache::Clear() {
@@ -114,7 +92,7 @@ bool FlowTemplateCache::EndsAlike(const Shape& shape, absl::string_view line) {
 
 bool FlowTemplateCache::Matches(const Shape& shape, absl::string_view line, int line_number) {
   const std::vector<absl::string_view>& segments = shape.segments;
-  line_slots_.clear();
+  slot_tokens_.clear();
   size_t at = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
     const absl::string_view segment = segments[i];
@@ -127,24 +105,18 @@ bool FlowTemplateCache::Matches(const Shape& shape, absl::string_view line, int 
     // A slot: one token (the next segment starts with a blank), not a comment.
     const size_t end = TokenEnd(line, at);
     if (end == at || line[at] == '#') return false;
-    line_slots_.push_back(Token{line.substr(at, end - at), SourcePos{line_number, static_cast<int>(at) + 1}});
+    slot_tokens_.push_back(
+        Token{line.substr(at, end - at), SourcePos{line_number, static_cast<int>(at) + 1}});
     at = end;
   }
   return at == line.size();
 }
 
-template <typename SlotTokens>
-bool FlowTemplateCache::CreateFrom(const Shape& shape, const SlotTokens& tokens, int line_number) {
+bool FlowTemplateCache::CreateFrom(const Shape& shape, int line_number) {
   values_.clear();
   for (size_t i = 0; i < shape.fields.size(); ++i) {
     const FieldDef& field = *shape.fields[i];
-    const Token* token;
-    if constexpr (std::is_pointer_v<typename SlotTokens::value_type>) {
-      token = tokens[i];
-    } else {
-      token = &tokens[i];
-    }
-    absl::StatusOr<absl::uint128> value = ParseScalar(*token, field.kind, field.width, "");
+    absl::StatusOr<absl::uint128> value = ParseScalar(slot_tokens_[i], field.kind, field.width, "");
     if (!value.ok()) return false;  // (the parser names the field)
     values_.push_back(*value);
   }
@@ -158,7 +130,7 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
   for (const Shape* shape : recent_) {
     if (shape == nullptr) break;
     if (!EndsAlike(*shape, line)) continue;
-    if (Matches(*shape, line, line_number)) return CreateFrom(*shape, line_slots_, line_number);
+    if (Matches(*shape, line, line_number)) return CreateFrom(*shape, line_number);
     break;
   }
   // The slots: each token after `src` or `dst` and `is` or `spec`. The line must be its tokens, first to
@@ -179,38 +151,30 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
         return kOther;
     }
   };
-  line_slots_.clear();
+  slot_tokens_.clear();
   uint8_t before_last = kOther, last = kOther;
   size_t first = line.size(), past_last = 0;
   const bool plain = ForEachPlainToken(line, [&](size_t start, size_t past) {
     const absl::string_view word(line.data() + start, past - start);
     if (last == kOp && before_last == kField) {
-      line_slots_.push_back(Token{word, SourcePos{line_number, static_cast<int>(start) + 1}});
+      slot_tokens_.push_back(Token{word, SourcePos{line_number, static_cast<int>(start) + 1}});
     }
     if (first == line.size()) first = start;
     past_last = past;
     before_last = last;
     last = kind(word);
   });
-  if (!plain || line_slots_.empty() || first != 0 || past_last != line.size()) return false;
-  key_.clear();
-  const char* from = line.data();
-  for (const Token& slot : line_slots_) {
-    key_.append(from, static_cast<size_t>(slot.text.data() - from));
-    key_.push_back(kSlotMark);
-    from = slot.text.data() + slot.text.size();
-  }
-  key_.append(from, static_cast<size_t>(line.data() + line.size() - from));
+  if (!plain || slot_tokens_.empty() || first != 0 || past_last != line.size()) return false;
+  KeyOf(line.data(), line.data() + line.size());
   const Shape* shape = FindTemplated();
-  return shape != nullptr && shape->fields.size() == line_slots_.size() &&
-         CreateFrom(*shape, line_slots_, line_number);
+  return shape != nullptr && shape->fields.size() == slot_tokens_.size() && CreateFrom(*shape, line_number);
 }
 
 bool FlowTemplateCache::TryCreate(const CommandTokens& tokens) {
   has_shape_ = ReadShape(tokens);
   if (!has_shape_) return false;
   const Shape* shape = FindTemplated();
-  return shape != nullptr && CreateFrom(*shape, slot_tokens_, tokens.tokens.front().pos.line);
+  return shape != nullptr && CreateFrom(*shape, tokens.tokens.front().pos.line);
 }
 
 void FlowTemplateCache::Ran(const Command& command, const CommandResult* result) {

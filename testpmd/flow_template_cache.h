@@ -76,32 +76,31 @@ class FlowTemplateCache {
   // Reads `tokens`' shape into key_, slots_ and slot_tokens_; false when it has no slots or is not a
   // `flow create` whose items can all be a template's.
   bool ReadShape(const CommandTokens& tokens);
+  // Makes key_ the line's text from `begin` to `end` with each of slot_tokens_ (views of it) cut out.
+  void KeyOf(const char* begin, const char* end);
   // The shape of key_ with a template, or nullptr; recent_ remembers it.
   const Shape* FindTemplated();
   // Whether `line` ends with `shape`'s key's last part.
   static bool EndsAlike(const Shape& shape, absl::string_view line);
-  // Whether `line` is `shape`'s key with a single token in each slot (into line_slots_).
+  // Whether `line` is `shape`'s key with a single token in each slot (into slot_tokens_).
   bool Matches(const Shape& shape, absl::string_view line, int line_number);
-  // Makes the flow of `shape` with the values of `tokens` (slot_tokens_, or line_slots_); true when it did.
-  template <typename SlotTokens>
-  bool CreateFrom(const Shape& shape, const SlotTokens& tokens, int line_number);
+  // Makes the flow of `shape` with the values of slot_tokens_; true when it did.
+  bool CreateFrom(const Shape& shape, int line_number);
 
   FlowEngine& engine_;
   // By key; a node map, so that recent_ and segments stay put as shapes come.
   absl::node_hash_map<std::string, Shape> shapes_;
   size_t templates_ = 0;  // shapes with a template
-  // The shape FindTemplated found last: a file's next command is mostly of the same shape.
   // The shapes FindTemplated found last, newest first: a file's next command is mostly of one of them
   // (rules spread over a few queues take turns).
   static constexpr size_t kRecent = 8;
   std::array<const Shape*, kRecent> recent_{};
-  // TryLine's slot values.
-  std::vector<Token> line_slots_;
-  // The last command's shape (ReadShape), its room kept from command to command.
+  // The last command's shape (ReadShape, TryLine), its room kept from command to command: its key, the
+  // tokens of its slot values (views of its line) and, from ReadShape, the slots.
   bool has_shape_ = false;
   std::string key_;
   std::vector<PatternSlot> slots_;
-  std::vector<const Token*> slot_tokens_;
+  std::vector<Token> slot_tokens_;
   std::vector<absl::uint128> values_;
 };
 

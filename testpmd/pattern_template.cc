@@ -40,18 +40,14 @@ void SetSlot(std::vector<Item>& items, const PatternSlot& slot, absl::uint128 va
 
 }  // namespace
 
+bool IsTemplateItem(ItemType type) {
+  return type == ItemType::kVoid || type == ItemType::kEth || type == ItemType::kIpv4 ||
+         type == ItemType::kIpv6 || type == ItemType::kTcp || type == ItemType::kUdp;
+}
+
 bool CanBeSlot(const ItemDef& item, const FieldDef& field) {
-  const bool address_or_port = field.name == "src" || field.name == "dst";
-  switch (item.type) {
-    case ItemType::kEth:
-    case ItemType::kIpv4:
-    case ItemType::kIpv6:
-    case ItemType::kTcp:
-    case ItemType::kUdp:
-      return address_or_port;
-    default:
-      return false;
-  }
+  return item.type != ItemType::kVoid && IsTemplateItem(item.type) &&
+         (field.name == "src" || field.name == "dst");
 }
 
 absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> items,
@@ -70,11 +66,8 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
     }
   }
   for (const Item& item : items) {
-    const ItemType t = item.def->type;
-    if (t != ItemType::kVoid && t != ItemType::kEth && t != ItemType::kIpv4 && t != ItemType::kIpv6 &&
-        t != ItemType::kTcp && t != ItemType::kUdp) {
+    if (!IsTemplateItem(item.def->type))
       return NoTemplate("an item other than eth, ipv4, ipv6, tcp, udp or void");
-    }
     for (const ItemWord& w : item.words) {
       if (w.last_set) return NoTemplate("a range (last)");
     }
@@ -119,7 +112,6 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   };
   std::vector<uint8_t> all;
   std::vector<std::vector<uint8_t>> by_index_bit;
-  std::vector<bool> touched(hw::kMatchParamBytes);  // bytes some slot bit lands on
   for (size_t i = 0; i < slots.size(); ++i) {
     const int width = slots[i].field->width;
     DRSIM_RETURN_IF_ERROR(probe_diff(i, Ones(width), &all));
@@ -144,7 +136,6 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
         continue;
       }
       if (all[byte] == 0) continue;
-      touched[byte] = true;
       for (int bit = 0; bit < 8; ++bit) {
         if (((all[byte] >> bit) & 1) == 0) continue;
         int from = 0;
@@ -163,7 +154,6 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   t.mask_ = base.mask;
   t.slots_ = slots.size();
   for (size_t byte = 0; byte < hw::kMatchParamBytes; ++byte) {
-    if (!touched[byte]) continue;
     // The bits of this byte, grouped by (slot, slot bit - byte bit): each group one shift and mask.
     std::map<std::pair<uint8_t, int>, uint8_t> groups;
     for (int bit = 0; bit < 8; ++bit) {

@@ -36,7 +36,10 @@
 
 namespace drsim::testpmd {
 
-// Whether `field` of `item` can be a template's slot: a field whose bits the translation copies.
+// Whether a pattern with items of `type` can be a template: eth, ipv4, ipv6, tcp, udp and void, whose
+// translation only copies the bits of their addresses and ports.
+bool IsTemplateItem(ItemType type);
+// Whether `field` of `item` can be a template's slot: an address or port of a template item but void.
 bool CanBeSlot(const ItemDef& item, const FieldDef& field);
 
 class PatternTemplate {
