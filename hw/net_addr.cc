@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <array>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -10,11 +11,18 @@
 namespace drsim::hw {
 namespace {
 
+// Each byte's value as a hex digit; 16 or more for a byte that is none.
+constexpr std::array<uint8_t, 256> kHexValue = [] {
+  std::array<uint8_t, 256> value{};
+  for (uint8_t& v : value) v = 0xff;
+  for (int c = 0; c < 10; ++c) value['0' + c] = static_cast<uint8_t>(c);
+  for (int c = 0; c < 6; ++c) value['a' + c] = value['A' + c] = static_cast<uint8_t>(10 + c);
+  return value;
+}();
+
 int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+  const uint8_t value = kHexValue[static_cast<unsigned char>(c)];
+  return value < 16 ? value : -1;
 }
 
 }  // namespace
@@ -70,8 +78,51 @@ std::string Ipv4Address::ToString() const {
   return absl::StrFormat("%d.%d.%d.%d", value >> 24, (value >> 16) & 0xff, (value >> 8) & 0xff, value & 0xff);
 }
 
+namespace {
+
+// inet_pton's reading of a form of hex groups only ("2001:db8::1"), read in place: groups of one to four
+// hex digits between single colons, eight of them or fewer with one "::" standing for at least one zero
+// group. False for anything else (which inet_pton then reads: a dotted quad at the end, or bad text).
+bool ParseHexGroups(absl::string_view text, std::array<uint8_t, 16>* bytes) {
+  const auto* at = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* const end = at + text.size();
+  uint16_t groups[8];
+  int count = 0, gap = -1;  // gap: the groups before "::"
+  if (end - at >= 2 && at[0] == ':' && at[1] == ':') {
+    gap = 0;
+    at += 2;
+  }
+  while (at < end) {
+    uint32_t group = kHexValue[*at];
+    if (group > 15 || count == 8) return false;
+    const auto* const stop = end - at > 4 ? at + 4 : end;
+    for (++at; at < stop && kHexValue[*at] < 16; ++at) group = group << 4 | kHexValue[*at];
+    groups[count++] = static_cast<uint16_t>(group);
+    if (at == end) break;
+    if (*at != ':' || ++at == end) return false;  // (a fifth digit, a '.', a colon at the end)
+    if (*at == ':') {
+      if (gap >= 0) return false;
+      gap = count;
+      ++at;
+    }
+  }
+  if (gap < 0 ? count != 8 : count == 8) return false;
+  // The groups before the gap, zeros, then the groups after it.
+  const int after = gap < 0 ? 0 : count - gap, before = count - after;
+  bytes->fill(0);
+  for (int g = 0; g < count; ++g) {
+    const int to = g < before ? g : 8 - count + g;
+    (*bytes)[2 * to] = static_cast<uint8_t>(groups[g] >> 8);
+    (*bytes)[2 * to + 1] = static_cast<uint8_t>(groups[g]);
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<Ipv6Address> Ipv6Address::Parse(absl::string_view text) {
   Ipv6Address a;
+  if (ParseHexGroups(text, &a.bytes)) return a;
   if (inet_pton(AF_INET6, std::string(text).c_str(), a.bytes.data()) != 1) {
     return absl::InvalidArgumentError(absl::StrFormat("bad IPv6 address \"%s\"", text));
   }

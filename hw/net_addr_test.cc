@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,6 +60,78 @@ TEST(Ipv4AddressTest, AgreesWithInetPtonOnRandomText) {
     std::string text;
     for (int part = 0; part < 4; ++part) text += (part ? "." : "") + std::to_string(rng() % 300);
     ExpectAsInetPton(text);
+  }
+}
+
+// inet_pton's reading of `text` as IPv6 against Ipv6Address::Parse's.
+void ExpectAsInetPton6(const std::string& text) {
+  std::array<uint8_t, 16> want{};
+  const bool valid = inet_pton(AF_INET6, text.c_str(), want.data()) == 1;
+  absl::StatusOr<Ipv6Address> got = Ipv6Address::Parse(text);
+  ASSERT_EQ(got.ok(), valid) << "\"" << text << "\"";
+  if (valid) {
+    EXPECT_EQ(got->bytes, want) << "\"" << text << "\"";
+  } else {
+    EXPECT_NE(std::string(got.status().message()).find(text), std::string::npos);
+  }
+}
+
+TEST(Ipv6AddressTest, ParsesTextForms) {
+  EXPECT_EQ(Ipv6Address::Parse("2001:db8::1")->ToString(), "2001:db8::1");
+  EXPECT_EQ(Ipv6Address::Parse("::")->bytes, (std::array<uint8_t, 16>{}));
+  EXPECT_EQ(Ipv6Address::Parse("::ffff:10.1.2.3")->word(3), 0x0a010203u);
+  EXPECT_EQ(Ipv6Address::Parse("1:2:3:4:5:6:7:8")->word(0), 0x00010002u);
+  EXPECT_EQ(Ipv6Address::Parse("FFFF::")->word(0), 0xffff0000u);
+}
+
+TEST(Ipv6AddressTest, RejectsWhatInetPtonRejects) {
+  for (const char* text : {"",
+                           ":",
+                           ":::",
+                           "1",
+                           "1:",
+                           ":1",
+                           "1:::2",
+                           "1::2::3",
+                           "12345::",
+                           "1:2:3:4:5:6:7:8:9",
+                           "1:2:3:4:5:6:7:8::",
+                           "::1:2:3:4:5:6:7:8",
+                           "1:2:3:4:5:6:7",
+                           "g::",
+                           "::1 ",
+                           " ::1",
+                           "1::2:",
+                           "::ffff:1.2.3",
+                           "::ffff:1.2.3.4:5",
+                           "1.2.3.4"}) {
+    EXPECT_FALSE(Ipv6Address::Parse(text).ok()) << "\"" << text << "\"";
+    ExpectAsInetPton6(text);
+  }
+  for (const char* text : {"1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8", "1::8", "0000:0:00:000::", "::1.2.3.4",
+                           "1:2:3:4:5:6:1.2.3.4", "a:B:c:D:e:F:0:1"}) {
+    EXPECT_TRUE(Ipv6Address::Parse(text).ok()) << "\"" << text << "\"";
+    ExpectAsInetPton6(text);
+  }
+}
+
+TEST(Ipv6AddressTest, AgreesWithInetPtonOnRandomText) {
+  std::mt19937 rng(46);
+  const std::string alphabet = "0123456789abcdefABCDEFg::::..";
+  for (int i = 0; i < 50000; ++i) {
+    std::string text;
+    const size_t n = rng() % 24;
+    for (size_t j = 0; j < n; ++j) text += alphabet[rng() % alphabet.size()];
+    ExpectAsInetPton6(text);
+  }
+  for (int i = 0; i < 50000; ++i) {  // well-formed groups of up to five digits, some runs of zero groups
+    std::array<uint8_t, 16> bytes{};
+    for (uint8_t& b : bytes) b = rng() % 3 == 0 ? 0 : static_cast<uint8_t>(rng());
+    char buf[INET6_ADDRSTRLEN];
+    ASSERT_NE(inet_ntop(AF_INET6, bytes.data(), buf, sizeof buf), nullptr);
+    std::string text = buf;
+    if (rng() % 4 == 0) text.insert(text.find_first_of("0123456789abcdef"), rng() % 2 ? "0" : "00");
+    ExpectAsInetPton6(text);
   }
 }
 

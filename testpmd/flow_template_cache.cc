@@ -6,7 +6,12 @@
 #include <utility>
 #include <variant>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/container/node_hash_map.h"
+#include "absl/numeric/bits.h"
 #include "absl/strings/str_split.h"
 #include "testpmd/pattern_template.h"
 #include "testpmd/schema.h"
@@ -17,6 +22,25 @@ namespace {
 
 // What stands for a slot's value in a shape's key: a newline, which no line holds.
 constexpr char kSlotMark = '\n';
+
+// What a token is to TryLine's reading of slots: `is` or `spec` (an operator), `src` or `dst` (a field), or
+// anything else.
+enum WordKind : uint8_t { kOther, kOp, kField };
+WordKind KindOf(absl::string_view word) {
+  switch (word.size()) {
+    case 2:
+      return word[0] == 'i' && word[1] == 's' ? kOp : kOther;
+    case 3:
+      return (word[0] == 's' && word[1] == 'r' && word[2] == 'c') ||
+                     (word[0] == 'd' && word[1] == 's' && word[2] == 't')
+                 ? kField
+                 : kOther;
+    case 4:
+      return std::memcmp(word.data(), "spec", 4) == 0 ? kOp : kOther;
+    default:
+      return kOther;
+  }
+}
 
 }  // namespace
 
@@ -76,12 +100,15 @@ void FlowTemplateCache::Clear() {
 const FlowTemplateCache::Shape* FlowTemplateCache::FindTemplated() {
   auto found = shapes_.find(key_);
   if (found == shapes_.end() || found->second.flow == nullptr) return nullptr;
-  const Shape* shape = &found->second;
+  NoteRecent(&found->second);
+  return &found->second;
+}
+
+void FlowTemplateCache::NoteRecent(const Shape* shape) {
   if (std::find(recent_.begin(), recent_.end(), shape) == recent_.end()) {
     std::copy_backward(recent_.begin(), recent_.end() - 1, recent_.end());
     recent_[0] = shape;
   }
-  return shape;
 }
 
 bool FlowTemplateCache::EndsAlike(const Shape& shape, absl::string_view line) {
@@ -123,6 +150,59 @@ bool FlowTemplateCache::CreateFrom(const Shape& shape, int line_number) {
   return engine_.CreateFromTemplate(*shape.flow, values_, line_number).ok();
 }
 
+bool FlowTemplateCache::SpacedSlots(absl::string_view line, int line_number) {
+  using Word = uint64_t;
+  constexpr size_t kWords = kMaxSpacedLine / 64;
+  slot_tokens_.clear();
+  if (line.size() > kMaxSpacedLine - 8) return false;  // (room for the bytes past a pattern's start)
+  // Bit k of word k / 64 of each map: byte k is ' ', 'i', 's', 'p', 'e', 'c' (16 bytes a step; the line
+  // padded with NULs to whole steps).
+  constexpr char kChars[] = {' ', 'i', 's', 'p', 'e', 'c'};
+  uint16_t steps[6][kWords * 4] = {};
+  const size_t step_count = (line.size() + 15) / 16;
+  alignas(16) char tail[16] = {};
+  for (size_t q = 0; q < step_count; ++q) {
+    const char* bytes = line.data() + 16 * q;
+    if (16 * q + 16 > line.size()) {
+      std::memcpy(tail, bytes, line.size() - 16 * q);
+      bytes = tail;
+    }
+#if defined(__SSE2__)
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+    for (int c = 0; c < 6; ++c) {
+      steps[c][q] = static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(kChars[c]))));
+    }
+#else
+    for (int c = 0; c < 6; ++c) {
+      for (int k = 0; k < 16; ++k) steps[c][q] |= static_cast<uint16_t>(uint16_t{bytes[k] == kChars[c]} << k);
+    }
+#endif
+  }
+  Word map[6][kWords + 1] = {};  // (a last word of zeros for the shifts below)
+  for (int c = 0; c < 6; ++c) std::memcpy(map[c], steps[c], sizeof steps[c]);
+  // Map `m` moved down by `k` bytes, word `w` of it.
+  auto down = [&map](int m, int k, size_t w) { return map[m][w] >> k | map[m][w + 1] << (64 - k); };
+  size_t past_value = 0;  // the end of the last slot value taken
+  for (size_t w = 0; w * 64 < line.size(); ++w) {
+    const Word space = map[0][w];
+    const Word is = space & down(1, 1, w) & down(2, 2, w) & down(0, 3, w);  // " is " from bit k on
+    const Word spec = space & down(2, 1, w) & down(3, 2, w) & down(4, 3, w) & down(5, 4, w) & down(0, 5, w);
+    for (Word at = is | spec; at != 0; at &= at - 1) {
+      const size_t k = w * 64 + static_cast<size_t>(absl::countr_zero(at));
+      if (k < 4 || k < past_value) continue;
+      const char* field = line.data() + k - 4;
+      if (std::memcmp(field, " src", 4) != 0 && std::memcmp(field, " dst", 4) != 0) continue;
+      const size_t value = k + ((is >> (k % 64) & 1) != 0 ? 4 : 6);
+      const size_t end = value < line.size() ? TokenEnd(line, value) : value;
+      if (end == value || line[value] == '#') return false;  // (as Matches refuses the line)
+      slot_tokens_.push_back(
+          Token{line.substr(value, end - value), SourcePos{line_number, static_cast<int>(value) + 1}});
+      past_value = end;
+    }
+  }
+  return !slot_tokens_.empty();
+}
+
 bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
   if (templates_ == 0) return false;
   // The recent shapes whose last part the line ends with (shapes taking turns mostly differ in their
@@ -133,26 +213,19 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
     if (Matches(*shape, line, line_number)) return CreateFrom(*shape, line_number);
     break;
   }
+  // The slots where the line is spaced as rule files are (more shapes take turns than recent_ holds: rules
+  // over many queues and marks), found without reading its tokens.
+  if (SpacedSlots(line, line_number)) {
+    KeyOf(line.data(), line.data() + line.size());
+    if (const Shape* shape = FindTemplated();
+        shape != nullptr && shape->fields.size() == slot_tokens_.size()) {
+      return CreateFrom(*shape, line_number);
+    }
+  }
   // The slots: each token after `src` or `dst` and `is` or `spec`. The line must be its tokens, first to
   // last (no blank before or after, which no key holds).
-  enum : uint8_t { kOther, kOp, kField };
-  auto kind = [](absl::string_view word) {
-    switch (word.size()) {
-      case 2:
-        return word[0] == 'i' && word[1] == 's' ? kOp : kOther;
-      case 3:
-        return (word[0] == 's' && word[1] == 'r' && word[2] == 'c') ||
-                       (word[0] == 'd' && word[1] == 's' && word[2] == 't')
-                   ? kField
-                   : kOther;
-      case 4:
-        return std::memcmp(word.data(), "spec", 4) == 0 ? kOp : kOther;
-      default:
-        return kOther;
-    }
-  };
   slot_tokens_.clear();
-  uint8_t before_last = kOther, last = kOther;
+  WordKind before_last = kOther, last = kOther;
   size_t first = line.size(), past_last = 0;
   const bool plain = ForEachPlainToken(line, [&](size_t start, size_t past) {
     const absl::string_view word(line.data() + start, past - start);
@@ -162,7 +235,7 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
     if (first == line.size()) first = start;
     past_last = past;
     before_last = last;
-    last = kind(word);
+    last = KindOf(word);
   });
   if (!plain || slot_tokens_.empty() || first != 0 || past_last != line.size()) return false;
   KeyOf(line.data(), line.data() + line.size());

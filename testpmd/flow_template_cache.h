@@ -21,7 +21,11 @@
 //   the same tokens as the command that made it but for the slot values, which are single tokens, so it
 //   is made as TryCreate would make it. Before that, TryLine tries the line as the key, with a value in
 //   each slot, of the newest of the last few shapes found whose last part (where action lists differ) it
-//   ends with: that needs no tokens at all.
+//   ends with: that needs no tokens at all. Then, as many shapes take turns in files whose rules spread over
+//   many queues and marks, it finds the slots of a line spaced as rule files are (single spaces around
+//   `src` or `dst` and `is` or `spec`) from maps of its bytes, and looks its key up; only a line that
+//   neither way finds has its tokens read. A key so found is the shape's key with a single token in each
+//   slot, as Matches requires.
 //
 // Thread-safety
 //   One reader's, as the engine is.
@@ -80,6 +84,13 @@ class FlowTemplateCache {
   void KeyOf(const char* begin, const char* end);
   // The shape of key_ with a template, or nullptr; recent_ remembers it.
   const Shape* FindTemplated();
+  // Makes `shape` the newest of recent_ unless recent_ holds it.
+  void NoteRecent(const Shape* shape);
+  // Reads into slot_tokens_ the token after each " src is ", " dst is ", " src spec " and " dst spec " of
+  // `line` (single spaces), from maps of its bytes: the slots ReadShape would read where a line is spaced so
+  // (one of kMaxSpacedLine - 8 bytes at most). False when it finds none, or one that Matches would refuse.
+  static constexpr size_t kMaxSpacedLine = 512;
+  bool SpacedSlots(absl::string_view line, int line_number);
   // Whether `line` ends with `shape`'s key's last part.
   static bool EndsAlike(const Shape& shape, absl::string_view line);
   // Whether `line` is `shape`'s key with a single token in each slot (into slot_tokens_).

@@ -220,7 +220,16 @@ void PatternTemplate::ValueInto(absl::Span<const absl::uint128> values, hw::Matc
     std::memcpy(big_endian, &high, 8);
     std::memcpy(big_endian + 8, &low, 8);
     const uint8_t* from = big_endian + 16 - step.bytes;
-    for (int k = 0; k < step.bytes; ++k) v[step.byte + k] |= from[k];
+    uint8_t* to = v + step.byte;
+    int k = 0;
+    for (; k + 8 <= step.bytes; k += 8) {  // (an IPv6 address in two words)
+      uint64_t word, bits;
+      std::memcpy(&word, to + k, 8);
+      std::memcpy(&bits, from + k, 8);
+      word |= bits;
+      std::memcpy(to + k, &word, 8);
+    }
+    for (; k < step.bytes; ++k) to[k] |= from[k];
   }
 }
 

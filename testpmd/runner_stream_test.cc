@@ -314,6 +314,34 @@ TEST_F(TemplateStreamTest, TemplatedFlowsEqualParsedOnes) {
   ExpectSameFlows();
 }
 
+// More shapes take turns than the recent ones the cache tries first: found by the slots of their lines
+// (SpacedSlots), or by their tokens where a line is spaced otherwise.
+TEST_F(TemplateStreamTest, ManyShapesInTurnEqualParsedOnes) {
+  std::mt19937 rng(20261203);
+  std::string text = "flow create 0 ingress pattern eth / end actions jump group 1 / end\n";
+  for (int i = 0; i < 2400; ++i) {
+    const uint32_t a = static_cast<uint32_t>(rng()), b = static_cast<uint32_t>(rng());
+    const int shape = static_cast<int>(rng() % 48);
+    const char* spacing = i % 50 == 7 ? "  " : " ";  // (now and then two blanks before a slot value)
+    absl::StrAppendFormat(
+        &text,
+        "flow create 0 ingress group 1 priority %d pattern eth / ipv4 src is%s%s dst spec %s "
+        "dst mask 255.255.%d.0 / udp dst is %d / end actions mark id %d / queue index %d / "
+        "end\n",
+        shape % 3, spacing, Ip4(a), Ip4(b), shape % 2 == 0 ? 255 : 0, static_cast<int>(b % 65536),
+        1 + shape / 12, shape % 12 % 5);
+  }
+  text = Respell(text, rng);
+  FileReport t = StreamInto(templated_, text, true);
+  FileReport p = StreamInto(parsed_, text, false);
+  ASSERT_TRUE(t.ok()) << t.diagnostics.front().ToString();
+  ASSERT_TRUE(p.ok()) << p.diagnostics.front().ToString();
+  EXPECT_EQ(t.commands, p.commands);
+  EXPECT_GT(t.templated,
+            1600u);  // of 2401 commands; those Respell breaks and each shape's first two are parsed
+  ExpectSameFlows();
+}
+
 TEST_F(TemplateStreamTest, ShapesPastTheLimitForgetThoseWithoutTemplates) {
   // Rules of a new shape each (their own mark), more than the 16,384 shapes a stream keeps, between rules of
   // one shape.
