@@ -42,6 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "dr/dr.h"
+#include "hw/lookup_memory.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
 #include "testpmd/record_pool.h"
@@ -231,8 +232,10 @@ class DrObjects {
   absl::node_hash_set<std::string> label_parts_;  // RuleNote::part points into it
   RecordPool<InstalledRule> rules_;               // InsertRule's rules (they must go before DrObjects)
   // By DR rule id, ascending; a withdrawn note leaves a null until the vector is compacted.
-  std::deque<std::pair<uint32_t, const RuleNote*>> notes_;  // (grows without copying)
-  size_t withdrawn_ = 0;                                    // the nulls in notes_
+  // (Grows without copying, in lookup memory: a million rules' notes on huge pages, not 4 KiB heap pages.)
+  std::deque<std::pair<uint32_t, const RuleNote*>, hw::LookupAllocator<std::pair<uint32_t, const RuleNote*>>>
+      notes_;
+  size_t withdrawn_ = 0;       // the nulls in notes_
   size_t last_withdrawn_ = 0;  // where the last note was withdrawn: flows go in id order (flush, exit)
 };
 

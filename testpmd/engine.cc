@@ -110,7 +110,7 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlow(const FlowRule& rule) { return C
 
 absl::StatusOr<uint32_t> FlowEngine::CreateFlowOfLine(const FlowRule& rule, int line) {
   pristine_ = false;
-  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[rule.port];
+  PortFlows& flows = context_->flows[rule.port];
   const uint32_t id = EngineContext::NextFlowId(flows);
   DRSIM_ASSIGN_OR_RETURN(FlowPtr flow, BuildFlow(*context_, rule, id));
   flow->line = line;
@@ -121,7 +121,7 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFlowOfLine(const FlowRule& rule, int 
 
 std::vector<uint32_t> FlowEngine::EraseFlows(uint16_t port, absl::Span<const uint32_t> ids) {
   const std::set<uint32_t> wanted(ids.begin(), ids.end());
-  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[port];
+  PortFlows& flows = context_->flows[port];
   std::vector<uint32_t> destroyed;
   for (auto id = wanted.rbegin(); id != wanted.rend(); ++id) {  // newest first; each a lookup, not a walk
     if (flows.erase(*id) != 0) destroyed.push_back(*id);

@@ -71,7 +71,7 @@ absl::StatusOr<uint32_t> FlowEngine::CreateFromTemplate(const FlowTemplate& t,
     return absl::FailedPreconditionError("a flow template of another engine state, or values not its slots'");
   }
   pristine_ = false;
-  absl::btree_map<uint32_t, FlowPtr>& flows = context_->flows[t.port];
+  PortFlows& flows = context_->flows[t.port];
   const uint32_t id = EngineContext::NextFlowId(flows);
   hw::MatchParams& value = context_->pattern_scratch.value;
   t.pattern.ValueInto(values, &value);

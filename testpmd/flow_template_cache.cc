@@ -81,14 +81,20 @@ bool FlowTemplateCache::ReadShape(const CommandTokens& tokens) {
 }
 
 void FlowTemplateCache::KeyOf(const char* begin, const char* end) {
-  key_.clear();
+  // Sized first, then written in place (the key's room is kept from line to line).
+  size_t bytes = static_cast<size_t>(end - begin);
+  for (const Token& slot : slot_tokens_) bytes -= slot.text.size() - 1;
+  key_.resize(bytes);
+  char* to = key_.data();
   const char* from = begin;
   for (const Token& slot : slot_tokens_) {
-    key_.append(from, static_cast<size_t>(slot.text.data() - from));
-    key_.push_back(kSlotMark);
+    const size_t piece = static_cast<size_t>(slot.text.data() - from);
+    std::memcpy(to, from, piece);
+    to[piece] = kSlotMark;
+    to += piece + 1;
     from = slot.text.data() + slot.text.size();
   }
-  key_.append(from, static_cast<size_t>(end - from));
+  std::memcpy(to, from, static_cast<size_t>(end - from));
 }
 
 void FlowTemplateCache::Clear() {
@@ -152,47 +158,58 @@ bool FlowTemplateCache::CreateFrom(const Shape& shape, int line_number) {
 
 bool FlowTemplateCache::SpacedSlots(absl::string_view line, int line_number) {
   using Word = uint64_t;
-  constexpr size_t kWords = kMaxSpacedLine / 64;
   slot_tokens_.clear();
-  if (line.size() > kMaxSpacedLine - 8) return false;  // (room for the bytes past a pattern's start)
-  // Bit k of word k / 64 of each map: byte k is ' ', 'i', 's', 'p', 'e', 'c' (16 bytes a step; the line
-  // padded with NULs to whole steps).
-  constexpr char kChars[] = {' ', 'i', 's', 'p', 'e', 'c'};
-  uint16_t steps[6][kWords * 4] = {};
-  const size_t step_count = (line.size() + 15) / 16;
-  alignas(16) char tail[16] = {};
-  for (size_t q = 0; q < step_count; ++q) {
-    const char* bytes = line.data() + 16 * q;
-    if (16 * q + 16 > line.size()) {
-      std::memcpy(tail, bytes, line.size() - 16 * q);
-      bytes = tail;
-    }
+  if (line.size() > kMaxSpacedLine) return false;
+  // Bit k of word k / 64: byte k is a ' ' (spaces), an 's' (esses); 16 bytes a step, the line padded with
+  // NULs to whole words, and a word of zeros after them for the shifts below.
+  const size_t words = (line.size() + 63) / 64;
+  Word spaces[kMaxSpacedLine / 64 + 1], esses[kMaxSpacedLine / 64 + 1];
+  for (size_t w = 0; w < words; ++w) {
+    Word space = 0, s = 0;
+    for (size_t q = 0; q < 4; ++q) {
+      const size_t at = 64 * w + 16 * q;
+      alignas(16) char padded[16] = {};
+      const char* bytes = line.data() + at;
+      if (at + 16 > line.size()) {
+        if (at < line.size()) std::memcpy(padded, bytes, line.size() - at);
+        bytes = padded;
+      }
 #if defined(__SSE2__)
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-    for (int c = 0; c < 6; ++c) {
-      steps[c][q] = static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(kChars[c]))));
-    }
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+      space |= Word{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))))}
+               << (16 * q);
+      s |= Word{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('s'))))} << (16 * q);
 #else
-    for (int c = 0; c < 6; ++c) {
-      for (int k = 0; k < 16; ++k) steps[c][q] |= static_cast<uint16_t>(uint16_t{bytes[k] == kChars[c]} << k);
-    }
+      for (size_t k = 0; k < 16; ++k) {
+        space |= Word{bytes[k] == ' '} << (16 * q + k);
+        s |= Word{bytes[k] == 's'} << (16 * q + k);
+      }
 #endif
+    }
+    spaces[w] = space;
+    esses[w] = s;
   }
-  Word map[6][kWords + 1] = {};  // (a last word of zeros for the shifts below)
-  for (int c = 0; c < 6; ++c) std::memcpy(map[c], steps[c], sizeof steps[c]);
-  // Map `m` moved down by `k` bytes, word `w` of it.
-  auto down = [&map](int m, int k, size_t w) { return map[m][w] >> k | map[m][w + 1] << (64 - k); };
+  spaces[words] = esses[words] = 0;
+  // Word `w` of `map` moved down by `k` bytes.
+  auto down = [](const Word* map, int k, size_t w) { return map[w] >> k | map[w + 1] << (64 - k); };
   size_t past_value = 0;  // the end of the last slot value taken
-  for (size_t w = 0; w * 64 < line.size(); ++w) {
-    const Word space = map[0][w];
-    const Word is = space & down(1, 1, w) & down(2, 2, w) & down(0, 3, w);  // " is " from bit k on
-    const Word spec = space & down(2, 1, w) & down(3, 2, w) & down(4, 3, w) & down(5, 4, w) & down(0, 5, w);
+  for (size_t w = 0; w < words; ++w) {
+    // Where " ?s " and " s??? " start: " is " and " spec " among them, checked below.
+    const Word is = spaces[w] & down(esses, 2, w) & down(spaces, 3, w);
+    const Word spec = spaces[w] & down(esses, 1, w) & down(spaces, 5, w);
     for (Word at = is | spec; at != 0; at &= at - 1) {
       const size_t k = w * 64 + static_cast<size_t>(absl::countr_zero(at));
       if (k < 4 || k < past_value) continue;
-      const char* field = line.data() + k - 4;
-      if (std::memcmp(field, " src", 4) != 0 && std::memcmp(field, " dst", 4) != 0) continue;
-      const size_t value = k + ((is >> (k % 64) & 1) != 0 ? 4 : 6);
+      const char* op = line.data() + k;  // (at least 4 bytes, then a space)
+      size_t value;
+      if (std::memcmp(op, " is ", 4) == 0) {
+        value = k + 4;
+      } else if (k + 6 <= line.size() && std::memcmp(op, " spec ", 6) == 0) {
+        value = k + 6;
+      } else {
+        continue;
+      }
+      if (std::memcmp(op - 4, " src", 4) != 0 && std::memcmp(op - 4, " dst", 4) != 0) continue;
       const size_t end = value < line.size() ? TokenEnd(line, value) : value;
       if (end == value || line[value] == '#') return false;  // (as Matches refuses the line)
       slot_tokens_.push_back(

@@ -88,7 +88,7 @@ class FlowTemplateCache {
   void NoteRecent(const Shape* shape);
   // Reads into slot_tokens_ the token after each " src is ", " dst is ", " src spec " and " dst spec " of
   // `line` (single spaces), from maps of its bytes: the slots ReadShape would read where a line is spaced so
-  // (one of kMaxSpacedLine - 8 bytes at most). False when it finds none, or one that Matches would refuse.
+  // (one of kMaxSpacedLine bytes at most). False when it finds none, or one that Matches would refuse.
   static constexpr size_t kMaxSpacedLine = 512;
   bool SpacedSlots(absl::string_view line, int line_number);
   // Whether `line` ends with `shape`'s key's last part.
