@@ -156,21 +156,28 @@ bool FlowTemplateCache::CreateFrom(const Shape& shape, int line_number) {
   return engine_.CreateFromTemplate(*shape.flow, values_, line_number).ok();
 }
 
+const FlowTemplateCache::Shape* FlowTemplateCache::TemplatedShapeOfLine(absl::string_view line) {
+  KeyOf(line.data(), line.data() + line.size());
+  const Shape* shape = FindTemplated();
+  return shape != nullptr && shape->fields.size() == slot_tokens_.size() ? shape : nullptr;
+}
+
 bool FlowTemplateCache::SpacedSlots(absl::string_view line, int line_number) {
   using Word = uint64_t;
   slot_tokens_.clear();
-  if (line.size() > kMaxSpacedLine) return false;
+  if (line.size() > kPlainLineBytes) return false;
   // Bit k of word k / 64: byte k is a ' ' (spaces), an 's' (esses); 16 bytes a step, the line padded with
   // NULs to whole words, and a word of zeros after them for the shifts below.
   const size_t words = (line.size() + 63) / 64;
-  Word spaces[kMaxSpacedLine / 64 + 1], esses[kMaxSpacedLine / 64 + 1];
+  Word spaces[kPlainLineWords + 1], esses[kPlainLineWords + 1];
+  alignas(16) char padded[16];
   for (size_t w = 0; w < words; ++w) {
     Word space = 0, s = 0;
     for (size_t q = 0; q < 4; ++q) {
       const size_t at = 64 * w + 16 * q;
-      alignas(16) char padded[16] = {};
       const char* bytes = line.data() + at;
       if (at + 16 > line.size()) {
+        std::memset(padded, 0, sizeof padded);
         if (at < line.size()) std::memcpy(padded, bytes, line.size() - at);
         bytes = padded;
       }
@@ -233,11 +240,7 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
   // The slots where the line is spaced as rule files are (more shapes take turns than recent_ holds: rules
   // over many queues and marks), found without reading its tokens.
   if (SpacedSlots(line, line_number)) {
-    KeyOf(line.data(), line.data() + line.size());
-    if (const Shape* shape = FindTemplated();
-        shape != nullptr && shape->fields.size() == slot_tokens_.size()) {
-      return CreateFrom(*shape, line_number);
-    }
+    if (const Shape* shape = TemplatedShapeOfLine(line)) return CreateFrom(*shape, line_number);
   }
   // The slots: each token after `src` or `dst` and `is` or `spec`. The line must be its tokens, first to
   // last (no blank before or after, which no key holds).
@@ -255,9 +258,8 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
     last = KindOf(word);
   });
   if (!plain || slot_tokens_.empty() || first != 0 || past_last != line.size()) return false;
-  KeyOf(line.data(), line.data() + line.size());
-  const Shape* shape = FindTemplated();
-  return shape != nullptr && shape->fields.size() == slot_tokens_.size() && CreateFrom(*shape, line_number);
+  const Shape* shape = TemplatedShapeOfLine(line);
+  return shape != nullptr && CreateFrom(*shape, line_number);
 }
 
 bool FlowTemplateCache::TryCreate(const CommandTokens& tokens) {

@@ -88,9 +88,10 @@ class FlowTemplateCache {
   void NoteRecent(const Shape* shape);
   // Reads into slot_tokens_ the token after each " src is ", " dst is ", " src spec " and " dst spec " of
   // `line` (single spaces), from maps of its bytes: the slots ReadShape would read where a line is spaced so
-  // (one of kMaxSpacedLine bytes at most). False when it finds none, or one that Matches would refuse.
-  static constexpr size_t kMaxSpacedLine = 512;
+  // (one of kPlainLineBytes at most, lexer.h). False when it finds none, or one that Matches would refuse.
   bool SpacedSlots(absl::string_view line, int line_number);
+  // The shape with a template whose key is `line` with slot_tokens_ (views of it) cut out, or nullptr.
+  const Shape* TemplatedShapeOfLine(absl::string_view line);
   // Whether `line` ends with `shape`'s key's last part.
   static bool EndsAlike(const Shape& shape, absl::string_view line);
   // Whether `line` is `shape`'s key with a single token in each slot (into slot_tokens_).
