@@ -411,7 +411,6 @@ struct TableIndex::CandidateList {
       // or of a lower rank, the new best.
       if (rank < bound || best.hit == nullptr) best = {rank, matcher, hit, true};
       bound = rank;
-      if (hit != nullptr) __builtin_prefetch(hit);
       return true;
     }
     if (count == kMaxCandidates && !MakeRoom()) {
