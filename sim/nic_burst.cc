@@ -314,11 +314,11 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
   // way, as FollowJumps does (its scratch arrays are free again), unless the index named its hit.
   for (size_t i = 0; i < k; ++i) {
     const hw::TableIndex::Query& q = b.queries[i];
-    b.no_lookup_ahead[i] =
-        q.count == 0 || q.count > hw::TableIndex::kMaxCandidates || q.out[0].hit != nullptr;
+    const bool listed = q.count != 0 && q.count <= hw::TableIndex::kMaxCandidates;
+    b.no_lookup_ahead[i] = !listed || q.out[0].hit != nullptr;
     if (b.no_lookup_ahead[i]) {
       // (A named hit's record, read once the burst's lookups are done: requested now.)
-      if (q.count != 0 && q.count <= hw::TableIndex::kMaxCandidates) __builtin_prefetch(q.out[0].hit);
+      if (listed) __builtin_prefetch(q.out[0].hit);
       continue;
     }
     InFlight& p = b.frames[b.to_index[i]];
