@@ -290,7 +290,7 @@ class CheckedAcl {
 };
 
 // The narrowest addresses first, as in ClassBench's files, so that frames hit all over the table: had most
-// hit its first matchers, bursts would walk those instead (Burst::ChainWalkPolicy).
+// hit its first matchers, bursts would walk those instead (ChainWalkPolicy).
 void SortNarrowestFirst(std::vector<Filter>* filters) {
   std::stable_sort(filters->begin(), filters->end(), [](const Filter& a, const Filter& b) {
     return __builtin_popcount(a.src_mask) + __builtin_popcount(a.dst_mask) >

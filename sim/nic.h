@@ -441,7 +441,7 @@ class Nic {
   // matcher of the table (no candidate from its first matcher on), its named hit and matcher nullptr: the
   // caller takes it on from the table's miss, as a walk that asked the index would. No set-up, parse of the
   // frame itself or walk comes before. Tables whose chain WalkTogether walks this burst
-  // (Burst::ChainWalkPolicy) are not asked. Not when tracing.
+  // (ChainWalkPolicy) are not asked. Not when tracing.
   uint64_t LookUpJumpsInIndexes(Burst& burst, const Frame* frames, uint16_t source);
   // Follows, for every frame of the burst whose looked-up hit only jumps (no ops, a kTable destination:
   // Burst::jumping_frame), the jump: looks up the table's first matcher the same overlapped way, level
@@ -454,15 +454,14 @@ class Nic {
   // frame, which matters in tables of thousands of matchers (an ACL's). Leaves each frame's walk to start
   // at the matcher that hit (InFlight::BurstLookups::walk), or to find that none did. In a table with an
   // index, only its first hw::TableIndex::chain_first() matchers, and only when walking them has paid for
-  // the worker lately (Burst::ChainWalkPolicy); then the index about the rest (LookUpIndexedTogether).
+  // the worker lately (ChainWalkPolicy); then the index about the rest (LookUpIndexedTogether).
   void WalkTogether(Burst& burst, size_t n);
   // Looks up the `k` frames burst.to_index[0, k) that WalkTogether walked into `index`'s table up to the
   // matchers they hold (TableWalk::stopped_before) in the table from there on, with the index's walks of all
   // of them interleaved, and leaves each frame's walk to start at the matcher that hit, or to find that
-  // none did (or to ask the index again, frame by frame, if it had too many candidates). Returns how many
-  // hit a matcher of a rank below `below`.
-  uint32_t LookUpIndexedTogether(Burst& burst, const hw::TableIndex& index, size_t k, uint64_t below);
-  // Indexes a worker keeps a Burst::ChainWalkPolicy for at once.
+  // none did (or to ask the index again, frame by frame, if it had too many candidates).
+  void LookUpIndexedTogether(Burst& burst, const hw::TableIndex& index, size_t k);
+  // Indexes a worker keeps a ChainWalkPolicy for at once.
   static constexpr size_t kMaxChainWalkPolicies = 64;
   // Dispatches `p` from its looked-up hit (Process made it ahead: the first lookup in `first`, the one
   // FollowJumps led to, or WalkTogether's) when that hit's program only sends the frame on — no ops, a

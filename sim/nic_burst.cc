@@ -100,7 +100,7 @@ uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t sourc
     }
     const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
     if (index == nullptr || !index->ReadsOnly(FilledByOuterParse)) continue;
-    Burst::ChainWalkPolicy& policy = b.PolicyOf(index);
+    ChainWalkPolicy& policy = b.PolicyOf(index);
     if (policy.WalkThisBurst(b.serial)) continue;
     // The plain frames' words straight from them (when the index's words allow), the others' from their
     // outer headers, parsed aside.
@@ -121,8 +121,6 @@ uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t sourc
     const uint64_t from_rank = hw::LookupRank(*first_matcher);
     for (size_t c = 0; c < count; ++c) b.queries[c] = {words[c], from_rank, b.index_candidates[c], 0};
     index->CandidatesOf(b.queries, count);
-    // Tallied as WalkTogether tallies: the frames past the table's first matcher (FollowJumps's lookup).
-    uint32_t past_first = 0, hits_in_walked_part = 0;
     for (size_t c = 0; c < count; ++c) {
       const hw::TableIndex::Query& query = b.queries[c];
       // No candidate at all is a miss of the whole table: asked again after a walk, the index would say so
@@ -130,10 +128,6 @@ uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t sourc
       const bool misses = query.count == 0;
       if (!misses && !hw::TableIndex::NamesFirstHit(query)) continue;
       const hw::TableIndex::Candidate* answer = misses ? nullptr : &query.out[0];
-      if (misses || answer->matcher != first_matcher) {
-        ++past_first;
-        if (!misses && answer->rank < policy.walked_end_rank) ++hits_in_walked_part;
-      }
       keep[entry[c]] = false;
       const size_t j = b.jumping_frame[entry[c]];
       named |= uint64_t{1} << j;
@@ -145,7 +139,6 @@ uint64_t Nic::LookUpJumpsInIndexes(Burst& b, const Frame* frames, uint16_t sourc
       // whose caller reads no record would wait on their requests.)
       if (b.named_hit[j] != nullptr) __builtin_prefetch(b.named_hit[j]);
     }
-    policy.Tally(past_first, hits_in_walked_part);
   }
   size_t left = 0;
   for (size_t i = 0; i < b.num_jumping; ++i) {
@@ -234,7 +227,7 @@ void Nic::WalkTogether(Burst& b, size_t n) {
     // that are broad), and only while that pays (ChainWalkPolicy); the index takes over from there for the
     // frames together (LookUpIndexedTogether).
     const hw::TableIndex* index = table->index.load(std::memory_order_acquire);
-    Burst::ChainWalkPolicy* policy = nullptr;
+    ChainWalkPolicy* policy = nullptr;
     int chain_left = std::numeric_limits<int>::max();
     if (index != nullptr) {
       policy = &b.PolicyOf(index);
@@ -289,19 +282,15 @@ void Nic::WalkTogether(Burst& b, size_t n) {
       p.by_burst.matcher = nullptr;  // consumed, as a walk consumes it
       if (index != nullptr && m != nullptr) b.to_index[to_index++] = walking[i].frame;
     }
-    if (policy != nullptr) {
-      if (walk_chain) policy->walked_end_rank = m == nullptr ? ~uint64_t{0} : hw::LookupRank(*m);
-      const uint32_t index_hits_in_walked_part =
-          to_index > 0 ? LookUpIndexedTogether(b, *index, to_index, policy->walked_end_rank) : 0;
-      policy->Tally(static_cast<uint32_t>(into_table), chain_hits + index_hits_in_walked_part);
-    }
+    if (to_index > 0) LookUpIndexedTogether(b, *index, to_index);
+    if (walk_chain && policy != nullptr) policy->TallyWalk(static_cast<uint32_t>(into_table), chain_hits);
     // The frames into other tables are next.
     for (size_t i = into_table; i < left; ++i) walking[i - into_table] = walking[i];
     left -= into_table;
   }
 }
 
-uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_t k, uint64_t below) {
+void Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_t k) {
   const bool outer_words = index.ReadsOnly(FilledByOuterParse);
   for (size_t i = 0; i < k; ++i) {
     InFlight& p = b.frames[b.to_index[i]];
@@ -337,7 +326,6 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
     p.by_burst.hit = b.Find(i, *m);
   }
   uint32_t key[Burst::kMaxKeyWords];
-  uint32_t hits_below = 0;
   for (size_t i = 0; i < k; ++i) {
     const hw::TableIndex::Query& q = b.queries[i];
     InFlight& p = b.frames[b.to_index[i]];
@@ -352,12 +340,7 @@ uint32_t Nic::LookUpIndexedTogether(Burst& b, const hw::TableIndex& index, size_
     p.by_burst.walk.stopped_before = nullptr;  // (a miss: no matcher from there on holds a hit)
     p.by_burst.matcher = p.by_burst.walk.hit_matcher;
     p.by_burst.hit = hit;
-    if (hit != nullptr &&
-        (hit_matcher == q.out[0].matcher ? q.out[0].rank : hw::LookupRank(*hit_matcher)) < below) {
-      ++hits_below;
-    }
   }
-  return hits_below;
 }
 
 absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::Span<Verdict> verdicts,

@@ -29,6 +29,7 @@
 #include "hw/table_index.h"
 #include "sim/action_executor.h"
 #include "sim/aso.h"
+#include "sim/chain_walk_policy.h"
 #include "sim/counters.h"
 #include "sim/meter.h"
 #include "sim/nic.h"
@@ -261,44 +262,8 @@ struct Nic::Burst {
   size_t to_index[kBurst];
   hw::TableIndex::Query queries[kBurst];
   hw::TableIndex::Candidate index_candidates[kBurst][hw::TableIndex::kMaxCandidates];
-  // Whether, for one index, WalkTogether should walk the first matchers of its table's chain before
-  // asking the index. It pays when most frames hit there (a few hot matchers before a long tail, each
-  // refusing most frames on its summary for a few cycles), not when they hit all over the table (then it
-  // costs each frame a summary test per matcher walked, in vain). Decided afresh every kFrames frames.
-  struct ChainWalkPolicy {
-    static constexpr uint32_t kFrames = 256;  // frames a decision is drawn from
-    // A burst in this many walks the chain anyway, to learn afresh where its walked part ends (matchers come
-    // and go). The decision needs no walk: frames the index hits below `walked_end_rank` count as hits in
-    // the walked part too.
-    static constexpr uint32_t kProbeEvery = 1024;
-    // The rank of the first matcher past the walked part of the chain (the last walk's).
-    uint64_t walked_end_rank = 0;
-    uint32_t frames = 0;
-    uint32_t hits_in_walked_part = 0;  // frames that hit a matcher of a rank below `walked_end_rank`
-    uint32_t bursts = 0;
-    bool walk_pays = true;
-    // Whether to walk the chain in the burst numbered `burst` (Burst::serial): decided once a burst.
-    bool WalkThisBurst(uint64_t burst) {
-      if (burst != decided_burst) {
-        decided_burst = burst;
-        walk_this_burst = walk_pays || ++bursts % kProbeEvery == 0;
-      }
-      return walk_this_burst;
-    }
-    // Counts `n` frames into the table, `hits` of them in the walked part.
-    void Tally(uint32_t n, uint32_t hits) {
-      frames += n;
-      hits_in_walked_part += hits;
-      if (frames < kFrames) return;
-      walk_pays = 2 * hits_in_walked_part >= frames;
-      frames = hits_in_walked_part = 0;
-    }
-
-   private:
-    uint64_t decided_burst = ~uint64_t{0};
-    bool walk_this_burst = false;
-  };
-  // By index (stale entries only mislead until they are cleared).
+  // Whether to walk an indexed table's first matchers before asking its index, by index (stale entries
+  // only mislead until they are cleared).
   absl::flat_hash_map<const hw::TableIndex*, ChainWalkPolicy> chain_walk_policies;
   // The policy for `index`, made if missing (the map is cleared when it holds more than
   // kMaxChainWalkPolicies).
