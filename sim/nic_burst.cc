@@ -406,9 +406,12 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         PlainIpv4KeyReader& reader = worker.burst_->plain_ipv4;
         plain_frames = reader.Prepare(m->definer) ? reader.ReadBurst(in, n, source, keys) : 0;
       }
-      if (!trace) unstarted = plain_frames & ((uint64_t{1} << n) - 1);
-      for (size_t j = 0; j < n; ++j) {
-        if ((unstarted >> j & 1) == 0) start(j);
+      const uint64_t all = (uint64_t{1} << n) - 1;
+      if (!trace) unstarted = plain_frames & all;
+      // (By their bits: behind a catch-all root, every frame is unstarted and this loop has nothing to do.)
+      for (uint64_t rest = ~unstarted & all; rest != 0; rest &= rest - 1) {
+        const size_t j = static_cast<size_t>(__builtin_ctzll(rest));
+        start(j);
         if (plain_frames >> j & 1) continue;
         uint32_t* key = keys + j * words;
         if (outer_key) {
@@ -436,8 +439,8 @@ absl::Status Nic::Process(Worker& worker, absl::Span<const Frame> frames, absl::
         }
         unstarted &= named;
       }
-      for (size_t j = 0; j < n; ++j) {
-        if ((unstarted | named) >> j & 1) continue;
+      for (uint64_t rest = ~(unstarted | named) & all; rest != 0; rest &= rest - 1) {
+        const size_t j = static_cast<size_t>(__builtin_ctzll(rest));
         burst[j].by_burst.matcher = m;
         burst[j].by_burst.hit = b.first_hits[j];
       }
