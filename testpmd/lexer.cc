@@ -19,6 +19,13 @@ constexpr absl::string_view kPrompt = "testpmd>";
 // ' ', '\t', '\v', '\f', '\r' (the control characters 9 to 13 but '\n').
 bool IsBlank(char c) { return c == ' ' || (static_cast<unsigned char>(c - '\t') <= 4 && c != '\n'); }
 
+// Whether `line`'s last byte but blanks is a backslash, which may join the next line to it.
+bool MayContinue(absl::string_view line) {
+  size_t end = line.size();
+  while (end > 0 && IsBlank(line[end - 1])) --end;
+  return end > 0 && line[end - 1] == '\\';
+}
+
 }  // namespace
 
 // Eight bytes at a time where it can: a byte below '!' is flagged exactly when it is the lowest such byte
@@ -150,20 +157,72 @@ std::vector<CommandTokens> Lex(absl::string_view text) {
   return commands;
 }
 
+CommandStream::CommandStream(std::istream& in)
+    : in_(in), chunk_(static_cast<char*>(hw::AllocateLookupMemory(kChunkBytes))) {}
+
+CommandStream::~CommandStream() { hw::FreeLookupMemory(chunk_, kChunkBytes); }
+
+bool CommandStream::ReadLine(absl::string_view* line) {
+  long_line_.clear();
+  while (true) {
+    const char* from = chunk_ + begin_;
+    const size_t unread = end_ - begin_;
+    if (const void* newline = std::memchr(from, '\n', unread)) {
+      const size_t bytes = static_cast<size_t>(static_cast<const char*>(newline) - from);
+      begin_ += bytes + 1;
+      if (long_line_.empty()) {
+        *line = absl::string_view(from, bytes);
+      } else {
+        *line = long_line_.append(from, bytes);
+      }
+      return true;
+    }
+    if (at_end_) {  // the last line, if it has no newline
+      begin_ = end_;
+      if (long_line_.empty()) {
+        *line = absl::string_view(from, unread);
+        return unread != 0;
+      }
+      *line = long_line_.append(from, unread);
+      return true;
+    }
+    // The line goes on past the chunk: keep its start (at the chunk's, or aside when it fills the chunk)
+    // and read on after it.
+    if (unread == kChunkBytes) {
+      long_line_.append(from, unread);
+      end_ = 0;
+    } else {
+      std::memmove(chunk_, from, unread);
+      end_ = unread;
+    }
+    begin_ = 0;
+    const std::streamsize got =
+        in_.rdbuf()->sgetn(chunk_ + end_, static_cast<std::streamsize>(kChunkBytes - end_));
+    if (got <= 0) {
+      at_end_ = true;
+    } else {
+      end_ += static_cast<size_t>(got);
+    }
+  }
+}
+
 bool CommandStream::Next(CommandTokens* out) {
   return Next(out, [](absl::string_view, int) { return false; });
 }
 
 bool CommandStream::Next(CommandTokens* out, absl::FunctionRef<bool(absl::string_view, int)> take_line) {
-  size_t used = 0;  // lines of the open command (the last command's lines are free again)
-  while (true) {
-    if (used == lines_.size()) lines_.emplace_back();
-    std::string& line = lines_[used];
-    if (!std::getline(in_, line)) break;
+  size_t copies = 0;  // of the open command's lines (the last command's copies are free again)
+  absl::string_view line;
+  while (ReadLine(&line)) {
     ++line_number_;
     if (!lexer_.open() && take_line(line, line_number_)) continue;
+    if (MayContinue(line)) {
+      if (copies == continued_.size()) continued_.emplace_back();
+      line = continued_[copies].assign(line.data(), line.size());
+      ++copies;
+    }
     if (lexer_.Take(line, line_number_, out)) return true;
-    used = lexer_.open() ? used + 1 : 0;
+    if (!lexer_.open()) copies = 0;
   }
   return lexer_.Finish(out);
 }

@@ -27,6 +27,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/numeric/bits.h"
 #include "absl/strings/string_view.h"
+#include "hw/lookup_memory.h"
 #include "testpmd/source.h"
 
 namespace drsim::testpmd {
@@ -97,10 +98,16 @@ class LineLexer {
   CommandTokens current_;
 };
 
-// The commands of a stream, read one at a time.
+// The commands of a stream, read one at a time. The stream is read in chunks into one huge page
+// (hw/lookup_memory.h: 4 KiB pages so many cost a fault each, twice over), and a line is lexed where it lies
+// in the chunk. Only a line a backslash may continue is copied aside: its tokens must outlive the next read.
 class CommandStream {
  public:
-  explicit CommandStream(std::istream& in) : in_(in) {}
+  explicit CommandStream(std::istream& in);
+  ~CommandStream();
+  CommandStream(const CommandStream&) = delete;
+  CommandStream& operator=(const CommandStream&) = delete;
+
   // The next command; false at the end of the stream.
   bool Next(CommandTokens* out);
   // Next, offering each line that starts a command to `take_line` first (with its number): a line it
@@ -108,11 +115,20 @@ class CommandStream {
   bool Next(CommandTokens* out, absl::FunctionRef<bool(absl::string_view line, int line_number)> take_line);
 
  private:
+  static constexpr size_t kChunkBytes = hw::kHugePageBytes;
+  // Sets `line` to the next line without its newline, a view valid until the next call; false at the end
+  // of the stream.
+  bool ReadLine(absl::string_view* line);
+
   std::istream& in_;
+  char* chunk_;  // kChunkBytes, of which [begin_, end_) is read and not yet taken
+  size_t begin_ = 0, end_ = 0;
+  bool at_end_ = false;    // the stream has nothing more
+  std::string long_line_;  // a line longer than the chunk, put together
   LineLexer lexer_;
-  // The lines of the command being read (a deque: a new line moves none of the others, which its tokens
+  // Copies of the open command's lines (a deque: a new line moves none of the others, which its tokens
   // view); each keeps its room for the next command.
-  std::deque<std::string> lines_;
+  std::deque<std::string> continued_;
   int line_number_ = 0;
 };
 

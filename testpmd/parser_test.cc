@@ -1,12 +1,16 @@
 #include "testpmd/parser.h"
 
 #include <random>
+#include <sstream>
 #include <string>
 #include <variant>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testpmd/lexer.h"
 #include "testpmd/values.h"
 
 namespace drsim::testpmd {
@@ -104,6 +108,80 @@ TEST(LexerTest, SplitsLinesWithAndWithoutCommentsAlike) {
       EXPECT_EQ(mapped[c].end, by_bytes[c].end) << line;
     }
   }
+}
+
+// CommandStream reads its stream in chunks of a huge page and lexes lines where they lie: it gives Lex's
+// commands wherever lines and continued commands fall against the chunks' edges, however long a line is,
+// and with or without a last newline. A line offered to `take_line` is the text's line; one it takes is
+// no command.
+TEST(CommandStreamTest, GivesLexsCommandsAcrossChunkEdges) {
+  std::mt19937 random(20261202);
+  std::string text;
+  while (text.size() < (size_t{5} << 20)) {
+    switch (random() % 8) {
+      case 0:
+        text += "\n";
+        break;
+      case 1:
+        text += "# a comment, not continued \\\n";
+        break;
+      case 2:
+        text += "flow create 0 ingress \\\n  pattern eth / end \\ \r\n actions drop / end\n";
+        break;
+      case 3:
+        text += "flow destroy 0 rule " + std::string(1 + random() % 3000, '7') + "\r\n";
+        break;
+      default:
+        text += absl::StrCat("flow create 0 ingress pattern eth / ipv4 src is 10.0.", random() % 256, ".",
+                             random() % 256, " / end actions queue index ", random() % 16, " / end\n");
+    }
+  }
+  // A line longer than a chunk, continued by one nearly a chunk long; no newline at the end.
+  text += "flow list 0 " + std::string(size_t{3} << 20, 'x') + " \\\n" +
+          std::string((size_t{2} << 20) - 5, 'y') + "\nflow flush 0";
+  const std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  for (const bool take_destroys : {false, true}) {
+    SCOPED_TRACE(take_destroys ? "destroys taken" : "nothing taken");
+    std::vector<CommandTokens> expected;
+    for (CommandTokens& command : Lex(text)) {
+      if (take_destroys && command.tokens[1].text == "destroy") continue;
+      expected.push_back(std::move(command));
+    }
+    std::istringstream in(text);
+    CommandStream stream(in);
+    CommandTokens command;
+    size_t given = 0, offered = 0, taken = 0;
+    auto take_line = [&](absl::string_view line, int line_number) {
+      ++offered;
+      EXPECT_EQ(line, lines[line_number - 1]) << "line " << line_number;
+      const bool take = take_destroys && absl::StartsWith(line, "flow destroy");
+      taken += take;
+      return take;
+    };
+    while (stream.Next(&command, take_line)) {
+      ASSERT_LT(given, expected.size());
+      const CommandTokens& want = expected[given++];
+      ASSERT_EQ(command.tokens.size(), want.tokens.size()) << "command " << given;
+      for (size_t t = 0; t < want.tokens.size(); ++t) {
+        ASSERT_EQ(command.tokens[t].text, want.tokens[t].text) << "command " << given;
+        ASSERT_EQ(command.tokens[t].pos, want.tokens[t].pos) << "command " << given;
+      }
+      ASSERT_EQ(command.end, want.end) << "command " << given;
+    }
+    EXPECT_EQ(given, expected.size());
+    EXPECT_GT(offered, given);  // (blank and comment lines are offered too)
+    EXPECT_EQ(taken > 0, take_destroys);
+  }
+  // The last line longer than a chunk, without a newline.
+  const std::string last = "\nflow list 0 " + std::string(size_t{5} << 20, 'z');
+  std::istringstream in(last);
+  CommandStream stream(in);
+  CommandTokens command;
+  ASSERT_TRUE(stream.Next(&command));
+  ASSERT_THAT(command.tokens, SizeIs(4));
+  EXPECT_EQ(command.tokens[3].text, absl::string_view(last).substr(13));
+  EXPECT_EQ(command.end, (SourcePos{2, static_cast<int>(last.size())}));
+  EXPECT_FALSE(stream.Next(&command));
 }
 
 TEST(ParserTest, AttributesPatternAndActions) {
