@@ -5,11 +5,11 @@
 //   acl         ACL-style prefixes and port ranges as masks (`group 1 priority P ... ipv4 src spec A src mask
 //               M ... tcp dst spec P dst mask PM`, 64 mask shapes, so 64 matchers), drop;
 //   duplicates  one five-tuple rule N times (the older wins; each is a flow of its own).
-// Counters: rules/s (items), peak RSS of the process so far (KB), bytes a rule once loaded (heap and lookup
-// memory in use, whole engine and core), and for five_tuple and duplicates the core's bytes a rule, from a
-// peer that inserts the same DR rules with one shared action straight through dr:: into the same kind of
-// table (level 0, one matcher), and the front end's bytes a rule beyond them.
-// Files go to $TMPDIR (or /tmp) as drsim_rules_<shape>_<n>.rules, written once.
+// Counters: rules/s (items), the load's user and system CPU time (ms), peak RSS of the process so far (KB),
+// bytes a rule once loaded (heap and lookup memory in use, whole engine and core), and for five_tuple and
+// duplicates the core's bytes a rule, from a peer that inserts the same DR rules with one shared action
+// straight through dr:: into the same kind of table (level 0, one matcher), and the front end's bytes a rule
+// beyond them. Files go to $TMPDIR (or /tmp) as drsim_rules_<shape>_<n>.rules, written once.
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -41,6 +41,17 @@ long PeakRssKb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss;
+}
+
+// The process's CPU time so far, user and system, in ms.
+struct CpuMs {
+  double user = 0, system = 0;
+};
+CpuMs CpuTimeMs() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return {ms(u.ru_utime), ms(u.ru_stime)};
 }
 
 // The five-tuple of rule i: addresses and ports from a multiplicative walk (distinct for i < 2^32).
@@ -139,11 +150,16 @@ void BM_RuleFileLoad(benchmark::State& state) {
   options.command = "validate";
   options.rules = path;
   double bytes_per_rule = 0, templated = 0;
+  CpuMs cpu;
   for (auto _ : state) {
     const size_t before = BytesInUse();
+    const CpuMs cpu_before = CpuTimeMs();
     int status = 0;
     std::ostringstream err;
     std::unique_ptr<tools::Session> session = tools::LoadRules(options, err, &status);
+    const CpuMs cpu_after = CpuTimeMs();
+    cpu.user += cpu_after.user - cpu_before.user;
+    cpu.system += cpu_after.system - cpu_before.system;
     if (session == nullptr || session->report.commands != static_cast<size_t>(n)) {
       state.SkipWithError(("load failed: " + err.str()).c_str());
       return;
@@ -163,6 +179,10 @@ void BM_RuleFileLoad(benchmark::State& state) {
     state.counters["front_end_bytes_per_rule"] = bytes_per_rule - core;
   }
   state.counters["peak_rss_kb"] = static_cast<double>(PeakRssKb());
+  // The load's CPU time (a load an iteration). System time is mostly the kernel zeroing the pages the load
+  // maps for the first time, and swings from run to run where a virtual machine's host backs them anew.
+  state.counters["user_ms"] = cpu.user / state.iterations();
+  state.counters["system_ms"] = cpu.system / state.iterations();
 }
 
 BENCHMARK(BM_RuleFileLoad)
