@@ -32,6 +32,7 @@
 #include "testpmd/indirect_actions.h"
 #include "testpmd/meters.h"
 #include "testpmd/pattern.h"
+#include "testpmd/pattern_template.h"
 #include "testpmd/record_pool.h"
 
 namespace drsim::testpmd {
@@ -104,9 +105,10 @@ class EngineContext {
   IndirectTable indirect;           // flow indirect_action (flows hold what they use)
   std::set<FlowNames> flow_names;   // FlowShape::names points into it
   std::set<FlowShape> flow_shapes;  // Flow::shape points into it
-  TranslatedPattern
-      pattern_scratch;            // a flow's pattern while it is built, its buffers kept from flow to flow
-  RecordPool<Flow> flow_records;  // the flows' memory
+  // A flow's pattern while it is built, its buffers kept from flow to flow.
+  TranslatedPattern pattern_scratch;
+  PatternTemplateCache pattern_templates;  // flow templates' patterns (engine_templates.cc)
+  RecordPool<Flow> flow_records;           // the flows' memory
   // By port, by id; a B-tree holds each id in about 12 bytes, where a std::map node takes 64.
   std::map<uint16_t, PortFlows> flows;
 

@@ -48,7 +48,8 @@ absl::StatusOr<std::shared_ptr<const FlowTemplate>> FlowEngine::TemplateOfFlow(
     return absl::FailedPreconditionError("the flow made more than one rule, or something of its own");
   }
   DRSIM_ASSIGN_OR_RETURN(const PatternContext pattern_ctx, context_->PatternContextOf(rule));
-  DRSIM_ASSIGN_OR_RETURN(PatternTemplate pattern, PatternTemplate::Make(rule.pattern, slots, pattern_ctx));
+  DRSIM_ASSIGN_OR_RETURN(PatternTemplate pattern,
+                         context_->pattern_templates.Make(rule.pattern, slots, pattern_ctx));
   auto t = std::make_shared<FlowTemplate>(std::move(pattern));
   t->context = context_.get();
   t->port = rule.port;

@@ -233,4 +233,46 @@ void PatternTemplate::ValueInto(absl::Span<const absl::uint128> values, hw::Matc
   }
 }
 
+absl::StatusOr<PatternTemplate> PatternTemplateCache::Make(absl::Span<const Item> items,
+                                                           absl::Span<const PatternSlot> slots,
+                                                           const PatternContext& ctx) {
+  key_.clear();
+  auto put = [this](const auto& v) { key_.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(ctx.domain);
+  put(ctx.root_table);
+  put(ctx.implicit_source_vport.has_value());
+  put(ctx.implicit_source_vport.value_or(0));
+  put(slots.size());
+  for (const PatternSlot& s : slots) {
+    put(s.item);
+    put(s.field);
+  }
+  put(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& item = items[i];
+    put(item.def);
+    put(item.mask_given);
+    put(item.words.size());
+    for (size_t w = 0; w < item.words.size(); ++w) {
+      const ItemWord& word = item.words[w];
+      absl::uint128 spec = word.spec;
+      for (const PatternSlot& s : slots) {
+        if (s.item == i && s.field->storage == w) spec &= ~(Ones(s.field->width) << s.field->shift);
+      }
+      put(spec);
+      put(word.last);
+      put(word.mask);
+      put(word.spec_set);
+      put(word.last_set);
+      put(word.mask_set);
+    }
+  }
+  if (auto found = templates_.find(key_); found != templates_.end()) return found->second;
+  DRSIM_ASSIGN_OR_RETURN(PatternTemplate made, PatternTemplate::Make(items, slots, ctx));
+  ++made_;
+  if (templates_.size() >= kMaxTemplates) templates_.clear();
+  templates_.emplace(key_, made);
+  return made;
+}
+
 }  // namespace drsim::testpmd

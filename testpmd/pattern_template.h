@@ -24,9 +24,12 @@
 #ifndef DRSIM_TESTPMD_PATTERN_TEMPLATE_H_
 #define DRSIM_TESTPMD_PATTERN_TEMPLATE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -74,6 +77,29 @@ class PatternTemplate {
   hw::MatchParams mask_;
   std::vector<ByteStep> steps_;
   size_t slots_ = 0;
+};
+
+// PatternTemplate::Make, remembered. Commands of many shapes (rules spread over priorities, queues and
+// marks) mostly share a few patterns, which differ only in their slots' values: their templates are made
+// once. A template is a pure function of the pattern's items, its slots and the context, so it is found by
+// the items with their slots' values cleared (positions left out), the slots, and the context's domain,
+// root-ness and implicit source vport (a template's items name no port, so the context's vport map plays
+// no part). Only templates made are remembered, at most kMaxTemplates; past that it starts over. Not
+// thread-safe.
+class PatternTemplateCache {
+ public:
+  static constexpr size_t kMaxTemplates = 4096;
+
+  // PatternTemplate::Make's template of the same arguments, made unless one was before.
+  absl::StatusOr<PatternTemplate> Make(absl::Span<const Item> items, absl::Span<const PatternSlot> slots,
+                                       const PatternContext& ctx);
+  // Templates made so far (not found).
+  size_t made() const { return made_; }
+
+ private:
+  std::string key_;  // the last Make's key, its room kept
+  absl::flat_hash_map<std::string, PatternTemplate> templates_;
+  size_t made_ = 0;
 };
 
 }  // namespace drsim::testpmd

@@ -118,5 +118,58 @@ TEST(PatternTemplateTest, RefusesValuesThatMeanMoreThanTheirBits) {
   EXPECT_THAT(s.message(), HasSubstr("second L3 item"));
 }
 
+// The cache makes one template for patterns that differ only in their slots' values, and one more for
+// each difference elsewhere (a mask, an item, the slots, the context); what it gives writes what a template
+// made afresh writes.
+TEST(PatternTemplateCacheTest, MakesOneTemplateAPatternOfSlots) {
+  PatternTemplateCache cache;
+  const std::vector<Item> a = Pattern("eth / ipv4 src is 10.0.0.1 dst spec 10.1.0.0 dst mask 255.255.0.0");
+  const std::vector<Item> a_other =
+      Pattern("eth / ipv4 src is 10.9.8.7 dst spec 10.7.0.0 dst mask 255.255.0.0");
+  const std::vector<Item> b = Pattern("eth / ipv4 src is 10.0.0.1 dst spec 10.1.2.0 dst mask 255.255.255.0");
+  const std::vector<Item> c =
+      Pattern("eth / ipv4 src is 10.0.0.1 dst spec 10.1.0.0 dst mask 255.255.0.0 / udp");
+  const std::vector<PatternSlot> slots = SlotsOf(a);
+  ASSERT_EQ(slots.size(), 2u);
+  std::mt19937_64 rng(20261202);
+  auto same_as_fresh = [&](const std::vector<Item>& items, const std::vector<PatternSlot>& s, bool root) {
+    absl::StatusOr<PatternTemplate> cached = cache.Make(items, s, Context(root));
+    absl::StatusOr<PatternTemplate> fresh = PatternTemplate::Make(items, s, Context(root));
+    ASSERT_TRUE(cached.ok()) << cached.status();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_TRUE(SameBytes(cached->mask(), fresh->mask()));
+    for (int round = 0; round < 20; ++round) {
+      std::vector<absl::uint128> values;
+      for (const PatternSlot& slot : s)
+        values.push_back(absl::MakeUint128(rng(), rng()) & Ones(slot.field->width));
+      hw::MatchParams from_cached, from_fresh;
+      cached->ValueInto(values, &from_cached);
+      fresh->ValueInto(values, &from_fresh);
+      ASSERT_TRUE(SameBytes(from_cached, from_fresh)) << "round " << round;
+    }
+  };
+  same_as_fresh(a, slots, false);
+  EXPECT_EQ(cache.made(), 1u);
+  same_as_fresh(a_other, slots, false);  // other values in the slots: the same template
+  EXPECT_EQ(cache.made(), 1u);
+  same_as_fresh(b, slots, false);  // another mask
+  EXPECT_EQ(cache.made(), 2u);
+  same_as_fresh(c, SlotsOf(c), false);  // another item
+  EXPECT_EQ(cache.made(), 3u);
+  same_as_fresh(a, {slots[0]}, false);  // other slots
+  EXPECT_EQ(cache.made(), 4u);
+  same_as_fresh(a, slots, true);  // a root table: ip_version's mask differs
+  EXPECT_EQ(cache.made(), 5u);
+  same_as_fresh(a_other, slots, true);
+  EXPECT_EQ(cache.made(), 5u);
+  // A pattern that is no template is refused each time, and not remembered.
+  const std::vector<Item> vlan = Pattern("eth / vlan vid is 5 / ipv4 src is 10.0.0.1");
+  EXPECT_EQ(cache.Make(vlan, SlotsOf(vlan), Context(false)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cache.Make(vlan, SlotsOf(vlan), Context(false)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cache.made(), 5u);
+}
+
 }  // namespace
 }  // namespace drsim::testpmd
