@@ -1,5 +1,6 @@
 #include "testpmd/lexer.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
@@ -196,8 +197,17 @@ bool CommandStream::ReadLine(absl::string_view* line) {
       end_ = unread;
     }
     begin_ = 0;
-    const std::streamsize got =
-        in_.rdbuf()->sgetn(chunk_ + end_, static_cast<std::streamsize>(kChunkBytes - end_));
+    // (istream::read, not the buffer's sgetn: a read that fails sets badbit rather than throwing.)
+    errno = 0;
+    in_.read(chunk_ + end_, static_cast<std::streamsize>(kChunkBytes - end_));
+    const std::streamsize got = in_.gcount();
+    if (in_.bad()) {  // the line the failure cut short is not given
+      read_error_ = errno != 0 ? errno : EIO;
+      at_end_ = true;
+      begin_ = end_ = 0;
+      long_line_.clear();
+      return false;
+    }
     if (got <= 0) {
       at_end_ = true;
     } else {
@@ -224,7 +234,7 @@ bool CommandStream::Next(CommandTokens* out, absl::FunctionRef<bool(absl::string
     if (lexer_.Take(line, line_number_, out)) return true;
     if (!lexer_.open()) copies = 0;
   }
-  return lexer_.Finish(out);
+  return read_error_ == 0 && lexer_.Finish(out);  // (a command the failure cut short is not given)
 }
 
 }  // namespace drsim::testpmd

@@ -99,8 +99,9 @@ class LineLexer {
 };
 
 // The commands of a stream, read one at a time. The stream is read in chunks into one huge page
-// (hw/lookup_memory.h: 4 KiB pages so many cost a fault each, twice over), and a line is lexed where it lies
-// in the chunk. Only a line a backslash may continue is copied aside: its tokens must outlive the next read.
+// (hw/lookup_memory.h): a huge page faults in once, where a heap buffer so large faults in page by page. A
+// line is lexed where it lies in the chunk. Only a line a backslash may continue is copied aside: its tokens
+// must outlive the next read.
 class CommandStream {
  public:
   explicit CommandStream(std::istream& in);
@@ -113,6 +114,11 @@ class CommandStream {
   // Next, offering each line that starts a command to `take_line` first (with its number): a line it
   // takes (returns true for) is a command of its own that was run, and is not lexed.
   bool Next(CommandTokens* out, absl::FunctionRef<bool(absl::string_view line, int line_number)> take_line);
+  // After Next returned false: the errno of the read that failed (EIO when the stream gave none), or 0 when
+  // the stream ended. The commands given are those of the lines before the failure.
+  int read_error() const { return read_error_; }
+  // The lines read so far.
+  int lines() const { return line_number_; }
 
  private:
   static constexpr size_t kChunkBytes = hw::kHugePageBytes;
@@ -123,7 +129,8 @@ class CommandStream {
   std::istream& in_;
   char* chunk_;  // kChunkBytes, of which [begin_, end_) is read and not yet taken
   size_t begin_ = 0, end_ = 0;
-  bool at_end_ = false;    // the stream has nothing more
+  bool at_end_ = false;  // the stream has nothing more
+  int read_error_ = 0;
   std::string long_line_;  // a line longer than the chunk, put together
   LineLexer lexer_;
   // Copies of the open command's lines (a deque: a new line moves none of the others, which its tokens

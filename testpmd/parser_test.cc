@@ -1,8 +1,14 @@
 #include "testpmd/parser.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ios>
 #include <random>
 #include <sstream>
+#include <streambuf>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "absl/strings/match.h"
@@ -182,6 +188,119 @@ TEST(CommandStreamTest, GivesLexsCommandsAcrossChunkEdges) {
   EXPECT_EQ(command.tokens[3].text, absl::string_view(last).substr(13));
   EXPECT_EQ(command.end, (SourcePos{2, static_cast<int>(last.size())}));
   EXPECT_FALSE(stream.Next(&command));
+}
+
+// The commands CommandStream gives of `text`, checked against Lex's.
+void ExpectLexsCommands(const std::string& text) {
+  const std::vector<CommandTokens> expected = Lex(text);
+  std::istringstream in(text);
+  CommandStream stream(in);
+  CommandTokens command;
+  size_t given = 0;
+  while (stream.Next(&command)) {
+    ASSERT_LT(given, expected.size());
+    const CommandTokens& want = expected[given++];
+    ASSERT_EQ(command.tokens.size(), want.tokens.size()) << "command " << given;
+    for (size_t t = 0; t < want.tokens.size(); ++t) {
+      ASSERT_EQ(command.tokens[t].text, want.tokens[t].text) << "command " << given << " token " << t;
+      ASSERT_EQ(command.tokens[t].pos, want.tokens[t].pos) << "command " << given << " token " << t;
+    }
+    ASSERT_EQ(command.end, want.end) << "command " << given;
+  }
+  EXPECT_EQ(given, expected.size());
+  EXPECT_EQ(stream.read_error(), 0);
+}
+
+// Lines placed on the chunk's edge: a continued line ending just before it (its tokens must outlive the
+// read of the next chunk), a newline and a '\r' on either side of it, lines of the chunk's size and one
+// byte either way, a continued line longer than a chunk, and no text at all.
+TEST(CommandStreamTest, GivesLexsCommandsAtTheChunksEdge) {
+  constexpr size_t kChunk = size_t{2} << 20;  // CommandStream's chunk (a huge page)
+  // A comment line that ends `bytes` into the text (newline included).
+  auto pad = [](size_t bytes) { return "#" + std::string(bytes - 2, 'p') + "\n"; };
+  const std::string continued = "flow create 0 ingress pattern eth / end \\\n";
+  const std::string rest = " actions queue index 3 / end\nflow flush 0\n";
+  for (size_t before_edge = 0; before_edge < 4; ++before_edge) {
+    SCOPED_TRACE(absl::StrCat("the continued line ends ", before_edge, " bytes before the edge"));
+    ExpectLexsCommands(pad(kChunk - before_edge - continued.size()) + continued + rest);
+    // Twice: the second chunk's edge falls after lines taken from a moved partial line.
+    ExpectLexsCommands(pad(kChunk - before_edge - continued.size()) + continued + rest +
+                       pad(kChunk - 1000 - before_edge - rest.size()) + continued + rest);
+  }
+  ExpectLexsCommands(pad(kChunk - 14) + "flow flush 0\r\nflow flush 1\r\n");  // the '\r' last in the chunk
+  ExpectLexsCommands(pad(kChunk - 13) + "flow flush 0\r\nflow flush 1\r\n");  // the '\n' last
+  for (const size_t line : {kChunk - 1, kChunk, kChunk + 1}) {
+    SCOPED_TRACE(absl::StrCat("a line of ", line, " bytes"));
+    const std::string token = std::string(line - 13, 'v');
+    ExpectLexsCommands("flow flush 0\nflow list 0 " + token + "\nflow flush 1\n");
+  }
+  ExpectLexsCommands("flow list 0 " + std::string(kChunk + 7, 'l') + " \\\n" + std::string(kChunk + 9, 'm') +
+                     "\nflow flush 2\n");
+  ExpectLexsCommands("");
+  ExpectLexsCommands("\n");
+}
+
+// A stream whose reading fails: the commands of the lines read before, then the read's errno.
+TEST(CommandStreamTest, StopsAtAFailedReadWithItsErrno) {
+  // Gives `text`'s first `whole` bytes in one read, then fails with `error`.
+  class FailingBuffer : public std::streambuf {
+   public:
+    FailingBuffer(std::string text, int error) : text_(std::move(text)), error_(error) {}
+
+   protected:
+    std::streamsize xsgetn(char* to, std::streamsize n) override {
+      if (at_ == text_.size()) {
+        errno = error_;
+        throw std::ios_base::failure("read failed");
+      }
+      const size_t bytes = std::min(text_.size() - at_, static_cast<size_t>(n));
+      std::memcpy(to, text_.data() + at_, bytes);
+      at_ += bytes;
+      return static_cast<std::streamsize>(bytes);
+    }
+
+   private:
+    std::string text_;
+    size_t at_ = 0;
+    int error_;
+  };
+  {  // the first read fails
+    FailingBuffer buffer("", EISDIR);
+    std::istream in(&buffer);
+    CommandStream stream(in);
+    CommandTokens command;
+    EXPECT_FALSE(stream.Next(&command));
+    EXPECT_EQ(stream.read_error(), EISDIR);
+  }
+  {  // a chunk of whole lines but the last, then a failure: the last line and the open command are not given
+    constexpr size_t kChunk = size_t{2} << 20;  // CommandStream's chunk (a huge page)
+    std::string text;
+    for (int i = 0; text.size() + 40 < kChunk; ++i) text += absl::StrCat("flow flush ", i, "\n");
+    text += "flow create 0 ingress \\\n";  // a command continued
+    text.resize(kChunk, 'x');              // and a line cut short by the failure
+    const size_t lines = std::count(text.begin(), text.end(), '\n');
+    FailingBuffer buffer(text, EIO);
+    std::istream in(&buffer);
+    CommandStream stream(in);
+    CommandTokens command;
+    size_t given = 0;
+    while (stream.Next(&command)) {
+      ASSERT_EQ(command.tokens.size(), 3u);
+      EXPECT_EQ(command.tokens[2].text, absl::StrCat(given));
+      ++given;
+    }
+    EXPECT_EQ(given, lines - 1);
+    EXPECT_EQ(stream.read_error(), EIO);
+    EXPECT_EQ(stream.lines(), static_cast<int>(lines));
+  }
+  {  // a stream that ends is no error
+    std::istringstream in("flow flush 0");
+    CommandStream stream(in);
+    CommandTokens command;
+    EXPECT_TRUE(stream.Next(&command));
+    EXPECT_FALSE(stream.Next(&command));
+    EXPECT_EQ(stream.read_error(), 0);
+  }
 }
 
 TEST(ParserTest, AttributesPatternAndActions) {

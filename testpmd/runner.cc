@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "dr/status_errno.h"
 #include "testpmd/flow_template_cache.h"
 #include "testpmd/lexer.h"
 #include "testpmd/parser.h"
@@ -116,6 +117,11 @@ FileReport RunStream(FlowEngine& engine, absl::string_view file, std::istream& i
       report.outcomes.push_back({command->pos, *std::move(r)});
     }
     if (options.on_command) options.on_command(report.commands);
+  }
+  if (stream.read_error() != 0) {  // at the line the failed read was to give
+    report.diagnostics.push_back(
+        MakeDiagnostic(file, WithPos(dr::StatusFromErrno(stream.read_error(), "reading the file"),
+                                     SourcePos{stream.lines() + 1, 1})));
   }
   templates.reset();   // (its templates hold the engine's objects)
   if (!report.ok()) {  // nothing of a file with errors stays installed

@@ -358,6 +358,10 @@ TEST(DrctlStreamTest, ValidateStreamsAndReportsEveryErrorWithItsLine) {
   EXPECT_THAT(r.err, ::testing::HasSubstr("bad.rules:3001:"));
   EXPECT_THAT(r.err, ::testing::HasSubstr("bad.rules:3002:37: error:"));
   EXPECT_THAT(r.err, ::testing::HasSubstr("2 error(s)"));
+  // A file that opens but cannot be read (a directory): its read's error, as a file with errors.
+  r = Invoke({"validate", TempDir()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr(":1:1: error: reading the file: Is a directory"));
 }
 
 TEST(DrctlStreamTest, TheProgressLineWaitsASecondAndOnlyForATerminal) {
