@@ -236,6 +236,10 @@ void PatternTemplate::ValueInto(absl::Span<const absl::uint128> values, hw::Matc
 absl::StatusOr<PatternTemplate> PatternTemplateCache::Make(absl::Span<const Item> items,
                                                            absl::Span<const PatternSlot> slots,
                                                            const PatternContext& ctx) {
+  for (const PatternSlot& s : slots) {
+    if (s.field == nullptr || s.item >= items.size())
+      return PatternTemplate::Make(items, slots, ctx);  // (refused)
+  }
   key_.clear();
   auto put = [this](const auto& v) { key_.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(ctx.domain);

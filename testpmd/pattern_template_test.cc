@@ -119,9 +119,9 @@ TEST(PatternTemplateTest, RefusesValuesThatMeanMoreThanTheirBits) {
 }
 
 // The cache makes one template for patterns that differ only in their slots' values, and one more for
-// each difference elsewhere (a mask, an item, the slots, the context); what it gives writes what a template
-// made afresh writes.
-TEST(PatternTemplateCacheTest, MakesOneTemplateAPatternOfSlots) {
+// each difference elsewhere (a mask, an item, the slots, the context's root-ness, domain or implicit source
+// vport); what it gives writes what a template made afresh writes.
+TEST(PatternTemplateCacheTest, MakesOneTemplatePerPatternWhateverItsSlotValues) {
   PatternTemplateCache cache;
   const std::vector<Item> a = Pattern("eth / ipv4 src is 10.0.0.1 dst spec 10.1.0.0 dst mask 255.255.0.0");
   const std::vector<Item> a_other =
@@ -131,10 +131,17 @@ TEST(PatternTemplateCacheTest, MakesOneTemplateAPatternOfSlots) {
       Pattern("eth / ipv4 src is 10.0.0.1 dst spec 10.1.0.0 dst mask 255.255.0.0 / udp");
   const std::vector<PatternSlot> slots = SlotsOf(a);
   ASSERT_EQ(slots.size(), 2u);
+  auto fdb = [](uint16_t vport) {
+    PatternContext ctx;
+    ctx.domain = MLX5DV_DR_DOMAIN_TYPE_FDB;
+    ctx.implicit_source_vport = vport;
+    return ctx;
+  };
   std::mt19937_64 rng(20261202);
-  auto same_as_fresh = [&](const std::vector<Item>& items, const std::vector<PatternSlot>& s, bool root) {
-    absl::StatusOr<PatternTemplate> cached = cache.Make(items, s, Context(root));
-    absl::StatusOr<PatternTemplate> fresh = PatternTemplate::Make(items, s, Context(root));
+  auto same_as_fresh = [&](const std::vector<Item>& items, const std::vector<PatternSlot>& s,
+                           const PatternContext& ctx) {
+    absl::StatusOr<PatternTemplate> cached = cache.Make(items, s, ctx);
+    absl::StatusOr<PatternTemplate> fresh = PatternTemplate::Make(items, s, ctx);
     ASSERT_TRUE(cached.ok()) << cached.status();
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     EXPECT_TRUE(SameBytes(cached->mask(), fresh->mask()));
@@ -148,27 +155,54 @@ TEST(PatternTemplateCacheTest, MakesOneTemplateAPatternOfSlots) {
       ASSERT_TRUE(SameBytes(from_cached, from_fresh)) << "round " << round;
     }
   };
-  same_as_fresh(a, slots, false);
+  same_as_fresh(a, slots, Context(false));
   EXPECT_EQ(cache.made(), 1u);
-  same_as_fresh(a_other, slots, false);  // other values in the slots: the same template
+  same_as_fresh(a_other, slots, Context(false));  // other values in the slots: the same template
   EXPECT_EQ(cache.made(), 1u);
-  same_as_fresh(b, slots, false);  // another mask
+  same_as_fresh(b, slots, Context(false));  // another mask
   EXPECT_EQ(cache.made(), 2u);
-  same_as_fresh(c, SlotsOf(c), false);  // another item
+  same_as_fresh(c, SlotsOf(c), Context(false));  // another item
   EXPECT_EQ(cache.made(), 3u);
-  same_as_fresh(a, {slots[0]}, false);  // other slots
+  same_as_fresh(a, {slots[0]}, Context(false));  // other slots
   EXPECT_EQ(cache.made(), 4u);
-  same_as_fresh(a, slots, true);  // a root table: ip_version's mask differs
+  same_as_fresh(a, slots, Context(true));  // a root table: ip_version's mask differs
   EXPECT_EQ(cache.made(), 5u);
-  same_as_fresh(a_other, slots, true);
+  same_as_fresh(a_other, slots, Context(true));
   EXPECT_EQ(cache.made(), 5u);
-  // A pattern that is no template is refused each time, and not remembered.
+  same_as_fresh(a, slots, fdb(1));  // the FDB, matching the source vport the rule's port gives
+  EXPECT_EQ(cache.made(), 6u);
+  same_as_fresh(a_other, slots, fdb(2));  // another port's vport
+  EXPECT_EQ(cache.made(), 7u);
+  same_as_fresh(a_other, slots, fdb(1));
+  EXPECT_EQ(cache.made(), 7u);
+  // A pattern that is no template is refused as PatternTemplate::Make refuses it, every time.
   const std::vector<Item> vlan = Pattern("eth / vlan vid is 5 / ipv4 src is 10.0.0.1");
-  EXPECT_EQ(cache.Make(vlan, SlotsOf(vlan), Context(false)).status().code(),
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(cache.Make(vlan, SlotsOf(vlan), Context(false)).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(cache.Make(a, {PatternSlot{0, nullptr}}, Context(false)).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(cache.Make(vlan, SlotsOf(vlan), Context(false)).status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(cache.made(), 5u);
+}
+
+// Past kMaxTemplates the cache starts over: it holds no more than that, and still finds what it made since.
+TEST(PatternTemplateCacheTest, StartsOverPastItsLimit) {
+  PatternTemplateCache cache;
+  const size_t limit = PatternTemplateCache::kMaxTemplates;
+  std::vector<Item> items = Pattern("eth / ipv4 src is 10.0.0.1 dst spec 10.1.0.0 dst mask 255.255.0.0");
+  const std::vector<PatternSlot> slots = SlotsOf(items);
+  ItemWord& dst = items[1].words[slots[1].field->storage];
+  // Patterns that differ in the destination's mask (a word outside the slots).
+  auto with_mask = [&](uint32_t mask) {
+    dst.mask = absl::uint128(mask) << slots[1].field->shift;
+    return cache.Make(items, slots, Context(false)).ok();
+  };
+  for (uint32_t m = 0; m <= limit; ++m) ASSERT_TRUE(with_mask(0xffff0000u | m)) << m;
+  EXPECT_EQ(cache.made(), limit + 1);
+  ASSERT_TRUE(with_mask(0xffff0000u | static_cast<uint32_t>(limit)));  // made after the start over: found
+  EXPECT_EQ(cache.made(), limit + 1);
+  ASSERT_TRUE(with_mask(0xffff0000u));  // made before it: made again
+  EXPECT_EQ(cache.made(), limit + 2);
 }
 
 }  // namespace
