@@ -180,7 +180,7 @@ void BM_RuleFileLoad(benchmark::State& state) {
   }
   state.counters["peak_rss_kb"] = static_cast<double>(PeakRssKb());
   // The load's CPU time (a load an iteration). System time is mostly the kernel zeroing the pages the load
-  // maps for the first time, and swings from run to run where a virtual machine's host backs them anew.
+  // maps for the first time (bench/README.md, "System time").
   state.counters["user_ms"] = cpu.user / state.iterations();
   state.counters["system_ms"] = cpu.system / state.iterations();
 }
