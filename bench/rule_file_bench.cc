@@ -5,7 +5,8 @@
 //   acl         ACL-style prefixes and port ranges as masks (`group 1 priority P ... ipv4 src spec A src mask
 //               M ... tcp dst spec P dst mask PM`, 64 mask shapes, so 64 matchers), drop;
 //   duplicates  one five-tuple rule N times (the older wins; each is a flow of its own).
-// Counters: rules/s (items), the load's user and system CPU time (ms), peak RSS of the process so far (KB),
+// Counters: rules/s (items), the load's user and system CPU time (ms), huge pages taken from the stock and
+// asked of it while it was empty (hw/huge_page_stock.h), peak RSS of the process so far (KB),
 // bytes a rule once loaded (heap and lookup memory in use, whole engine and core), and for five_tuple and
 // duplicates the core's bytes a rule, from a peer that inserts the same DR rules with one shared action
 // straight through dr:: into the same kind of table (level 0, one matcher), and the front end's bytes a rule
@@ -24,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
 #include "dr/dr.h"
+#include "hw/huge_page_stock.h"
 #include "hw/lookup_memory.h"
 #include "hw/match_params.h"
 #include "sim/nic.h"
@@ -151,15 +153,20 @@ void BM_RuleFileLoad(benchmark::State& state) {
   options.rules = path;
   double bytes_per_rule = 0, templated = 0;
   CpuMs cpu;
+  size_t stocked = 0, stock_missed = 0;
   for (auto _ : state) {
     const size_t before = BytesInUse();
     const CpuMs cpu_before = CpuTimeMs();
+    const hw::HugePageStockCounts stock_before = hw::HugePageStockCountsNow();
     int status = 0;
     std::ostringstream err;
     std::unique_ptr<tools::Session> session = tools::LoadRules(options, err, &status);
     const CpuMs cpu_after = CpuTimeMs();
     cpu.user += cpu_after.user - cpu_before.user;
     cpu.system += cpu_after.system - cpu_before.system;
+    const hw::HugePageStockCounts stock_after = hw::HugePageStockCountsNow();
+    stocked += stock_after.taken - stock_before.taken;
+    stock_missed += stock_after.missed - stock_before.missed;
     if (session == nullptr || session->report.commands != static_cast<size_t>(n)) {
       state.SkipWithError(("load failed: " + err.str()).c_str());
       return;
@@ -183,6 +190,10 @@ void BM_RuleFileLoad(benchmark::State& state) {
   // maps for the first time (bench/README.md, "System time").
   state.counters["user_ms"] = cpu.user / state.iterations();
   state.counters["system_ms"] = cpu.system / state.iterations();
+  // Huge pages the load took from the stock another thread faulted in, and asked for while it was empty
+  // (hw/huge_page_stock.h; both 0 where the process may use one CPU only, as under `taskset -c 1`).
+  state.counters["stocked_pages"] = static_cast<double>(stocked) / state.iterations();
+  state.counters["stock_missed"] = static_cast<double>(stock_missed) / state.iterations();
 }
 
 BENCHMARK(BM_RuleFileLoad)

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "absl/base/config.h"
+#include "hw/huge_page_map.h"
 
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
 #include <sanitizer/asan_interface.h>
@@ -32,28 +33,9 @@ SmallBlockArena& ProcessArena() {
 }
 #endif
 
-}  // namespace
-
-namespace {
 // Bytes of lookup memory handed out and not given back (LookupMemoryInUse).
 std::atomic<size_t> lookup_memory_in_use{0};
 
-// `bytes` (a multiple of kHugePageBytes) freshly mapped, huge-page aligned and advised; not counted in
-// LookupMemoryInUse (its callers count what they hand out). Memory the heap hands out again is already mapped
-// in 4 KiB pages, which advice does not change: map a huge page more than needed and trim the ends to an
-// aligned start.
-void* MapHugePages(size_t bytes) {
-  void* map =
-      mmap(nullptr, bytes + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (map == MAP_FAILED) throw std::bad_alloc();
-  const uintptr_t start = RoundUp(reinterpret_cast<uintptr_t>(map), kHugePageBytes);
-  const size_t head = start - reinterpret_cast<uintptr_t>(map);
-  if (head != 0) munmap(map, head);
-  if (head != kHugePageBytes) munmap(reinterpret_cast<void*>(start + bytes), kHugePageBytes - head);
-  void* p = reinterpret_cast<void*>(start);
-  madvise(p, bytes, MADV_HUGEPAGE);
-  return p;
-}
 }  // namespace
 
 size_t LookupMemoryInUse() { return lookup_memory_in_use.load(std::memory_order_relaxed); }
@@ -71,7 +53,7 @@ void* AllocateLookupMemory(size_t bytes) {
     return ProcessArena().Allocate(std::max<size_t>(bytes, 1));
 #endif
   }
-  return MapHugePages(RoundUp(bytes, kHugePageBytes));
+  return internal::MapHugePages(RoundUp(bytes, kHugePageBytes));
 }
 
 void FreeLookupMemory(void* p, size_t bytes) {
@@ -144,7 +126,8 @@ void* SmallBlockArena::Allocate(size_t bytes) {
       next_ += ClassBytes(fits);
     }
     slabs_.reserve(slabs_.size() + 1);  // before the slab: nothing leaks if this throws
-    next_ = static_cast<char*>(MapHugePages(kHugePageBytes));  // (its blocks are counted as handed out)
+    next_ =
+        static_cast<char*>(internal::MapHugePages(kHugePageBytes));  // (its blocks are counted as handed out)
     end_ = next_ + kHugePageBytes;
     slabs_.push_back(next_);
   }

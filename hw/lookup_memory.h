@@ -1,7 +1,8 @@
 // Memory for what the data path reads on every lookup: match-table buckets and records, index nodes and
 // entries, matchers, and the rule objects behind them. A million-rule table read through 4 KiB pages spends
 // its lookups on TLB misses and page walks, so large blocks come straight from the kernel, 2 MiB aligned and
-// advised as transparent huge pages (advice only: where the kernel has none, they are ordinary pages).
+// advised as transparent huge pages (advice only: where the kernel has none, they are ordinary pages). While
+// a HugePageStocking lives (huge_page_stock.h), those pages come from a stock another thread faults in.
 //
 // Small blocks come from a process-wide SmallBlockArena on such pages too: an ACL's thousands of small
 // matchers otherwise spread their objects and tables over tens of megabytes of 4 KiB heap pages, and every

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "hw/huge_page_stock.h"
 #include "testpmd/lexer.h"
 
 namespace drsim::tools {
@@ -174,6 +175,9 @@ std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, in
     *exit_status = kExitUsage;
     return nullptr;
   }
+  // The load's huge pages are faulted in beside it, on another CPU where the process may use one
+  // (hw/huge_page_stock.h): a million rules map about 300 MB.
+  const hw::HugePageStocking stocking;
   auto session = std::make_unique<Session>();
   session->leave_to_exit = options.leave_to_exit;
   session->nic = std::make_unique<sim::Nic>(options.vfs);

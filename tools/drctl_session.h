@@ -62,8 +62,9 @@ struct Session {
 
 // Streams the rule file into a NIC whose clock reads `start_ns` (the first frame's time: rules are made as
 // the capture begins), one command at a time (testpmd/runner.h); `progress` (if given) counts the rules.
-// The engine keeps a history only when --after will check commands against it. On failure, writes the
-// diagnostics (or the read error) to `err` and returns nullptr with *exit_status set.
+// The engine keeps a history only when --after will check commands against it. Where the process may run on
+// two CPUs, a second thread faults in the load's huge pages meanwhile (hw/huge_page_stock.h). On failure,
+// writes the diagnostics (or the read error) to `err` and returns nullptr with *exit_status set.
 std::unique_ptr<Session> LoadRules(const Options& options, std::ostream& err, int* exit_status,
                                    uint64_t start_ns = 0, Progress* progress = nullptr);
 
