@@ -50,6 +50,13 @@ absl::StatusOr<std::shared_ptr<const FlowTemplate>> FlowEngine::TemplateOfFlow(
   DRSIM_ASSIGN_OR_RETURN(const PatternContext pattern_ctx, context_->PatternContextOf(rule));
   DRSIM_ASSIGN_OR_RETURN(PatternTemplate pattern,
                          context_->pattern_templates.Make(rule.pattern, slots, pattern_ctx));
+  if (pattern.vlan_defaults_follow_slots()) {
+    for (const Action& a : rule.actions) {
+      if (a.def->type == ActionType::kOfPushVlan) {
+        return absl::FailedPreconditionError("an of_push_vlan action pushes the VLAN id of a slot");
+      }
+    }
+  }
   auto t = std::make_shared<FlowTemplate>(std::move(pattern));
   t->context = context_.get();
   t->port = rule.port;

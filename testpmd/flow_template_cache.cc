@@ -23,23 +23,13 @@ namespace {
 // What stands for a slot's value in a shape's key: a newline, which no line holds.
 constexpr char kSlotMark = '\n';
 
-// What a token is to TryLine's reading of slots: `is` or `spec` (an operator), `src` or `dst` (a field), or
-// anything else.
+// What a token is to TryLine's reading of slots: `is` or `spec` (an operator), the name of a field that can
+// be a slot (a field: IsSlotFieldName), or anything else.
 enum WordKind : uint8_t { kOther, kOp, kField };
 WordKind KindOf(absl::string_view word) {
-  switch (word.size()) {
-    case 2:
-      return word[0] == 'i' && word[1] == 's' ? kOp : kOther;
-    case 3:
-      return (word[0] == 's' && word[1] == 'r' && word[2] == 'c') ||
-                     (word[0] == 'd' && word[1] == 's' && word[2] == 't')
-                 ? kField
-                 : kOther;
-    case 4:
-      return std::memcmp(word.data(), "spec", 4) == 0 ? kOp : kOther;
-    default:
-      return kOther;
-  }
+  if (word.size() == 2) return word[0] == 'i' && word[1] == 's' ? kOp : kOther;
+  if (word.size() == 4 && std::memcmp(word.data(), "spec", 4) == 0) return kOp;
+  return IsSlotFieldName(word) ? kField : kOther;
 }
 
 }  // namespace
@@ -216,7 +206,9 @@ bool FlowTemplateCache::SpacedSlots(absl::string_view line, int line_number) {
       } else {
         continue;
       }
-      if (std::memcmp(op - 4, " src", 4) != 0 && std::memcmp(op - 4, " dst", 4) != 0) continue;
+      // The word before the operator names a slot's field (src, dst, vid, ...: IsSlotFieldName; k >= 4).
+      const size_t field = k - kSlotFieldNameBytes;
+      if (line[field - 1] != ' ' || !IsSlotFieldName(line.substr(field, kSlotFieldNameBytes))) continue;
       const size_t end = value < line.size() ? TokenEnd(line, value) : value;
       if (end == value || line[value] == '#') return false;  // (as Matches refuses the line)
       slot_tokens_.push_back(
@@ -242,7 +234,7 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
   if (SpacedSlots(line, line_number)) {
     if (const Shape* shape = TemplatedShapeOfLine(line)) return CreateFrom(*shape, line_number);
   }
-  // The slots: each token after `src` or `dst` and `is` or `spec`. The line must be its tokens, first to
+  // The slots: each token after a slot field's name and `is` or `spec`. The line must be its tokens, first to
   // last (no blank before or after, which no key holds).
   slot_tokens_.clear();
   WordKind before_last = kOther, last = kOther;

@@ -3,11 +3,12 @@
 //
 // What
 //   A command's shape is its tokens with its slots' values left out: the values given with `is` or `spec`
-//   to the addresses and ports of eth, ipv4, ipv6, tcp and udp items (pattern_template.h's CanBeSlot). The
-//   second time a shape runs, the cache asks the engine for the template of the flow it made; from then on
-//   TryCreate installs commands of that shape: it reads their slot values as the parser reads them and has
-//   FlowEngine::CreateFromTemplate make the flow. Flows so made equal, byte for byte, those the commands
-//   would have made (runner_stream_test and drctl_differential_test hold the two ways equal).
+//   to the addresses, ports, VLAN ids, VNIs, TOS and TTL of template items (pattern_template.h's
+//   CanBeSlot). The second time a shape runs, the cache asks the engine for the template of the flow it
+//   made; from then on TryCreate installs commands of that shape: it reads their slot values as the parser
+//   reads them and has FlowEngine::CreateFromTemplate make the flow. Flows so made equal, byte for byte,
+//   those the commands would have made (runner_stream_test and drctl_differential_test hold the two ways
+//   equal).
 //
 // How
 //   A command TryCreate does not install (no template for its shape, a value that does not read, DR
@@ -17,15 +18,15 @@
 //   flow's shared objects). At most kMaxShapes shapes are kept; past that, those without a template are
 //   forgotten. A shape is a byte string: the command's line from its first token to its last, each slot's
 //   value cut out. TryLine reads it from a plain line (lexer.h) before the line is lexed, taking as slots
-//   the values given to `src` or `dst` with `is` or `spec`; a line so read whose shape has a template is
-//   the same tokens as the command that made it but for the slot values, which are single tokens, so it
-//   is made as TryCreate would make it. Before that, TryLine tries the line as the key, with a value in
-//   each slot, of the newest of the last few shapes found whose last part (where action lists differ) it
-//   ends with: that needs no tokens at all. Then, as many shapes take turns in files whose rules spread over
-//   many queues and marks, it finds the slots of a line spaced as rule files are (single spaces around
-//   `src` or `dst` and `is` or `spec`) from maps of its bytes, and looks its key up; only a line that
-//   neither way finds has its tokens read. A key so found is the shape's key with a single token in each
-//   slot, as Matches requires.
+//   the values given to a slot field's name (`src`, `dst`, `vid`, ...) with `is` or `spec`; a line so read
+//   whose shape has a template is the same tokens as the command that made it but for the slot values, which
+//   are single tokens, so it is made as TryCreate would make it. Before that, TryLine tries the line as the
+//   key, with a value in each slot, of the newest of the last few shapes found whose last part (where action
+//   lists differ) it ends with: that needs no tokens at all. Then, as many shapes take turns in files whose
+//   rules spread over many queues and marks, it finds the slots of a line spaced as rule files are (single
+//   spaces around a field's name and `is` or `spec`) from maps of its bytes, and looks its key up; only a
+//   line that neither way finds has its tokens read. A key so found is the shape's key with a single token in
+//   each slot, as Matches requires.
 //
 // Thread-safety
 //   One reader's, as the engine is.

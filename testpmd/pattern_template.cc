@@ -16,9 +16,10 @@ bool SameLayers(const HeaderLayers& a, const HeaderLayers& b) {
   return a.eth == b.eth && a.vlans == b.vlans && a.l3 == b.l3 && a.l4 == b.l4;
 }
 
-bool SameInfo(const PatternInfo& a, const PatternInfo& b) {
+// The same layers and tunnel (the push-VLAN defaults, which may follow a VLAN id slot, apart).
+bool SameLayout(const PatternInfo& a, const PatternInfo& b) {
   return SameLayers(a.outer, b.outer) && SameLayers(a.inner, b.inner) && a.tunnel == b.tunnel &&
-         a.vlan_vid == b.vlan_vid && a.vlan_pcp == b.vlan_pcp;
+         a.vlan_vid.has_value() == b.vlan_vid.has_value() && a.vlan_pcp.has_value() == b.vlan_pcp.has_value();
 }
 
 absl::Status NoTemplate(absl::string_view why) {
@@ -41,13 +42,27 @@ void SetSlot(std::vector<Item>& items, const PatternSlot& slot, absl::uint128 va
 }  // namespace
 
 bool IsTemplateItem(ItemType type) {
-  return type == ItemType::kVoid || type == ItemType::kEth || type == ItemType::kIpv4 ||
-         type == ItemType::kIpv6 || type == ItemType::kTcp || type == ItemType::kUdp;
+  switch (type) {
+    case ItemType::kVoid:
+    case ItemType::kEth:
+    case ItemType::kVlan:
+    case ItemType::kIpv4:
+    case ItemType::kIpv6:
+    case ItemType::kIcmp:
+    case ItemType::kIcmp6:
+    case ItemType::kUdp:
+    case ItemType::kTcp:
+    case ItemType::kVxlan:
+    case ItemType::kVxlanGpe:
+    case ItemType::kGre:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool CanBeSlot(const ItemDef& item, const FieldDef& field) {
-  return item.type != ItemType::kVoid && IsTemplateItem(item.type) &&
-         (field.name == "src" || field.name == "dst");
+  return item.type != ItemType::kVoid && IsTemplateItem(item.type) && IsSlotFieldName(field.name);
 }
 
 absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> items,
@@ -59,7 +74,7 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
     if (s.item >= items.size() || s.field == nullptr || !CanBeSlot(*items[s.item].def, *s.field) ||
         s.field < items[s.item].def->fields.data() ||
         s.field >= items[s.item].def->fields.data() + items[s.item].def->fields.size()) {
-      return NoTemplate("a slot is not an address or port of an eth, ipv4, ipv6, tcp or udp item");
+      return NoTemplate("a slot is no address, port, VLAN id, VNI, TOS or TTL of a template item");
     }
     for (size_t j = 0; j < i; ++j) {
       if (slots[j].item == s.item && slots[j].field == s.field) return NoTemplate("a field is two slots");
@@ -67,7 +82,8 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   }
   for (const Item& item : items) {
     if (!IsTemplateItem(item.def->type))
-      return NoTemplate("an item other than eth, ipv4, ipv6, tcp, udp or void");
+      return NoTemplate(
+          "an item other than eth, vlan, ipv4, ipv6, icmp, icmp6, udp, tcp, vxlan, vxlan-gpe, gre or void");
     for (const ItemWord& w : item.words) {
       if (w.last_set) return NoTemplate("a range (last)");
     }
@@ -84,6 +100,7 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   // sets came from the slot bit whose index the others spell.
   std::vector<std::optional<std::pair<uint8_t, int>>> source(hw::kMatchParamBytes * 8);
   TranslatedPattern one;
+  bool vlan_defaults_follow_slots = false;
   // The value bits slot `i` set to `value` sets beyond base's, byte by byte, into `set` (kMatchParamBytes),
   // compared eight bytes a step.
   constexpr size_t kWords = hw::kMatchParamBytes / 8;
@@ -99,9 +116,11 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
     SetSlot(probe, slots[i], 0);
     if (!s.ok()) return NoTemplate(absl::StrCat("a slot value does not translate: ", s.message()));
     if (std::memcmp(one.mask.bytes(), base.mask.bytes(), hw::kMatchParamBytes) != 0 ||
-        !SameInfo(one.info, base.info) || one.geneve_option) {
+        !SameLayout(one.info, base.info) || one.geneve_option) {
       return NoTemplate("a slot's value changes the mask");
     }
+    vlan_defaults_follow_slots |=
+        one.info.vlan_vid != base.info.vlan_vid || one.info.vlan_pcp != base.info.vlan_pcp;
     set->resize(hw::kMatchParamBytes);
     for (size_t w = 0; w < kWords; ++w) {
       const uint64_t was = word(base.value.bytes(), w), diff = word(one.value.bytes(), w) ^ was;
@@ -153,6 +172,7 @@ absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> ite
   t.base_value_ = base.value;
   t.mask_ = base.mask;
   t.slots_ = slots.size();
+  t.vlan_defaults_follow_slots_ = vlan_defaults_follow_slots;
   for (size_t byte = 0; byte < hw::kMatchParamBytes; ++byte) {
     // The bits of this byte, grouped by (slot, slot bit - byte bit): each group one shift and mask.
     std::map<std::pair<uint8_t, int>, uint8_t> groups;

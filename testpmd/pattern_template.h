@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "hw/match_params.h"
 #include "testpmd/ast.h"
@@ -39,10 +40,25 @@
 
 namespace drsim::testpmd {
 
-// Whether a pattern with items of `type` can be a template: eth, ipv4, ipv6, tcp, udp and void, whose
-// translation only copies the bits of their addresses and ports.
+// Whether a pattern with items of `type` can be a template: eth, vlan, ipv4, ipv6, icmp, icmp6, udp, tcp,
+// vxlan, vxlan-gpe, gre and void, whose translation copies the bits of the fields that can be slots and
+// depends on nothing but the item's own values and masks. (PatternTemplate::Make still proves each
+// template: a field whose bits do not land one for one refuses it.)
 bool IsTemplateItem(ItemType type);
-// Whether `field` of `item` can be a template's slot: an address or port of a template item but void.
+// The names of fields that can be slots, in whichever template item has them: src and dst (addresses and
+// ports), vid and tci (VLAN), vni (VXLAN), tos and ttl (IPv4). Item-blind, so that a line's slots are found
+// before its items are known (flow_template_cache.h). Eth's type is none (an ethertype of VLAN matches a
+// tag, not a value), nor is IP's proto (a value of 0 conflicts with a TCP or UDP item after it, so a
+// template with it as a slot could not be made).
+// Each is kSlotFieldNameBytes long, which the cache's search of a line for slots relies on.
+inline constexpr size_t kSlotFieldNameBytes = 3;
+inline bool IsSlotFieldName(absl::string_view name) {
+  return name.size() == kSlotFieldNameBytes &&
+         (name == "src" || name == "dst" || name == "vid" || name == "tci" || name == "vni" ||
+          name == "tos" || name == "ttl");
+}
+// Whether `field` of `item` can be a template's slot: a field named so (IsSlotFieldName) of a template item
+// but void.
 bool CanBeSlot(const ItemDef& item, const FieldDef& field);
 
 class PatternTemplate {
@@ -58,6 +74,10 @@ class PatternTemplate {
   // The matcher mask, the same for every value.
   const hw::MatchParams& mask() const { return mask_; }
   size_t slots() const { return slots_; }
+  // Whether the pattern's push-VLAN defaults (PatternInfo::vlan_vid, vlan_pcp: what an of_push_vlan action
+  // without its own VID or PCP pushes) follow a slot's value. A flow whose actions read them then cannot
+  // share its actions with the flows of other values (FlowEngine::TemplateOfFlow refuses it).
+  bool vlan_defaults_follow_slots() const { return vlan_defaults_follow_slots_; }
 
  private:
   // Bytes [byte, byte + bytes) of the value |= the big-endian bytes of (slot value >> shift), each masked
@@ -77,6 +97,7 @@ class PatternTemplate {
   hw::MatchParams mask_;
   std::vector<ByteStep> steps_;
   size_t slots_ = 0;
+  bool vlan_defaults_follow_slots_ = false;
 };
 
 // PatternTemplate::Make, remembered. Commands of many shapes (rules spread over priorities, queues and

@@ -9,7 +9,9 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testpmd/parser.h"
@@ -27,12 +29,13 @@ std::vector<Item> Pattern(const std::string& pattern) {
   return c.ok() ? std::get<FlowCreateCmd>(c->body).rule.pattern : std::vector<Item>{};
 }
 
-// The slots of `items`: every src and dst field of a template item given with is or spec.
-std::vector<PatternSlot> SlotsOf(const std::vector<Item>& items) {
+// The slots of `items`: every field of a template item that can be a slot, given with is or spec, but
+// `other` (the field a vlan item's value was not given to: tci and vid share its word).
+std::vector<PatternSlot> SlotsOf(const std::vector<Item>& items, absl::string_view other = "tci") {
   std::vector<PatternSlot> slots;
   for (size_t i = 0; i < items.size(); ++i) {
     for (const FieldDef& f : items[i].def->fields) {
-      if (CanBeSlot(*items[i].def, f) && items[i].words[f.storage].spec_set) {
+      if (CanBeSlot(*items[i].def, f) && items[i].words[f.storage].spec_set && f.name != other) {
         slots.push_back(PatternSlot{static_cast<uint16_t>(i), &f});
       }
     }
@@ -59,13 +62,21 @@ TEST(PatternTemplateTest, GivesTheTranslationOfEveryValue) {
       "eth / ipv4 src spec 10.0.0.0 src mask 255.0.0.0 dst spec 1.2.3.0 dst prefix 24 / tcp dst spec 1024 "
       "dst mask 0xfc00",
       "eth type is 0x0800 / ipv4 proto is 17 src spec 10.1.2.3 / void / udp dst spec 4789",
+      // VLAN ids, TOS and TTL, VNIs, and ICMP and GRE items around slots.
+      "eth / vlan vid is 100 / ipv4 src is 10.0.0.1 tos is 4 ttl is 64 / udp dst is 4789 / vxlan vni is 42",
+      "eth / vlan tci is 0x2005 / ipv6 src is ::1 / tcp dst is 22",
+      "eth / ipv4 / udp / vxlan-gpe vni is 7",
+      "eth / ipv4 src is 10.0.0.1 / icmp type is 8 code is 0",
+      "eth / ipv6 dst is fe80::1 / icmp6 type is 135",
+      "eth / ipv4 dst is 1.2.3.4 / gre",
   };
   std::mt19937_64 rng(20261202);
   for (const char* text : kPatterns) {
     for (bool root : {false, true}) {
       SCOPED_TRACE(absl::StrCat(text, root ? " (root table)" : ""));
       std::vector<Item> items = Pattern(text);
-      const std::vector<PatternSlot> slots = SlotsOf(items);
+      const std::vector<PatternSlot> slots =
+          SlotsOf(items, absl::StrContains(text, "tci is") ? "vid" : "tci");
       ASSERT_FALSE(slots.empty());
       absl::StatusOr<PatternTemplate> t = PatternTemplate::Make(items, slots, Context(root));
       ASSERT_TRUE(t.ok()) << t.status();
@@ -97,9 +108,15 @@ TEST(PatternTemplateTest, RefusesValuesThatMeanMoreThanTheirBits) {
   const PatternSlot type{0, &eth[0].def->fields[2]};
   EXPECT_EQ(PatternTemplate::Make(eth, {type}, ctx).status().code(), absl::StatusCode::kFailedPrecondition);
 
-  // Items other than eth, ipv4, ipv6, tcp, udp and void, ranges, and a field twice.
-  const std::vector<Item> vlan = Pattern("eth / vlan vid is 5 / ipv4 src is 10.0.0.1");
-  absl::Status s = PatternTemplate::Make(vlan, SlotsOf(vlan), ctx).status();
+  // IP's protocol is no slot: 0 conflicts with the UDP item after it.
+  const std::vector<Item> proto = Pattern("eth / ipv4 proto is 17 / udp dst is 53");
+  EXPECT_FALSE(CanBeSlot(*proto[1].def, proto[1].def->fields[6]));
+  EXPECT_FALSE(PatternTemplate::Make(proto, {PatternSlot{1, &proto[1].def->fields[6]}}, ctx).ok());
+
+  // Items other than the template items (a GENEVE header), ranges, and a field twice.
+  const std::vector<Item> geneve =
+      Pattern("eth / ipv4 / udp / geneve vni is 5 / eth dst is 02:00:00:00:00:01");
+  absl::Status s = PatternTemplate::Make(geneve, SlotsOf(geneve), ctx).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("an item other than"));
   const std::vector<Item> range = Pattern("eth / ipv4 src spec 10.0.0.1 src last 10.0.0.1");
@@ -176,9 +193,10 @@ TEST(PatternTemplateCacheTest, MakesOneTemplatePerPatternWhateverItsSlotValues) 
   same_as_fresh(a_other, slots, fdb(1));
   EXPECT_EQ(cache.made(), 7u);
   // A pattern that is no template is refused as PatternTemplate::Make refuses it, every time.
-  const std::vector<Item> vlan = Pattern("eth / vlan vid is 5 / ipv4 src is 10.0.0.1");
+  const std::vector<Item> geneve =
+      Pattern("eth / ipv4 / udp / geneve vni is 5 / eth dst is 02:00:00:00:00:01");
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(cache.Make(vlan, SlotsOf(vlan), Context(false)).status().code(),
+    EXPECT_EQ(cache.Make(geneve, SlotsOf(geneve), Context(false)).status().code(),
               absl::StatusCode::kFailedPrecondition);
   }
   EXPECT_EQ(cache.Make(a, {PatternSlot{0, nullptr}}, Context(false)).status().code(),

@@ -141,6 +141,14 @@ class TemplateStreamTest : public EngineTest {
     o.keep_history = false;
     return o;
   }
+  // Streams `text` into both engines, with templates and without; each must run every command as the other.
+  void StreamBothWays(const std::string& text, FileReport* t, FileReport* p) {
+    *t = StreamInto(templated_, text, true);
+    *p = StreamInto(parsed_, text, false);
+    ASSERT_TRUE(t->ok()) << t->diagnostics.front().ToString();
+    ASSERT_TRUE(p->ok()) << p->diagnostics.front().ToString();
+    EXPECT_EQ(t->commands, p->commands);
+  }
   static FileReport StreamInto(FlowEngine& engine, const std::string& text, bool templates) {
     StreamOptions options;
     options.keep_outcomes = !templates;
@@ -304,11 +312,8 @@ std::string MixedShapes(int rules, std::mt19937& rng) {
 TEST_F(TemplateStreamTest, TemplatedFlowsEqualParsedOnes) {
   std::mt19937 rng(20261202);
   const std::string text = MixedShapes(600, rng);
-  FileReport t = StreamInto(templated_, text, true);
-  FileReport p = StreamInto(parsed_, text, false);
-  ASSERT_TRUE(t.ok()) << t.diagnostics.front().ToString();
-  ASSERT_TRUE(p.ok()) << p.diagnostics.front().ToString();
-  EXPECT_EQ(t.commands, p.commands);
+  FileReport t, p;
+  ASSERT_NO_FATAL_FAILURE(StreamBothWays(text, &t, &p));
   EXPECT_GT(t.templated, 300u);  // of about 750 commands
   EXPECT_EQ(p.templated, 0u);
   ExpectSameFlows();
@@ -332,13 +337,79 @@ TEST_F(TemplateStreamTest, ManyShapesInTurnEqualParsedOnes) {
         1 + shape / 12, shape % 12 % 5);
   }
   text = Respell(text, rng);
-  FileReport t = StreamInto(templated_, text, true);
-  FileReport p = StreamInto(parsed_, text, false);
-  ASSERT_TRUE(t.ok()) << t.diagnostics.front().ToString();
-  ASSERT_TRUE(p.ok()) << p.diagnostics.front().ToString();
-  EXPECT_EQ(t.commands, p.commands);
+  FileReport t, p;
+  ASSERT_NO_FATAL_FAILURE(StreamBothWays(text, &t, &p));
   EXPECT_GT(t.templated,
             1600u);  // of 2401 commands; those Respell breaks and each shape's first two are parsed
+  ExpectSameFlows();
+}
+
+// Slots beyond addresses and ports (VLAN ids and TCIs, TOS and TTL, VNIs) and template items around them
+// (vlan, vxlan, vxlan-gpe, icmp, icmp6, gre), with values from 0 to all ones.
+TEST_F(TemplateStreamTest, VlanTunnelAndIpFieldShapesEqualParsedOnes) {
+  std::mt19937 rng(20261204);
+  std::string text = "flow create 0 ingress pattern eth / end actions jump group 1 / end\n";
+  for (int i = 0; i < 900; ++i) {
+    const uint32_t a = static_cast<uint32_t>(rng()), b = static_cast<uint32_t>(rng());
+    const uint32_t vid = i % 50 == 0 ? 0 : i % 50 == 1 ? 4095 : a % 4096;
+    switch (i % 6) {
+      case 0:
+        absl::StrAppendFormat(&text,
+                              "flow create 0 ingress group 1 pattern eth / vlan vid is %d / ipv4 src is %s / "
+                              "udp dst is %d / end actions queue index 1 / end\n",
+                              vid, Ip4(b), static_cast<int>(b % 65536));
+        break;
+      case 1:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 priority 1 pattern eth / ipv4 dst is %s tos is %d "
+            "ttl is %d / udp dst is 4789 / vxlan vni is %d / eth / ipv4 src is %s / end "
+            "actions mark id 3 / queue index 2 / end\n",
+            Ip4(a), static_cast<int>(b & 0xff), static_cast<int>((b >> 8) & 0xff),
+            static_cast<int>(i % 50 == 1 ? 0xffffff : b >> 8), Ip4(b));
+        break;
+      case 2:
+        absl::StrAppendFormat(&text,
+                              "flow create 0 ingress group 1 pattern eth / vlan tci is %d / ipv6 dst is "
+                              "2001:db8::%x / tcp dst is %d / end actions drop / end\n",
+                              static_cast<int>(a & 0xffff), b & 0xffff, static_cast<int>(a >> 16));
+        break;
+      case 3:
+        absl::StrAppendFormat(&text,
+                              "flow create 0 ingress group 1 pattern eth / ipv4 src is %s / icmp type is 8 / "
+                              "end actions queue index 3 / end\n",
+                              Ip4(a));
+        break;
+      case 4:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth / ipv4 / udp / vxlan-gpe vni is %d / "
+            "end actions queue index 4 / end\n",
+            static_cast<int>(a >> 8));
+        break;
+      case 5:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth / ipv6 src is fe80::%x / icmp6 type is "
+            "135 / end actions queue index 5 / end\n"
+            "flow create 0 ingress group 1 pattern eth / ipv4 dst is %s / gre / end actions "
+            "drop / end\n",
+            a & 0xffff, Ip4(b));
+        if (i % 12 == 5) {  // the pushed VLAN id is the slot's: parsed each time
+          absl::StrAppendFormat(&text,
+                                "flow create 1 transfer pattern eth / vlan vid is %d / ipv4 / end actions "
+                                "of_push_vlan ethertype 0x8100 / port_id id 2 / end\n",
+                                vid);
+        }
+        break;
+    }
+  }
+  text = Respell(text, rng);
+  FileReport t, p;
+  ASSERT_NO_FATAL_FAILURE(StreamBothWays(text, &t, &p));
+  // Of 1,126 commands: those Respell breaks, each shape's first two and the VLAN pushes are parsed.
+  EXPECT_GT(t.templated, 800u);
+  EXPECT_EQ(p.templated, 0u);
   ExpectSameFlows();
 }
 
