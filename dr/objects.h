@@ -111,8 +111,9 @@ inline bool InLookupOrder::operator()(const MatcherObj* a, const MatcherObj* b) 
 
 // The programs a rule's actions compiled to, shared by the rules of one table with the same actions in the
 // same pipes. Guarded by the domain's lock; freed through the reclaimer, as lookups may still run them, once
-// no rule uses them and no matcher or table offers them.
-struct ProgramsObj {
+// no rule uses them and no matcher or table offers them. In lookup memory: every lookup that hits runs them,
+// and rules with actions of their own (a flow tag each) make one a rule.
+struct ProgramsObj : hw::InLookupMemory {
   hw::PipePrograms programs;
   hw::RuleRecord record;  // what its rules install (RuleRecord::Of(&programs, 0)), each with its own rule_id
   absl::InlinedVector<ActionObj*, 4> actions;  // in the rule's order; referenced while `rules` > 0
@@ -153,7 +154,9 @@ static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 32
 // The id `rule` was made with (its record's).
 inline uint32_t RuleId(const RuleObj& rule) { return rule.matcher->hw.table.rule(rule.entry)->rule_id; }
 
-struct ActionObj {
+// In lookup memory, beside its programs: a million rules with a flow tag each make a million actions, which
+// on 4 KiB heap pages cost a million page faults.
+struct ActionObj : hw::InLookupMemory {
   const uint32_t id = NextObjectId();
   // Bumped when the action changes in place (ModifyAso); rules made before keep their programs.
   uint32_t revision = 0;
