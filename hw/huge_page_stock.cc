@@ -50,7 +50,8 @@ class Stock {
   // Starts the thread for the first stocking (when `start` allows); returns whether it runs.
   bool Open(bool start) {
     std::lock_guard<std::mutex> lifetime(lifetime_mu_);
-    if (stockings_ == 0 && start) {
+    if (stockings_ == 0) {
+      if (!start) return false;
       {
         std::lock_guard<std::mutex> lock(mu_);
         stopping_ = false;
@@ -64,7 +65,6 @@ class Stock {
       }
       open_.store(true, std::memory_order_release);
     }
-    if (stockings_ == 0 && !start) return false;
     ++stockings_;
     return true;
   }
