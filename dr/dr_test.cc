@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "dr/dump.h"
 #include "gtest/gtest.h"
 
 namespace drsim::dr {
@@ -300,8 +304,8 @@ TEST_F(DrTest, RuleProgramsCarryTheActions) {
   ASSERT_NE(hit, nullptr);
   const hw::ActionProgram& rx = hit->program(hw::kRxPipe);
   ASSERT_EQ(rx.ops.size(), 1u);
-  EXPECT_EQ(rx.ops[0].code, hw::OpCode::kTag);
-  EXPECT_EQ(rx.ops[0].arg, 0xdcba98u);  // 24 bits
+  EXPECT_EQ(rx.ops[0].code, hw::OpCode::kTagOfRule);  // the tag is the rule's own, in its record
+  EXPECT_EQ(hit->tag(), 0xdcba98u);                   // 24 bits
   EXPECT_EQ(rx.destination, hw::Destination::kQueue);
   EXPECT_EQ(rx.queue, 101u);
   EXPECT_EQ(device_.queue_refs[101], 1);      // the action's reference; rules reference the action
@@ -310,8 +314,9 @@ TEST_F(DrTest, RuleProgramsCarryTheActions) {
   EXPECT_EQ(Action().Describe(), "");
 }
 
-// Consecutive rules of a matcher with the same actions share one compiled program; other actions, or the
-// same ones after a different list, get their own, each carrying its own actions.
+// Consecutive rules of a matcher with the same actions share one compiled program, as do rules whose
+// actions differ only in their tag action (the tag is in each rule's record); other actions, or the same
+// ones in another order, get their own.
 TEST_F(DrTest, RulesWithTheSameActionsShareTheirPrograms) {
   Table root = *Table::Create(domain_, 0);
   Matcher m = *Matcher::Create(root, 0, SmacMask());
@@ -331,19 +336,69 @@ TEST_F(DrTest, RulesWithTheSameActionsShareTheirPrograms) {
     EXPECT_EQ(hits.back()->rule_id, rules.back().id());
   }
   EXPECT_EQ(hits[0]->programs, hits[1]->programs);
-  EXPECT_NE(hits[1]->programs, hits[2]->programs);
+  EXPECT_EQ(hits[1]->programs, hits[2]->programs);  // another tag
   EXPECT_NE(hits[2]->programs, hits[3]->programs);  // the same actions listed in another order
   EXPECT_NE(hits[3]->programs, hits[4]->programs);
   const uint32_t expected_tag[] = {1, 1, 2, 1, 1};
   for (size_t i = 0; i < hits.size(); ++i) {
     const hw::ActionProgram& rx = hits[i]->program(hw::kRxPipe);
     ASSERT_EQ(rx.ops.size(), 1u);
-    EXPECT_EQ(rx.ops[0].arg, expected_tag[i]) << "rule " << i;
+    EXPECT_EQ(rx.ops[0].code, hw::OpCode::kTagOfRule);
+    EXPECT_EQ(hits[i]->tag(), expected_tag[i]) << "rule " << i;
     EXPECT_EQ(rx.queue, 101u);
   }
   // The shared program outlives the first rule using it.
   ASSERT_TRUE(rules[0].Destroy().ok());
-  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), Smac(macs[1]))->program(hw::kRxPipe).ops[0].arg, 1u);
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), Smac(macs[1]))->tag(), 1u);
+  EXPECT_EQ(Lookup(*device_.roots[0], m.id(), Smac(macs[1]))->programs, hits[2]->programs);
+}
+
+// A thousand rules each with a tag action of its own (a flow's mark) share one program, made one by one,
+// in one CreateMany call or by UpdateMany; each rule references its own tag action, which cannot be
+// destroyed while the rule lives, and the dump lists it among the rule's actions.
+TEST_F(DrTest, RulesWithTagsOfTheirOwnShareOneProgram) {
+  Table t = *Table::Create(domain_, 1);
+  Matcher m = *Matcher::Create(t, 0, SmacMask());
+  Action qp = *Action::DestQp(device_, 101);
+  constexpr uint32_t kRules = 1000;
+  std::vector<Action> tags;
+  for (uint32_t i = 0; i < kRules + 2; ++i) tags.push_back(*Action::Tag(0x10000 + i));
+  std::vector<Rule> rules;
+  for (uint32_t i = 0; i < kRules; ++i) rules.push_back(*Rule::Create(m, SmacOf(i), {&tags[i], &qp}));
+  std::vector<Rule> many = *Many(m, Raw({SmacOf(kRules), SmacOf(kRules + 1)}), {&tags[kRules], &qp});
+  const hw::FlowTable& ft = FlowTableOf(t);
+  const hw::PipePrograms* shared = Lookup(ft, m.id(), SmacOf(0))->programs;
+  for (uint32_t i = 0; i < kRules + 2; ++i) {
+    const hw::RuleRecord* hit = Lookup(ft, m.id(), SmacOf(i));
+    ASSERT_NE(hit, nullptr) << "rule " << i;
+    EXPECT_EQ(hit->programs, shared) << "rule " << i;
+    EXPECT_EQ(hit->tag(), 0x10000 + std::min(i, kRules)) << "rule " << i;
+    EXPECT_EQ(hit->shape(hw::kRxPipe), hw::ProgramShape::kOther);  // the tag op runs
+  }
+  // Rule 5 takes tag kRules + 1 in its place.
+  const Action* new_actions[] = {&tags[kRules + 1], &qp};
+  const MatchParams five = SmacOf(5);
+  ASSERT_TRUE(Rule::UpdateMany({{&rules[5], five.get(), new_actions}}).ok());
+  EXPECT_EQ(Lookup(ft, m.id(), five)->tag(), 0x10000 + kRules + 1);
+  EXPECT_EQ(Lookup(ft, m.id(), five)->programs, shared);
+  // Each tag action is its rules' to keep: in use, it stays; once they go, it goes.
+  ExpectError(tags[7].Destroy(), absl::StatusCode::kFailedPrecondition, "(1 reference(s))");
+  ExpectError(tags[kRules].Destroy(), absl::StatusCode::kFailedPrecondition, "(2 reference(s))");
+  EXPECT_TRUE(tags[5].Destroy().ok());  // its rule was updated away
+  // The dump of rule 7 holds its tag action's record (id, rule, tag).
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  ASSERT_TRUE(DumpRule(rules[7], out, {/*stable_ids=*/true}).ok());
+  std::fclose(out);
+  const std::string dump(text, size);
+  std::free(text);
+  EXPECT_TRUE(
+      absl::StrContains(dump, absl::StrFormat(",0x%x,0x%x,0x%x\n", tags[7].id(), rules[7].id(), 0x10007)))
+      << dump;
+  ASSERT_TRUE(rules[7].Destroy().ok());
+  EXPECT_TRUE(tags[7].Destroy().ok());
+  EXPECT_EQ(Lookup(ft, m.id(), SmacOf(8))->tag(), 0x10000 + 8u);
 }
 
 // FDB rules on source_port sit in one pipe each (the wire's in RX, a vport's in TX): the same actions
@@ -438,8 +493,11 @@ TEST_F(DrTest, MatchersOfOneTableShareTheProgramsOfTheSameActions) {
 TEST_F(DrTest, RulesTakingTurnsAmongActionListsShareTheirPrograms) {
   Table t = *Table::Create(domain_, 1);
   Matcher m = *Matcher::Create(t, 0, SmacMask());
-  std::vector<Action> queues;  // (tags: the device has two queues)
-  for (uint32_t q = 0; q < 4; ++q) queues.push_back(*Action::Tag(100 + q));
+  // Four lists: each of the device's two queues, alone and after a tag (the tag's value is each rule's).
+  Action q100 = *Action::DestQp(device_, 100);
+  Action q101 = *Action::DestQp(device_, 101);
+  Action tag = *Action::Tag(7);
+  const std::vector<std::vector<const Action*>> lists = {{&q100}, {&q101}, {&tag, &q100}, {&tag, &q101}};
   auto mac = [](int i) {
     char text[18];
     std::snprintf(text, sizeof text, "00:00:00:00:%02x:%02x", i / 256, i % 256);
@@ -447,20 +505,24 @@ TEST_F(DrTest, RulesTakingTurnsAmongActionListsShareTheirPrograms) {
   };
   const hw::FlowTable& ft = FlowTableOf(t);
   std::vector<Rule> rules;
-  for (int i = 0; i < 40; ++i) rules.push_back(*Rule::Create(m, mac(i), {&queues[i % 4]}));
+  for (int i = 0; i < 40; ++i) rules.push_back(*Rule::Create(m, mac(i), lists[i % 4]));
   for (int i = 4; i < 40; ++i) {
     const hw::RuleRecord* hit = Lookup(ft, m.id(), mac(i));
     ASSERT_NE(hit, nullptr);
     EXPECT_EQ(hit->programs, Lookup(ft, m.id(), mac(i % 4))->programs) << "rule " << i;
-    EXPECT_EQ(hit->program(hw::kRxPipe).ops[0].arg, 100u + i % 4);
+    EXPECT_EQ(hit->program(hw::kRxPipe).queue, 100u + i % 2);
+    EXPECT_EQ(hit->program(hw::kRxPipe).ops.size(), i % 4 / 2u);
   }
-  EXPECT_NE(Lookup(ft, m.id(), mac(0))->programs, Lookup(ft, m.id(), mac(1))->programs);
-  // Every rule of the first list goes, then it is asked for again: new programs, with the same tag.
+  for (int i = 0; i < 4; ++i) {
+    for (int j = i + 1; j < 4; ++j)
+      EXPECT_NE(Lookup(ft, m.id(), mac(i))->programs, Lookup(ft, m.id(), mac(j))->programs);
+  }
+  // Every rule of the first list goes, then it is asked for again: new programs, with the same queue.
   for (int i = 0; i < 40; i += 4) ASSERT_TRUE(rules[i].Destroy().ok());
-  Rule again = *Rule::Create(m, mac(100), {&queues[0]});
-  Rule next = *Rule::Create(m, mac(101), {&queues[1]});
-  Rule and_again = *Rule::Create(m, mac(102), {&queues[0]});
-  EXPECT_EQ(Lookup(ft, m.id(), mac(100))->program(hw::kRxPipe).ops[0].arg, 100u);
+  Rule again = *Rule::Create(m, mac(100), lists[0]);
+  Rule next = *Rule::Create(m, mac(101), lists[1]);
+  Rule and_again = *Rule::Create(m, mac(102), lists[0]);
+  EXPECT_EQ(Lookup(ft, m.id(), mac(100))->program(hw::kRxPipe).queue, 100u);
   EXPECT_EQ(Lookup(ft, m.id(), mac(101))->programs, Lookup(ft, m.id(), mac(1))->programs);
   EXPECT_EQ(Lookup(ft, m.id(), mac(102))->programs, Lookup(ft, m.id(), mac(100))->programs);
 }

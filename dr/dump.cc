@@ -269,7 +269,7 @@ void Dumper::RuleRecords(const RuleObj& r) {
     if (HasTxPipe(type) && !r.programs->skip_tx)
       w_.Add("%d,0x%x,0x%x,%s\n", kRuleTxEntryV1, hw::MatchTable::RecordNumber(r.entry), id, entry);
   }
-  for (const ActionObj* a : r.programs->actions) ActionRecord(*a, id);
+  for (const ActionObj* a : r.programs->actions) ActionRecord(a != nullptr ? *a : *r.own_tag, id);
 }
 
 void Dumper::ActionRecord(const ActionObj& a, uint64_t rule) {

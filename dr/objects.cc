@@ -62,11 +62,15 @@ MatcherObj::MatcherObj(TableObj* table, uint16_t priority, matcher::CompiledMask
          table->domain->device->reclaimer()),
       compiled(std::move(compiled)) {}
 
-void UsePrograms(ProgramsObj* programs, RuleObj* rule) {
+void UsePrograms(ProgramsObj* programs, ActionObj* own_tag, RuleObj* rule) {
   if (programs->rules++ == 0) {
-    for (ActionObj* a : programs->actions) a->refs.fetch_add(1, std::memory_order_relaxed);
+    for (ActionObj* a : programs->actions) {
+      if (a != nullptr) a->refs.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   rule->programs = programs;
+  if (own_tag != nullptr) own_tag->refs.fetch_add(1, std::memory_order_relaxed);
+  rule->own_tag = own_tag;
 }
 
 void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
@@ -83,12 +87,16 @@ void CachePrograms(MatcherObj* matcher, ProgramsObj* programs) {
 uint64_t ProgramsKey(absl::Span<ActionObj* const> actions, bool skip_rx, bool skip_tx) {
   uint64_t key = (skip_rx ? 1 : 0) | (skip_tx ? 2 : 0);
   for (const ActionObj* a : actions) {
-    // A multiply-rotate mix of each id and revision (the map hashes the key again).
-    key = (key ^ (uint64_t{a->id} << 32 | a->revision)) * 0x9e3779b97f4a7c15u;
+    // A multiply-rotate mix of each id and revision (the map hashes the key again). Any tag's is 1: no other
+    // action's is (ids are never 0), and 0 would leave a zero key as it was.
+    const uint64_t version = a == nullptr || IsOwnTag(a) ? 1 : uint64_t{a->id} << 32 | a->revision;
+    key = (key ^ version) * 0x9e3779b97f4a7c15u;
     key = key << 29 | key >> 35;
   }
   return key;
 }
+
+bool IsOwnTag(const ActionObj* action) { return action->spec.type == actions::ActionType::kTag; }
 
 void HoldPrograms(ProgramsObj* programs) { ++programs->offers; }
 
@@ -110,9 +118,12 @@ void Unref(RuleObj* rule) {
   }
   --matcher->rule_count;
   if (ProgramsObj* programs = rule->programs; --programs->rules == 0) {
-    for (ActionObj* action : programs->actions) Unref(action);
+    for (ActionObj* action : programs->actions) {
+      if (action != nullptr) Unref(action);
+    }
     FreeIfUnused(*matcher->table->domain, programs);
   }
+  if (rule->own_tag != nullptr) Unref(rule->own_tag);
   // Lookups never see the RuleObj (its record in the match table is retired there): freed at once, to its
   // domain's pool (the matcher's reference keeps the domain).
   matcher->table->domain->rule_pool.Free(rule);  // trivially destructible

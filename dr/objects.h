@@ -115,11 +115,17 @@ inline bool InLookupOrder::operator()(const MatcherObj* a, const MatcherObj* b) 
 // and rules with actions of their own (a flow tag each) make one a rule.
 struct ProgramsObj : hw::InLookupMemory {
   hw::PipePrograms programs;
-  hw::RuleRecord record;  // what its rules install (RuleRecord::Of(&programs, 0)), each with its own rule_id
-  absl::InlinedVector<ActionObj*, 4> actions;  // in the rule's order; referenced while `rules` > 0
+  // What its rules install (RuleRecord::Of(&programs, 0)), each with its own rule_id and flow tag.
+  hw::RuleRecord record;
+  // In the rule's order; referenced while `rules` > 0. A tag action's place is null: its tag is each rule's
+  // own (RuleObj::own_tag).
+  absl::InlinedVector<ActionObj*, 4> actions;
   // The id and revision of each as compiled: a rule shares these programs only with the very same objects
-  // (same address and id, as addresses are reused) in the same revision.
+  // (same address and id, as addresses are reused) in the same revision; any tag action takes a tag's place.
   absl::InlinedVector<std::pair<uint32_t, uint32_t>, 4> action_versions;
+  // The place of the tag action in `actions`, or -1. Its op is kTagOfRule: rules whose actions differ only
+  // in their tag share these programs, as a flow's mark is mostly its own.
+  int tag_at = -1;
   bool skip_rx = false;  // FDB: the pipes its rules are not in (actions::RuleContext)
   bool skip_tx = false;
   // The CT contexts it reaches through links to the domain (dr/aso_link.h). Programs with any serve one
@@ -132,11 +138,15 @@ struct ProgramsObj : hw::InLookupMemory {
   uint64_t key = 0;
 };
 
-// The key of programs compiled from `actions` (each object's id and revision, in order) for rules in the
-// pipes `skip_rx` and `skip_tx` leave (TableObj::programs_by_actions). Equal keys are checked further.
+// The key of programs compiled from `actions` (each object's id and revision, in order; any tag action, or
+// its null place, alike) for rules in the pipes `skip_rx` and `skip_tx` leave
+// (TableObj::programs_by_actions). Equal keys are checked further.
 uint64_t ProgramsKey(absl::Span<ActionObj* const> actions, bool skip_rx, bool skip_tx);
 
-// Referenced by its handle alone: the handle's release finalises it (32 bytes, in its domain's rule pool).
+// Whether `action` is a tag action, whose tag a rule's record carries (ProgramsObj::tag_at).
+bool IsOwnTag(const ActionObj* action);
+
+// Referenced by its handle alone: the handle's release finalises it (40 bytes, in its domain's rule pool).
 struct RuleObj {
   MatcherObj* matcher = nullptr;
   // The low half of its key's MatchTable::Hash: a delete requests the key's bucket with its other lines
@@ -144,12 +154,13 @@ struct RuleObj {
   uint32_t key_hash = 0;
   hw::MatchTable::Handle entry = 0;
   ProgramsObj* programs = nullptr;  // counts this rule; the match table's record points into it
+  ActionObj* own_tag = nullptr;     // its tag action, referenced (programs->tag_at; its record has the tag)
   // The item it counts in, in its matcher's part of its table's index (TableIndex::AddRule's; nullptr when
   // there is none): a delete goes to it without looking for it by the rule's key.
   hw::TableIndex::Item* index_item = nullptr;
   // Made in its domain's rule_pool (placement new), and given back to it when its handle is released.
 };
-static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 32);
+static_assert(std::is_trivially_destructible_v<RuleObj> && sizeof(RuleObj) == 40);
 
 // The id `rule` was made with (its record's).
 inline uint32_t RuleId(const RuleObj& rule) { return rule.matcher->hw.table.rule(rule.entry)->rule_id; }
@@ -209,8 +220,9 @@ void BuildIndex(TableObj* table);
 void UnindexMatcher(MatcherObj* matcher);
 
 // The domain lock must be held. `rule` starts using `programs` (which take references on their actions when
-// they gain their first rule; Unref(RuleObj*) gives them back with the last).
-void UsePrograms(ProgramsObj* programs, RuleObj* rule);
+// they gain their first rule; Unref(RuleObj*) gives them back with the last), and `own_tag`, the tag action
+// of its actions if the programs take the tag from the rule (tag_at), else nullptr: the rule references it.
+void UsePrograms(ProgramsObj* programs, ActionObj* own_tag, RuleObj* rule);
 // Makes `programs` the ones `matcher` and its table offer to their next rules; the ones they replace are
 // freed if unused. Programs holding linked CT contexts are not offered: the rule or call using them owns
 // them.

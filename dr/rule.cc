@@ -34,6 +34,10 @@ bool CompiledFrom(const ProgramsObj* cached, const actions::RuleContext& context
     return false;
   }
   for (size_t i = 0; i < actions.size(); ++i) {
+    if (static_cast<int>(i) == cached->tag_at) {
+      if (!internal::IsOwnTag(actions[i])) return false;
+      continue;
+    }
     // (The cached pointer is only compared: its action may be gone, the given one is alive.)
     if (actions[i] != cached->actions[i] ||
         std::make_pair(actions[i]->id, actions[i]->revision) != cached->action_versions[i]) {
@@ -130,9 +134,28 @@ absl::StatusOr<ProgramsObj*> CompilePrograms(const DomainObj& d, const actions::
   p.record = hw::RuleRecord::Of(&p.programs, 0);
   p.actions.assign(objs.begin(), objs.end());
   for (const ActionObj* a : objs) p.action_versions.emplace_back(a->id, a->revision);
+  // The tag is each rule's own: the programs read it from the rule's record, so that the next rule with
+  // another tag action shares them. (The compiler takes one tag at most.)
+  for (size_t i = 0; i < objs.size(); ++i) {
+    if (!internal::IsOwnTag(objs[i])) continue;
+    p.tag_at = static_cast<int>(i);
+    p.actions[i] = nullptr;
+    p.action_versions[i] = {0, 0};
+    for (hw::ActionProgram& program : p.programs) {
+      for (hw::Op& op : program.ops) {
+        if (op.code == hw::OpCode::kTag) op = {hw::OpCode::kTagOfRule};
+      }
+    }
+    break;
+  }
   p.skip_rx = context.skip_rx;
   p.skip_tx = context.skip_tx;
   return &p;
+}
+
+// The tag action among `objs` whose tag `programs` take from each rule's record, or nullptr.
+ActionObj* OwnTagOf(const ProgramsObj& programs, absl::Span<ActionObj* const> objs) {
+  return programs.tag_at < 0 ? nullptr : objs[programs.tag_at];
 }
 
 // The programs of `objs` for rules of `m` in `pipes`: the matcher's cached ones, else new ones
@@ -179,15 +202,17 @@ absl::Status At(const char* what, size_t i, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrFormat("%s[%d]: %s", what, i, s.message()));
 }
 
-// Makes the rule of `key` (hashed `hash`) running `programs` the newest rule of `m`, and lookups see it.
+// Makes the rule of `key` (hashed `hash`) running `programs` the newest rule of `m`, and lookups see it;
+// `own_tag` is its tag action when the programs take the tag from the rule (OwnTagOf).
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32_t* key, uint64_t hash,
-                                                     ProgramsObj* programs) {
+                                                     ProgramsObj* programs, ActionObj* own_tag) {
   auto* rule = new (m->table->domain->rule_pool.Allocate()) RuleObj;
   rule->matcher = m;
   rule->key_hash = static_cast<uint32_t>(hash);
-  internal::UsePrograms(programs, rule);
+  internal::UsePrograms(programs, own_tag, rule);
   hw::RuleRecord record = programs->record;
   record.rule_id = internal::NextObjectId();
+  if (own_tag != nullptr) record.set_tag(own_tag->spec.tag);
   // Into the index first: a packet finding the rule finds its matcher. Then the index may name it as the
   // hit of its entry.
   hw::TableIndex::MatcherState* indexed = m->index_state.get();
@@ -209,11 +234,13 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline RuleObj* Install(MatcherObj* m, const uint32
 }
 
 // What UpdateMany keeps of an update once checked: the rule it removes, their matcher, the programs the new
-// rule runs (held for the call) and its key's hash; the key is in the call's keys from `key_at`.
+// rule runs (held for the call) and its own tag action (OwnTagOf), and its key's hash; the key is in the
+// call's keys from `key_at`.
 struct CheckedUpdate {
   RuleObj* old;
   MatcherObj* matcher;
   ProgramsObj* programs;
+  ActionObj* own_tag;
   uint64_t hash;
   size_t key_at;
 };
@@ -340,7 +367,7 @@ absl::StatusOr<Rule> Rule::Create(const Matcher& matcher, const mlx5dv_flow_matc
   if (RefusesDuplicates(*m)) {
     DRSIM_RETURN_IF_ERROR(NotInstalled(*m, key, read.hash));
   }
-  RuleObj* rule = Install(m, key, read.hash, programs);
+  RuleObj* rule = Install(m, key, read.hash, programs, OwnTagOf(*programs, objs));
   if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
   return Rule(rule);
 }
@@ -432,7 +459,8 @@ absl::Status Rule::CreateMany(const Matcher& matcher,
   for (size_t i = 0; i < std::min(n, kAhead); ++i) read_ahead(i);
   for (size_t i = 0; i < n; ++i) {
     const ValueKey read = ring_read[i % kAhead];
-    rules[i] = Rule(Install(m, ring[i % kAhead].data(), read.hash, programs[read.pipes]));
+    ProgramsObj* p = programs[read.pipes];
+    rules[i] = Rule(Install(m, ring[i % kAhead].data(), read.hash, p, OwnTagOf(*p, objs)));
     if (i + kAhead < n) read_ahead(i + kAhead);
   }
   for (std::unique_ptr<ProgramsObj>& p : compiled) {
@@ -504,7 +532,7 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
     // fail, the call changes no rule, but the matcher may offer these programs to its next ones.)
     if (compiled != nullptr) internal::CachePrograms(m, compiled.release());
     holds.Hold(*programs);
-    checked[i] = {old, m, *programs, read->hash, key_at};
+    checked[i] = {old, m, *programs, OwnTagOf(**programs, objs), read->hash, key_at};
   }
   if (twice < n) {
     return absl::InvalidArgumentError(
@@ -577,7 +605,7 @@ absl::Status Rule::UpdateMany(absl::Span<const Update> updates) {
     absl::Cleanup let_go = [matcher = c.matcher] { internal::Unref(matcher); };
     updates[i].rule->handle_.release();  // (c.old)
     internal::Unref(c.old);
-    *updates[i].rule = Rule(Install(c.matcher, keys.data() + c.key_at, c.hash, c.programs));
+    *updates[i].rule = Rule(Install(c.matcher, keys.data() + c.key_at, c.hash, c.programs, c.own_tag));
   }
   return absl::OkStatus();
 }
@@ -596,6 +624,7 @@ absl::StatusOr<hw::CounterActivity> Rule::QueryActivity() const {
   {
     std::lock_guard<std::recursive_mutex> lock(rule->matcher->table->domain->mu);
     for (const ActionObj* a : rule->programs->actions) {
+      if (a == nullptr) continue;  // (its own tag)
       if (a->spec.type == actions::ActionType::kCtr) counter = a;
       if (a->spec.type == actions::ActionType::kAsoFirstHit && a->spec.aso_set) first_hit = a;
     }

@@ -23,6 +23,7 @@ enum class OpCode : uint8_t {
   kDecapL2,       // remove the outer headers up to the inner Ethernet header
   kDecapL3,       // remove the outer headers up to the inner IP header, then prepend `bytes` as its L2
   kTag,           // arg: the 24-bit flow tag
+  kTagOfRule,     // the flow tag the hit rule's record carries (RuleRecord::tag)
   kPopVlan,       // remove the first VLAN tag
   kModifyHeader,  // run `modify`, in order
   kPushVlan,      // arg: TPID << 16 | TCI, inserted after the MAC addresses
@@ -104,18 +105,29 @@ ProgramShape ShapeOf(const ActionProgram& program);
 
 // What a match-table hit yields. The match table keeps it in the record beside the key, so a hit costs
 // no further line than the record's (the programs are shared, and usually in cache); the shapes of the
-// programs ride along, so the data path picks its way without loading them.
+// programs ride along, so the data path picks its way without loading them. So does the rule's flow tag,
+// as mlx5 writes it into the rule's own entry: rules whose actions differ only in their tag share programs,
+// whose kTagOfRule op reads it here.
 struct RuleRecord {
   const PipePrograms* programs = nullptr;
-  uint32_t rule_id = 0;                  // the driver's id, reported in traces
-  std::array<ProgramShape, 2> shapes{};  // by Pipe: ShapeOf(*programs)[pipe] (kOther: the walk decides)
+  uint32_t rule_id = 0;  // the driver's id, reported in traces
+  // By Pipe, two bits each from bit 0: ShapeOf(*programs)[pipe] (kOther: the walk decides); from bit 8 the
+  // 24-bit flow tag.
+  uint32_t shapes_and_tag = 0;
 
   // The record of rule `rule_id` running `programs`, which must not change while it is installed.
   static RuleRecord Of(const PipePrograms* programs, uint32_t rule_id) {
-    return {programs, rule_id, {ShapeOf((*programs)[kRxPipe]), ShapeOf((*programs)[kTxPipe])}};
+    return {programs, rule_id,
+            static_cast<uint32_t>(ShapeOf((*programs)[kRxPipe])) |
+                static_cast<uint32_t>(ShapeOf((*programs)[kTxPipe])) << 2};
   }
   const ActionProgram& program(Pipe pipe) const { return (*programs)[pipe]; }
+  ProgramShape shape(Pipe pipe) const { return static_cast<ProgramShape>(shapes_and_tag >> (2 * pipe) & 3); }
+  uint32_t tag() const { return shapes_and_tag >> 8; }
+  // Keeps the low 24 bits of `tag`, as a flow tag has.
+  void set_tag(uint32_t tag) { shapes_and_tag = (shapes_and_tag & 0xff) | tag << 8; }
 };
+static_assert(sizeof(RuleRecord) == 16, "a match table's record holds one beside its key");
 
 }  // namespace drsim::hw
 

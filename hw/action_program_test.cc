@@ -40,8 +40,22 @@ TEST(ProgramShapeTest, RecordsCarryTheShapeOfEachPipe) {
   const RuleRecord r = RuleRecord::Of(&programs, 9);
   EXPECT_EQ(r.programs, &programs);
   EXPECT_EQ(r.rule_id, 9u);
-  EXPECT_EQ(r.shapes[kRxPipe], ProgramShape::kOnlyJumps);
-  EXPECT_EQ(r.shapes[kTxPipe], ProgramShape::kOther);
+  EXPECT_EQ(r.shape(kRxPipe), ProgramShape::kOnlyJumps);
+  EXPECT_EQ(r.shape(kTxPipe), ProgramShape::kOther);
+  EXPECT_EQ(r.tag(), 0u);
+}
+
+TEST(ProgramShapeTest, ATagLeavesTheShapesAndKeepsItsLow24Bits) {
+  PipePrograms programs;
+  programs[kRxPipe] = To(Destination::kQueue);
+  programs[kTxPipe] = To(Destination::kTable);
+  RuleRecord r = RuleRecord::Of(&programs, 3);
+  for (uint32_t tag : {0xffffffu, 0x5abcdefu, 0u, 1u}) {
+    r.set_tag(tag);
+    EXPECT_EQ(r.tag(), tag & 0xffffff);
+    EXPECT_EQ(r.shape(kRxPipe), ProgramShape::kSendsOn);
+    EXPECT_EQ(r.shape(kTxPipe), ProgramShape::kOnlyJumps);
+  }
 }
 
 }  // namespace

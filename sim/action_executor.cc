@@ -331,7 +331,8 @@ void ActionExecutor::FixOuterLengths(PacketBuffer& packet, const PacketMeta& met
 }
 
 ActionExecutor::Change ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketBuffer& packet,
-                                           PacketMeta& meta, uint64_t now_ns, const KnownParse& known) {
+                                           PacketMeta& meta, uint64_t now_ns, const KnownParse& known,
+                                           uint32_t rule_tag) {
   known_ = known.hv == nullptr ? nullptr : &known;
   parsed_ = known.hv == nullptr ? Parsed::kNo : known.whole ? Parsed::kWhole : Parsed::kOuter;
   Change change = Change::kNothing;
@@ -341,6 +342,10 @@ ActionExecutor::Change ActionExecutor::Run(absl::Span<const hw::Op> ops, PacketB
       case hw::OpCode::kTag:
         meta.has_flow_tag = true;
         meta.flow_tag = op.arg;
+        break;
+      case hw::OpCode::kTagOfRule:
+        meta.has_flow_tag = true;
+        meta.flow_tag = rule_tag;
         break;
       case hw::OpCode::kCounter:
         counters_->Add(op.arg, packet.size(), now_ns);

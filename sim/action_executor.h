@@ -57,10 +57,11 @@ class ActionExecutor {
 
   ActionExecutor(CounterBank* counters, AsoBank* aso) : counters_(counters), aso_(aso) {}
 
-  // Runs `ops` on the packet at time `now_ns`, from the parse `known` if any. Returns what changed, so
-  // the next lookup knows what it must parse again.
+  // Runs `ops` on the packet at time `now_ns`, from the parse `known` if any; a kTagOfRule op sets
+  // `rule_tag`, the flow tag of the rule whose ops they are. Returns what changed, so the next lookup knows
+  // what it must parse again.
   Change Run(absl::Span<const hw::Op> ops, PacketBuffer& packet, PacketMeta& meta, uint64_t now_ns = 0,
-             const KnownParse& known = {});
+             const KnownParse& known = {}, uint32_t rule_tag = 0);
 
  private:
   enum class Parsed : uint8_t { kNo, kOuter, kWhole };

@@ -338,6 +338,16 @@ TEST_F(ExecutorTest, TagSetsTheFlowTag) {
   EXPECT_EQ(meta_.flow_tag, 0xabcdefu);
 }
 
+// A rule's own tag: the op carries none, the rule's record gives it.
+TEST_F(ExecutorTest, TagOfRuleSetsTheTagRunGets) {
+  const std::vector<uint8_t> frame = BuildFrame(Udp4());
+  packet_.Assign(frame.data(), frame.size());
+  EXPECT_EQ(executor_.Run({{hw::OpCode::kTagOfRule, 5}}, packet_, meta_, 0, {}, 0x123456),
+            ActionExecutor::Change::kNothing);
+  EXPECT_TRUE(meta_.has_flow_tag);
+  EXPECT_EQ(meta_.flow_tag, 0x123456u);
+}
+
 // Run says what it changed: the headers, only metadata (an aso action's register), or nothing.
 TEST_F(ExecutorTest, RunSaysWhatChanged) {
   const std::vector<uint8_t> in = BuildFrame(Udp4());

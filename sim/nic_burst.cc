@@ -50,7 +50,7 @@ Nic::FirstLookup Nic::FirstLookupOf(Stage stage, Function& fn) {
 
 // Always inlined: Process's burst loop runs it for most frames, and a call there would show.
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::DispatchLookedUpHit(InFlight& p, const FirstLookup& first) {
-  if (p.by_burst.hit->shapes[first.pipe] != hw::ProgramShape::kSendsOn) return false;
+  if (p.by_burst.hit->shape(first.pipe) != hw::ProgramShape::kSendsOn) return false;
   DomainExit e;
   // hw::ShapeOf and TerminalExit each list the terminal destinations: should they ever disagree, walk.
   if (!TerminalExit(p.by_burst.hit->program(first.pipe), &e)) return false;
@@ -61,7 +61,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::DispatchLookedUpHit(InFlight& p, c
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Nic::FinishFromHit(Worker& worker, const hw::RuleRecord& hit,
                                                             const FirstLookup& first, Frame frame,
                                                             const PacketMeta& meta, Verdict& verdict) {
-  if (hit.shapes[first.pipe] != hw::ProgramShape::kSendsOn) return false;
+  if (hit.shape(first.pipe) != hw::ProgramShape::kSendsOn) return false;
   auto finish = [&](Fate fate, uint16_t vport, uint32_t qp_num) {
     // Tested first: a clear stores even when there is nothing to clear, and most verdicts come back empty.
     if (!verdict.path.empty()) verdict.path.clear();

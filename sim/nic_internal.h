@@ -277,7 +277,7 @@ struct Nic::Burst {
   // Adds frame `j` to the jumping frames when its looked-up `hit` only jumps (no ops, a kTable destination
   // with a matcher in it).
   void AddIfOnlyJumps(size_t j, const hw::RuleRecord& hit, hw::Pipe pipe) {
-    if (hit.shapes[pipe] != hw::ProgramShape::kOnlyJumps) return;
+    if (hit.shape(pipe) != hw::ProgramShape::kOnlyJumps) return;
     const hw::ActionProgram& program = hit.program(pipe);
     const hw::CompiledMatcher* m = program.table->first_matcher();
     if (m == nullptr) return;

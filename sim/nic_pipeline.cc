@@ -262,7 +262,7 @@ Nic::DomainExit Nic::WalkDomain(InFlight& p, Stage stage, Function& fn, Entry en
     const hw::ActionProgram& program = hit->program(pipe);
     if (!program.ops.empty()) {
       const ActionExecutor::Change change =
-          p.worker->executor_->Run(program.ops, p.buffer, p.meta, time_ns(), p.Known());
+          p.worker->executor_->Run(program.ops, p.buffer, p.meta, time_ns(), p.Known(), hit->tag());
       p.Changed(change);
       if (change == ActionExecutor::Change::kNoTunnel) return {Exit::kNoTunnel};
     }
