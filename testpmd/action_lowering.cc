@@ -21,8 +21,6 @@ namespace {
 
 using absl::StatusCode;
 
-// mlx5's largest mark id: the last 16 values of the 24 bits are reserved (MLX5_FLOW_MARK_MAX).
-constexpr uint32_t kMaxMark = 0xffffef;
 // What `flag` sets as the flow tag (MLX5_FLOW_MARK_DEFAULT).
 constexpr uint32_t kFlagMark = 0xffffff;
 
@@ -460,6 +458,10 @@ absl::Status ActionLowering::NeedIngress(const Action& a) const {
                      "delivers to receive queues: only ingress (NIC_RX) rules can");
 }
 
+absl::StatusOr<std::shared_ptr<const dr::Action>> SharedTag(ActionCache& cache, uint32_t tag) {
+  return cache.Get(absl::StrCat("tag ", tag), nullptr, [tag] { return dr::Action::Tag(tag); });
+}
+
 absl::StatusOr<const dr::Action*> ActionLowering::Shared(
     const std::string& key, std::shared_ptr<const void> keep_alive,
     absl::FunctionRef<absl::StatusOr<dr::Action>()> make) {
@@ -593,10 +595,10 @@ absl::Status ActionLowering::AddMark(const Action& mark, DrList* list) {
           absl::StrFormat("id 0x%x is above 0x%x (mlx5 reserves the last 16 of the 24 bits)", tag, kMaxMark));
     }
   }
-  absl::StatusOr<const dr::Action*> a =
-      Shared(absl::StrCat("tag ", tag), nullptr, [&] { return dr::Action::Tag(tag); });
+  absl::StatusOr<std::shared_ptr<const dr::Action>> a = SharedTag(ctx_.shared_actions, tag);
   if (!a.ok()) return Fail(a.status(), &mark);
-  list->Add(*a, &mark);
+  list->Add(a->get(), &mark);
+  out_->Hold(*std::move(a));
   return absl::OkStatus();
 }
 

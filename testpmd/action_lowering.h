@@ -34,6 +34,7 @@
 #include "absl/types/span.h"
 #include "dr/dr.h"
 #include "hw/match_params.h"
+#include "testpmd/action_cache.h"
 #include "testpmd/ast.h"
 #include "testpmd/context.h"
 #include "testpmd/pattern.h"
@@ -49,6 +50,13 @@ absl::Status ActionError(const Action& a, absl::StatusCode code, absl::string_vi
 
 // The number given for parameter `name` of `a`, or `fallback`.
 uint32_t ActionParam(const Action& a, absl::string_view name, uint32_t fallback = 0);
+
+// mlx5's largest mark id: the last 16 values of the 24 bits are reserved (MLX5_FLOW_MARK_MAX).
+inline constexpr uint32_t kMaxMark = 0xffffef;
+
+// The engine's shared DR tag action for flow tag `tag` (a mark's id, or flag's tag), made on first use:
+// the mark action of every flow asking for that tag.
+absl::StatusOr<std::shared_ptr<const dr::Action>> SharedTag(ActionCache& cache, uint32_t tag);
 
 // A DR action list under construction, with the testpmd action each entry came from (nullptr: the
 // engine's own, like a meter's flow-id tag).

@@ -155,16 +155,19 @@ class FlowEngine {
   // Flow templates (engine_templates.cc): flows made as copies of an earlier flow with other values in its
   // pattern's slots, without parsing, translating or lowering them. A rule file's loader (runner.h) makes
   // one for each shape of command it sees again. The template of flow `flow_id`, made from `rule` (it must
-  // be the rule's last flow), whose pattern's `slots` vary: FailedPrecondition when the engine keeps its
-  // history (each flow then needs its command), when the flow made more than one rule or anything of its
-  // own (a counter, an age, an action only it uses) or uses an indirect action, or when its pattern is no
-  // template (pattern_template.h). A template holds what its flows share (several holds as one, which its
-  // flows hold); it must be dropped before the engine is Reset or destroyed.
+  // be the rule's last flow), whose pattern's `slots` vary, and with `mark_varies` its mark action's id
+  // too (a flow's mark is mostly its own): FailedPrecondition when the engine keeps its history (each flow
+  // then needs its command), when the flow made more than one rule or anything of its own (a counter, an
+  // age, an action only it uses) or uses an indirect action, or when its pattern is no template
+  // (pattern_template.h). A template holds what its flows share (several holds as one, which its flows
+  // hold); it must be dropped before the engine is Reset or destroyed.
   absl::StatusOr<std::shared_ptr<const FlowTemplate>> TemplateOfFlow(const FlowRule& rule, uint32_t flow_id,
-                                                                     absl::Span<const PatternSlot> slots);
-  // Creates a flow from `t` with its slots set to `values` (each within its field's width), as the command
-  // on line `line` would: the same id, DR rule, actions, shape and line. On an error (DR's, without the
-  // positions Execute adds) nothing is made, and the command's own Execute reports it.
+                                                                     absl::Span<const PatternSlot> slots,
+                                                                     bool mark_varies = false);
+  // Creates a flow from `t` with its slots set to `values` (each within its field's width; the mark's id
+  // last, when it varies), as the command on line `line` would: the same id, DR rule, actions, shape and
+  // line. On an error (a mark id above kMaxMark, DR's, without the positions Execute adds) nothing is made,
+  // and the command's own Execute reports it.
   absl::StatusOr<uint32_t> CreateFromTemplate(const FlowTemplate& t, absl::Span<const absl::uint128> values,
                                               int line);
   // Destroys the flows of `ids` that exist; returns those destroyed, in the order given.

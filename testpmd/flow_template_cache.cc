@@ -24,12 +24,30 @@ namespace {
 constexpr char kSlotMark = '\n';
 
 // What a token is to TryLine's reading of slots: `is` or `spec` (an operator), the name of a field that can
-// be a slot (a field: IsSlotFieldName), or anything else.
-enum WordKind : uint8_t { kOther, kOp, kField };
+// be a slot (a field: IsSlotFieldName), the words before a mark's id (`actions` or `/`, `mark`, `id`), or
+// anything else.
+enum WordKind : uint8_t { kOther, kOp, kField, kActions, kSlash, kMark, kId };
 WordKind KindOf(absl::string_view word) {
-  if (word.size() == 2) return word[0] == 'i' && word[1] == 's' ? kOp : kOther;
-  if (word.size() == 4 && std::memcmp(word.data(), "spec", 4) == 0) return kOp;
-  return IsSlotFieldName(word) ? kField : kOther;
+  switch (word.size()) {
+    case 1:
+      return word[0] == '/' ? kSlash : kOther;
+    case 2:
+      if (word[0] == 'i' && word[1] == 's') return kOp;
+      return word[0] == 'i' && word[1] == 'd' ? kId : kOther;
+    case 4:
+      if (std::memcmp(word.data(), "spec", 4) == 0) return kOp;
+      return std::memcmp(word.data(), "mark", 4) == 0 ? kMark : kOther;
+    case 7:
+      return std::memcmp(word.data(), "actions", 7) == 0 ? kActions : kOther;
+    default:
+      return IsSlotFieldName(word) ? kField : kOther;
+  }
+}
+
+// How a mark's id reads (the parser's `mark id` parameter).
+const ParamDef& MarkIdParam() {
+  static const ParamDef* const param = FindParam(*FindAction("mark"), "id");
+  return *param;
 }
 
 }  // namespace
@@ -44,6 +62,7 @@ bool FlowTemplateCache::ReadShape(const CommandTokens& tokens) {
       !SameWord(t[1].text, "create")) {
     return false;
   }
+  mark_slot_ = false;
   size_t i = 2;
   while (i < n && !SameWord(t[i].text, "pattern")) ++i;
   ++i;
@@ -65,7 +84,17 @@ bool FlowTemplateCache::ReadShape(const CommandTokens& tokens) {
     }
     if (i < n && SameWord(t[i].text, "/")) ++i;
   }
-  if (slots_.empty()) return false;
+  // A mark's id: `mark id V` first in the actions or after a `/` there.
+  while (i < n && !SameWord(t[i].text, "actions")) ++i;
+  for (size_t j = i + 1; j + 2 < n; ++j) {
+    if (SameWord(t[j].text, "mark") && SameWord(t[j + 1].text, "id") &&
+        (j == i + 1 || SameWord(t[j - 1].text, "/"))) {
+      slot_tokens_.push_back(t[j + 2]);
+      mark_slot_ = true;
+      break;
+    }
+  }
+  if (slot_tokens_.empty()) return false;
   KeyOf(t.front().text.data(), t.back().text.data() + t.back().text.size());
   return true;
 }
@@ -137,9 +166,9 @@ bool FlowTemplateCache::Matches(const Shape& shape, absl::string_view line, int 
 
 bool FlowTemplateCache::CreateFrom(const Shape& shape, int line_number) {
   values_.clear();
-  for (size_t i = 0; i < shape.fields.size(); ++i) {
-    const FieldDef& field = *shape.fields[i];
-    absl::StatusOr<absl::uint128> value = ParseScalar(slot_tokens_[i], field.kind, field.width, "");
+  for (size_t i = 0; i < shape.values.size(); ++i) {
+    const SlotValue& slot = shape.values[i];
+    absl::StatusOr<absl::uint128> value = ParseScalar(slot_tokens_[i], slot.kind, slot.width, "");
     if (!value.ok()) return false;  // (the parser names the field)
     values_.push_back(*value);
   }
@@ -149,7 +178,7 @@ bool FlowTemplateCache::CreateFrom(const Shape& shape, int line_number) {
 const FlowTemplateCache::Shape* FlowTemplateCache::TemplatedShapeOfLine(absl::string_view line) {
   KeyOf(line.data(), line.data() + line.size());
   const Shape* shape = FindTemplated();
-  return shape != nullptr && shape->fields.size() == slot_tokens_.size() ? shape : nullptr;
+  return shape != nullptr && shape->values.size() == slot_tokens_.size() ? shape : nullptr;
 }
 
 bool FlowTemplateCache::SpacedSlots(absl::string_view line, int line_number) {
@@ -216,7 +245,24 @@ bool FlowTemplateCache::SpacedSlots(absl::string_view line, int line_number) {
       past_value = end;
     }
   }
+  if (!SpacedMarkSlot(line, past_value, line_number)) return false;
   return !slot_tokens_.empty();
+}
+
+bool FlowTemplateCache::SpacedMarkSlot(absl::string_view line, size_t from, int line_number) {
+  constexpr absl::string_view kActions = " actions ", kMarkId = " mark id ";
+  const size_t actions = line.find(kActions, from);
+  if (actions == absl::string_view::npos) return true;
+  const size_t mark = line.find(kMarkId, actions + kActions.size() - 1);
+  if (mark == absl::string_view::npos) return true;
+  // First in the actions (its leading blank is the actions' trailing one), or after a `/`.
+  if (mark != actions + kActions.size() - 1 && !(line[mark - 1] == '/' && line[mark - 2] == ' ')) return true;
+  const size_t value = mark + kMarkId.size();
+  const size_t end = value < line.size() ? TokenEnd(line, value) : value;
+  if (end == value || line[value] == '#') return false;  // (as Matches refuses the line)
+  slot_tokens_.push_back(
+      Token{line.substr(value, end - value), SourcePos{line_number, static_cast<int>(value) + 1}});
+  return true;
 }
 
 bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
@@ -237,17 +283,26 @@ bool FlowTemplateCache::TryLine(absl::string_view line, int line_number) {
   // The slots: each token after a slot field's name and `is` or `spec`. The line must be its tokens, first to
   // last (no blank before or after, which no key holds).
   slot_tokens_.clear();
-  WordKind before_last = kOther, last = kOther;
+  // The kinds of the last three words, newest first; whether the words so far reached the actions, and
+  // took a mark's id there.
+  WordKind kinds[3] = {kOther, kOther, kOther};
+  bool in_actions = false, mark_taken = false;
   size_t first = line.size(), past_last = 0;
   const bool plain = ForEachPlainToken(line, [&](size_t start, size_t past) {
     const absl::string_view word(line.data() + start, past - start);
-    if (last == kOp && before_last == kField) {
+    const bool field_slot = !in_actions && kinds[0] == kOp && kinds[1] == kField;
+    const bool mark_slot = in_actions && !mark_taken && kinds[0] == kId && kinds[1] == kMark &&
+                           (kinds[2] == kSlash || kinds[2] == kActions);
+    if (field_slot || mark_slot) {
       slot_tokens_.push_back(Token{word, SourcePos{line_number, static_cast<int>(start) + 1}});
     }
+    mark_taken |= mark_slot;
     if (first == line.size()) first = start;
     past_last = past;
-    before_last = last;
-    last = KindOf(word);
+    kinds[2] = kinds[1];
+    kinds[1] = kinds[0];
+    kinds[0] = KindOf(word);
+    in_actions |= kinds[0] == kActions;
   });
   if (!plain || slot_tokens_.empty() || first != 0 || past_last != line.size()) return false;
   const Shape* shape = TemplatedShapeOfLine(line);
@@ -281,10 +336,11 @@ void FlowTemplateCache::Ran(const Command& command, const CommandResult* result)
   Shape& shape = entry->second;
   if (shape.refused || shape.flow != nullptr || ++shape.runs < 2) return;
   absl::StatusOr<std::shared_ptr<const FlowTemplate>> flow =
-      engine_.TemplateOfFlow(create->rule, *result->flow_id, slots_);
+      engine_.TemplateOfFlow(create->rule, *result->flow_id, slots_, mark_slot_);
   if (flow.ok()) {
     shape.flow = *std::move(flow);
-    for (const PatternSlot& slot : slots_) shape.fields.push_back(slot.field);
+    for (const PatternSlot& slot : slots_) shape.values.push_back({slot.field->kind, slot.field->width});
+    if (mark_slot_) shape.values.push_back({MarkIdParam().kind, MarkIdParam().width});
     shape.segments = absl::StrSplit(entry->first, kSlotMark);
     ++templates_;
   } else {

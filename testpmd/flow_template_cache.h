@@ -4,11 +4,11 @@
 // What
 //   A command's shape is its tokens with its slots' values left out: the values given with `is` or `spec`
 //   to the addresses, ports, VLAN ids, VNIs, TOS and TTL of template items (pattern_template.h's
-//   CanBeSlot). The second time a shape runs, the cache asks the engine for the template of the flow it
-//   made; from then on TryCreate installs commands of that shape: it reads their slot values as the parser
-//   reads them and has FlowEngine::CreateFromTemplate make the flow. Flows so made equal, byte for byte,
-//   those the commands would have made (runner_stream_test and drctl_differential_test hold the two ways
-//   equal).
+//   CanBeSlot), and a mark action's id (a flow's mark is mostly its own). The second time a shape runs, the
+//   cache asks the engine for the template of the flow it made; from then on TryCreate installs commands of
+//   that shape: it reads their slot values as the parser reads them and has FlowEngine::CreateFromTemplate
+//   make the flow. Flows so made equal, byte for byte, those the commands would have made (runner_stream_test
+//   and drctl_differential_test hold the two ways equal).
 //
 // How
 //   A command TryCreate does not install (no template for its shape, a value that does not read, DR
@@ -18,7 +18,8 @@
 //   flow's shared objects). At most kMaxShapes shapes are kept; past that, those without a template are
 //   forgotten. A shape is a byte string: the command's line from its first token to its last, each slot's
 //   value cut out. TryLine reads it from a plain line (lexer.h) before the line is lexed, taking as slots
-//   the values given to a slot field's name (`src`, `dst`, `vid`, ...) with `is` or `spec`; a line so read
+//   the values given to a slot field's name (`src`, `dst`, `vid`, ...) with `is` or `spec`, and the value
+//   after `mark id` first in the actions or after a `/` there; a line so read
 //   whose shape has a template is the same tokens as the command that made it but for the slot values, which
 //   are single tokens, so it is made as TryCreate would make it. Before that, TryLine tries the line as the
 //   key, with a value in each slot, of the newest of the last few shapes found whose last part (where action
@@ -45,6 +46,7 @@
 #include "testpmd/ast.h"
 #include "testpmd/engine.h"
 #include "testpmd/lexer.h"
+#include "testpmd/schema.h"
 
 namespace drsim::testpmd {
 
@@ -69,17 +71,23 @@ class FlowTemplateCache {
   void Clear();
 
  private:
+  // How a slot's value reads: its field's or parameter's kind and width.
+  struct SlotValue {
+    ValueKind kind;
+    int width;
+  };
   struct Shape {
     int runs = 0;          // commands of the shape that ran
     bool refused = false;  // the engine made no template of it
     std::shared_ptr<const FlowTemplate> flow;
-    // With a template: its slots' fields, and its key's parts around the slots (views of the key).
-    std::vector<const FieldDef*> fields;
+    // With a template: how its slots' values read (the mark's last), and its key's parts around the slots
+    // (views of the key).
+    std::vector<SlotValue> values;
     std::vector<absl::string_view> segments;
   };
 
-  // Reads `tokens`' shape into key_, slots_ and slot_tokens_; false when it has no slots or is not a
-  // `flow create` whose items can all be a template's.
+  // Reads `tokens`' shape into key_, slots_, mark_slot_ and slot_tokens_; false when it has no slots or is
+  // not a `flow create` whose items can all be a template's.
   bool ReadShape(const CommandTokens& tokens);
   // Makes key_ the line's text from `begin` to `end` with each of slot_tokens_ (views of it) cut out.
   void KeyOf(const char* begin, const char* end);
@@ -88,9 +96,13 @@ class FlowTemplateCache {
   // Makes `shape` the newest of recent_ unless recent_ holds it.
   void NoteRecent(const Shape* shape);
   // Reads into slot_tokens_ the token after each " src is ", " dst is ", " src spec " and " dst spec " of
-  // `line` (single spaces), from maps of its bytes: the slots ReadShape would read where a line is spaced so
-  // (one of kPlainLineBytes at most, lexer.h). False when it finds none, or one that Matches would refuse.
+  // `line` (single spaces), from maps of its bytes, and after its " actions mark id " or " / mark id " past
+  // " actions ": the slots ReadShape would read where a line is spaced so (one of kPlainLineBytes at most,
+  // lexer.h). False when it finds none, or one that Matches would refuse.
   bool SpacedSlots(absl::string_view line, int line_number);
+  // Adds to slot_tokens_ the token after `line`'s spaced " actions mark id " or " / mark id " from `from`
+  // on, if any; false if that token is none Matches would take.
+  bool SpacedMarkSlot(absl::string_view line, size_t from, int line_number);
   // The shape with a template whose key is `line` with slot_tokens_ (views of it) cut out, or nullptr.
   const Shape* TemplatedShapeOfLine(absl::string_view line);
   // Whether `line` ends with `shape`'s key's last part.
@@ -113,6 +125,7 @@ class FlowTemplateCache {
   bool has_shape_ = false;
   std::string key_;
   std::vector<PatternSlot> slots_;
+  bool mark_slot_ = false;  // the last of slot_tokens_ is the mark's id
   std::vector<Token> slot_tokens_;
   std::vector<absl::uint128> values_;
 };

@@ -68,7 +68,8 @@ bool CanBeSlot(const ItemDef& item, const FieldDef& field) {
 absl::StatusOr<PatternTemplate> PatternTemplate::Make(absl::Span<const Item> items,
                                                       absl::Span<const PatternSlot> slots,
                                                       const PatternContext& ctx) {
-  if (slots.empty() || slots.size() > 255) return NoTemplate("no slots, or too many");
+  // (No slots: every flow has the pattern's one value, and what varies is in its actions, a mark's id.)
+  if (slots.size() > 255) return NoTemplate("more than 255 slots");
   for (size_t i = 0; i < slots.size(); ++i) {
     const PatternSlot& s = slots[i];
     if (s.item >= items.size() || s.field == nullptr || !CanBeSlot(*items[s.item].def, *s.field) ||

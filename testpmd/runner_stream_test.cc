@@ -413,15 +413,99 @@ TEST_F(TemplateStreamTest, VlanTunnelAndIpFieldShapesEqualParsedOnes) {
   ExpectSameFlows();
 }
 
+// Flows with a mark each of their own (OVS marks every offloaded flow): the mark's id is a slot, first in
+// the actions or after another, in shapes with pattern slots and without, beside flag, ids from 0 to the
+// largest and spelled in hex, and a pattern's own `mark` item, which is none.
+TEST_F(TemplateStreamTest, MarksOfTheirOwnEqualParsedOnes) {
+  std::mt19937 rng(20261205);
+  std::string text;
+  for (int i = 0; i < 1500; ++i) {
+    const uint32_t a = static_cast<uint32_t>(rng()), b = static_cast<uint32_t>(rng());
+    uint32_t mark = 1 + static_cast<uint32_t>(i);
+    if (i % 100 == 3) mark = 0;
+    if (i % 100 == 4) mark = 0xffffef;  // the largest
+    const std::string id = i % 7 == 0 ? absl::StrFormat("0x%x", mark) : absl::StrCat(mark);
+    switch (rng() % 5) {
+      case 0:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth / ipv4 src is %s dst is %s / tcp src "
+            "is %d dst is %d / end actions mark id %s / queue index %d / end\n",
+            Ip4(a), Ip4(b), a >> 16, b >> 16, id, static_cast<int>(b % 4));
+        break;
+      case 1:
+        absl::StrAppendFormat(&text,
+                              "flow create 0 ingress group 1 pattern eth / ipv6 dst is fe80::%x / udp / end "
+                              "actions queue index 2 / mark id %s / end\n",
+                              a & 0xffff, id);
+        break;
+      case 2:  // no pattern slot: the mark is the shape's only one
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 2 pattern eth / ipv4 / udp / end actions mark id %s / "
+            "drop / end\n",
+            id);
+        break;
+      case 3:
+        absl::StrAppendFormat(
+            &text,
+            "flow create 0 ingress group 1 pattern eth / ipv4 dst is %s / end actions flag / "
+            "queue index 1 / end\n",
+            Ip4(b));
+        break;
+      case 4:
+        absl::StrAppendFormat(&text,
+                              "flow create 0 ingress group 1 priority 1 pattern eth / ipv4 src is %s / end "
+                              "actions mark  id %s / queue index 3 / end\n",
+                              Ip4(a), id);
+        break;
+    }
+    if (i % 211 == 210) absl::StrAppendFormat(&text, "flow destroy 0 rule %d\n", i / 3);
+  }
+  text = Respell(text, rng);
+  FileReport t, p;
+  ASSERT_NO_FATAL_FAILURE(StreamBothWays(text, &t, &p));
+  EXPECT_GT(t.templated,
+            1000u);  // of about 1,500: those Respell breaks and each shape's first two are parsed
+  EXPECT_EQ(p.templated, 0u);
+  ExpectSameFlows();
+}
+
+// A mark id above the largest in a templated shape reads as the parser says, at its line.
+TEST_F(TemplateStreamTest, MarkIdsAboveTheLargestReadAsParsedOnes) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppendFormat(
+        &text,
+        "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.%d / end actions mark id %d / "
+        "queue index 1 / end\n",
+        i, i);
+  }
+  text +=
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.9 / end actions mark id 0xfffff0 / queue index "
+      "1 / end\n";
+  text +=
+      "flow create 0 ingress pattern eth / ipv4 src is 10.0.0.9 / end actions mark id 0x1000000 / queue "
+      "index 1 / end\n";
+  FileReport t = StreamInto(templated_, text, true);
+  FileReport p = StreamInto(parsed_, text, false);
+  ASSERT_EQ(t.diagnostics.size(), 2u);
+  ASSERT_EQ(p.diagnostics.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(t.diagnostics[i].ToString(), p.diagnostics[i].ToString());
+  EXPECT_EQ(t.diagnostics[0].pos.line, 5);
+  EXPECT_THAT(t.diagnostics[0].message, HasSubstr("id 0xfffff0 is above 0xffffef"));
+  EXPECT_EQ(t.diagnostics[1].pos.line, 6);
+}
+
 TEST_F(TemplateStreamTest, ShapesPastTheLimitForgetThoseWithoutTemplates) {
-  // Rules of a new shape each (their own mark), more than the 16,384 shapes a stream keeps, between rules of
-  // one shape.
+  // Rules of a new shape each (a GRE protocol of their own, which is no slot), more than the 16,384 shapes a
+  // stream keeps, between rules of one shape.
   constexpr int kRules = 17000;
   std::string text;
   for (int i = 0; i < kRules; ++i) {
     absl::StrAppendFormat(
         &text,
-        "flow create 0 ingress pattern eth / ipv4 src is %s / end actions mark id %d / queue "
+        "flow create 0 ingress pattern eth / ipv4 src is %s / gre protocol is %d / end actions queue "
         "index 1 / end\n",
         Ip4(0x0a000000 + static_cast<uint32_t>(i)), i);
     if (i % 2 == 0) {
